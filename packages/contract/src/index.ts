@@ -1,0 +1,6 @@
+export * from './catalog.ts';
+export * from './envelope.ts';
+export * from './headers.ts';
+export * from './ids.ts';
+export * from './limits.ts';
+export * from './signature.ts';

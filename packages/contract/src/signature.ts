@@ -1,0 +1,97 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { SIGNATURE_TOLERANCE_SECONDS } from './limits.ts';
+
+/**
+ * Signing of deliveries (spec 5.1). `v1` = hex(HMAC-SHA256(secret, `${t}.${rawBody}`)), keyed
+ * with the full `whsec_…` secret string, computed over the raw bytes (5.1.3, 5.1.4).
+ */
+export function computeSignature(secret: string, timestamp: number, rawBody: string | Uint8Array): string {
+  const hmac = createHmac('sha256', secret);
+  hmac.update(`${timestamp}.`);
+  hmac.update(rawBody);
+  return hmac.digest('hex');
+}
+
+/** `t=<unix seconds>,v1=<lowercase hex>`, no spaces (spec 4.2). */
+export function formatSignatureHeader(timestamp: number, signatures: string | readonly string[]): string {
+  const list = typeof signatures === 'string' ? [signatures] : signatures;
+  return [`t=${timestamp}`, ...list.map((s) => `v1=${s}`)].join(',');
+}
+
+/** Signs a body at time `timestamp` and returns the `Service-Signature` header value. */
+export function signPayload(secret: string, timestamp: number, rawBody: string | Uint8Array): string {
+  return formatSignatureHeader(timestamp, computeSignature(secret, timestamp, rawBody));
+}
+
+export interface ParsedSignatureHeader {
+  timestamp: number;
+  signatures: string[];
+}
+
+/**
+ * Strict parse of `t=<int>,v1=<hex>[,v1=<hex>…]`. Returns null when the header is not of that
+ * exact shape: no spaces, one integer `t`, at least one lowercase 64-hex `v1`. Unknown
+ * schemes (`v2=` …) are skipped so the format can grow additively.
+ */
+export function parseSignatureHeader(header: string): ParsedSignatureHeader | null {
+  let timestamp: number | null = null;
+  const signatures: string[] = [];
+  for (const part of header.split(',')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) return null;
+    const key = part.slice(0, eq);
+    const value = part.slice(eq + 1);
+    if (key === 't') {
+      if (timestamp !== null || !/^\d{1,15}$/.test(value)) return null;
+      timestamp = Number(value);
+    } else if (key === 'v1') {
+      if (!/^[0-9a-f]{64}$/.test(value)) return null;
+      signatures.push(value);
+    } else if (!/^[a-z][a-z0-9]*$/.test(key)) {
+      return null;
+    }
+  }
+  if (timestamp === null || signatures.length === 0) return null;
+  return { timestamp, signatures };
+}
+
+/** Constant-time comparison of two hex signatures (spec 5.1.5). */
+export function signaturesEqual(expectedHex: string, receivedHex: string): boolean {
+  const a = Buffer.from(expectedHex, 'utf8');
+  const b = Buffer.from(receivedHex, 'utf8');
+  // Lengths are public (always 64 for v1); timingSafeEqual needs equal lengths.
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export type SignatureCheck =
+  | { ok: true; timestamp: number }
+  | { ok: false; reason: 'malformed_header' | 'bad_signature' | 'timestamp_out_of_tolerance' };
+
+/**
+ * Verification in the spec's order (5.1.6): parse the header, compute the expected value for
+ * each secret, compare in constant time, then check |now - t| <= tolerance.
+ */
+export function checkSignature(options: {
+  header: string;
+  rawBody: string | Uint8Array;
+  secrets: readonly string[];
+  nowSeconds: number;
+  toleranceSeconds?: number;
+}): SignatureCheck {
+  const parsed = parseSignatureHeader(options.header);
+  if (!parsed) return { ok: false, reason: 'malformed_header' };
+  let matched = false;
+  for (const secret of options.secrets) {
+    const expected = computeSignature(secret, parsed.timestamp, options.rawBody);
+    for (const received of parsed.signatures) {
+      // No early exit: every pair is compared so timing does not reveal which matched.
+      if (signaturesEqual(expected, received)) matched = true;
+    }
+  }
+  if (!matched) return { ok: false, reason: 'bad_signature' };
+  const tolerance = options.toleranceSeconds ?? SIGNATURE_TOLERANCE_SECONDS;
+  if (Math.abs(options.nowSeconds - parsed.timestamp) > tolerance) {
+    return { ok: false, reason: 'timestamp_out_of_tolerance' };
+  }
+  return { ok: true, timestamp: parsed.timestamp };
+}

@@ -1,0 +1,32 @@
+import { defineConfig } from 'vitest/config';
+
+// Three kinds of run: pure unit tests, the server's integration suite on real PostgreSQL,
+// and the same integration suite again on embedded PGlite (ARCHITECTURE.md: "Tests run the
+// same suite on both"). The receiver SDK's tests use real PostgreSQL and Redis themselves.
+const integration = ['packages/server/test/integration/**/*.test.ts'];
+
+export default defineConfig({
+  test: {
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    maxWorkers: 3,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['packages/*/test/unit/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'postgres', include: integration, env: { PAYHOOKS_TEST_DB: 'postgres' } },
+      },
+      {
+        extends: true,
+        test: { name: 'pglite', include: integration, env: { PAYHOOKS_TEST_DB: 'pglite' } },
+      },
+      {
+        extends: true,
+        test: { name: 'receiver', include: ['packages/receiver/test/**/*.test.ts', 'examples/**/test/**/*.test.ts'] },
+      },
+    ],
+  },
+});
