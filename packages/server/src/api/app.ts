@@ -1,0 +1,78 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import type { ServiceContext } from '../context.ts';
+import type { Scope } from '../tenancy/scope.ts';
+import { AppError } from '../errors.ts';
+import { authenticate } from './auth.ts';
+import { errorHandler } from './errors.ts';
+import { healthRoutes } from './health.ts';
+import { RateLimiter } from './rate-limit.ts';
+import { ErrorSchema } from './v1/schemas.ts';
+import { WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpoints.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the /api/v1 auth hook: the calling key's Platform and environment. */
+    scope: Scope;
+  }
+}
+
+/** Management requests are small; anything bigger is refused with a 413 before parsing. */
+export const API_BODY_LIMIT = 64 * 1024;
+
+/**
+ * Bodies are validated strictly: no type coercion and no silent removal of unknown fields, so
+ * `{"url": 5}` and typos are 400s that name the field. Query strings and path params are
+ * strings on the wire, so they are coerced (`limit=10` -> 10).
+ */
+function validators() {
+  const options = { allErrors: false, useDefaults: true, strict: false };
+  const body = new Ajv({ ...options, coerceTypes: false, removeAdditional: false });
+  const query = new Ajv({ ...options, coerceTypes: true, removeAdditional: false });
+  for (const ajv of [body, query]) ajv.addSchema([ErrorSchema, WebhookEndpointSchema]);
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? body : query).compile(schema);
+}
+
+export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.logger,
+    bodyLimit: API_BODY_LIMIT,
+    trustProxy: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validators());
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((req, reply) => {
+    const err = new AppError('not_found', 'route_not_found', `No route ${req.method} ${req.url.split('?')[0]}. See /api/v1/openapi.json.`);
+    void reply.code(404).send(err.toBody());
+  });
+  app.addSchema(ErrorSchema);
+  app.addSchema(WebhookEndpointSchema);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'payhooks management API', version: 'v1', description: 'Webhook endpoint management (spec 4.1).' },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'sk_live_… or sk_test_… API key' } } },
+    },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  });
+
+  await app.register(healthRoutes(ctx));
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  const limiter = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', async (req) => {
+        req.scope = await authenticate(ctx.database.db, req);
+        limiter.take(req.scope.apiKeyId);
+      });
+      await v1.register(webhookEndpointRoutes(ctx));
+    },
+    { prefix: '/api/v1' },
+  );
+  return app as unknown as FastifyInstance;
+}

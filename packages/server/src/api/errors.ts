@@ -1,0 +1,72 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.ts';
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+/** `/enabled_events/0` -> `enabled_events[0]`, `/metadata/k` -> `metadata[k]`. */
+function paramOf(path: string, extra?: string): string | undefined {
+  const parts = path.split('/').filter(Boolean);
+  if (extra) parts.push(extra);
+  if (parts.length === 0) return undefined;
+  return parts[0] + parts.slice(1).map((p) => `[${p}]`).join('');
+}
+
+/** Turns the first schema violation into a 400 that names the field and what to send. */
+export function validationError(errors: AjvError[], part: string): AppError {
+  const e = errors[0]!;
+  if (e.keyword === 'additionalProperties') {
+    const name = String(e.params.additionalProperty);
+    const param = paramOf(e.instancePath, name);
+    return new AppError('invalid_request', 'parameter_unknown', `Unknown parameter '${param}' in the ${part}.`, param ? { param } : {});
+  }
+  if (e.keyword === 'required') {
+    const param = paramOf(e.instancePath, String(e.params.missingProperty));
+    return new AppError('invalid_request', 'parameter_missing', `Missing required parameter '${param}'.`, param ? { param } : {});
+  }
+  const param = paramOf(e.instancePath);
+  if (!param) {
+    return new AppError('invalid_request', 'parameter_invalid', `The ${part} ${e.message ?? 'is invalid'}; send a JSON object.`);
+  }
+  return new AppError('invalid_request', 'parameter_invalid', `Invalid '${param}': ${e.message ?? 'invalid value'}.`, { param });
+}
+
+/** Maps Fastify's own client errors (parsing, size, media type) to our error shape. */
+function fromFastify(err: FastifyError): AppError | null {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'body_too_large', 'The request body is too large; management requests are small JSON objects.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', 'unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('invalid_request', 'invalid_json', 'The body is empty; send a JSON object.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('invalid_request', 'invalid_json', 'The body is not valid JSON.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('invalid_request', 'invalid_content_length', 'Content-Length does not match the body.');
+  }
+  if (err instanceof SyntaxError || err.statusCode === 400) {
+    // secure-json-parse rejects __proto__ / constructor.prototype keys with a 400 too.
+    return new AppError('invalid_request', 'invalid_json', `The body could not be parsed: ${err.message}`);
+  }
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+    return new AppError('invalid_request', 'invalid_request', err.message);
+  }
+  return null;
+}
+
+export function errorHandler(err: FastifyError & { validation?: AjvError[]; validationContext?: string }, req: FastifyRequest, reply: FastifyReply): void {
+  let appError: AppError | null = null;
+  if (err instanceof AppError) appError = err;
+  else if (err.validation) appError = validationError(err.validation, err.validationContext === 'querystring' ? 'query string' : (err.validationContext ?? 'body'));
+  else appError = fromFastify(err);
+  if (!appError) {
+    req.log.error({ err }, 'unhandled error');
+    appError = new AppError('internal', 'internal_error', 'Something went wrong on our side; it has been logged. Retry the request.');
+  }
+  void reply.code(appError.status).headers(appError.headers).send(appError.toBody());
+}

@@ -1,0 +1,43 @@
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ServiceContext } from '../context.ts';
+import { createPlatform, platformExists, type CreatedPlatform } from '../tenancy/platforms.ts';
+
+/**
+ * Development mode only: a demo Platform created on first start. Its keys are kept in
+ * `<dataDir>/dev-platform.json` (mode 0600) so every `npm start` can print them again; in
+ * production keys are shown once and only their hashes are kept.
+ */
+export async function ensureDevPlatform(ctx: ServiceContext): Promise<{ platform: CreatedPlatform; created: boolean }> {
+  const file = join(ctx.config.dataDir, 'dev-platform.json');
+  if (existsSync(file)) {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as CreatedPlatform;
+    if (await platformExists(ctx.database.db, saved.platform_id)) return { platform: saved, created: false };
+  }
+  const platform = await createPlatform(ctx.database.db, 'Demo Platform');
+  mkdirSync(ctx.config.dataDir, { recursive: true });
+  writeFileSync(file, JSON.stringify(platform, null, 2) + '\n', { mode: 0o600 });
+  return { platform, created: true };
+}
+
+export function devBanner(url: string, platform: CreatedPlatform, ctx: ServiceContext): string {
+  const db = ctx.database.kind === 'pglite' ? `embedded PGlite in ${ctx.config.dataDir}` : 'PostgreSQL (DATABASE_URL)';
+  return `
+  payhooks is running in DEVELOPMENT MODE
+  ---------------------------------------
+  API            ${url}/api/v1   (OpenAPI: ${url}/api/v1/openapi.json)
+  Health         ${url}/readyz
+  Database       ${db}
+  Demo Platform  ${platform.platform_id}   merchant ${platform.merchant_id}
+  Sandbox key    ${platform.keys.sandbox}
+  Live key       ${platform.keys.live}
+
+  Development mode allows private and plain-http endpoint URLs. Never run it in production.
+
+  Try next: register an endpoint (its whsec_ secret is shown only in this answer)
+    curl -s ${url}/api/v1/webhook_endpoints \\
+      -H 'Authorization: Bearer ${platform.keys.sandbox}' -H 'Content-Type: application/json' \\
+      -d '{"url":"http://127.0.0.1:4000/webhooks","enabled_events":["*"]}'
+    curl -s ${url}/api/v1/webhook_endpoints -H 'Authorization: Bearer ${platform.keys.sandbox}'
+`;
+}

@@ -1,0 +1,134 @@
+import { Command, Option } from 'commander';
+import { loadConfig, type Config } from '../config.ts';
+import { ConfigError } from '../errors.ts';
+import { openDatabase } from '../db/client.ts';
+import { migrate } from '../db/migrate.ts';
+import { openRuntime } from '../runtime.ts';
+import { buildApp } from '../api/app.ts';
+import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
+import { devBanner, ensureDevPlatform } from './dev-bootstrap.ts';
+
+/** Config from the environment, with `--dev` applied on top. Exits 1 with the reason if invalid. */
+function config(overrides: Partial<Config> = {}): Config {
+  return loadConfig(process.env, overrides);
+}
+
+async function serve(options: { dev?: boolean; port?: string; host?: string }) {
+  const env = { ...process.env };
+  if (options.port !== undefined) env.PAYHOOKS_PORT = options.port;
+  if (options.host !== undefined) env.PAYHOOKS_HOST = options.host;
+  const cfg = loadConfig(env, options.dev ? { dev: true } : {});
+  const runtime = await openRuntime({ config: cfg });
+  const { ctx } = runtime;
+  const app = await buildApp(ctx);
+  const address = await app.listen({ port: cfg.port, host: cfg.host });
+  const url = address.replace('[::1]', 'localhost');
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    ctx.logger.info({ signal }, 'shutting down');
+    await app.close();
+    await runtime.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  if (cfg.dev) {
+    const { platform } = await ensureDevPlatform(ctx);
+    process.stdout.write(devBanner(url, platform, ctx) + '\n');
+  }
+  ctx.logger.info({ url, database: ctx.database.kind, dev: cfg.dev }, 'payhooks listening');
+}
+
+/** Admin commands open the database without starting a server. */
+async function withRuntime<T>(fn: (rt: Awaited<ReturnType<typeof openRuntime>>) => Promise<T>): Promise<T> {
+  const cfg = config({ logLevel: process.env.PAYHOOKS_LOG_LEVEL ? config().logLevel : 'warn' });
+  const rt = await openRuntime({ config: cfg });
+  try {
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
+}
+
+export function buildCli(): Command {
+  const program = new Command('payhooks').description('payhooks: signed, retried, logged webhooks for a payment service').showHelpAfterError();
+
+  program
+    .command('serve')
+    .description('run the HTTP API (and, with the delivery engine, an in-process worker)')
+    .option('--dev', 'development mode: embedded database, demo Platform, private and plain-http URLs allowed')
+    .option('--port <port>', 'port (overrides PAYHOOKS_PORT)')
+    .option('--host <host>', 'host (overrides PAYHOOKS_HOST)')
+    .action(serve);
+
+  program
+    .command('migrate')
+    .description('apply pending database migrations and exit')
+    .action(async () => {
+      const cfg = config();
+      const database = await openDatabase({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir });
+      try {
+        const applied = await migrate(database);
+        process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+      } finally {
+        await database.close();
+      }
+    });
+
+  const admin = program.command('admin').description('operator commands');
+  admin
+    .command('create-platform')
+    .description('create a Platform with one merchant, a sandbox key and a live key (keys are printed once)')
+    .requiredOption('--name <name>', 'display name of the Platform')
+    .option('--json', 'print one JSON object')
+    .action(async (opts: { name: string; json?: boolean }) => {
+      const name = opts.name.trim();
+      if (!name || name.length > 200) throw new ConfigError('--name must be 1 to 200 characters.');
+      const created = await withRuntime(({ ctx }) => createPlatform(ctx.database.db, name));
+      if (opts.json) process.stdout.write(JSON.stringify(created) + '\n');
+      else
+        process.stdout.write(
+          `Platform ${created.platform_id}\nMerchant ${created.merchant_id}\nSandbox key ${created.keys.sandbox}\nLive key    ${created.keys.live}\n` +
+            'Store the keys now: they are not shown again.\n',
+        );
+    });
+  admin
+    .command('create-key')
+    .description('create another API key for a Platform (printed once)')
+    .requiredOption('--platform <id>', 'Platform id (plt_…)')
+    .addOption(new Option('--environment <env>', 'key environment').choices(['live', 'sandbox']).makeOptionMandatory())
+    .option('--json', 'print one JSON object')
+    .action(async (opts: { platform: string; environment: 'live' | 'sandbox'; json?: boolean }) => {
+      const key = await withRuntime(async ({ ctx }) => {
+        if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
+        return createApiKey(ctx.database.db, opts.platform, opts.environment);
+      });
+      if (opts.json) process.stdout.write(JSON.stringify({ id: key.id, environment: key.environment, key: key.key }) + '\n');
+      else process.stdout.write(`Key ${key.id} (${key.environment}): ${key.key}\nStore it now: it is not shown again.\n`);
+    });
+  admin
+    .command('revoke-key')
+    .description('revoke an API key by id (key_…), full key, or its 12-character prefix (sk_live_AbCd)')
+    .argument('<key>', 'key id, key, or key prefix')
+    .action(async (idOrPrefix: string) => {
+      const result = await withRuntime(({ ctx }) => revokeApiKey(ctx.database.db, idOrPrefix, ctx.clock.now()));
+      if ('revoked' in result) process.stdout.write(`revoked ${result.revoked.id} (${result.revoked.prefix}…)\n`);
+      else if (result.error === 'ambiguous') throw new ConfigError(`${result.matches} keys match '${idOrPrefix}'; give the key id (key_…) instead.`);
+      else throw new ConfigError(`No API key matches '${idOrPrefix}'.`);
+    });
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildCli().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`payhooks: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,151 @@
+import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
+import { ConfigError } from './errors.ts';
+
+/**
+ * The one configuration schema. Every setting is an environment variable; `loadConfig` reads,
+ * validates and returns a typed object, or throws a ConfigError naming the variable and how to
+ * fix it. The README's configuration table is this list.
+ */
+export interface Config {
+  host: string;
+  port: number;
+  /** PostgreSQL URL; unset = embedded PGlite in `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  /** 32-byte AES-256-GCM key; undefined = generate/read `<dataDir>/encryption.key` (embedded only). */
+  encryptionKey: Buffer | undefined;
+  /** Development mode: embedded demo Platform, private and plain-http URLs allowed. */
+  dev: boolean;
+  allowHttpUrls: boolean;
+  allowPrivateUrls: boolean;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Management API requests per second per API key (token bucket), and the bucket size. */
+  rateLimitPerSecond: number;
+  rateLimitBurst: number;
+  /** Bearer token for `POST /internal/v1/events`; unset disables that route. */
+  internalToken: string | undefined;
+  /** Delays between attempts, ms; length + 1 = total attempts. Spec 8 by default. */
+  retryScheduleMs: readonly number[];
+  /** Acknowledgement deadline per attempt, ms (spec 8: 10 s). */
+  attemptTimeoutMs: number;
+  /** Most attempts in flight to one endpoint at once, per worker process. */
+  endpointConcurrency: number;
+  /** Most attempts in flight per worker process. */
+  workerConcurrency: number;
+  /** Worker polling fallback when no wake-up signal arrives, ms. */
+  pollIntervalMs: number;
+  /** How long a claimed delivery stays leased to a worker before another may take it, ms. */
+  leaseMs: number;
+}
+
+interface Setting<K extends keyof Config> {
+  key: K;
+  env: string;
+  doc: string;
+  default: string | undefined;
+  parse: (raw: string, env: string) => Config[K];
+}
+
+function fail(env: string, raw: string, want: string): never {
+  throw new ConfigError(`${env}=${JSON.stringify(raw)} is not valid: expected ${want}.`);
+}
+
+const int = (min: number, max: number) => (raw: string, env: string): number => {
+  if (!/^\d+$/.test(raw)) fail(env, raw, `a whole number from ${min} to ${max}`);
+  const n = Number(raw);
+  if (n < min || n > max) fail(env, raw, `a whole number from ${min} to ${max}`);
+  return n;
+};
+
+const bool = (raw: string, env: string): boolean => {
+  const v = raw.toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+  return fail(env, raw, 'true or false');
+};
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `250ms`, `10s`, `5m`, `2h`, `1d`. */
+export function parseDuration(raw: string, env: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(raw.trim());
+  if (!m) return fail(env, raw, 'a duration such as 500ms, 10s, 5m, 2h or 1d');
+  return Number(m[1]) * UNITS[m[2]!]!;
+}
+
+const durationIn = (min: number, max: number) => (raw: string, env: string): number => {
+  const ms = parseDuration(raw, env);
+  if (ms < min || ms > max) fail(env, raw, `a duration from ${min} ms to ${max} ms`);
+  return ms;
+};
+
+const schedule = (raw: string, env: string): number[] => {
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length < 1 || parts.length > 20) fail(env, raw, 'a comma list of 1 to 20 durations, e.g. 1s,1s,2s');
+  return parts.map((p) => parseDuration(p, env));
+};
+
+function formatDuration(ms: number): string {
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const SETTINGS = [
+  { key: 'host', env: 'PAYHOOKS_HOST', default: '127.0.0.1', doc: 'Address the HTTP server binds to.', parse: (raw: string, env: string) => (raw.trim() ? raw.trim() : fail(env, raw, 'a host name or address')) },
+  { key: 'port', env: 'PAYHOOKS_PORT', default: '8080', doc: 'HTTP port (0 = any free port).', parse: int(0, 65535) },
+  {
+    key: 'databaseUrl', env: 'DATABASE_URL', default: undefined,
+    doc: 'PostgreSQL connection URL. Unset: embedded PGlite in PAYHOOKS_DATA_DIR.',
+    parse: (raw: string, env: string) => (/^postgres(ql)?:\/\//.test(raw) ? raw : fail(env, raw, 'a postgres:// or postgresql:// URL')),
+  },
+  { key: 'dataDir', env: 'PAYHOOKS_DATA_DIR', default: './data', doc: 'Directory of the embedded database and its generated encryption key.', parse: (raw: string, env: string) => (raw.trim() ? raw : fail(env, raw, 'a directory path')) },
+  {
+    key: 'encryptionKey', env: 'PAYHOOKS_ENCRYPTION_KEY', default: undefined,
+    doc: 'AES-256-GCM key for signing secrets at rest: 64 hex characters (`openssl rand -hex 32`). Required with DATABASE_URL; generated into the data dir for the embedded database.',
+    parse: (raw: string, env: string) => (/^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : fail(env, '(hidden)', '64 hex characters (32 random bytes); make one with `openssl rand -hex 32`')),
+  },
+  { key: 'dev', env: 'PAYHOOKS_DEV', default: 'false', doc: 'Development mode (also `serve --dev`): demo Platform, private and plain-http URLs allowed.', parse: bool },
+  { key: 'allowHttpUrls', env: 'PAYHOOKS_ALLOW_HTTP_URLS', default: 'false', doc: 'Allow plain-http URLs for live endpoints (sandbox endpoints may always use http).', parse: bool },
+  { key: 'allowPrivateUrls', env: 'PAYHOOKS_ALLOW_PRIVATE_URLS', default: 'false', doc: 'Allow endpoint URLs that resolve to private, loopback, link-local or metadata addresses.', parse: bool },
+  { key: 'logLevel', env: 'PAYHOOKS_LOG_LEVEL', default: 'info', doc: `Log level: ${LOG_LEVELS.join(', ')}.`, parse: (raw: string, env: string) => ((LOG_LEVELS as readonly string[]).includes(raw) ? (raw as Config['logLevel']) : fail(env, raw, `one of ${LOG_LEVELS.join(', ')}`)) },
+  { key: 'rateLimitPerSecond', env: 'PAYHOOKS_RATE_LIMIT', default: '100', doc: 'Management API requests per second per API key.', parse: int(1, 1_000_000) },
+  { key: 'rateLimitBurst', env: 'PAYHOOKS_RATE_LIMIT_BURST', default: '200', doc: 'Requests an API key may make in a burst above the rate.', parse: int(1, 1_000_000) },
+  { key: 'internalToken', env: 'PAYHOOKS_INTERNAL_TOKEN', default: undefined, doc: 'Bearer token for the internal event-publishing API; unset disables it. At least 32 characters.', parse: (raw: string, env: string) => (raw.length >= 32 ? raw : fail(env, '(hidden)', 'at least 32 characters (`openssl rand -hex 32`)')) },
+  {
+    key: 'retryScheduleMs', env: 'PAYHOOKS_RETRY_SCHEDULE', default: RETRY_DELAYS_MS.map(formatDuration).join(','),
+    doc: 'Retry delays after each failed attempt (spec 8). For tests and sandboxes only: production keeps the default.', parse: schedule,
+  },
+  { key: 'attemptTimeoutMs', env: 'PAYHOOKS_ATTEMPT_TIMEOUT', default: formatDuration(ACK_DEADLINE_MS), doc: 'Acknowledgement deadline per attempt (spec 8: 10s). For tests and sandboxes only.', parse: durationIn(100, 60_000) },
+  { key: 'endpointConcurrency', env: 'PAYHOOKS_ENDPOINT_CONCURRENCY', default: '10', doc: 'Most attempts in flight to one endpoint per worker process.', parse: int(1, 1000) },
+  { key: 'workerConcurrency', env: 'PAYHOOKS_WORKER_CONCURRENCY', default: '200', doc: 'Most attempts in flight per worker process.', parse: int(1, 10_000) },
+  { key: 'pollIntervalMs', env: 'PAYHOOKS_POLL_INTERVAL', default: '1s', doc: 'How often an idle worker looks for due work when no wake-up arrives.', parse: durationIn(10, 60_000) },
+  { key: 'leaseMs', env: 'PAYHOOKS_LEASE', default: '60s', doc: 'How long a claimed delivery is leased to a worker; a dead worker\'s leases expire after this.', parse: durationIn(1000, 3_600_000) },
+] as const satisfies readonly Setting<keyof Config>[];
+
+/**
+ * Reads every setting from `env` (default `process.env`), applies `overrides` (CLI flags and
+ * tests).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const out: Record<string, unknown> = {};
+  for (const s of SETTINGS as readonly Setting<keyof Config>[]) {
+    const raw = env[s.env];
+    const value = raw !== undefined && raw !== '' ? raw : s.default;
+    out[s.key] = value === undefined ? undefined : s.parse(value, s.env);
+  }
+  const config = { ...(out as unknown as Config), ...stripUndefined(overrides) };
+  return config;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Markdown rows for the README's configuration table. */
+export function settingsTable(): string {
+  return SETTINGS.map((s) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : `\`${s.default}\``} | ${s.doc} |`).join('\n');
+}

@@ -1,0 +1,65 @@
+import { integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+
+/**
+ * drizzle mirror of the numbered SQL migrations in ./migrations (the SQL is the source of
+ * truth; this file gives queries their types). Keep both in step.
+ */
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+export const platforms = pgTable('platforms', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
+export const merchants = pgTable('merchants', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  name: text('name').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
+export type Environment = 'live' | 'sandbox';
+
+export const apiKeys = pgTable('api_keys', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  prefix: text('prefix').notNull(),
+  keyHash: text('key_hash').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  revokedAt: ts('revoked_at'),
+});
+
+export type EndpointStatus = 'enabled' | 'disabled';
+
+export const webhookEndpoints = pgTable('webhook_endpoints', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  url: text('url').notNull(),
+  enabledEvents: text('enabled_events').array().notNull(),
+  description: text('description'),
+  metadata: jsonb('metadata').$type<Record<string, string>>().notNull(),
+  status: text('status').$type<EndpointStatus>().notNull(),
+  secretCiphertext: text('secret_ciphertext').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+  deletedAt: ts('deleted_at'),
+});
+
+export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
+
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    platformId: text('platform_id').notNull(),
+    environment: text('environment').$type<Environment>().notNull(),
+    key: text('key').notNull(),
+    requestHash: text('request_hash').notNull(),
+    responseStatus: integer('response_status').notNull(),
+    responseBody: text('response_body').notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.platformId, t.environment, t.key] })],
+);

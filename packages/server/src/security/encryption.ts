@@ -1,0 +1,61 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError } from '../errors.ts';
+
+/**
+ * AES-256-GCM for secrets that must be readable again (signing secrets are needed to sign, so
+ * they can't be hashed). Format: `v1.<iv>.<tag>.<ciphertext>`, base64url parts. The caller passes
+ * associated data (the row id) so a ciphertext copied onto another row fails to decrypt.
+ */
+export class SecretBox {
+  readonly #key: Buffer;
+
+  constructor(key: Buffer) {
+    if (key.length !== 32) throw new ConfigError('The encryption key must be 32 bytes (64 hex characters).');
+    this.#key = key;
+  }
+
+  encrypt(plaintext: string, associatedData: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
+    cipher.setAAD(Buffer.from(associatedData, 'utf8'));
+    const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+  }
+
+  decrypt(box: string, associatedData: string): string {
+    const [version, iv, tag, ct] = box.split('.');
+    if (version !== 'v1' || !iv || !tag || ct === undefined) throw new Error('Unrecognised ciphertext format.');
+    const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'));
+    decipher.setAAD(Buffer.from(associatedData, 'utf8'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+  }
+}
+
+/**
+ * The key from config, or for the embedded database one generated into
+ * `<dataDir>/encryption.key` (mode 0600) on first start. With PostgreSQL the key must be given:
+ * several processes share the database and must share the key.
+ */
+export function resolveEncryptionKey(options: { configured: Buffer | undefined; databaseUrl: string | undefined; dataDir: string; dev: boolean }): Buffer {
+  if (options.configured) return options.configured;
+  if (options.databaseUrl && !options.dev) {
+    throw new ConfigError(
+      'PAYHOOKS_ENCRYPTION_KEY is required when DATABASE_URL is set (every process must share it). ' +
+        'Make one with `openssl rand -hex 32` and set it in the environment of every payhooks process.',
+    );
+  }
+  mkdirSync(options.dataDir, { recursive: true });
+  const file = join(options.dataDir, 'encryption.key');
+  if (existsSync(file)) {
+    const hex = readFileSync(file, 'utf8').trim();
+    if (!/^[0-9a-f]{64}$/i.test(hex)) throw new ConfigError(`${file} does not hold 64 hex characters; restore it from a backup.`);
+    return Buffer.from(hex, 'hex');
+  }
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return key;
+}

@@ -1,0 +1,63 @@
+import { eq, or } from 'drizzle-orm';
+import { apiKeys, merchants, platforms, type Environment } from '../db/schema.ts';
+import type { Db, Queryable } from '../db/client.ts';
+import { newId } from '../ids.ts';
+import { DISPLAY_PREFIX_LENGTH, generateApiKey, hashApiKey } from '../security/api-keys.ts';
+
+export interface CreatedKey {
+  id: string;
+  environment: Environment;
+  /** The full key: shown once, never stored. */
+  key: string;
+  prefix: string;
+}
+
+export interface CreatedPlatform {
+  platform_id: string;
+  merchant_id: string;
+  keys: { sandbox: string; live: string };
+}
+
+/** Creates a Platform with one merchant and one key per environment, in one transaction. */
+export async function createPlatform(db: Db, name: string): Promise<CreatedPlatform> {
+  return db.transaction(async (tx) => {
+    const platformId = newId('platform');
+    const merchantId = newId('merchant');
+    await tx.insert(platforms).values({ id: platformId, name });
+    await tx.insert(merchants).values({ id: merchantId, platformId, name });
+    const sandbox = await createApiKey(tx, platformId, 'sandbox');
+    const live = await createApiKey(tx, platformId, 'live');
+    return { platform_id: platformId, merchant_id: merchantId, keys: { sandbox: sandbox.key, live: live.key } };
+  });
+}
+
+export async function createApiKey(db: Queryable, platformId: string, environment: Environment): Promise<CreatedKey> {
+  const key = generateApiKey(environment);
+  const id = newId('apiKey');
+  const prefix = key.slice(0, DISPLAY_PREFIX_LENGTH);
+  await db.insert(apiKeys).values({ id, platformId, environment, prefix, keyHash: hashApiKey(key) });
+  return { id, environment, key, prefix };
+}
+
+export async function platformExists(db: Queryable, platformId: string): Promise<boolean> {
+  const rows = await db.select({ id: platforms.id }).from(platforms).where(eq(platforms.id, platformId));
+  return rows.length > 0;
+}
+
+export type RevokeResult = { revoked: { id: string; prefix: string } } | { error: 'not_found' | 'ambiguous'; matches: number };
+
+/**
+ * Revokes a key named by its id (`key_…`), by the full key, or by its 12-character display
+ * prefix (`sk_live_AbCd`). A prefix matching several keys revokes none.
+ */
+export async function revokeApiKey(db: Db, idOrPrefix: string, now: Date): Promise<RevokeResult> {
+  const where = idOrPrefix.startsWith('key_')
+    ? eq(apiKeys.id, idOrPrefix)
+    : or(eq(apiKeys.keyHash, hashApiKey(idOrPrefix)), eq(apiKeys.prefix, idOrPrefix));
+  const rows = await db.select({ id: apiKeys.id, prefix: apiKeys.prefix }).from(apiKeys).where(where);
+  if (rows.length === 0) return { error: 'not_found', matches: 0 };
+  if (rows.length > 1) return { error: 'ambiguous', matches: rows.length };
+  const key = rows[0]!;
+  await db.update(apiKeys).set({ revokedAt: now }).where(eq(apiKeys.id, key.id));
+  return { revoked: key };
+}

@@ -1,0 +1,58 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { openDatabase, type Database } from '../../src/db/client.ts';
+import { migrate } from '../../src/db/migrate.ts';
+
+/** Which backend this run of the integration suite uses (set per vitest project). */
+export const backend: 'postgres' | 'pglite' = process.env.PAYHOOKS_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
+
+/** The PostgreSQL server tests use; each test file gets its own database on it. */
+export const ADMIN_URL = process.env.PAYHOOKS_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export interface TestDatabase {
+  database: Database;
+  /** Set on the postgres backend: a URL other processes can connect to. */
+  databaseUrl: string | undefined;
+  dispose(): Promise<void>;
+}
+
+/** A fresh, empty PostgreSQL database (real server), dropped by `drop()`. */
+export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `payhooks_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE template0`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: ADMIN_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** A migrated database on this run's backend: real PostgreSQL, or in-memory PGlite. */
+export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  let databaseUrl: string | undefined;
+  let drop = async () => {};
+  if (backend === 'postgres') {
+    const created = await createPgDatabase();
+    databaseUrl = created.url;
+    drop = created.drop;
+  }
+  const database = await openDatabase({ databaseUrl, dataDir: undefined });
+  if (options.migrate !== false) await migrate(database);
+  return {
+    database,
+    databaseUrl,
+    async dispose() {
+      await database.close();
+      await drop();
+    },
+  };
+}

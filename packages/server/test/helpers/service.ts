@@ -1,0 +1,64 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { ManualClock, systemClock, type Clock } from '../../src/clock.ts';
+import { createContext, type ServiceContext } from '../../src/context.ts';
+import { buildApp } from '../../src/api/app.ts';
+import { createLogger } from '../../src/runtime.ts';
+import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
+
+export interface TestService {
+  url: string;
+  ctx: ServiceContext;
+  testDb: TestDatabase;
+  app: FastifyInstance;
+  /** A new Platform with its keys. */
+  platform(name?: string): Promise<CreatedPlatform>;
+  /** `fetch` against the service with an API key. */
+  api(key: string | undefined, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real service on a real database (this run's backend) listening on 127.0.0.1:0. Tests talk
+ * to it over HTTP like a merchant would.
+ */
+export async function startService(overrides: Partial<Config> = {}, options: { clock?: Clock } = {}): Promise<TestService> {
+  const testDb = await createTestDatabase();
+  const config = loadConfig({}, { logLevel: 'silent', port: 0, databaseUrl: testDb.databaseUrl, dataDir: '/nonexistent', ...overrides });
+  const ctx = createContext({ config, database: testDb.database, clock: options.clock ?? systemClock, logger: createLogger(config), encryptionKey: randomBytes(32) });
+  const app = await buildApp(ctx);
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    url: address,
+    ctx,
+    testDb,
+    app,
+    platform: (name = 'Test Platform') => createPlatform(ctx.database.db, name),
+    async api(key, method, path, body, headers = {}) {
+      const h: Record<string, string> = { ...headers };
+      if (key !== undefined) h.authorization = `Bearer ${key}`;
+      let payload: string | undefined;
+      if (body !== undefined) {
+        payload = typeof body === 'string' ? body : JSON.stringify(body);
+        h['content-type'] ??= 'application/json';
+      }
+      const res = await fetch(address + path, { method, headers: h, body: payload });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // not JSON: keep the text so the assertion shows it
+      }
+      return { status: res.status, headers: res.headers, body: parsed };
+    },
+    async close() {
+      await app.close();
+      await testDb.dispose();
+    },
+  };
+}
+
+export { ManualClock };
