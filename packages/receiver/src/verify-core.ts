@@ -1,0 +1,140 @@
+/**
+ * The crypto-free steps of verification (spec 5.1), shared by the node:crypto path and the
+ * WebCrypto path. Runtime-agnostic: nothing here imports a Node built-in.
+ */
+import {
+  EVENT_ID_HEADER,
+  SECRET_PREFIX,
+  SIGNATURE_HEADER,
+  SIGNATURE_TOLERANCE_SECONDS,
+  parseSignatureHeader,
+  type ParsedSignatureHeader,
+  type WebhookEvent,
+} from '@payhooks/contract';
+import { WebhookVerificationError } from './errors.ts';
+import { readHeader, rawBodyBytes, type HeadersInput, type RawBody } from './input.ts';
+
+export interface VerifyWebhookOptions {
+  /** The raw request body, exactly as received: never a parsed object (spec 5.1.4). */
+  body: RawBody;
+  /** The request headers (`Service-Signature`, `Service-Event-Id`), in any common shape. */
+  headers: HeadersInput;
+  /**
+   * The endpoint's `whsec_` signing secret (spec 5.1.1), or several during a secret rotation: a
+   * delivery is accepted when any `v1` in the header matches under any of them.
+   */
+  secret: string | readonly string[];
+  /** Maximum |now - t| in seconds. Default 300 (spec 5.1.6, 8). */
+  toleranceSeconds?: number;
+  /** The current time (a Date or epoch milliseconds), for tests. Default: the system clock. */
+  now?: Date | number;
+}
+
+/** A verifier bound to its secrets, used by the handler on every delivery; `now` in epoch ms. */
+export type Verifier = (request: { body: RawBody; headers: HeadersInput }, now: number) => Promise<WebhookEvent>;
+
+/** Checks the options a merchant wrote once, at configuration time. Throws a TypeError. */
+export function normaliseSecrets(secret: string | readonly string[]): string[] {
+  const list = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? [...secret] : [];
+  if (list.length === 0) throw new TypeError('payhooks: `secret` is required: the endpoint\'s whsec_ signing secret');
+  for (const s of list) {
+    if (typeof s !== 'string' || !s.startsWith(SECRET_PREFIX) || s.length <= SECRET_PREFIX.length) {
+      throw new TypeError(
+        'payhooks: `secret` must be the endpoint\'s signing secret, which starts with "whsec_" (spec 5.1.1); ' +
+          'it is used whole, prefix included, as the HMAC key',
+      );
+    }
+  }
+  return list;
+}
+
+export function normaliseTolerance(toleranceSeconds: number | undefined): number {
+  const tolerance = toleranceSeconds ?? SIGNATURE_TOLERANCE_SECONDS;
+  if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0) {
+    throw new TypeError('payhooks: `toleranceSeconds` must be a non-negative number of seconds');
+  }
+  return tolerance;
+}
+
+export function nowSeconds(now: Date | number | undefined): number {
+  const ms = now === undefined ? Date.now() : typeof now === 'number' ? now : now.getTime();
+  return Math.floor(ms / 1000);
+}
+
+/** What the signature check needs, extracted before any parsing of the body. */
+export interface SignedRequest {
+  header: ParsedSignatureHeader;
+  eventIdHeader: string;
+  bytes: Uint8Array;
+}
+
+/** Step 1 of 5.1.6: read both headers and split out `t` and the `v1` values. */
+export function readSignedRequest(body: unknown, headers: HeadersInput): SignedRequest {
+  const bytes = rawBodyBytes(body);
+  if (headers === null || typeof headers !== 'object') {
+    throw new TypeError('payhooks: `headers` is required (the request headers)');
+  }
+  const signature = readHeader(headers, SIGNATURE_HEADER);
+  if (signature.kind === 'absent') {
+    throw new WebhookVerificationError('missing_header', `missing ${SIGNATURE_HEADER} header`);
+  }
+  if (signature.kind === 'multiple') {
+    throw new WebhookVerificationError('malformed_header', `${SIGNATURE_HEADER} header sent more than once`);
+  }
+  const eventId = readHeader(headers, EVENT_ID_HEADER);
+  if (eventId.kind === 'absent') {
+    throw new WebhookVerificationError('missing_header', `missing ${EVENT_ID_HEADER} header`);
+  }
+  if (eventId.kind === 'multiple') {
+    throw new WebhookVerificationError('malformed_header', `${EVENT_ID_HEADER} header sent more than once`);
+  }
+  const parsed = parseSignatureHeader(signature.value);
+  if (!parsed) {
+    throw new WebhookVerificationError(
+      'malformed_header',
+      `${SIGNATURE_HEADER} must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces`,
+    );
+  }
+  return { header: parsed, eventIdHeader: eventId.value, bytes };
+}
+
+/** The last step of 5.1.6: the signed timestamp must be within the tolerance, in either direction. */
+export function checkTimestamp(timestamp: number, now: number, toleranceSeconds: number): void {
+  if (Math.abs(now - timestamp) > toleranceSeconds) {
+    throw new WebhookVerificationError(
+      'timestamp_out_of_tolerance',
+      `signature timestamp ${timestamp} is ${now - timestamp} s from now; the tolerance is ${toleranceSeconds} s`,
+    );
+  }
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * After the signature matched: parse the (now trusted) bytes and bind the unsigned
+ * `Service-Event-Id` header to the signed body's `id`.
+ */
+export function parseVerifiedEvent(bytes: Uint8Array, eventIdHeader: string): WebhookEvent {
+  let event: unknown;
+  try {
+    event = JSON.parse(decoder.decode(bytes));
+  } catch {
+    throw new WebhookVerificationError('invalid_json', 'the signed body is not UTF-8 JSON');
+  }
+  if (
+    event === null ||
+    typeof event !== 'object' ||
+    Array.isArray(event) ||
+    typeof (event as { id?: unknown }).id !== 'string' ||
+    typeof (event as { type?: unknown }).type !== 'string'
+  ) {
+    throw new WebhookVerificationError('invalid_json', 'the signed body is not an event object with a string id and type');
+  }
+  if ((event as { id: string }).id !== eventIdHeader) {
+    throw new WebhookVerificationError(
+      'event_id_mismatch',
+      `${EVENT_ID_HEADER} does not match the id of the signed body`,
+    );
+  }
+  return event as WebhookEvent;
+}
