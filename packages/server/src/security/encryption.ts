@@ -3,6 +3,9 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';
 
+const IV_LENGTH = 12;
+const TAG_LENGTH = 16;
+
 /**
  * AES-256-GCM for secrets that must be readable again (signing secrets are needed to sign, so
  * they can't be hashed). Format: `v1.<iv>.<tag>.<ciphertext>`, base64url parts. The caller passes
@@ -17,19 +20,24 @@ export class SecretBox {
   }
 
   encrypt(plaintext: string, associatedData: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
+    const iv = randomBytes(IV_LENGTH);
+    const cipher = createCipheriv('aes-256-gcm', this.#key, iv, { authTagLength: TAG_LENGTH });
     cipher.setAAD(Buffer.from(associatedData, 'utf8'));
     const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
   }
 
   decrypt(box: string, associatedData: string): string {
-    const [version, iv, tag, ct] = box.split('.');
-    if (version !== 'v1' || !iv || !tag || ct === undefined) throw new Error('Unrecognised ciphertext format.');
-    const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'));
+    const parts = box.split('.');
+    const [version, iv, tag, ct] = parts;
+    if (parts.length !== 4 || version !== 'v1' || !iv || !tag || ct === undefined) throw new Error('Unrecognised ciphertext format.');
+    const ivBytes = Buffer.from(iv, 'base64url');
+    const tagBytes = Buffer.from(tag, 'base64url');
+    // GCM would otherwise verify a truncated tag against its prefix (4 bytes = 2^32 forgery work).
+    if (ivBytes.length !== IV_LENGTH || tagBytes.length !== TAG_LENGTH) throw new Error('Unrecognised ciphertext format.');
+    const decipher = createDecipheriv('aes-256-gcm', this.#key, ivBytes, { authTagLength: TAG_LENGTH });
     decipher.setAAD(Buffer.from(associatedData, 'utf8'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    decipher.setAuthTag(tagBytes);
     return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
   }
 }

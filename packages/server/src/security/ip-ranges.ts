@@ -15,25 +15,48 @@ for (const [net, prefix] of [
 for (const [net, prefix] of [
   ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
   ['2001:db8::', 32], ['100::', 64], ['fd00:ec2::', 32],
+  // Local-use NAT64 (RFC 8215) and Teredo (its IPv4 is obfuscated, so the whole prefix).
+  ['64:ff9b:1::', 48], ['2001::', 32],
 ] as const) blocked.addSubnet(net, prefix, 'ipv6');
 
-/** The IPv4 address an IPv6 address embeds (mapped, compatible, NAT64, 6to4), if any. */
-function embeddedIpv4(ip: string): string | null {
-  const lower = ip.toLowerCase();
-  const dotted = /^(?:::ffff:|::|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1]!;
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const hi = parseInt(hex[1]!, 16);
-    const lo = parseInt(hex[2]!, 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+/**
+ * The eight 16-bit groups of an IPv6 literal (zone id dropped), or null. Any spelling is
+ * accepted (`::`, leading zeros, upper case, a dotted IPv4 tail), so the checks below don't
+ * depend on how the address happens to be written.
+ */
+function ipv6Groups(ip: string): number[] | null {
+  const [addr] = ip.split('%');
+  let text = addr!.toLowerCase();
+  const dotted = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    if (isIP(dotted[2]!) !== 4) return null;
+    const [a, b, c, d] = dotted[2]!.split('.').map(Number) as [number, number, number, number];
+    text = `${dotted[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
-  const sixToFour = /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4}):/.exec(lower);
-  if (sixToFour) {
-    const hi = parseInt(sixToFour[1]!, 16);
-    const lo = parseInt(sixToFour[2]!, 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  }
+  const halves = text.split('::');
+  if (halves.length > 2) return null;
+  const parse = (part: string) => (part === '' ? [] : part.split(':').map((g) => (/^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN)));
+  const head = parse(halves[0]!);
+  const tail = halves.length === 2 ? parse(halves[1]!) : [];
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return null;
+  const groups = [...head, ...Array<number>(halves.length === 2 ? missing : 0).fill(0), ...tail];
+  return groups.some(Number.isNaN) ? null : groups;
+}
+
+const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+
+/**
+ * The IPv4 address an IPv6 address carries and would reach: IPv4-mapped (::ffff:0:0/96),
+ * IPv4-compatible (::/96), IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96) and 6to4
+ * (2002::/16). Null for a plain IPv6 address.
+ */
+function embeddedIpv4(g: number[]): string | null {
+  const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zero(0, 5) && (g[5] === 0xffff || g[5] === 0)) return v4(g[6]!, g[7]!);
+  if (zero(0, 4) && g[4] === 0xffff && g[5] === 0) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x2002) return v4(g[1]!, g[2]!);
   return null;
 }
 
@@ -42,9 +65,11 @@ export function isForbiddenAddress(ip: string): boolean {
   const family = isIP(ip);
   if (family === 4) return blocked.check(ip, 'ipv4');
   if (family === 6) {
-    const v4 = embeddedIpv4(ip);
-    if (v4 !== null) return blocked.check(v4, 'ipv4');
-    return blocked.check(ip, 'ipv6');
+    const groups = ipv6Groups(ip);
+    if (!groups) return true;
+    const carried = embeddedIpv4(groups);
+    if (carried !== null) return blocked.check(carried, 'ipv4');
+    return blocked.check(groups.map((x) => x.toString(16)).join(':'), 'ipv6');
   }
   return true; // not an address at all: refuse rather than guess
 }

@@ -21,6 +21,9 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
   const bad = (code: string, message: string, kind: 'invalid_request' | 'unprocessable' = 'invalid_request') =>
     new AppError(kind, code, message, { param: 'url' });
   if (raw.length > MAX_URL_LENGTH) throw bad('url_invalid', `url must be at most ${MAX_URL_LENGTH} characters.`);
+  // The URL parser would silently strip or percent-encode these, so the stored URL would not be
+  // the one checked (and NUL can't be stored at all): refuse them and ask for an encoded URL.
+  if (/[\u0000-\u0020\u007f]/.test(raw)) throw bad('url_invalid', 'url must not contain spaces or control characters; percent-encode them.');
   let url: URL;
   try {
     url = new URL(raw);
@@ -35,7 +38,8 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
     throw bad('url_insecure', 'Live endpoints must use https. Use a sandbox key for plain-http testing.', 'unprocessable');
   }
   if (!policy.allowPrivate) {
-    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    // `localhost.` is `localhost`: a fully-qualified name's trailing dot must not slip past.
+    const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '').toLowerCase();
     const literal = isIP(host) !== 0;
     if ((literal && isForbiddenAddress(host)) || host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.internal')) {
       throw bad('url_not_allowed', `url points at a private or local address (${host}); webhooks are delivered over the public internet.`, 'unprocessable');

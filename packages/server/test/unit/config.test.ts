@@ -1,0 +1,190 @@
+import { describe, expect, it } from 'vitest';
+import { RETRY_DELAYS_MS, ACK_DEADLINE_MS, MAX_ATTEMPTS } from '@payhooks/contract';
+import { SETTINGS, loadConfig, parseDuration, settingsTable } from '../../src/config.ts';
+import { ConfigError } from '../../src/errors.ts';
+
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig defaults', () => {
+  it('an empty environment gives the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      databaseUrl: undefined,
+      dataDir: './data',
+      encryptionKey: undefined,
+      dev: false,
+      allowHttpUrls: false,
+      allowPrivateUrls: false,
+      logLevel: 'info',
+      internalToken: undefined,
+    });
+    expect(c.rateLimitPerSecond).toBeGreaterThanOrEqual(1);
+    expect(c.rateLimitBurst).toBeGreaterThanOrEqual(1);
+  });
+
+  it('spec 8: the default retry schedule is 1 min, 5 min, 30 min, 2 h, 12 h, 24 h, 24 h (8 attempts in all)', () => {
+    const c = loadConfig({});
+    expect(c.retryScheduleMs).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 43_200_000, 86_400_000, 86_400_000]);
+    expect(c.retryScheduleMs).toEqual(RETRY_DELAYS_MS);
+    expect(c.retryScheduleMs.length + 1).toBe(MAX_ATTEMPTS);
+  });
+
+  it('spec 8: the default acknowledgement deadline is 10 s', () => {
+    expect(loadConfig({}).attemptTimeoutMs).toBe(ACK_DEADLINE_MS);
+    expect(ACK_DEADLINE_MS).toBe(10_000);
+  });
+
+  it('an empty variable counts as unset', () => {
+    expect(loadConfig({ PAYHOOKS_PORT: '', DATABASE_URL: '' })).toMatchObject({ port: 8080, databaseUrl: undefined });
+  });
+
+  it('reads each kind of value', () => {
+    const key = 'ab'.repeat(32);
+    const c = loadConfig({
+      PAYHOOKS_HOST: ' 0.0.0.0 ',
+      PAYHOOKS_PORT: '0',
+      DATABASE_URL: 'postgresql://u@db:5432/payhooks',
+      PAYHOOKS_DATA_DIR: '/var/lib/payhooks',
+      PAYHOOKS_ENCRYPTION_KEY: key.toUpperCase(),
+      PAYHOOKS_DEV: 'yes',
+      PAYHOOKS_ALLOW_HTTP_URLS: 'TRUE',
+      PAYHOOKS_ALLOW_PRIVATE_URLS: '1',
+      PAYHOOKS_LOG_LEVEL: 'silent',
+      PAYHOOKS_RATE_LIMIT: '5',
+      PAYHOOKS_RATE_LIMIT_BURST: '7',
+      PAYHOOKS_INTERNAL_TOKEN: 't'.repeat(32),
+      PAYHOOKS_ATTEMPT_TIMEOUT: '250ms',
+      PAYHOOKS_POLL_INTERVAL: '50ms',
+      PAYHOOKS_LEASE: '2m',
+      PAYHOOKS_ENDPOINT_CONCURRENCY: '3',
+      PAYHOOKS_WORKER_CONCURRENCY: '30',
+    });
+    expect(c).toMatchObject({
+      host: '0.0.0.0',
+      port: 0,
+      databaseUrl: 'postgresql://u@db:5432/payhooks',
+      dataDir: '/var/lib/payhooks',
+      dev: true,
+      allowHttpUrls: true,
+      allowPrivateUrls: true,
+      logLevel: 'silent',
+      rateLimitPerSecond: 5,
+      rateLimitBurst: 7,
+      internalToken: 't'.repeat(32),
+      attemptTimeoutMs: 250,
+      pollIntervalMs: 50,
+      leaseMs: 120_000,
+      endpointConcurrency: 3,
+      workerConcurrency: 30,
+    });
+    expect(c.encryptionKey).toEqual(Buffer.from(key, 'hex'));
+    expect(loadConfig({ PAYHOOKS_DEV: 'off', PAYHOOKS_ALLOW_HTTP_URLS: 'no' })).toMatchObject({ dev: false, allowHttpUrls: false });
+  });
+
+  it('overrides win over the environment; undefined overrides are ignored', () => {
+    const c = loadConfig({ PAYHOOKS_PORT: '9000', PAYHOOKS_DEV: 'false' }, { dev: true, port: undefined });
+    expect(c.dev).toBe(true);
+    expect(c.port).toBe(9000);
+  });
+
+  it('the README table lists every variable with its default', () => {
+    const table = settingsTable();
+    for (const s of SETTINGS) expect(table).toContain(`\`${s.env}\``);
+    expect(table.split('\n')).toHaveLength(SETTINGS.length);
+  });
+});
+
+describe('bad values give a ConfigError naming the variable', () => {
+  const cases: [string, string[]][] = [
+    ['PAYHOOKS_HOST', ['   ']],
+    ['PAYHOOKS_PORT', ['abc', '-1', '65536', '80.5', '8080x', '0x50', '1e3']],
+    ['DATABASE_URL', ['mysql://db/x', 'localhost:5432/x', 'postgres:/db']],
+    ['PAYHOOKS_DATA_DIR', ['  ']],
+    ['PAYHOOKS_ENCRYPTION_KEY', ['abc', 'z'.repeat(64), 'a'.repeat(63), 'a'.repeat(65)]],
+    ['PAYHOOKS_DEV', ['maybe', '2']],
+    ['PAYHOOKS_ALLOW_HTTP_URLS', ['sure']],
+    ['PAYHOOKS_ALLOW_PRIVATE_URLS', ['yesplease']],
+    ['PAYHOOKS_LOG_LEVEL', ['verbose', 'INFO']],
+    ['PAYHOOKS_RATE_LIMIT', ['0', 'abc', '1.5', '1000001']],
+    ['PAYHOOKS_RATE_LIMIT_BURST', ['0', 'many']],
+    ['PAYHOOKS_INTERNAL_TOKEN', ['short', 'x'.repeat(31)]],
+    ['PAYHOOKS_RETRY_SCHEDULE', ['soon', '1x', '1s,,2s', '1s;2s', '1.5s', '-1s', Array(21).fill('1s').join(',')]],
+    ['PAYHOOKS_ATTEMPT_TIMEOUT', ['10', '99ms', '61s', 'ten seconds']],
+    ['PAYHOOKS_ENDPOINT_CONCURRENCY', ['0', '1001']],
+    ['PAYHOOKS_WORKER_CONCURRENCY', ['0', '10001']],
+    ['PAYHOOKS_POLL_INTERVAL', ['9ms', '61s', '1']],
+    ['PAYHOOKS_LEASE', ['999ms', '2h']],
+  ];
+
+  it('covers only real variables', () => {
+    const known = new Set(SETTINGS.map((s) => s.env));
+    for (const [env] of cases) expect(known.has(env as never), env).toBe(true);
+  });
+
+  for (const [env, values] of cases) {
+    it(`${env}: ${values.map((v) => JSON.stringify(v.length > 20 ? `${v.slice(0, 17)}...` : v)).join(', ')}`, () => {
+      for (const value of values) {
+        const err = configError({ [env]: value });
+        expect(err.message, value).toContain(env);
+      }
+    });
+  }
+
+  it('secret settings are not echoed back in the error', () => {
+    const key = `${'ab'.repeat(31)}zz`;
+    expect(configError({ PAYHOOKS_ENCRYPTION_KEY: key }).message).not.toContain(key);
+    const token = 'secret-token-too-short';
+    expect(configError({ PAYHOOKS_INTERNAL_TOKEN: token }).message).not.toContain(token);
+  });
+
+  it('the encryption key error says how to make a key', () => {
+    expect(configError({ PAYHOOKS_ENCRYPTION_KEY: 'abc' }).message).toContain('openssl rand -hex 32');
+  });
+});
+
+describe('durations', () => {
+  it.each([
+    ['250ms', 250],
+    ['10s', 10_000],
+    ['5m', 300_000],
+    ['2h', 7_200_000],
+    ['1d', 86_400_000],
+    ['0s', 0],
+    [' 30s ', 30_000],
+  ])('parseDuration(%j) = %d ms', (raw, ms) => {
+    expect(parseDuration(raw, 'X')).toBe(ms);
+  });
+
+  it.each(['10', '1.5s', '-1s', '10 s', '10S', 's', '', '1w', '1s1'])('parseDuration(%j) is a ConfigError naming the variable', (raw) => {
+    expect(() => parseDuration(raw, 'PAYHOOKS_SOMETHING')).toThrow(ConfigError);
+    expect(() => parseDuration(raw, 'PAYHOOKS_SOMETHING')).toThrow(/PAYHOOKS_SOMETHING/);
+  });
+});
+
+describe('retry schedule list', () => {
+  it('is a comma list of durations, spaces allowed around entries', () => {
+    expect(loadConfig({ PAYHOOKS_RETRY_SCHEDULE: '1s,1s,2s' }).retryScheduleMs).toEqual([1000, 1000, 2000]);
+    expect(loadConfig({ PAYHOOKS_RETRY_SCHEDULE: ' 100ms , 2m ' }).retryScheduleMs).toEqual([100, 120_000]);
+    expect(loadConfig({ PAYHOOKS_RETRY_SCHEDULE: '5s' }).retryScheduleMs).toEqual([5000]);
+  });
+
+  it('takes up to 20 entries', () => {
+    expect(loadConfig({ PAYHOOKS_RETRY_SCHEDULE: Array(20).fill('1s').join(',') }).retryScheduleMs).toHaveLength(20);
+  });
+
+  it('spec 8: the default round-trips through the variable', () => {
+    const written = SETTINGS.find((s) => s.env === 'PAYHOOKS_RETRY_SCHEDULE')!.default!;
+    expect(written).toBe('1m,5m,30m,2h,12h,1d,1d');
+    expect(loadConfig({ PAYHOOKS_RETRY_SCHEDULE: written }).retryScheduleMs).toEqual(RETRY_DELAYS_MS);
+  });
+});

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../src/errors.ts';
+import { MAX_URL_LENGTH, validateEndpointUrl, type UrlPolicy } from '../../src/security/url-policy.ts';
+
+const strict: UrlPolicy = { allowHttp: false, allowPrivate: false };
+const open: UrlPolicy = { allowHttp: true, allowPrivate: true };
+
+function rejection(url: string, environment: 'live' | 'sandbox' = 'sandbox', policy = strict): { status: number; code: string; param: string | undefined } {
+  try {
+    validateEndpointUrl(url, environment, policy);
+  } catch (err) {
+    expect(err).toBeInstanceOf(AppError);
+    const e = err as AppError;
+    return { status: e.status, code: e.code, param: e.param };
+  }
+  throw new Error(`accepted ${url}`);
+}
+
+describe('validateEndpointUrl', () => {
+  it('accepts absolute https URLs with ports, paths and queries, and returns them unchanged', () => {
+    for (const url of ['https://merchant.example.com/hooks', 'https://example.com', 'https://example.com:8443/a/b?x=1&y=2', 'https://93.184.216.34/h', 'https://[2606:4700::1111]/h']) {
+      expect(validateEndpointUrl(url, 'live', strict)).toBe(url);
+    }
+  });
+
+  it(`accepts exactly ${MAX_URL_LENGTH} characters and refuses one more`, () => {
+    const base = 'https://example.com/';
+    const at = base + 'a'.repeat(MAX_URL_LENGTH - base.length);
+    expect(validateEndpointUrl(at, 'live', strict)).toBe(at);
+    expect(rejection(`${at}a`)).toEqual({ status: 400, code: 'url_invalid', param: 'url' });
+  });
+
+  it.each([
+    ['not a url', 'no scheme'],
+    ['/relative/path', 'relative'],
+    ['//example.com/h', 'scheme-relative'],
+    ['example.com/h', 'no scheme'],
+    ['ftp://example.com/h', 'ftp'],
+    ['file:///etc/passwd', 'file'],
+    ['javascript:alert(1)', 'javascript'],
+    ['ws://example.com/h', 'websocket'],
+    ['https://user:pass@example.com/h', 'credentials'],
+    ['https://user@example.com/h', 'user name only'],
+    ['https://:pass@example.com/h', 'password only'],
+    ['https://example.com/h#frag', 'fragment'],
+    ['https://exa mple.com/h', 'space in host'],
+    ['https://example.com:99999/h', 'port out of range'],
+    ['https://example.com/a\u0000b', 'NUL byte'],
+    ['https://example.com/a\nb', 'newline'],
+    ['https://example.com/a b', 'space in path'],
+    [' https://example.com/h', 'leading space'],
+    ['', 'empty'],
+  ])('refuses %j with 400 url_invalid (%s)', (url) => {
+    expect(rejection(url)).toEqual({ status: 400, code: 'url_invalid', param: 'url' });
+  });
+
+  it('live endpoints need https (422 url_insecure); sandbox may use http', () => {
+    expect(rejection('http://example.com/h', 'live')).toEqual({ status: 422, code: 'url_insecure', param: 'url' });
+    expect(validateEndpointUrl('http://example.com/h', 'sandbox', strict)).toBe('http://example.com/h');
+    expect(validateEndpointUrl('http://example.com/h', 'live', { allowHttp: true, allowPrivate: false })).toBe('http://example.com/h');
+  });
+
+  it.each([
+    'https://127.0.0.1/h',
+    'https://127.0.0.1:8080/h',
+    'https://10.1.2.3/h',
+    'https://172.16.0.1/h',
+    'https://192.168.0.10/h',
+    'https://169.254.169.254/latest/meta-data',
+    'https://100.64.0.1/h',
+    'https://0.0.0.0/h',
+    'https://[::1]/h',
+    'https://[::]/h',
+    'https://[fd00::1]/h',
+    'https://[fe80::1]/h',
+    'https://[::ffff:127.0.0.1]/h',
+    'https://[::ffff:7f00:1]/h',
+    'https://[0:0:0:0:0:ffff:a9fe:a9fe]/h',
+    // Spellings the URL parser turns into 127.0.0.1
+    'https://127.1/h',
+    'https://0x7f000001/h',
+    'https://2130706433/h',
+    'https://017700000001/h',
+    'https://127.0.0.1./h',
+    'https://localhost/h',
+    'https://LOCALHOST/h',
+    'https://localhost./h',
+    'https://api.localhost/h',
+    'https://api.localhost./h',
+    'https://metadata.google.internal/h',
+    'https://metadata.google.internal./h',
+  ])('refuses private or loopback host %s with 422 url_not_allowed', (url) => {
+    expect(rejection(url, 'sandbox')).toEqual({ status: 422, code: 'url_not_allowed', param: 'url' });
+    expect(rejection(url, 'live')).toEqual({ status: 422, code: 'url_not_allowed', param: 'url' });
+  });
+
+  it('allowPrivate admits private and loopback hosts', () => {
+    for (const url of ['https://127.0.0.1:4000/h', 'https://localhost/h', 'https://[::1]/h', 'https://10.0.0.5/h', 'https://169.254.169.254/h']) {
+      expect(validateEndpointUrl(url, 'live', { allowHttp: false, allowPrivate: true })).toBe(url);
+    }
+  });
+
+  it('the development policy (http + private) admits http://127.0.0.1 for live', () => {
+    expect(validateEndpointUrl('http://127.0.0.1:4000/webhooks', 'live', open)).toBe('http://127.0.0.1:4000/webhooks');
+  });
+
+  it('credentials and bad schemes stay refused even under the open policy', () => {
+    expect(rejection('https://u:p@127.0.0.1/h', 'live', open).code).toBe('url_invalid');
+    expect(rejection('ftp://127.0.0.1/h', 'live', open).code).toBe('url_invalid');
+  });
+
+  it('public names that merely contain "localhost" or "internal" are allowed', () => {
+    for (const url of ['https://localhost.example.com/h', 'https://internal.example.com/h', 'https://mylocalhost.com/h']) {
+      expect(validateEndpointUrl(url, 'live', strict)).toBe(url);
+    }
+  });
+});
