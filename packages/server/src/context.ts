@@ -4,6 +4,12 @@ import type { Clock } from './clock.ts';
 import type { Database } from './db/client.ts';
 import { SecretBox } from './security/encryption.ts';
 import { EndpointService } from './endpoints/service.ts';
+import { EventService } from './events/service.ts';
+import { DeliveryService } from './delivery/service.ts';
+import { DeliveryMetrics } from './delivery/metrics.ts';
+import { DeliveryWorker } from './delivery/worker.ts';
+import { Sender } from './delivery/sender.ts';
+import type { Resolver } from './delivery/safe-lookup.ts';
 
 /**
  * Everything a request handler or worker needs, built once at start and passed down
@@ -16,18 +22,42 @@ export interface ServiceContext {
   logger: Logger;
   secrets: SecretBox;
   endpoints: EndpointService;
+  events: EventService;
+  deliveries: DeliveryService;
+  sender: Sender;
+  metrics: DeliveryMetrics;
+  /** A new worker on this context (not started). */
+  createWorker(): DeliveryWorker;
+  /** Closes what the context opened (HTTP agent); the database belongs to the caller. */
+  close(): Promise<void>;
 }
 
-export function createContext(options: { config: Config; database: Database; clock: Clock; logger: Logger; encryptionKey: Buffer }): ServiceContext {
+export function createContext(options: { config: Config; database: Database; clock: Clock; logger: Logger; encryptionKey: Buffer; resolver?: Resolver }): ServiceContext {
   const { config, database, clock, logger } = options;
   const secrets = new SecretBox(options.encryptionKey);
-  const urlPolicy = { allowHttp: config.dev || config.allowHttpUrls, allowPrivate: config.dev || config.allowPrivateUrls };
-  return {
+  const allowPrivate = config.dev || config.allowPrivateUrls;
+  const urlPolicy = { allowHttp: config.dev || config.allowHttpUrls, allowPrivate };
+  const sender = new Sender({
+    timeoutMs: config.attemptTimeoutMs,
+    allowPrivate,
+    connectionsPerOrigin: config.endpointConcurrency,
+    now: () => clock.now(),
+    ...(options.resolver ? { resolver: options.resolver } : {}),
+  });
+  const metrics = new DeliveryMetrics(database, clock);
+  const ctx: ServiceContext = {
     config,
     database,
     clock,
     logger,
     secrets,
     endpoints: new EndpointService(database.db, secrets, urlPolicy, clock),
+    events: new EventService(database.db),
+    deliveries: new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics),
+    sender,
+    metrics,
+    createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
+    close: () => sender.close(),
   };
+  return ctx;
 }

@@ -40,6 +40,7 @@ export async function openRuntime(options: { config?: Config; clock?: Clock; log
   return {
     ctx,
     async close() {
+      await ctx.close();
       if (!options.database) await database.close();
     },
   };

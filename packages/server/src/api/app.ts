@@ -11,6 +11,9 @@ import { healthRoutes } from './health.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { ErrorSchema } from './v1/schemas.ts';
 import { WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpoints.ts';
+import { DeliverySchema, webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
+import { eventRoutes } from './v1/events.ts';
+import { internalEventRoutes } from './internal/events.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,7 +34,7 @@ function validators() {
   const options = { allErrors: false, useDefaults: true, strict: false };
   const body = new Ajv({ ...options, coerceTypes: false, removeAdditional: false });
   const query = new Ajv({ ...options, coerceTypes: true, removeAdditional: false });
-  for (const ajv of [body, query]) ajv.addSchema([ErrorSchema, WebhookEndpointSchema]);
+  for (const ajv of [body, query]) ajv.addSchema([ErrorSchema, WebhookEndpointSchema, DeliverySchema]);
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? body : query).compile(schema);
 }
 
@@ -50,6 +53,7 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   });
   app.addSchema(ErrorSchema);
   app.addSchema(WebhookEndpointSchema);
+  app.addSchema(DeliverySchema);
 
   await app.register(swagger, {
     openapi: {
@@ -62,6 +66,11 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
 
   await app.register(healthRoutes(ctx));
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // Prometheus text. Like /readyz it is for the operator's network; it holds no tenant data.
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
+  );
+  await app.register(internalEventRoutes(ctx), { prefix: '/internal/v1' });
 
   const limiter = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
   await app.register(
@@ -71,6 +80,8 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
         limiter.take(req.scope.apiKeyId);
       });
       await v1.register(webhookEndpointRoutes(ctx));
+      await v1.register(webhookDeliveryRoutes(ctx));
+      await v1.register(eventRoutes(ctx));
     },
     { prefix: '/api/v1' },
   );

@@ -59,11 +59,27 @@ function fromFastify(err: FastifyError): AppError | null {
   return null;
 }
 
+/**
+ * PostgreSQL refuses text it can't store: NUL bytes in text (22021) and \u0000 in jsonb
+ * (22P05). They come from the client, so they are a 400, never a 500, whichever field or path
+ * segment carried them.
+ */
+const UNSTORABLE_TEXT = new Set(['22021', '22P05']);
+
+function fromDatabase(err: unknown): AppError | null {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && UNSTORABLE_TEXT.has(e.code)) {
+      return new AppError('invalid_request', 'invalid_characters', 'The request contains characters that cannot be stored (such as NUL, \\u0000); remove them.');
+    }
+  }
+  return null;
+}
+
 export function errorHandler(err: FastifyError & { validation?: AjvError[]; validationContext?: string }, req: FastifyRequest, reply: FastifyReply): void {
   let appError: AppError | null = null;
   if (err instanceof AppError) appError = err;
   else if (err.validation) appError = validationError(err.validation, err.validationContext === 'querystring' ? 'query string' : (err.validationContext ?? 'body'));
-  else appError = fromFastify(err);
+  else appError = fromDatabase(err) ?? fromFastify(err);
   if (!appError) {
     req.log.error({ err }, 'unhandled error');
     appError = new AppError('internal', 'internal_error', 'Something went wrong on our side; it has been logged. Retry the request.');

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceContext } from '../context.ts';
@@ -20,6 +21,16 @@ export async function ensureDevPlatform(ctx: ServiceContext): Promise<{ platform
   return { platform, created: true };
 }
 
+/** Development mode: an internal-API token kept in the data dir, so a local payment core (or curl) can publish. */
+export function devInternalToken(dataDir: string): string {
+  const file = join(dataDir, 'internal-token');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const token = randomBytes(32).toString('hex');
+  writeFileSync(file, token + '\n', { mode: 0o600 });
+  return token;
+}
+
 export function devBanner(url: string, platform: CreatedPlatform, ctx: ServiceContext): string {
   const db = ctx.database.kind === 'pglite' ? `embedded PGlite in ${ctx.config.dataDir}` : 'PostgreSQL (DATABASE_URL)';
   return `
@@ -38,6 +49,11 @@ export function devBanner(url: string, platform: CreatedPlatform, ctx: ServiceCo
     curl -s ${url}/api/v1/webhook_endpoints \\
       -H 'Authorization: Bearer ${platform.keys.sandbox}' -H 'Content-Type: application/json' \\
       -d '{"url":"http://127.0.0.1:4000/webhooks","enabled_events":["*"]}'
-    curl -s ${url}/api/v1/webhook_endpoints -H 'Authorization: Bearer ${platform.keys.sandbox}'
+
+  Then publish a test event through the internal API; the in-process worker delivers it
+    curl -s ${url}/internal/v1/events \\
+      -H 'Authorization: Bearer ${ctx.config.internalToken ?? '(set PAYHOOKS_INTERNAL_TOKEN)'}' -H 'Content-Type: application/json' \\
+      -d '{"type":"payment.succeeded","merchant_id":"${platform.merchant_id}","environment":"sandbox","data":{"object":{"id":"pay_demo1","object":"payment","status":"succeeded","amount":"10.00","asset_code":"USDC.ETH","metadata":{"order":"42"}}}}'
+    curl -s ${url}/api/v1/webhook_deliveries -H 'Authorization: Bearer ${platform.keys.sandbox}'
 `;
 }

@@ -6,39 +6,72 @@ import { migrate } from '../db/migrate.ts';
 import { openRuntime } from '../runtime.ts';
 import { buildApp } from '../api/app.ts';
 import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
-import { devBanner, ensureDevPlatform } from './dev-bootstrap.ts';
+import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
 
 /** Config from the environment, with `--dev` applied on top. Exits 1 with the reason if invalid. */
 function config(overrides: Partial<Config> = {}): Config {
   return loadConfig(process.env, overrides);
 }
 
-async function serve(options: { dev?: boolean; port?: string; host?: string }) {
+async function serve(options: { dev?: boolean; port?: string; host?: string; worker?: boolean }) {
   const env = { ...process.env };
   if (options.port !== undefined) env.PAYHOOKS_PORT = options.port;
   if (options.host !== undefined) env.PAYHOOKS_HOST = options.host;
   const cfg = loadConfig(env, options.dev ? { dev: true } : {});
+  if (cfg.dev && !cfg.internalToken) cfg.internalToken = devInternalToken(cfg.dataDir);
   const runtime = await openRuntime({ config: cfg });
   const { ctx } = runtime;
   const app = await buildApp(ctx);
+  const worker = options.worker === false ? null : ctx.createWorker();
+  const dev = cfg.dev ? await ensureDevPlatform(ctx) : null;
   const address = await app.listen({ port: cfg.port, host: cfg.host });
-  const url = address.replace('[::1]', 'localhost');
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    ctx.logger.info({ signal }, 'shutting down');
-    await app.close();
+  await worker?.start();
+  onStopSignal(ctx.logger, async () => {
+    await app.close(); // stop taking requests first
+    await worker?.stop(); // then let in-flight attempts finish and be recorded
     await runtime.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
-  if (cfg.dev) {
-    const { platform } = await ensureDevPlatform(ctx);
-    process.stdout.write(devBanner(url, platform, ctx) + '\n');
+  });
+  if (dev) process.stdout.write(devBanner(address, dev.platform, ctx) + '\n');
+  ctx.logger.info({ url: address, database: ctx.database.kind, dev: cfg.dev, worker: worker !== null }, 'payhooks listening');
+}
+
+/** `payhooks worker`: delivery workers only, for scaling out on PostgreSQL. */
+async function workerCommand(options: { processes?: string }) {
+  const cfg = config();
+  if (!cfg.databaseUrl) {
+    throw new ConfigError(
+      'payhooks worker needs PostgreSQL: set DATABASE_URL. The embedded database can be opened by one process only, so with it `payhooks serve` runs the worker in-process.',
+    );
   }
-  ctx.logger.info({ url, database: ctx.database.kind, dev: cfg.dev }, 'payhooks listening');
+  const count = options.processes === undefined ? 1 : Number(options.processes);
+  if (!Number.isInteger(count) || count < 1 || count > 64) throw new ConfigError('--workers must be a whole number from 1 to 64.');
+  const runtime = await openRuntime({ config: cfg });
+  const workers = Array.from({ length: count }, () => runtime.ctx.createWorker());
+  await Promise.all(workers.map((w) => w.start()));
+  onStopSignal(runtime.ctx.logger, async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await runtime.close();
+  });
+  runtime.ctx.logger.info({ workers: workers.map((w) => w.id) }, 'payhooks workers started');
+}
+
+/** SIGTERM/SIGINT: run `shutdown` once (drain), then exit 0. A second signal exits at once. */
+function onStopSignal(logger: { info: (o: object, m: string) => void }, shutdown: () => Promise<void>) {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'draining, then exiting');
+    shutdown().then(
+      () => process.exit(0),
+      (err) => {
+        process.stderr.write(`payhooks: shutdown failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => handler('SIGTERM'));
+  process.on('SIGINT', () => handler('SIGINT'));
 }
 
 /** Admin commands open the database without starting a server. */
@@ -61,7 +94,14 @@ export function buildCli(): Command {
     .option('--dev', 'development mode: embedded database, demo Platform, private and plain-http URLs allowed')
     .option('--port <port>', 'port (overrides PAYHOOKS_PORT)')
     .option('--host <host>', 'host (overrides PAYHOOKS_HOST)')
+    .option('--no-worker', 'do not run a delivery worker in this process')
     .action(serve);
+
+  program
+    .command('worker')
+    .description('run delivery workers only (PostgreSQL; start as many processes as you like)')
+    .option('--workers <n>', 'worker loops in this process', '1')
+    .action((opts: { workers: string }) => workerCommand({ processes: opts.workers }));
 
   program
     .command('migrate')

@@ -26,6 +26,11 @@ export interface Database {
    * several statements (migration files) and returns the rows of the last one.
    */
   script<T>(fn: (run: (sqlText: string) => Promise<Record<string, unknown>[]>) => Promise<T>): Promise<T>;
+  /**
+   * One parameterised statement on the raw driver, for the hot queries of the delivery engine
+   * (claim, record), whose SQL is written by hand and documented where it lives.
+   */
+  query<T = Record<string, unknown>>(text: string, params: unknown[]): Promise<T[]>;
   /** Calls `onNotify` on each NOTIFY on `channel`; resolves to an unsubscribe function. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
@@ -67,6 +72,9 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
       } finally {
         client.release();
       }
+    },
+    async query<T>(text: string, params: unknown[]) {
+      return (await pool.query(text, params)).rows as T[];
     },
     async listen(channel, onNotify) {
       const client = await pool.connect();
@@ -118,6 +126,9 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
       return client.transaction((tx) =>
         fn(async (text) => ((await tx.exec(text)).at(-1)?.rows ?? []) as Record<string, unknown>[]),
       );
+    },
+    async query<T>(text: string, params: unknown[]) {
+      return (await client.query<T>(text, params)).rows;
     },
     async listen(channel, onNotify) {
       return client.listen(channel, onNotify);

@@ -1,4 +1,4 @@
-import { integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { boolean, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
 
 /**
  * drizzle mirror of the numbered SQL migrations in ./migrations (the SQL is the source of
@@ -63,3 +63,55 @@ export const idempotencyKeys = pgTable(
   },
   (t) => [primaryKey({ columns: [t.platformId, t.environment, t.key] })],
 );
+
+export const events = pgTable('events', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  merchantId: text('merchant_id').notNull(),
+  type: text('type').notNull(),
+  body: text('body').notNull(),
+  idempotencyKey: text('idempotency_key'),
+  createdAt: ts('created_at').notNull(),
+});
+
+export type EventRow = typeof events.$inferSelect;
+
+export type DeliveryState = 'pending' | 'delivered' | 'failed_retrying' | 'exhausted';
+
+export const webhookDeliveries = pgTable('webhook_deliveries', {
+  id: text('id').primaryKey(),
+  eventId: text('event_id').notNull(),
+  endpointId: text('endpoint_id').notNull(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  state: text('state').$type<DeliveryState>().notNull(),
+  attemptCount: integer('attempt_count').notNull(),
+  automaticAttempts: integer('automatic_attempts').notNull(),
+  nextAttemptAt: ts('next_attempt_at'),
+  dueAt: ts('due_at'),
+  leaseToken: text('lease_token'),
+  lastAttemptAt: ts('last_attempt_at'),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+});
+
+export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
+
+export type AttemptTrigger = 'automatic' | 'manual';
+
+export const deliveryAttempts = pgTable('delivery_attempts', {
+  id: text('id').primaryKey(),
+  deliveryId: text('delivery_id').notNull(),
+  attemptNumber: integer('attempt_number').notNull(),
+  trigger: text('trigger').$type<AttemptTrigger>().notNull(),
+  succeeded: boolean('succeeded').notNull(),
+  startedAt: ts('started_at').notNull(),
+  durationMs: integer('duration_ms').notNull(),
+  statusCode: integer('status_code'),
+  responseBody: text('response_body'),
+  errorKind: text('error_kind'),
+  errorMessage: text('error_message'),
+});
+
+export type AttemptRow = typeof deliveryAttempts.$inferSelect;

@@ -1,14 +1,16 @@
-import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
+import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { formatEventTimestamp } from '@payhooks/contract';
 import type { Db, Queryable } from '../db/client.ts';
 import { webhookEndpoints, type EndpointStatus, type WebhookEndpointRow } from '../db/schema.ts';
-import { AppError, notFound } from '../errors.ts';
+import { notFound } from '../errors.ts';
 import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import { validateEndpointUrl, type UrlPolicy } from '../security/url-policy.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import type { Clock } from '../clock.ts';
 import { validateEnabledEvents } from './enabled-events.ts';
+import { parkEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/parking.ts';
 
 /** The endpoint as the API shows it. The secret is never part of it. */
 export interface WebhookEndpoint {
@@ -37,12 +39,6 @@ export interface UpdateEndpointInput {
   description?: string | null | undefined;
   metadata?: Record<string, string> | undefined;
   status?: EndpointStatus | undefined;
-}
-
-export interface ListPage<T> {
-  object: 'list';
-  data: T[];
-  has_more: boolean;
 }
 
 export function toApiEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
@@ -110,22 +106,8 @@ export class EndpointService {
 
   /** Newest first; `startingAfter` is the id of the last endpoint of the previous page. */
   async list(scope: Scope, options: { limit: number; startingAfter?: string | undefined }): Promise<ListPage<WebhookEndpoint>> {
-    let cursor = undefined;
-    if (options.startingAfter) {
-      const [after] = await this.db
-        .select({ createdAt: webhookEndpoints.createdAt, id: webhookEndpoints.id })
-        .from(webhookEndpoints)
-        .where(and(inScope(scope), eq(webhookEndpoints.id, options.startingAfter)));
-      if (!after) throw new AppError('invalid_request', 'resource_missing', `starting_after: no such webhook endpoint '${options.startingAfter}'.`, { param: 'starting_after' });
-      cursor = or(lt(webhookEndpoints.createdAt, after.createdAt), and(eq(webhookEndpoints.createdAt, after.createdAt), lt(webhookEndpoints.id, after.id)));
-    }
-    const rows = await this.db
-      .select()
-      .from(webhookEndpoints)
-      .where(and(inScope(scope), cursor))
-      .orderBy(desc(webhookEndpoints.createdAt), desc(webhookEndpoints.id))
-      .limit(options.limit + 1);
-    return { object: 'list', data: rows.slice(0, options.limit).map(toApiEndpoint), has_more: rows.length > options.limit };
+    const { rows, hasMore } = await pageOf<WebhookEndpointRow>(this.db, webhookEndpoints, inScope(scope), { ...options, what: 'webhook endpoint' });
+    return listPage(rows.map(toApiEndpoint), hasMore);
   }
 
   async update(scope: Scope, id: string, input: UpdateEndpointInput): Promise<WebhookEndpoint> {
@@ -139,19 +121,24 @@ export class EndpointService {
       if (input.status !== undefined) changes.status = input.status;
       const [row] = await tx.update(webhookEndpoints).set(changes).where(and(inScope(scope), eq(webhookEndpoints.id, id))).returning();
       if (!row) throw notFound('webhook endpoint', id);
+      if (current.status === 'enabled' && row.status === 'disabled') await parkEndpointDeliveries(tx, id);
+      if (current.status === 'disabled' && row.status === 'enabled') await resumeEndpointDeliveries(tx, id, this.clock.now());
       return toApiEndpoint(row);
     });
   }
 
   /** Soft delete: the endpoint stops receiving at once; its delivery log stays readable. */
   async delete(scope: Scope, id: string): Promise<{ id: string; object: 'webhook_endpoint'; deleted: true }> {
-    const rows = await this.db
-      .update(webhookEndpoints)
-      .set({ deletedAt: this.clock.now(), updatedAt: this.clock.now() })
-      .where(and(inScope(scope), eq(webhookEndpoints.id, id)))
-      .returning({ id: webhookEndpoints.id });
-    if (rows.length === 0) throw notFound('webhook endpoint', id);
-    return { id, object: 'webhook_endpoint', deleted: true };
+    return this.db.transaction(async (tx) => {
+      const rows = await tx
+        .update(webhookEndpoints)
+        .set({ deletedAt: this.clock.now(), updatedAt: this.clock.now() })
+        .where(and(inScope(scope), eq(webhookEndpoints.id, id)))
+        .returning({ id: webhookEndpoints.id });
+      if (rows.length === 0) throw notFound('webhook endpoint', id);
+      await parkEndpointDeliveries(tx, id);
+      return { id, object: 'webhook_endpoint' as const, deleted: true as const };
+    });
   }
 
   /** The signing secret in clear, for the delivery sender only. */

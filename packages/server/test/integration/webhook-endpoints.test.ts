@@ -1,4 +1,3 @@
-import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TYPES, REQUIRED_LIVE_EVENT_TYPES } from '@payhooks/contract';
 import { startService, type TestService } from '../helpers/service.ts';
@@ -93,8 +92,8 @@ describe('webhook endpoint management API (spec 4.1)', () => {
       expect(text).not.toContain(secret);
       expect(text).not.toContain('"secret"');
     }
-    const rows = await svc.ctx.database.db.execute<{ secret_ciphertext: string }>(sql`SELECT secret_ciphertext FROM webhook_endpoints WHERE id = ${id}`);
-    const stored = rows.rows[0]!.secret_ciphertext;
+    const rows = await svc.ctx.database.query<{ secret_ciphertext: string }>('SELECT secret_ciphertext FROM webhook_endpoints WHERE id = $1', [id]);
+    const stored = rows[0]!.secret_ciphertext;
     expect(stored).not.toContain(secret);
     expect(stored).not.toContain(secret.slice(6));
     expect(svc.ctx.endpoints.decryptSecret({ id, secretCiphertext: stored })).toBe(secret);

@@ -2,8 +2,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EVENT_TYPES, WILDCARD_EVENT_TYPE } from '@payhooks/contract';
 import type { ServiceContext } from '../../context.ts';
+import { notFound } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
-import { IdParams, ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schemas.ts';
+import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schemas.ts';
 
 const EventTypeName = Type.String({ minLength: 1, maxLength: 100, description: `'${WILDCARD_EVENT_TYPE}' or one of: ${EVENT_TYPES.join(', ')}` });
 const EnabledEvents = Type.Array(EventTypeName, { minItems: 1, maxItems: 100 });
@@ -46,6 +47,18 @@ const UpdateBody = Type.Object(
   { additionalProperties: false },
 );
 
+const EndpointIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false });
+
+/**
+ * A path id that can't be an endpoint id (wrong prefix, stray characters, NUL) is answered
+ * exactly like an unknown one: 404, no query. Only ids the service could have made reach it.
+ */
+const ENDPOINT_ID = /^we_[0-9A-Za-z]{1,64}$/;
+function endpointId(id: string): string {
+  if (!ENDPOINT_ID.test(id)) throw notFound('webhook endpoint', id);
+  return id;
+}
+
 const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ description: 'Same key and body within 24 h returns the first response.' })),
 });
@@ -82,24 +95,24 @@ export const webhookEndpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
 
   app.get(
     '/webhook_endpoints/:id',
-    { schema: { tags, security, summary: 'Retrieve a webhook endpoint', params: IdParams, response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(401, 404, 429) } } },
-    async (req) => ctx.endpoints.get(req.scope, req.params.id),
+    { schema: { tags, security, summary: 'Retrieve a webhook endpoint', params: EndpointIdParams, response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(401, 404, 429) } } },
+    async (req) => ctx.endpoints.get(req.scope, endpointId(req.params.id)),
   );
 
   app.patch(
     '/webhook_endpoints/:id',
-    { schema: { tags, security, summary: 'Update a webhook endpoint', params: IdParams, body: UpdateBody, response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(400, 401, 404, 413, 422, 429) } } },
-    async (req) => ctx.endpoints.update(req.scope, req.params.id, req.body),
+    { schema: { tags, security, summary: 'Update a webhook endpoint', params: EndpointIdParams, body: UpdateBody, response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(400, 401, 404, 413, 422, 429) } } },
+    async (req) => ctx.endpoints.update(req.scope, endpointId(req.params.id), req.body),
   );
 
   app.delete(
     '/webhook_endpoints/:id',
     {
       schema: {
-        tags, security, summary: 'Delete a webhook endpoint', params: IdParams,
+        tags, security, summary: 'Delete a webhook endpoint', params: EndpointIdParams,
         response: { 200: Type.Object({ id: Type.String(), object: Type.Literal('webhook_endpoint'), deleted: Type.Literal(true) }), ...errorResponses(401, 404, 429) },
       },
     },
-    async (req) => ctx.endpoints.delete(req.scope, req.params.id),
+    async (req) => ctx.endpoints.delete(req.scope, endpointId(req.params.id)),
   );
 };

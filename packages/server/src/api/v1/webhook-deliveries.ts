@@ -1,0 +1,70 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { ServiceContext } from '../../context.ts';
+import { IdParams, ListOf, Timestamp, errorResponses } from './schemas.ts';
+
+const State = Type.Union(['pending', 'delivered', 'failed_retrying', 'exhausted'].map((s) => Type.Literal(s)));
+
+const Attempt = Type.Object({
+  id: Type.String({ description: 'Prefix wha_' }),
+  object: Type.Literal('delivery_attempt'),
+  attempt_number: Type.Integer(),
+  trigger: Type.Union([Type.Literal('automatic'), Type.Literal('manual')]),
+  succeeded: Type.Boolean(),
+  started_at: Timestamp,
+  duration_ms: Type.Integer(),
+  status_code: Type.Union([Type.Integer(), Type.Null()]),
+  response_body: Type.Union([Type.String({ description: 'First 16 KiB of the answer, as text.' }), Type.Null()]),
+  error_kind: Type.Union([Type.String(), Type.Null()]),
+  error_message: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const DeliverySchema = Type.Object(
+  {
+    id: Type.String({ description: 'Prefix whd_' }),
+    object: Type.Literal('webhook_delivery'),
+    event_id: Type.String(),
+    endpoint_id: Type.String(),
+    state: State,
+    attempt_count: Type.Integer(),
+    next_attempt_at: Type.Union([Timestamp, Type.Null()]),
+    last_attempt_at: Type.Union([Timestamp, Type.Null()]),
+    created_at: Timestamp,
+    attempts: Type.Array(Attempt),
+  },
+  { $id: 'WebhookDelivery' },
+);
+
+const ListDeliveriesQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    endpoint_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    state: Type.Optional(State),
+  },
+  { additionalProperties: false },
+);
+
+/** `/api/v1/webhook_deliveries`: the delivery log (spec 2.4), read-only (spec 4.1: no replay endpoint yet). */
+export const webhookDeliveryRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
+  const tags = ['webhook_deliveries'];
+  const security = [{ bearerAuth: [] }];
+  app.get(
+    '/webhook_deliveries',
+    { schema: { tags, security, summary: 'List deliveries with their attempts (newest first)', querystring: ListDeliveriesQuery, response: { 200: ListOf(Type.Ref(DeliverySchema)), ...errorResponses(400, 401, 429) } } },
+    async (req) =>
+      ctx.deliveries.list(req.scope, {
+        limit: req.query.limit ?? 20,
+        startingAfter: req.query.starting_after,
+        endpointId: req.query.endpoint_id,
+        eventId: req.query.event_id,
+        state: req.query.state as never,
+      }),
+  );
+  app.get(
+    '/webhook_deliveries/:id',
+    { schema: { tags, security, summary: 'Retrieve a delivery and its attempt log', params: IdParams, response: { 200: Type.Ref(DeliverySchema), ...errorResponses(401, 404, 429) } } },
+    async (req) => ctx.deliveries.get(req.scope, req.params.id),
+  );
+};

@@ -1,0 +1,42 @@
+import { and, desc, eq, lt, or, type SQL } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
+import type { Queryable } from './client.ts';
+import { AppError } from '../errors.ts';
+
+export interface ListPage<T> {
+  object: 'list';
+  data: T[];
+  has_more: boolean;
+}
+
+/**
+ * Keyset pagination, newest first, on (created_at DESC, id DESC), Stripe's `limit` +
+ * `starting_after`. The cursor row must itself be visible under `where` (the caller's tenant
+ * scope), so another tenant's id can't be used to probe.
+ */
+export async function pageOf<TRow extends Record<string, unknown>>(
+  db: Queryable,
+  table: PgTable & { id: PgColumn; createdAt: PgColumn },
+  where: SQL | undefined,
+  options: { limit: number; startingAfter?: string | undefined; what: string },
+): Promise<{ rows: TRow[]; hasMore: boolean }> {
+  let cursor: SQL | undefined;
+  if (options.startingAfter) {
+    const [after] = await db.select({ createdAt: table.createdAt, id: table.id }).from(table as PgTable).where(and(where, eq(table.id, options.startingAfter)));
+    if (!after) {
+      throw new AppError('invalid_request', 'resource_missing', `starting_after: no such ${options.what} '${options.startingAfter}'.`, { param: 'starting_after' });
+    }
+    cursor = or(lt(table.createdAt, after.createdAt), and(eq(table.createdAt, after.createdAt), lt(table.id, after.id)));
+  }
+  const rows = (await db
+    .select()
+    .from(table as PgTable)
+    .where(and(where, cursor))
+    .orderBy(desc(table.createdAt), desc(table.id))
+    .limit(options.limit + 1)) as TRow[];
+  return { rows: rows.slice(0, options.limit), hasMore: rows.length > options.limit };
+}
+
+export function listPage<T>(data: T[], hasMore: boolean): ListPage<T> {
+  return { object: 'list', data, has_more: hasMore };
+}

@@ -1,0 +1,234 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/client.ts';
+import type { SecretBox } from '../security/encryption.ts';
+import { WAKE_CHANNEL } from '../events/publish.ts';
+import { claimDue, releaseClaims, type ClaimedDelivery } from './claim.ts';
+import { recordOutcomes, type Outcome } from './record.ts';
+import { afterAutomaticAttempt } from './schedule.ts';
+import type { Sender } from './sender.ts';
+import type { DeliveryMetrics } from './metrics.ts';
+
+export interface WorkerDeps {
+  config: Pick<Config, 'retryScheduleMs' | 'endpointConcurrency' | 'workerConcurrency' | 'pollIntervalMs' | 'leaseMs'>;
+  database: Database;
+  clock: Clock;
+  secrets: SecretBox;
+  sender: Sender;
+  logger: Logger;
+  metrics?: DeliveryMetrics | undefined;
+}
+
+/** Most rows recorded in one statement. */
+const RECORD_BATCH = 200;
+/** How long finished attempts may wait to be recorded together. */
+const RECORD_DELAY_MS = 5;
+
+/**
+ * A delivery worker: claims due deliveries in batches, sends them with a per-endpoint cap on
+ * attempts in flight, and records outcomes in batches. Many workers (in one or many processes)
+ * can share a database: claims use SKIP LOCKED and leases, so no two send the same attempt.
+ *
+ * `start()` runs the loop (woken by NOTIFY, polling as a fallback); `drain()` processes what
+ * is due now and returns, for tests with an injected clock.
+ */
+export class DeliveryWorker {
+  readonly id = `w_${randomBytes(6).toString('hex')}`;
+  private claimSeq = 0;
+  private running = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private wake: (() => void) | null = null;
+  private unlisten: (() => Promise<void>) | null = null;
+  /** Attempts running or waiting for their endpoint's slot, per endpoint. */
+  private readonly perEndpoint = new Map<string, { running: number; waiting: Array<{ row: ClaimedDelivery; token: string }> }>();
+  private active = 0;
+  private readonly settled = new Set<Promise<void>>();
+  private pending: Array<{ outcome: Outcome; done: () => void }> = [];
+  private flushTimer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: WorkerDeps) {}
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    this.unlisten = await this.deps.database.listen(WAKE_CHANNEL, () => this.signal());
+    this.loopDone = this.loop();
+  }
+
+  /** Stops claiming, lets in-flight attempts finish and be recorded, hands back the rest. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.signal();
+    await this.loopDone;
+    await this.releaseWaiting();
+    await Promise.all([...this.settled]);
+    await this.flush();
+    await this.unlisten?.().catch(() => {});
+    this.unlisten = null;
+  }
+
+  /** Processes everything due at the clock's current time, then returns how many attempts it made. */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const claimed = await this.claim();
+      total += claimed;
+      while (this.active > 0) await Promise.all([...this.settled]);
+      await this.flush();
+      if (claimed === 0) return total;
+    }
+  }
+
+  private signal(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      let claimed = 0;
+      let full = false;
+      try {
+        const free = this.deps.config.workerConcurrency - this.active;
+        if (free > 0) {
+          claimed = await this.claim(free);
+          full = claimed === Math.min(free, 100);
+        }
+      } catch (err) {
+        this.deps.logger.error({ err }, 'claiming deliveries failed; retrying');
+      }
+      if (full && this.running) continue; // more may be due right now
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.deps.config.pollIntervalMs);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  /** One claim; starts (or queues behind their endpoint's cap) the claimed attempts. */
+  private async claim(free = this.deps.config.workerConcurrency - this.active): Promise<number> {
+    if (free <= 0) return 0;
+    const cap = this.deps.config.endpointConcurrency;
+    const saturated = [...this.perEndpoint].filter(([, s]) => s.running + s.waiting.length >= cap).map(([id]) => id);
+    const now = this.deps.clock.now();
+    const token = `${this.id}:${++this.claimSeq}`;
+    const rows = await claimDue(this.deps.database, {
+      now,
+      leaseUntil: new Date(now.getTime() + this.deps.config.leaseMs),
+      limit: Math.min(free, 100),
+      perEndpoint: cap,
+      excludeEndpoints: saturated,
+      token,
+    });
+    const park: string[] = [];
+    for (const row of rows) {
+      if (row.endpoint_status !== 'enabled' || row.endpoint_deleted_at) park.push(row.id);
+      else this.enqueue(row, token);
+    }
+    if (park.length) await releaseClaims(this.deps.database, { ids: park, token, dueAt: null });
+    return rows.length - park.length;
+  }
+
+  private enqueue(row: ClaimedDelivery, token: string): void {
+    let slot = this.perEndpoint.get(row.endpoint_id);
+    if (!slot) this.perEndpoint.set(row.endpoint_id, (slot = { running: 0, waiting: [] }));
+    this.active++;
+    slot.waiting.push({ row, token });
+    this.pump(row.endpoint_id);
+  }
+
+  private pump(endpointId: string): void {
+    const slot = this.perEndpoint.get(endpointId);
+    if (!slot) return;
+    while (slot.running < this.deps.config.endpointConcurrency && slot.waiting.length > 0) {
+      const next = slot.waiting.shift()!;
+      slot.running++;
+      const p = this.attempt(next.row, next.token).finally(() => {
+        slot.running--;
+        this.active--;
+        this.settled.delete(p);
+        if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
+        else this.pump(endpointId);
+        this.signal();
+      });
+      this.settled.add(p);
+    }
+  }
+
+  private async attempt(row: ClaimedDelivery, token: string): Promise<void> {
+    const { sender, clock, secrets, config, metrics, logger } = this.deps;
+    let secret: string;
+    try {
+      secret = secrets.decrypt(row.secret_ciphertext, row.endpoint_id);
+    } catch (err) {
+      // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
+      // lease to expire and the operator to fix the key.
+      logger.error({ err, endpoint: row.endpoint_id }, 'cannot decrypt the endpoint signing secret; check PAYHOOKS_ENCRYPTION_KEY');
+      return;
+    }
+    const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret });
+    metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
+    const next = afterAutomaticAttempt({ succeeded: result.succeeded, automaticAttemptsBefore: row.automatic_attempts, delaysMs: config.retryScheduleMs, now: clock.now() });
+    await this.record({ deliveryId: row.id, token, trigger: 'automatic', state: next.state, nextAttemptAt: next.nextAttemptAt, result });
+  }
+
+  /** Queues an outcome for the next batch write; resolves once it is written. */
+  private record(outcome: Outcome): Promise<void> {
+    return new Promise<void>((done) => {
+      this.pending.push({ outcome, done });
+      if (this.pending.length >= RECORD_BATCH) void this.flush();
+      else this.flushTimer ??= setTimeout(() => void this.flush(), RECORD_DELAY_MS);
+    });
+  }
+
+  private flush(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    this.flushing = this.flushing.then(async () => {
+      while (this.pending.length > 0) {
+        const batch = this.pending.splice(0, RECORD_BATCH);
+        for (;;) {
+          try {
+            const written = await recordOutcomes(this.deps.database, batch.map((b) => b.outcome), this.deps.clock.now());
+            if (written.length < batch.length) {
+              const ok = new Set(written.map((w) => w.delivery_id));
+              const lost = batch.filter((b) => !ok.has(b.outcome.deliveryId)).map((b) => b.outcome.deliveryId);
+              this.deps.logger.warn({ lost }, 'lease expired before the outcome was recorded; another worker retries these');
+            }
+            break;
+          } catch (err) {
+            if (!this.running && this.pending.length === 0 && this.settled.size === 0) {
+              this.deps.logger.error({ err }, 'recording outcomes failed during shutdown; leases will expire and the work be redone');
+              break;
+            }
+            this.deps.logger.error({ err }, 'recording outcomes failed; retrying');
+            await new Promise((r) => setTimeout(r, 500));
+          }
+        }
+        for (const b of batch) b.done();
+      }
+    });
+    return this.flushing;
+  }
+
+  private async releaseWaiting(): Promise<void> {
+    const byToken = new Map<string, string[]>();
+    for (const slot of this.perEndpoint.values()) {
+      for (const w of slot.waiting.splice(0)) {
+        this.active--;
+        byToken.set(w.token, [...(byToken.get(w.token) ?? []), w.row.id]);
+      }
+    }
+    for (const [token, ids] of byToken) {
+      await releaseClaims(this.deps.database, { ids, token, dueAt: this.deps.clock.now() }).catch((err) => this.deps.logger.error({ err }, 'releasing claims failed; leases will expire'));
+    }
+  }
+}
