@@ -65,6 +65,6 @@ export function rawBodyBytes(body: unknown): Uint8Array {
       : 'payhooks: the request body was already parsed (got ' +
           (Array.isArray(body) ? 'an array' : typeof body) +
           '). The signature covers the raw bytes (spec 5.1.4): pass the raw body (Buffer, Uint8Array, ArrayBuffer or ' +
-          'string), e.g. mount the webhook route before express.json() or use express.raw({ type: "*/*" }).',
+          'string), e.g. register the webhook route before app.use(express.json()).',
   );
 }

@@ -8,10 +8,10 @@ type ExpressRequestLike = IncomingMessage & { body?: unknown };
  * Express (4 or 5) middleware for the webhook route:
  * `app.post('/webhooks/payhooks', expressWebhook(handler))`.
  *
- * It needs the raw bytes: mount it before any global `express.json()`, or give the route
- * `express.raw({ type: '*\/*' })`. If a JSON parser got there first, the bytes are gone: the request
- * is passed to `next(error)` (a 500, so the service retries once you fix it) with a message saying so,
- * rather than verifying re-serialised JSON.
+ * It needs the raw bytes: register the route before any global `app.use(express.json())`. It reads
+ * the body itself, or takes the Buffer from `express.raw()` on the route. If a JSON parser got there
+ * first, the bytes are gone: the request is passed to `next(error)` (a 500, so the service retries
+ * once you fix it) with a message saying so, rather than verifying re-serialised JSON.
  */
 export function expressWebhook(
   handler: WebhookHandler,
@@ -37,8 +37,8 @@ export function expressWebhook(
       next(
         new TypeError(
           'payhooks: the webhook request body was already parsed by another middleware (e.g. express.json()), so its raw ' +
-            'bytes, which the signature covers, are gone (spec 5.1.4). Mount the webhook route before express.json(), ' +
-            'or add express.raw({ type: "*/*" }) to it.',
+            'bytes, which the signature covers, are gone (spec 5.1.4). Register the webhook route before ' +
+            'app.use(express.json()); once a global JSON parser has read the body, express.raw() on the route cannot help.',
         ),
       );
       return;
