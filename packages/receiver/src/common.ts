@@ -40,6 +40,7 @@ export {
   type PgQueryable,
   type PgStore,
   type PgStoreOptions,
+  type PgTransactionClient,
 } from './stores/pg.ts';
 export { redisStore, type RedisLike, type RedisStore, type RedisStoreOptions } from './stores/redis.ts';
 export { toFetchHandler, type FetchAdapterOptions } from './adapters/fetch.ts';

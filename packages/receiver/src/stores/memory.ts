@@ -17,6 +17,8 @@ interface Entry {
 
 export interface MemoryStore extends WebhookStore, CreditStore<void> {
   readonly durable: false;
+  /** Deletes ids past retention and expired leases; returns how many. */
+  purge(): Promise<number>;
   /** Number of ids held (including expired ones not yet purged). */
   readonly size: number;
 }

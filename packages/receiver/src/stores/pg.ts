@@ -34,7 +34,19 @@ export interface PgStoreOptions<P extends PgPoolLike> {
   autoMigrate?: boolean;
 }
 
-type TxOf<P extends PgPoolLike> = Awaited<ReturnType<P['connect']>>;
+/**
+ * The client type `pool.connect()` resolves to, e.g. `pg.PoolClient`. pg's Pool also has a callback
+ * overload of connect (returning void), so both overloads are matched.
+ */
+export type PgTransactionClient<P> = P extends {
+  connect(): Promise<infer C>;
+  connect(callback: (...args: any[]) => void): void;
+}
+  ? C
+  : P extends { connect(): Promise<infer C> }
+    ? C
+    : PgPoolClientLike;
+type TxOf<P> = PgTransactionClient<P>;
 
 export interface PgStore<P extends PgPoolLike = PgPoolLike> extends WebhookStore, CreditStore<TxOf<P>> {
   readonly durable: true;
@@ -238,7 +250,7 @@ CREATE TABLE IF NOT EXISTS ${C} (
     async creditOnce<R>(paymentId: string, fn: (tx: TxOf<P>) => R | Promise<R>): Promise<CreditResult<R>> {
       checkPaymentId(paymentId);
       await ensure();
-      const client = (await pool.connect()) as TxOf<P>;
+      const client = (await pool.connect()) as TxOf<P> & PgPoolClientLike;
       let broken: Error | undefined;
       try {
         await client.query('BEGIN');
