@@ -7,6 +7,7 @@ import { buildApp } from '../../src/api/app.ts';
 import { createLogger } from '../../src/runtime.ts';
 import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
+import type { Resolver } from '../../src/delivery/safe-lookup.ts';
 
 export interface TestService {
   url: string;
@@ -24,10 +25,10 @@ export interface TestService {
  * A real service on a real database (this run's backend) listening on 127.0.0.1:0. Tests talk
  * to it over HTTP like a merchant would.
  */
-export async function startService(overrides: Partial<Config> = {}, options: { clock?: Clock } = {}): Promise<TestService> {
+export async function startService(overrides: Partial<Config> = {}, options: { clock?: Clock; resolver?: Resolver } = {}): Promise<TestService> {
   const testDb = await createTestDatabase();
   const config = loadConfig({}, { logLevel: 'silent', port: 0, databaseUrl: testDb.databaseUrl, dataDir: '/nonexistent', ...overrides });
-  const ctx = createContext({ config, database: testDb.database, clock: options.clock ?? systemClock, logger: createLogger(config), encryptionKey: randomBytes(32) });
+  const ctx = createContext({ config, database: testDb.database, clock: options.clock ?? systemClock, logger: createLogger(config), encryptionKey: randomBytes(32), ...(options.resolver ? { resolver: options.resolver } : {}) });
   const app = await buildApp(ctx);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
@@ -56,6 +57,7 @@ export async function startService(overrides: Partial<Config> = {}, options: { c
     },
     async close() {
       await app.close();
+      await ctx.close();
       await testDb.dispose();
     },
   };
