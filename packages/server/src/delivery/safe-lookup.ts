@@ -21,11 +21,11 @@ const systemResolver: Resolver = (hostname, options, callback) => dnsLookup(host
  * there is no window for DNS rebinding between them. IP-literal hosts never reach `lookup`, so
  * the sender checks those itself (`checkLiteralHost`).
  */
-export function safeLookup(resolver: Resolver = systemResolver) {
+export function safeLookup(resolver: Resolver = systemResolver, allowPrivate = false) {
   return (hostname: string, options: LookupOneOptions | LookupAllOptions, callback: (...args: any[]) => void): void => {
     resolver(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err);
-      const allowed = addresses.filter((a) => !isForbiddenAddress(a.address));
+      const allowed = allowPrivate ? addresses : addresses.filter((a) => !isForbiddenAddress(a.address));
       if (allowed.length === 0) return callback(new ForbiddenAddressError(hostname, addresses.map((a) => a.address)));
       if ((options as LookupAllOptions).all) return callback(null, allowed);
       return callback(null, allowed[0]!.address, allowed[0]!.family);

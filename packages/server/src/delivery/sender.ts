@@ -55,7 +55,7 @@ export class Sender {
       connectTimeout: options.timeoutMs,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      connect: options.allowPrivate ? {} : { lookup: safeLookup(options.resolver) },
+      connect: { lookup: safeLookup(options.resolver, options.allowPrivate) },
     });
   }
 
