@@ -1,0 +1,59 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../bin/payhooks.js', import.meta.url));
+
+export interface Spawned {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves when the output contains `text`. */
+  waitFor(text: string | RegExp, timeoutMs?: number): Promise<void>;
+  /** Resolves with the exit code (or signal name). */
+  exited: Promise<number | string>;
+}
+
+/** Runs `payhooks ...args` as a real process with `env` added to a clean environment. */
+export function spawnPayhooks(args: string[], env: Record<string, string>): Spawned {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const listeners = new Set<() => void>();
+  const onData = (b: Buffer) => {
+    out += b.toString();
+    for (const l of listeners) l();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  return {
+    child,
+    output: () => out,
+    exited,
+    waitFor(text, timeoutMs = 30_000) {
+      const has = () => (typeof text === 'string' ? out.includes(text) : text.test(out));
+      if (has()) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const t = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`timed out waiting for ${String(text)}; output so far:\n${out}`));
+        }, timeoutMs);
+        const check = () => {
+          if (!has()) return;
+          clearTimeout(t);
+          listeners.delete(check);
+          resolve();
+        };
+        listeners.add(check);
+        void exited.then(() => {
+          if (!has()) {
+            clearTimeout(t);
+            listeners.delete(check);
+            reject(new Error(`process exited before ${String(text)}; output:\n${out}`));
+          }
+        });
+      });
+    },
+  };
+}
