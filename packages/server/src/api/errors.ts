@@ -6,6 +6,8 @@ interface AjvError {
   instancePath: string;
   params: Record<string, unknown>;
   message?: string;
+  /** Set when a `propertyNames` rule failed: the offending key. */
+  propertyName?: string;
 }
 
 /** `/enabled_events/0` -> `enabled_events[0]`, `/metadata/k` -> `metadata[k]`. */
@@ -29,6 +31,10 @@ export function validationError(errors: AjvError[], part: string): AppError {
     return new AppError('invalid_request', 'parameter_missing', `Missing required parameter '${param}'.`, param ? { param } : {});
   }
   const param = paramOf(e.instancePath);
+  if (e.propertyName !== undefined && param) {
+    const key = JSON.stringify(e.propertyName.length > 50 ? `${e.propertyName.slice(0, 50)}…` : e.propertyName);
+    return new AppError('invalid_request', 'parameter_invalid', `Invalid key ${key} in '${param}': a key ${e.message ?? 'is invalid'}.`, { param });
+  }
   if (!param) {
     return new AppError('invalid_request', 'parameter_invalid', `The ${part} ${e.message ?? 'is invalid'}; send a JSON object.`);
   }
@@ -46,6 +52,12 @@ function fromFastify(err: FastifyError): AppError | null {
       return new AppError('invalid_request', 'invalid_json', 'The body is empty; send a JSON object.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new AppError('invalid_request', 'invalid_json', 'The body is not valid JSON.');
+    // Router errors: they reach errorHandler when it is also Fastify's `frameworkErrors`.
+    case 'FST_ERR_BAD_URL':
+      return new AppError('invalid_request', 'invalid_url', 'The request path is not a valid URL (bad percent-encoding).');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // An id this long can't exist: answer like any other unknown id.
+      return new AppError('not_found', 'resource_missing', 'No such resource: the id is longer than any id.', { param: 'id' });
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('invalid_request', 'invalid_content_length', 'Content-Length does not match the body.');
   }

@@ -17,8 +17,11 @@ export const ErrorSchema = Type.Object(
 export const errorResponses = (...codes: number[]) =>
   Object.fromEntries(codes.map((c) => [c, Type.Ref(ErrorSchema)]));
 
-export const Metadata = Type.Record(Type.String({ minLength: 1, maxLength: 40 }), Type.String({ maxLength: 500 }), {
+// TypeBox drops a Record's key constraints (it emits `patternProperties: {"^(.*)$": …}`), so the
+// key rule is stated with JSON Schema's own `propertyNames`.
+export const Metadata = Type.Record(Type.String(), Type.String({ maxLength: 500 }), {
   maxProperties: 50,
+  propertyNames: { type: 'string', minLength: 1, maxLength: 40 },
   description: 'Up to 50 string pairs (keys up to 40, values up to 500 characters). On update, keys merge and "" removes a key.',
 });
 
