@@ -90,7 +90,7 @@ export function buildCli(): Command {
 
   program
     .command('serve')
-    .description('run the HTTP API (and, with the delivery engine, an in-process worker)')
+    .description('run the HTTP API and an in-process delivery worker')
     .option('--dev', 'development mode: embedded database, demo Platform, private and plain-http URLs allowed')
     .option('--port <port>', 'port (overrides PAYHOOKS_PORT)')
     .option('--host <host>', 'host (overrides PAYHOOKS_HOST)')
