@@ -99,7 +99,21 @@ describe('the built package (dist)', () => {
         // @ts-expect-error not a reason code
         const notAReason: r.WebhookVerificationReason = 'nope';
         void reason; void notAReason; void handler; void ${mod};`;
-      writeFileSync(join(dir, 'esm.mts'), `import * as r from '@payhooks/receiver';\nimport * as f from '@payhooks/receiver/fetch';\n${use('f.toFetchHandler')}\n const e: r.WebhookEvent = r.verifyWebhook({ body: '', headers: {}, secret: 'whsec_x' }); void e;\n`);
+      // The libraries' own types must fit the structural types of the published declarations.
+      const libraries = `
+        import pg from 'pg';
+        import { Redis } from 'ioredis';
+        import express from 'express';
+        import Fastify from 'fastify';
+        const pgs = r.pgStore({ pool: new pg.Pool() });
+        void pgs.creditOnce('pay_1', async (tx) => { const client: pg.PoolClient = tx; await client.query('SELECT 1'); return 1; })
+          .then((res) => { if (res.credited) { const n: number = res.value; void n; } });
+        void r.redisStore({ client: new Redis({ lazyConnect: true }) });
+        express().post('/webhooks', r.expressWebhook(handler));
+        void Fastify().register(r.fastifyWebhook(handler, { path: '/webhooks' }));
+        const e: r.WebhookEvent = r.verifyWebhook({ body: '', headers: {}, secret: 'whsec_x' });
+        void e;`;
+      writeFileSync(join(dir, 'esm.mts'), `import * as r from '@payhooks/receiver';\nimport * as f from '@payhooks/receiver/fetch';\n${use('f.toFetchHandler')}\n${libraries}\n`);
       writeFileSync(join(dir, 'cjs.cts'), `import r = require('@payhooks/receiver');\n${use('r.expressWebhook')}\n`);
       writeFileSync(
         join(dir, 'tsconfig.json'),
