@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { and, eq, gt, lt } from 'drizzle-orm';
+import { and, eq, gt, lte } from 'drizzle-orm';
 import { idempotencyKeys } from '../db/schema.ts';
 import type { Tx } from '../db/client.ts';
 import { AppError } from '../errors.ts';
@@ -84,7 +84,9 @@ export async function withIdempotency(
         .onConflictDoUpdate({
           target: [idempotencyKeys.platformId, idempotencyKeys.environment, idempotencyKeys.key],
           set: { requestHash: values.requestHash, responseStatus: values.responseStatus, responseBody: values.responseBody, createdAt: now },
-          setWhere: lt(idempotencyKeys.createdAt, expired),
+          // The exact complement of replay()'s `createdAt > now - 24 h`: a record is either
+          // replayed or replaced, never neither (which answered 409 in_use at exactly 24 h).
+          setWhere: lte(idempotencyKeys.createdAt, expired),
         })
         .returning({ key: idempotencyKeys.key });
       if (stored.length === 0) throw new LostRace();
