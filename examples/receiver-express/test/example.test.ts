@@ -25,7 +25,7 @@ beforeAll(async () => {
   await ensureDist(); // the example imports @payhooks/receiver as published: from dist
   admin = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
   await admin.query(`CREATE DATABASE "${database}"`);
-  pool = new pg.Pool({ connectionString: exampleUrl });
+  pool = new pg.Pool({ connectionString: exampleUrl, max: 5 });
   const { createReceiver } = await import('../src/app.js');
   receiver = await createReceiver({ pool, secret: SECRET, onError: (e: unknown) => errors.push(e) });
   server = (receiver as unknown as { app: { listen(port: number, host: string): Server } }).app.listen(0, '127.0.0.1');

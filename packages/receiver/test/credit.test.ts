@@ -21,7 +21,7 @@ const prefix = `${uniqueName('credit')}:`;
 const handlers: WebhookHandler[] = [];
 
 beforeAll(async () => {
-  pool = createPool(30);
+  pool = createPool(12);
   redis = createRedis();
   // No unique constraint on purpose: only creditOnce stands between a payment and a second credit.
   await pool.query(`CREATE TABLE "${ledger}" (id serial PRIMARY KEY, payment_id text NOT NULL, amount numeric NOT NULL, source text NOT NULL)`);

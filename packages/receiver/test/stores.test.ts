@@ -23,7 +23,7 @@ const prefix = `${uniqueName('stores')}:`;
 const handlers: WebhookHandler[] = [];
 
 beforeAll(() => {
-  pool = createPool(30);
+  pool = createPool(12);
   redis = createRedis();
 });
 

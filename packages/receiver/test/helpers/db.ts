@@ -10,7 +10,7 @@ export function uniqueName(label: string): string {
   return `rcv_${label}_${process.pid}_${randomBytes(4).toString('hex')}`;
 }
 
-export function createPool(max = 20): pg.Pool {
+export function createPool(max = 10): pg.Pool {
   return new pg.Pool({ connectionString: DATABASE_URL, max });
 }
 
