@@ -114,13 +114,13 @@ describe('examples/receiver-express', () => {
     expect(await ledger(account)).toEqual([]);
   });
 
-  it('spec 8: a payment that cannot be attributed is kept as failed work, not lost', async () => {
+  it('spec 8: the work for a payment that cannot be attributed is not lost: it stays in payhooks_events with its error, for retries', async () => {
     const event = paymentEvent({}, { metadata: {} });
     const d = delivery(event);
     expect((await post(`${url}/webhooks/payhooks`, d.body, d.headers)).status).toBe(200);
     await receiver.webhooks.drain();
     const { rows } = await pool.query('SELECT state, last_error FROM payhooks_events WHERE event_id = $1', [event.id]);
-    expect(rows[0].state).toBe('pending'); // retried from the table (then kept as `failed`)
+    expect(rows[0].state).toBe('pending'); // retried from the table on the schedule, then kept as `failed`
     expect(rows[0].last_error).toMatch(/no metadata.account/);
   });
 

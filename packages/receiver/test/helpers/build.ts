@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -29,6 +29,26 @@ function isStale(): boolean {
   return Math.max(...inputs.map(newest)) > oldestOutput;
 }
 
+function lockHolderIsGone(): boolean {
+  try {
+    const pid = Number(readFileSync(join(LOCK, 'pid'), 'utf8'));
+    if (!pid) return Date.now() - statSync(LOCK).mtimeMs > 5_000; // pid not written yet, or never
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ESRCH') return true;
+    if (code === 'ENOENT') {
+      try {
+        return Date.now() - statSync(LOCK).mtimeMs > 5_000;
+      } catch {
+        return false; // the lock itself is gone: try again
+      }
+    }
+    return false;
+  }
+}
+
 /**
  * Builds dist with `npm run build` when it is missing or older than its sources. Test files run in
  * parallel workers, so a lock directory makes one of them build while the others wait.
@@ -38,14 +58,11 @@ export async function ensureDist(): Promise<void> {
   for (;;) {
     try {
       mkdirSync(LOCK);
+      writeFileSync(join(LOCK, 'pid'), String(process.pid));
       break;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      try {
-        if (Date.now() - statSync(LOCK).mtimeMs > 90_000) rmSync(LOCK, { recursive: true, force: true }); // left by a killed run
-      } catch {
-        // removed meanwhile
-      }
+      if (lockHolderIsGone()) rmSync(LOCK, { recursive: true, force: true }); // left by a killed run
       if (Date.now() > deadline) throw new Error('timed out waiting for the receiver build lock');
       await new Promise((r) => setTimeout(r, 100));
     }
