@@ -1,11 +1,9 @@
-import { and, eq, isNull } from 'drizzle-orm';
-import { sql } from 'drizzle-orm';
-import type { WebhookEvent } from '@payhooks/contract';
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import { WILDCARD_EVENT_TYPE, type WebhookEvent } from '@payhooks/contract';
 import type { Tx } from '../db/client.ts';
-import { events, merchants, webhookDeliveries, webhookEndpoints, type EventRow } from '../db/schema.ts';
+import { events, merchants, webhookEndpoints, type EventRow } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { subscribes } from '../endpoints/enabled-events.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
 
 /** Workers LISTEN here; a publish NOTIFYs it at commit so they wake at once. */
@@ -20,60 +18,59 @@ export interface PublishResult {
 }
 
 /**
- * Publishes an event inside the caller's transaction (transactional outbox): writes the event
- * and, in the same transaction, one delivery per enabled, undeleted endpoint of the event's
+ * Publishes an event inside the caller's transaction (transactional outbox), in two round
+ * trips: writes the event and, in the same transaction, one delivery per enabled, undeleted endpoint of the event's
  * Platform and environment subscribed to its type or `*`. If the caller's transaction rolls
  * back, nothing was published. With `idempotencyKey`, a second publish returns the first event.
  */
 export async function publishEvent(tx: Tx, input: EventInput & { idempotencyKey?: string | undefined }, now: Date): Promise<PublishResult> {
   validateEventInput(input);
-  const [merchant] = await tx.select({ platformId: merchants.platformId }).from(merchants).where(eq(merchants.id, input.merchantId));
-  if (!merchant) throw new AppError('invalid_request', 'resource_missing', `No such merchant: '${input.merchantId}'.`, { param: 'merchant_id' });
-  const platformId = merchant.platformId;
+  // 1. The merchant's Platform and, in the same round trip, the endpoints that get this event.
+  const targets = await tx
+    .select({ platformId: merchants.platformId, endpointId: webhookEndpoints.id })
+    .from(merchants)
+    .leftJoin(
+      webhookEndpoints,
+      and(
+        eq(webhookEndpoints.platformId, merchants.platformId),
+        eq(webhookEndpoints.environment, input.environment),
+        eq(webhookEndpoints.status, 'enabled'),
+        isNull(webhookEndpoints.deletedAt),
+        sql`(${WILDCARD_EVENT_TYPE} = ANY(${webhookEndpoints.enabledEvents}) OR ${input.type} = ANY(${webhookEndpoints.enabledEvents}))`,
+      ),
+    )
+    .where(eq(merchants.id, input.merchantId));
+  if (targets.length === 0) throw new AppError('invalid_request', 'resource_missing', `No such merchant: '${input.merchantId}'.`, { param: 'merchant_id' });
+  const platformId = targets[0]!.platformId;
+  const endpointIds = targets.flatMap((t) => (t.endpointId ? [t.endpointId] : []));
 
-  if (input.idempotencyKey !== undefined) {
-    const earlier = await findByIdempotencyKey(tx, platformId, input.environment, input.idempotencyKey);
-    if (earlier) return { event: JSON.parse(earlier.body) as WebhookEvent, deliveries: 0, replayed: true };
-  }
-
+  // 2. The event, its deliveries and the wake-up in one statement. With an idempotency key
+  //    already used, ON CONFLICT leaves `ev` empty, so no delivery and no NOTIFY either. The
+  //    NOTIFY is sent at commit, so workers never wake for a rolled-back publish.
   const id = newId('event');
   const { envelope, body } = buildEnvelope(id, input, now);
-  const inserted = await tx
-    .insert(events)
-    .values({ id, platformId, environment: input.environment, merchantId: input.merchantId, type: input.type, body, idempotencyKey: input.idempotencyKey ?? null, createdAt: now })
-    .onConflictDoNothing()
-    .returning({ id: events.id });
-  if (inserted.length === 0) {
-    // A concurrent publish with the same idempotency key committed first.
+  const result = (await tx.execute(sql`
+    WITH ev AS (
+      INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at)
+      VALUES (${id}, ${platformId}, ${input.environment}, ${input.merchantId}, ${input.type}, ${body}, ${input.idempotencyKey ?? null}, ${now})
+      ON CONFLICT DO NOTHING
+      RETURNING id
+    ), d AS (
+      INSERT INTO webhook_deliveries (id, event_id, endpoint_id, platform_id, environment, state, attempt_count,
+                                      automatic_attempts, next_attempt_at, due_at, created_at, updated_at)
+      SELECT v.id, ev.id, v.endpoint_id, ${platformId}, ${input.environment}, 'pending', 0, 0, ${now}, ${now}, ${now}, ${now}
+      FROM ev CROSS JOIN unnest(${sql.param(endpointIds.map(() => newId('webhookDelivery')))}::text[], ${sql.param(endpointIds)}::text[]) AS v(id, endpoint_id)
+      RETURNING 1
+    ), n AS (
+      SELECT pg_notify(${WAKE_CHANNEL}, '') FROM (SELECT 1 FROM d LIMIT 1) AS any_delivery
+    )
+    SELECT (SELECT count(*) FROM ev)::int AS inserted, (SELECT count(*) FROM n)::int AS notified`)) as unknown as { rows: Array<{ inserted: number }> };
+  if (Number(result.rows[0]?.inserted) === 0) {
+    // The idempotency key was used before (or by a concurrent publish that committed first).
     const earlier = await findByIdempotencyKey(tx, platformId, input.environment, input.idempotencyKey!);
     return { event: JSON.parse(earlier!.body) as WebhookEvent, deliveries: 0, replayed: true };
   }
-
-  const endpoints = await tx
-    .select({ id: webhookEndpoints.id, enabledEvents: webhookEndpoints.enabledEvents })
-    .from(webhookEndpoints)
-    .where(and(eq(webhookEndpoints.platformId, platformId), eq(webhookEndpoints.environment, input.environment), eq(webhookEndpoints.status, 'enabled'), isNull(webhookEndpoints.deletedAt)));
-  const targets = endpoints.filter((e) => subscribes(e.enabledEvents, input.type));
-  if (targets.length > 0) {
-    await tx.insert(webhookDeliveries).values(
-      targets.map((e) => ({
-        id: newId('webhookDelivery'),
-        eventId: id,
-        endpointId: e.id,
-        platformId,
-        environment: input.environment,
-        state: 'pending' as const,
-        attemptCount: 0,
-        automaticAttempts: 0,
-        nextAttemptAt: now,
-        dueAt: now,
-        createdAt: now,
-        updatedAt: now,
-      })),
-    );
-    await tx.execute(sql`SELECT pg_notify(${WAKE_CHANNEL}, '')`);
-  }
-  return { event: envelope, deliveries: targets.length, replayed: false };
+  return { event: envelope, deliveries: endpointIds.length, replayed: false };
 }
 
 async function findByIdempotencyKey(tx: Tx, platformId: string, environment: string, key: string): Promise<EventRow | undefined> {
