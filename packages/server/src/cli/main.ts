@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import { pino } from 'pino';
 import { loadConfig, type Config } from '../config.ts';
 import { ConfigError } from '../errors.ts';
 import { openDatabase } from '../db/client.ts';
@@ -74,10 +75,14 @@ function onStopSignal(logger: { info: (o: object, m: string) => void }, shutdown
   process.on('SIGINT', () => handler('SIGINT'));
 }
 
-/** Admin commands open the database without starting a server. */
+/**
+ * Admin commands open the database without starting a server. Their stdout is the result
+ * (`--json` output is parsed by scripts), so their logs go to stderr.
+ */
 async function withRuntime<T>(fn: (rt: Awaited<ReturnType<typeof openRuntime>>) => Promise<T>): Promise<T> {
   const cfg = config({ logLevel: process.env.PAYHOOKS_LOG_LEVEL ? config().logLevel : 'warn' });
-  const rt = await openRuntime({ config: cfg });
+  const logger = pino({ level: cfg.logLevel }, pino.destination({ fd: 2, sync: true }));
+  const rt = await openRuntime({ config: cfg, logger });
   try {
     return await fn(rt);
   } finally {

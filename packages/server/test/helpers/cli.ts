@@ -1,0 +1,118 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** `packages/server/bin/payhooks.js`, run with this Node. */
+export const PAYHOOKS_BIN = fileURLToPath(new URL('../../bin/payhooks.js', import.meta.url));
+
+const running = new Set<ChildProcess>();
+
+/** A clean environment (no PAYHOOKS_* or DATABASE_URL from the test runner) plus `env`. */
+function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', TMPDIR: process.env.TMPDIR ?? '/tmp', ...env };
+}
+
+function launch(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [PAYHOOKS_BIN, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => {
+      running.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  return { child, exited, stdout: () => stdout, stderr: () => stderr };
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `payhooks ...args` to completion (killed after `timeoutMs`). */
+export async function runPayhooks(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliResult> {
+  const p = launch(args, env);
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), timeoutMs);
+  const { code, signal } = await p.exited;
+  clearTimeout(timer);
+  // 'exit' can come before the pipes are drained.
+  await new Promise((r) => setImmediate(r));
+  return { code, signal, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  /** From the `payhooks listening` log line, e.g. http://127.0.0.1:43123 */
+  url: string;
+  stdout(): string;
+  stderr(): string;
+  /** SIGTERM, then the exit code (SIGKILL after `graceMs`). */
+  stop(graceMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts `payhooks serve ...args` and resolves once it logged `payhooks listening` (needs
+ * PAYHOOKS_LOG_LEVEL=info or lower, which this sets unless given).
+ */
+export async function startServe(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<ServeProcess> {
+  const p = launch(['serve', ...args], { PAYHOOKS_LOG_LEVEL: 'info', PAYHOOKS_PORT: '0', ...env });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      p.child.kill('SIGKILL');
+      reject(new Error(`payhooks serve did not start in ${timeoutMs} ms\nstdout:\n${p.stdout()}\nstderr:\n${p.stderr()}`));
+    }, timeoutMs);
+    const check = () => {
+      for (const line of p.stdout().split('\n')) {
+        if (!line.startsWith('{')) continue;
+        try {
+          const entry = JSON.parse(line) as { msg?: string; url?: string };
+          if (entry.msg === 'payhooks listening' && entry.url) {
+            clearTimeout(timer);
+            p.child.stdout!.off('data', check);
+            resolve(entry.url);
+            return;
+          }
+        } catch {
+          // a partial line: wait for more
+        }
+      }
+    };
+    p.child.stdout!.on('data', check);
+    void p.exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`payhooks serve exited (${code ?? signal}) before listening\nstdout:\n${p.stdout()}\nstderr:\n${p.stderr()}`));
+    });
+  });
+  return {
+    child: p.child,
+    url,
+    stdout: p.stdout,
+    stderr: p.stderr,
+    async stop(graceMs = 10_000) {
+      if (p.child.exitCode !== null || p.child.signalCode !== null) return p.exited;
+      p.child.kill('SIGTERM');
+      const timer = setTimeout(() => p.child.kill('SIGKILL'), graceMs);
+      const result = await p.exited;
+      clearTimeout(timer);
+      return result;
+    },
+  };
+}
+
+/** Kills every payhooks process this file started that is still running (afterAll). */
+export async function killAllPayhooks(): Promise<void> {
+  const waits = [...running].map(
+    (child) =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      }),
+  );
+  await Promise.all(waits);
+}
