@@ -25,7 +25,7 @@ async function publicColumns(database: Database): Promise<Map<string, Map<string
   return out;
 }
 
-const drizzleTables = () => Object.values(schema).filter((v): v is PgTable => v instanceof PgTable).map((t) => getTableConfig(t));
+const drizzleTables = () => (Object.values(schema) as unknown[]).filter((v): v is PgTable => v instanceof PgTable).map((t) => getTableConfig(t));
 
 beforeAll(async () => {
   testDb = await createTestDatabase({ migrate: false });
