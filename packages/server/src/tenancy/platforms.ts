@@ -1,4 +1,4 @@
-import { eq, or } from 'drizzle-orm';
+import { and, eq, isNull, or } from 'drizzle-orm';
 import { apiKeys, merchants, platforms, type Environment } from '../db/schema.ts';
 import type { Db, Queryable } from '../db/client.ts';
 import { newId } from '../ids.ts';
@@ -58,6 +58,7 @@ export async function revokeApiKey(db: Db, idOrPrefix: string, now: Date): Promi
   if (rows.length === 0) return { error: 'not_found', matches: 0 };
   if (rows.length > 1) return { error: 'ambiguous', matches: rows.length };
   const key = rows[0]!;
-  await db.update(apiKeys).set({ revokedAt: now }).where(eq(apiKeys.id, key.id));
+  // Revoking again keeps the first revocation time (it is the audit record of when access ended).
+  await db.update(apiKeys).set({ revokedAt: now }).where(and(eq(apiKeys.id, key.id), isNull(apiKeys.revokedAt)));
   return { revoked: key };
 }

@@ -141,6 +141,17 @@ describe('revoked keys (spec 5.2)', () => {
     for (const k of [byId, byKey, byPrefix]) expect401(await svc.api(k.key, 'GET', COLLECTION), 'api_key_revoked');
   });
 
+  it('revoking a revoked key again keeps the first revocation time', async () => {
+    const db = svc.ctx.database.db;
+    const k = await createApiKey(db, p.platform_id, 'sandbox');
+    const first = new Date('2026-02-01T00:00:00Z');
+    await revokeApiKey(db, k.id, first);
+    expect('revoked' in (await revokeApiKey(db, k.id, new Date('2026-03-01T00:00:00Z')))).toBe(true);
+    const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, k.id));
+    expect(row!.revokedAt!.toISOString()).toBe(first.toISOString());
+    expect401(await svc.api(k.key, 'GET', COLLECTION), 'api_key_revoked');
+  });
+
   it('a prefix matching several keys revokes none; an unknown one reports not_found', async () => {
     const db = svc.ctx.database.db;
     const one = await createApiKey(db, p.platform_id, 'sandbox');
