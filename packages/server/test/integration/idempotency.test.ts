@@ -39,7 +39,7 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 describe('Idempotency-Key on create', () => {
-  it('the same key and body answer the first response, marked idempotent-replayed, and create one endpoint', async () => {
+  it('spec 4.1 Create: the same key and body answer the first response (its secret too: the answer to that creation), marked idempotent-replayed, and create one endpoint', async () => {
     const key = newKey();
     const b = body('replay');
     const first = await create(p.keys.sandbox, b, key);
