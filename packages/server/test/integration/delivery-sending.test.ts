@@ -16,7 +16,7 @@ let receiver: TestReceiver;
 beforeAll(async () => {
   // Receivers listen on 127.0.0.1, so private targets are allowed in this file; a short
   // deadline keeps the timeout tests quick.
-  svc = await startService({ allowPrivateUrls: true, attemptTimeoutMs: 500 }, { clock });
+  svc = await startService({ allowPrivateUrls: true, attemptTimeoutMs: 3000 }, { clock });
   p = await svc.platform();
   worker = svc.ctx.createWorker();
   receiver = await startReceiver();
@@ -170,7 +170,7 @@ describe('sending (spec 2.1, 4.2, 5.1)', () => {
   });
 
   it('spec 3.2, 8: a receiver slower than the deadline fails with a timeout', async () => {
-    const url = await receiverAt('/slow', () => ({ status: 200, delayMs: 2_000 }));
+    const url = await receiverAt('/slow', () => ({ status: 200, delayMs: 6_000 }));
     const ep = await endpointFor(url);
     const { event } = await publish(svc.ctx, p.merchant_id);
     await worker.drain();
