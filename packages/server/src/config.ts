@@ -82,7 +82,7 @@ const durationIn = (min: number, max: number) => (raw: string, env: string): num
 const schedule = (raw: string, env: string): number[] => {
   const parts = raw.split(',').map((p) => p.trim());
   if (parts.length < 1 || parts.length > 20) fail(env, raw, 'a comma list of 1 to 20 durations, e.g. 1s,1s,2s');
-  return parts.map((p) => parseDuration(p, env));
+  return parts.map((p) => durationIn(1, 7 * 86_400_000)(p, env));
 };
 
 function formatDuration(ms: number): string {
@@ -100,7 +100,8 @@ export const SETTINGS = [
   {
     key: 'databaseUrl', env: 'DATABASE_URL', default: undefined,
     doc: 'PostgreSQL connection URL. Unset: embedded PGlite in PAYHOOKS_DATA_DIR.',
-    parse: (raw: string, env: string) => (/^postgres(ql)?:\/\//.test(raw) ? raw : fail(env, raw, 'a postgres:// or postgresql:// URL')),
+    // Never echo the value: it may hold a password.
+    parse: (raw: string, env: string) => (/^postgres(ql)?:\/\//.test(raw) ? raw : fail(env, '(hidden)', 'a postgres:// or postgresql:// URL')),
   },
   { key: 'dataDir', env: 'PAYHOOKS_DATA_DIR', default: './data', doc: 'Directory of the embedded database and its generated encryption key.', parse: (raw: string, env: string) => (raw.trim() ? raw : fail(env, raw, 'a directory path')) },
   {

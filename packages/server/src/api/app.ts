@@ -43,7 +43,12 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     loggerInstance: ctx.logger,
     bodyLimit: API_BODY_LIMIT,
     trustProxy: false,
+    // Malformed URLs and over-long path parameters get our error shape too.
+    frameworkErrors: errorHandler as never,
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Every body we accept is JSON; anything else is a 415, on every route.
+  app.removeContentTypeParser('text/plain');
 
   app.setValidatorCompiler(validators());
   app.setErrorHandler(errorHandler);
@@ -73,10 +78,18 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   await app.register(internalEventRoutes(ctx), { prefix: '/internal/v1' });
 
   const limiter = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
+  const failedAuth = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', async (req) => {
-        req.scope = await authenticate(ctx.database.db, req);
+        try {
+          req.scope = await authenticate(ctx.database.db, req);
+        } catch (err) {
+          // Failed authentications are limited per client address, so guessing keys (or
+          // flooding with bad ones) costs the caller a 429 after the same budget a key gets.
+          if (err instanceof AppError && err.kind === 'authentication') failedAuth.take(`ip:${req.ip}`);
+          throw err;
+        }
         limiter.take(req.scope.apiKeyId);
       });
       await v1.register(webhookEndpointRoutes(ctx));

@@ -205,4 +205,10 @@ describe('rate limit', () => {
     expect((await limited.api(second, 'GET', COLLECTION)).status).toBe(200);
     expect((await limited.api(second, 'GET', COLLECTION)).status).toBe(429);
   });
+
+  it('failed authentications are limited per client address: guessing keys ends in 429', async () => {
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await limited.api(`sk_test_guess${i}${'x'.repeat(20)}`, 'GET', COLLECTION)).status);
+    expect(statuses).toEqual([401, 401, 429]);
+  });
 });

@@ -177,6 +177,18 @@ describe('webhook endpoint management API (spec 4.1)', () => {
     expect(JSON.stringify(r.body.paths['/api/v1/webhook_endpoints'].post)).toContain('enabled_events');
   });
 
+  it('answers malformed paths in the API error shape: bad percent-encoding 400, over-long id 404', async () => {
+    const bad = await svc.api(p.keys.sandbox, 'GET', '/api/v1/webhook_endpoints/%E0%A4%A');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_url');
+    const long = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/we_${'x'.repeat(200)}`);
+    expect(long.status).toBe(404);
+    expect(long.body.error.code).toBe('resource_missing');
+    const text = await svc.api(undefined, 'POST', '/internal/v1/events', 'hello', { 'content-type': 'text/plain' });
+    expect([401, 404, 415]).toContain(text.status);
+    expect(text.body.error).toBeDefined();
+  });
+
   it('answers /healthz and /readyz', async () => {
     expect((await svc.api(undefined, 'GET', '/healthz')).body).toEqual({ status: 'ok' });
     const ready = await svc.api(undefined, 'GET', '/readyz');

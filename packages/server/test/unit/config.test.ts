@@ -188,3 +188,22 @@ describe('retry schedule list', () => {
     expect(loadConfig({ PAYHOOKS_RETRY_SCHEDULE: written }).retryScheduleMs).toEqual(RETRY_DELAYS_MS);
   });
 });
+
+describe('config values that must not leak or overflow', () => {
+  it('a retry schedule entry longer than 7 days is refused', () => {
+    expect(() => loadConfig({ PAYHOOKS_RETRY_SCHEDULE: '1s,99999999999999999999d' })).toThrow(/PAYHOOKS_RETRY_SCHEDULE/);
+    expect(() => loadConfig({ PAYHOOKS_RETRY_SCHEDULE: '8d' })).toThrow(/PAYHOOKS_RETRY_SCHEDULE/);
+    expect(loadConfig({ PAYHOOKS_RETRY_SCHEDULE: '7d' }).retryScheduleMs).toEqual([7 * 86_400_000]);
+  });
+
+  it('an invalid DATABASE_URL is not echoed (it may carry a password)', () => {
+    let message = '';
+    try {
+      loadConfig({ DATABASE_URL: 'mysql://user:s3cret@host/db' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('DATABASE_URL');
+    expect(message).not.toContain('s3cret');
+  });
+});

@@ -65,8 +65,6 @@ const IdempotencyHeaders = Type.Object({
 
 /** `/api/v1/webhook_endpoints`: spec 4.1. Every handler works inside the caller's Scope. */
 export const webhookEndpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  // Fastify parses text/plain by default; here a body is JSON or a 415 (in this plugin's scope).
-  app.removeContentTypeParser('text/plain');
   const tags = ['webhook_endpoints'];
   const security = [{ bearerAuth: [] }];
 
