@@ -17,7 +17,7 @@ export interface TestService {
   /** A new Platform with its keys. */
   platform(name?: string): Promise<CreatedPlatform>;
   /** `fetch` against the service with an API key. */
-  api(key: string | undefined, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>;
+  api: ApiCall;
   close(): Promise<void>;
 }
 
@@ -37,24 +37,7 @@ export async function startService(overrides: Partial<Config> = {}, options: { c
     testDb,
     app,
     platform: (name = 'Test Platform') => createPlatform(ctx.database.db, name),
-    async api(key, method, path, body, headers = {}) {
-      const h: Record<string, string> = { ...headers };
-      if (key !== undefined) h.authorization = `Bearer ${key}`;
-      let payload: string | undefined;
-      if (body !== undefined) {
-        payload = typeof body === 'string' ? body : JSON.stringify(body);
-        h['content-type'] ??= 'application/json';
-      }
-      const res = await fetch(address + path, { method, headers: h, body: payload });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        // not JSON: keep the text so the assertion shows it
-      }
-      return { status: res.status, headers: res.headers, body: parsed };
-    },
+    api: apiClient(address),
     async close() {
       await app.close();
       await ctx.close();
@@ -64,3 +47,28 @@ export async function startService(overrides: Partial<Config> = {}, options: { c
 }
 
 export { ManualClock };
+
+export type ApiCall = (key: string | undefined, method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body: any }>;
+
+/** `fetch` against `baseUrl` with an API key, like `TestService.api`. */
+export function apiClient(baseUrl: string): ApiCall {
+  return async (key, method, path, body, headers = {}) => {
+    const h: Record<string, string> = { ...headers };
+    if (key !== undefined) h.authorization = `Bearer ${key}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      h['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(baseUrl + path, { method, headers: h, body: payload });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text so the assertion shows it
+    }
+    return { status: res.status, headers: res.headers, body: parsed };
+  };
+}
+

@@ -2,31 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../../src/config.ts';
 import { createContext, type ServiceContext } from '../../src/context.ts';
 import { buildApp } from '../../src/api/app.ts';
-import type { TestService } from './service.ts';
+import { apiClient, type ApiCall, type TestService } from './service.ts';
 
-export type ApiCall = TestService['api'];
-
-/** `fetch` against `baseUrl` with an API key, like `TestService.api`. */
-export function apiClient(baseUrl: string): ApiCall {
-  return async (key, method, path, body, headers = {}) => {
-    const h: Record<string, string> = { ...headers };
-    if (key !== undefined) h.authorization = `Bearer ${key}`;
-    let payload: string | undefined;
-    if (body !== undefined) {
-      payload = typeof body === 'string' ? body : JSON.stringify(body);
-      h['content-type'] ??= 'application/json';
-    }
-    const res = await fetch(baseUrl + path, { method, headers: h, body: payload });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON: keep the text so the assertion shows it
-    }
-    return { status: res.status, headers: res.headers, body: parsed };
-  };
-}
+export { apiClient, type ApiCall };
 
 export interface VariantService {
   url: string;
