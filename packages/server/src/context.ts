@@ -40,7 +40,9 @@ export function createContext(options: { config: Config; database: Database; clo
   const sender = new Sender({
     timeoutMs: config.attemptTimeoutMs,
     allowPrivate,
-    connectionsPerOrigin: config.endpointConcurrency,
+    // Several endpoints may share an origin (one merchant host, many paths): the per-endpoint cap
+    // is enforced by the worker, so the origin pool only needs to fit the worker's total.
+    connectionsPerOrigin: config.workerConcurrency,
     now: () => clock.now(),
     ...(options.resolver ? { resolver: options.resolver } : {}),
   });

@@ -32,7 +32,7 @@ export interface SendRequest {
 export interface SenderOptions {
   timeoutMs: number;
   allowPrivate: boolean;
-  /** Connections per origin; matches the per-endpoint in-flight cap. */
+  /** Most connections per origin (host:port). */
   connectionsPerOrigin: number;
   now: () => Date;
   /** DNS resolver, injectable so tests can point a name at a chosen address. */

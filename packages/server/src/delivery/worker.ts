@@ -44,7 +44,10 @@ export class DeliveryWorker {
   /** Attempts running or waiting for their endpoint's slot, per endpoint. */
   private readonly perEndpoint = new Map<string, { running: number; waiting: Array<{ row: ClaimedDelivery; token: string }> }>();
   private active = 0;
+  /** Attempts whose HTTP part is running. */
   private readonly settled = new Set<Promise<void>>();
+  /** Outcomes waiting for their batch write; the endpoint's slot is already free again. */
+  private readonly recording = new Set<Promise<void>>();
   private pending: Array<{ outcome: Outcome; done: () => void }> = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
@@ -53,6 +56,7 @@ export class DeliveryWorker {
 
   async start(): Promise<void> {
     if (this.running) return;
+
     this.running = true;
     this.unlisten = await this.deps.database.listen(WAKE_CHANNEL, () => this.signal());
     this.loopDone = this.loop();
@@ -67,6 +71,7 @@ export class DeliveryWorker {
     await this.releaseWaiting();
     await Promise.all([...this.settled]);
     await this.flush();
+    await Promise.all([...this.recording]);
     await this.unlisten?.().catch(() => {});
     this.unlisten = null;
   }
@@ -79,6 +84,7 @@ export class DeliveryWorker {
       total += claimed;
       while (this.active > 0) await Promise.all([...this.settled]);
       await this.flush();
+      await Promise.all([...this.recording]);
       if (claimed === 0) return total;
     }
   }
@@ -117,7 +123,9 @@ export class DeliveryWorker {
   private async claim(free = this.deps.config.workerConcurrency - this.active): Promise<number> {
     if (free <= 0) return 0;
     const cap = this.deps.config.endpointConcurrency;
-    const saturated = [...this.perEndpoint].filter(([, s]) => s.running + s.waiting.length >= cap).map(([id]) => id);
+    // Up to `cap` rows per endpoint wait locally behind the `cap` in flight, so a freed slot
+    // starts its next attempt at once instead of after a claim round trip. More is excluded.
+    const saturated = [...this.perEndpoint].filter(([, s]) => s.running + s.waiting.length >= 2 * cap).map(([id]) => id);
     const now = this.deps.clock.now();
     const token = `${this.id}:${++this.claimSeq}`;
     const rows = await claimDue(this.deps.database, {
@@ -177,7 +185,11 @@ export class DeliveryWorker {
     const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret });
     metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
     const next = afterAutomaticAttempt({ succeeded: result.succeeded, automaticAttemptsBefore: row.automatic_attempts, delaysMs: config.retryScheduleMs, now: clock.now() });
-    await this.record({ deliveryId: row.id, token, trigger: 'automatic', state: next.state, nextAttemptAt: next.nextAttemptAt, result });
+    // The endpoint's slot frees as soon as the answer is in; the row stays leased until the
+    // batch write lands, so no other worker can take it meanwhile.
+    const recorded = this.record({ deliveryId: row.id, token, trigger: 'automatic', state: next.state, nextAttemptAt: next.nextAttemptAt, result });
+    this.recording.add(recorded);
+    void recorded.finally(() => this.recording.delete(recorded));
   }
 
   /** Queues an outcome for the next batch write; resolves once it is written. */
