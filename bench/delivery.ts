@@ -18,7 +18,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { pino } from 'pino';
 import { openDatabase } from '../packages/server/src/db/client.ts';
 import { migrate } from '../packages/server/src/db/migrate.ts';
@@ -27,6 +26,7 @@ import { systemClock } from '../packages/server/src/clock.ts';
 import { createContext } from '../packages/server/src/context.ts';
 import { createPlatform } from '../packages/server/src/tenancy/platforms.ts';
 import { publishEvent } from '../packages/server/src/events/publish.ts';
+import { createPgDatabase } from '../packages/server/test/helpers/database.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -55,21 +55,10 @@ async function main() {
   let databaseUrl: string | undefined;
   let dropDb = async () => {};
   if (args.db === 'postgres') {
-    const admin = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-    const name = `payhooks_bench_${randomBytes(4).toString('hex')}`;
-    const c = new pg.Client({ connectionString: admin });
-    await c.connect();
-    await c.query(`CREATE DATABASE ${name} TEMPLATE template0`);
-    await c.end();
-    const u = new URL(admin);
-    u.pathname = `/${name}`;
-    databaseUrl = u.toString();
-    dropDb = async () => {
-      const d = new pg.Client({ connectionString: admin });
-      await d.connect();
-      await d.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await d.end();
-    };
+    // The same scratch-database helper the integration tests use.
+    const scratch = await createPgDatabase(process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'payhooks_bench');
+    databaseUrl = scratch.url;
+    dropDb = scratch.drop;
   }
   const database = await openDatabase({ databaseUrl, dataDir: undefined, poolSize: 20 });
   await migrate(database);
