@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
 import { loadConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { openDatabase, type Database } from './db/client.ts';
@@ -16,6 +17,18 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
     level: config.logLevel,
     redact: { paths: ['req.headers.authorization', '*.secret', 'secret'], censor: '[redacted]' },
   });
+}
+
+/** The schedule and deadline are the spec's (8); other values are for tests and sandboxes only. */
+export function warnAboutTestSettings(config: Config, logger: Logger): void {
+  const schedule = config.retryScheduleMs.join(',') !== RETRY_DELAYS_MS.join(',');
+  const deadline = config.attemptTimeoutMs !== ACK_DEADLINE_MS;
+  if (schedule || deadline) {
+    logger.warn(
+      { retryScheduleMs: config.retryScheduleMs, attemptTimeoutMs: config.attemptTimeoutMs },
+      'PAYHOOKS_RETRY_SCHEDULE / PAYHOOKS_ATTEMPT_TIMEOUT differ from the contract (spec 8: 1m,5m,30m,2h,12h,24h,24h and 10s); use them for tests and sandboxes only',
+    );
+  }
 }
 
 /**
@@ -36,6 +49,7 @@ export async function openRuntime(options: { config?: Config; clock?: Clock; log
     if (!options.database) await database.close();
     throw err;
   }
+  warnAboutTestSettings(config, logger);
   const ctx = createContext({ config, database, clock: options.clock ?? systemClock, logger, encryptionKey });
   return {
     ctx,
