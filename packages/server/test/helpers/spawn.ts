@@ -1,7 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-export const BIN = fileURLToPath(new URL('../../bin/payhooks.js', import.meta.url));
+import { PAYHOOKS_BIN } from './cli.ts';
 
 export interface Spawned {
   child: ChildProcess;
@@ -14,7 +12,7 @@ export interface Spawned {
 
 /** Runs `payhooks ...args` as a real process with `env` added to a clean environment. */
 export function spawnPayhooks(args: string[], env: Record<string, string>): Spawned {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [PAYHOOKS_BIN, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { listMigrations } from '../../src/db/migrate.ts';
 import { backend, createPgDatabase } from '../helpers/database.ts';
 import { killAllPayhooks, runPayhooks, startServe, type ServeProcess } from '../helpers/cli.ts';
 import { apiClient } from '../helpers/variant.ts';
+import { startReceiver } from '../helpers/receiver.ts';
 
 /**
  * The `payhooks` CLI as a real process: migrate, the admin commands, serve (on this run's
@@ -187,6 +188,29 @@ describe(`payhooks CLI on ${backend}`, () => {
       const list = await api(sandbox!, 'GET', COLLECTION);
       expect(list.status).toBe(200);
       expect(list.body.data).toEqual([]);
+
+      // The banner's next steps work as printed: an endpoint, then a published event that the
+      // in-process worker signs and delivers to a real receiver (spec 4.2, 5.1).
+      const receiver = await startReceiver();
+      try {
+        const ep = await api(sandbox!, 'POST', COLLECTION, { url: receiver.url, enabled_events: ['*'] });
+        expect(ep.status).toBe(201);
+        const token = /internal\/v1\/events[^]*?Bearer ([0-9a-f]{64})/.exec(out)?.[1];
+        const merchant = /merchant (mch_[0-9A-Za-z]+)/.exec(out)?.[1];
+        expect(token, out).toBeDefined();
+        const published = await api(token!, 'POST', '/internal/v1/events', {
+          type: 'payment.succeeded', merchant_id: merchant, environment: 'sandbox',
+          data: { object: { id: 'pay_cli1', object: 'payment', status: 'succeeded', amount: '1.00', asset_code: 'USDC.ETH', metadata: {} } },
+        });
+        expect(published.status).toBe(201);
+        await receiver.waitFor(1);
+        const [req] = receiver.requests;
+        expect(req!.headers['service-event-id']).toBe(published.body.id);
+        const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(req!.headers['service-signature']))!;
+        expect(v1).toBe(createHmac('sha256', ep.body.secret).update(`${t}.`).update(req!.raw).digest('hex'));
+      } finally {
+        await receiver.close();
+      }
     } finally {
       expect((await dev.stop()).code).toBe(0);
     }
