@@ -40,6 +40,8 @@ export class DeliveryWorker {
   private running = false;
   private loopDone: Promise<void> = Promise.resolve();
   private wake: (() => void) | null = null;
+  /** A wake-up arrived while the loop was busy claiming: claim again before sleeping. */
+  private woken = false;
   private unlisten: (() => Promise<void>) | null = null;
   /** Attempts running or waiting for their endpoint's slot, per endpoint. */
   private readonly perEndpoint = new Map<string, { running: number; waiting: Array<{ row: ClaimedDelivery; token: string }> }>();
@@ -56,7 +58,6 @@ export class DeliveryWorker {
 
   async start(): Promise<void> {
     if (this.running) return;
-
     this.running = true;
     this.unlisten = await this.deps.database.listen(WAKE_CHANNEL, () => this.signal());
     this.loopDone = this.loop();
@@ -90,6 +91,7 @@ export class DeliveryWorker {
   }
 
   private signal(): void {
+    this.woken = true;
     const w = this.wake;
     this.wake = null;
     w?.();
@@ -97,6 +99,7 @@ export class DeliveryWorker {
 
   private async loop(): Promise<void> {
     while (this.running) {
+      this.woken = false;
       let claimed = 0;
       let full = false;
       try {
@@ -110,6 +113,7 @@ export class DeliveryWorker {
       }
       if (full && this.running) continue; // more may be due right now
       await new Promise<void>((resolve) => {
+        if (this.woken || !this.running) return resolve();
         const timer = setTimeout(resolve, this.deps.config.pollIntervalMs);
         this.wake = () => {
           clearTimeout(timer);
