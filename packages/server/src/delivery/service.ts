@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { and, asc, eq, inArray, type SQL } from 'drizzle-orm';
 import { formatEventTimestamp } from '@payhooks/contract';
 import type { Db } from '../db/client.ts';
@@ -138,7 +139,7 @@ export class DeliveryService {
    */
   async replay(scope: Scope, id: string): Promise<ApiDelivery> {
     const now = this.clock.now();
-    const token = `replay:${id}:${now.getTime()}:${Math.random().toString(36).slice(2)}`;
+    const token = `replay:${randomBytes(8).toString('hex')}`;
     const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; endpoint_deleted_at: Date | null }>(
       LEASE_FOR_REPLAY_SQL,
       [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, REPLAYABLE_STATES, now],

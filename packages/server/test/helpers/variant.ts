@@ -28,7 +28,7 @@ export async function startVariant(base: TestService, overrides: Partial<Config>
     api: apiClient(url),
     async close() {
       await app.close();
-      await (ctx as { close?: () => Promise<void> }).close?.();
+      await ctx.close();
     },
   };
 }
