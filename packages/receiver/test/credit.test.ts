@@ -1,48 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type pg from 'pg';
-import type { Redis } from 'ioredis';
 import {
   CreditInProgressError,
   createWebhookHandler,
   isPaymentEvent,
   memoryStore,
-  pgStore,
   redisStore,
-  type WebhookHandler,
 } from '../src/index.ts';
-import { createPool, createRedis, deleteKeys, dropTables, uniqueName } from './helpers/db.ts';
+import { uniqueName } from './helpers/db.ts';
+import { storeFixture } from './helpers/stores.ts';
 import { SECRET, delivery, paymentEvent, uniqueId } from './helpers/events.ts';
 
-let pool: pg.Pool;
-let redis: Redis;
+const fx = storeFixture('credit', { creditWaitMs: 5_000 });
+const { pool, redis, prefix, tables, handlers, newPgStore, newRedisStore } = fx;
 const ledger = uniqueName('ledger');
-const tables: string[] = [ledger];
-const prefix = `${uniqueName('credit')}:`;
-const handlers: WebhookHandler[] = [];
+tables.push(ledger);
 
 beforeAll(async () => {
-  pool = createPool(12);
-  redis = createRedis();
   // No unique constraint on purpose: only creditOnce stands between a payment and a second credit.
   await pool.query(`CREATE TABLE "${ledger}" (id serial PRIMARY KEY, payment_id text NOT NULL, amount numeric NOT NULL, source text NOT NULL)`);
 });
 
-afterAll(async () => {
-  await Promise.all(handlers.map((h) => h.close()));
-  await dropTables(pool, ...tables);
-  await deleteKeys(redis, prefix);
-  await pool.end();
-  redis.disconnect();
-});
-
-function newPgStore() {
-  const table = uniqueName('events');
-  const creditsTable = uniqueName('credits');
-  tables.push(table, creditsTable);
-  return pgStore({ pool, table, creditsTable });
-}
-let redisN = 0;
-const newRedisStore = () => redisStore({ client: redis, prefix: `${prefix}${redisN++}:`, creditWaitMs: 5_000 });
+afterAll(() => fx.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ledgerRows = async (paymentId: string) =>

@@ -1,51 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type pg from 'pg';
-import type { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   createWebhookHandler,
   memoryStore,
   pgStore,
-  redisStore,
   toNodeHandler,
   type ErrorInfo,
-  type WebhookHandler,
   type WebhookHandlerOptions,
   type WebhookStore,
 } from '../src/index.ts';
-import { createPool, createRedis, deleteKeys, dropTables, uniqueName } from './helpers/db.ts';
+import { uniqueName } from './helpers/db.ts';
+import { storeFixture } from './helpers/stores.ts';
 import { SECRET, deferred, delivery, paymentEvent, waitFor } from './helpers/events.ts';
 import { listen, post } from './helpers/http.ts';
 
-let pool: pg.Pool;
-let redis: Redis;
-const tables: string[] = [];
-const prefix = `${uniqueName('stores')}:`;
-const handlers: WebhookHandler[] = [];
+const fx = storeFixture('stores');
+const { pool, redis, tables, handlers, newPgStore, newRedisStore } = fx;
 
-beforeAll(() => {
-  pool = createPool(12);
-  redis = createRedis();
-});
-
-afterAll(async () => {
-  await Promise.all(handlers.map((h) => h.close()));
-  await dropTables(pool, ...tables);
-  await deleteKeys(redis, prefix);
-  await pool.end();
-  redis.disconnect();
-});
-
-function newPgStore() {
-  const table = uniqueName('events');
-  const creditsTable = uniqueName('credits');
-  tables.push(table, creditsTable);
-  return pgStore({ pool, table, creditsTable });
-}
-
-let redisN = 0;
-function newRedisStore() {
-  return redisStore({ client: redis, prefix: `${prefix}${redisN++}:` });
-}
+afterAll(() => fx.close());
 
 function handlerFor(store: WebhookStore, options: Partial<WebhookHandlerOptions> & Pick<WebhookHandlerOptions, 'onEvent'>) {
   const errors: Array<{ error: unknown; info: ErrorInfo }> = [];
