@@ -1,4 +1,6 @@
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './logging.ts';
+import { waitForDatabase } from './db/wait.ts';
 import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
 import { loadConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
@@ -12,11 +14,15 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({
-    level: config.logLevel,
-    redact: { paths: ['req.headers.authorization', '*.secret', 'secret'], censor: '[redacted]' },
-  });
+export { createLogger };
+
+/**
+ * Pooled connections for a process running `workers` delivery loops: one per loop (its claim
+ * or its batch write) plus headroom for the API and metrics; never fewer than 10. The wake-up
+ * listener is one more connection, outside the pool.
+ */
+export function poolSizeFor(workers: number): number {
+  return Math.max(10, workers + 5);
 }
 
 /** The schedule and deadline are the spec's (8); other values are for tests and sandboxes only. */
@@ -35,12 +41,15 @@ export function warnAboutTestSettings(config: Config, logger: Logger): void {
  * Opens the database (PGlite or PostgreSQL), applies migrations, resolves the encryption key
  * and builds the service context: the start of every command that touches data.
  */
-export async function openRuntime(options: { config?: Config; clock?: Clock; logger?: Logger; database?: Database; migrate?: boolean } = {}): Promise<Runtime> {
+export async function openRuntime(
+  options: { config?: Config; clock?: Clock; logger?: Logger; database?: Database; migrate?: boolean; /** Delivery loops this process runs (sizes the pool). */ workers?: number } = {},
+): Promise<Runtime> {
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger(config);
   const encryptionKey = resolveEncryptionKey({ configured: config.encryptionKey, databaseUrl: config.databaseUrl, dataDir: config.dataDir, dev: config.dev });
-  const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: poolSizeFor(options.workers ?? 1), logger }));
   try {
+    if (!options.database) await waitForDatabase(database, { maxWaitMs: config.dbWaitMs, logger });
     if (options.migrate !== false) {
       const applied = await migrate(database);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');

@@ -71,7 +71,7 @@ export async function claimDue(
     options.limit,
     options.leaseUntil,
     options.token,
-  ]);
+  ], 'claim_due');
   return rows.map(normalise);
 }
 
@@ -96,5 +96,6 @@ export async function releaseClaims(database: Database, options: { ids: string[]
   await database.query(
     `UPDATE webhook_deliveries SET due_at = $1, lease_token = NULL WHERE id = ANY($2::text[]) AND lease_token = $3`,
     [options.dueAt, options.ids, options.token],
+    'release_claims',
   );
 }

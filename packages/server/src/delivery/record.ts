@@ -76,6 +76,6 @@ export async function recordOutcomes(database: Database, outcomes: Outcome[], no
     col(() => newId('deliveryAttempt')),
     col((o) => o.trigger),
     now,
-  ]);
+  ], 'record_outcomes');
   return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
 }

@@ -43,6 +43,8 @@ export class DeliveryWorker {
   /** A wake-up arrived while the loop was busy claiming: claim again before sleeping. */
   private woken = false;
   private unlisten: (() => Promise<void>) | null = null;
+  /** Consecutive failed claims (database unreachable), for logging once per outage. */
+  private claimFailures = 0;
   /** Attempts running or waiting for their endpoint's slot, per endpoint. */
   private readonly perEndpoint = new Map<string, { running: number; waiting: Array<{ row: ClaimedDelivery; token: string }> }>();
   private active = 0;
@@ -108,8 +110,12 @@ export class DeliveryWorker {
           claimed = await this.claim(free);
           full = claimed === Math.min(free, 100);
         }
+        if (this.claimFailures > 0) this.deps.logger.info({ failures: this.claimFailures }, 'claiming deliveries works again');
+        this.claimFailures = 0;
       } catch (err) {
-        this.deps.logger.error({ err }, 'claiming deliveries failed; retrying');
+        // One line per outage, not one per poll: the wake-up listener wakes us when it is over.
+        if (this.claimFailures++ === 0) this.deps.logger.error({ err }, 'claiming deliveries failed; retrying every poll interval and on reconnect');
+        else this.deps.logger.debug({ err, failures: this.claimFailures }, 'claiming deliveries failed again');
       }
       if (full && this.running) continue; // more may be due right now
       await new Promise<void>((resolve) => {
@@ -211,7 +217,7 @@ export class DeliveryWorker {
     this.flushing = this.flushing.then(async () => {
       while (this.pending.length > 0) {
         const batch = this.pending.splice(0, RECORD_BATCH);
-        for (;;) {
+        for (let failures = 0; ; failures++) {
           try {
             const written = await recordOutcomes(this.deps.database, batch.map((b) => b.outcome), this.deps.clock.now());
             if (written.length < batch.length) {
@@ -225,7 +231,8 @@ export class DeliveryWorker {
               this.deps.logger.error({ err }, 'recording outcomes failed during shutdown; leases will expire and the work be redone');
               break;
             }
-            this.deps.logger.error({ err }, 'recording outcomes failed; retrying');
+            if (failures === 0) this.deps.logger.error({ err, outcomes: batch.length }, 'recording outcomes failed; retrying until the database answers');
+            else this.deps.logger.debug({ err, failures }, 'recording outcomes failed again');
             await new Promise((r) => setTimeout(r, 500));
           }
         }

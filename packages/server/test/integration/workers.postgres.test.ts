@@ -108,7 +108,7 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
   it('a worker killed with SIGKILL mid-flight loses nothing: its leases expire and another worker finishes the work', async () => {
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 30 }));
     try {
-      const a = worker({ PAYHOOKS_LEASE: '2s' });
+      const a = worker({ PAYHOOKS_LEASE: '2s', PAYHOOKS_ATTEMPT_TIMEOUT: '400ms' });
       await a.waitFor('payhooks workers started');
       const p = await setUp(receiver, 5, 100);
       await receiver.waitFor(100);
@@ -116,7 +116,7 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       expect(await a.exited).toBe('SIGKILL');
       const [leased] = await database.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE lease_token IS NOT NULL AND platform_id = $1', [p.platform_id]);
       expect(Number(leased!.n)).toBeGreaterThan(0); // the dead worker held work
-      const b = worker({ PAYHOOKS_LEASE: '2s' });
+      const b = worker({ PAYHOOKS_LEASE: '2s', PAYHOOKS_ATTEMPT_TIMEOUT: '400ms' });
       await until(async () => (await states(p.platform_id)).delivered === 500, 60_000, '500 delivered after SIGKILL');
       expect(await states(p.platform_id)).toEqual({ delivered: 500 });
       // At-least-once: every delivery reached the receiver.
