@@ -15,10 +15,30 @@ export function serializeError(err: unknown): unknown {
   return { ...db, stack: [`${db.type}: ${db.message}`, ...stack].join('\n') };
 }
 
+/**
+ * Fastify's request line without the query string: query parameters (cursors, filters, and
+ * whatever a client puts there) stay out of the logs like SQL parameters do.
+ */
+export function serializeRequest(req: { method?: string; url?: string; host?: string; ip?: string; socket?: { remotePort?: number } }): unknown {
+  return { method: req.method, url: req.url?.split('?')[0], host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
+}
+
 export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pino.DestinationStream): Logger {
   const options: pino.LoggerOptions = {
     level: config.logLevel,
-    serializers: { err: serializeError },
+    serializers: { err: serializeError, req: serializeRequest },
+    hooks: {
+      // `logger.error(err)` makes the error's message the log message: for a database error
+      // that message is drizzle's, with every parameter in it, so ours replaces it.
+      logMethod(args, method) {
+        const [first, second] = args as unknown[];
+        if (first instanceof Error && typeof second !== 'string') {
+          const db = describeDbError(first);
+          if (db) return method.apply(this, [first, db.message] as never);
+        }
+        return method.apply(this, args);
+      },
+    },
     redact: { paths: ['req.headers.authorization', '*.secret', 'secret'], censor: '[redacted]' },
   };
   return destination ? pino(options, destination) : pino(options);

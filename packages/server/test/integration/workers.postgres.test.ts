@@ -38,8 +38,8 @@ afterAll(async () => {
   await drop?.();
 });
 
-function worker(env: Record<string, string> = {}): Spawned {
-  const s = spawnPayhooks(['worker'], {
+function worker(env: Record<string, string> = {}, args: string[] = []): Spawned {
+  const s = spawnPayhooks(['worker', ...args], {
     DATABASE_URL: dbUrl,
     PAYHOOKS_ENCRYPTION_KEY: key.toString('hex'),
     PAYHOOKS_ALLOW_PRIVATE_URLS: 'true',
@@ -149,4 +149,31 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       await receiver.close();
     }
   }, 60_000);
+
+  for (const n of [10, 20]) {
+    it(`payhooks worker --workers ${n}: the loops share one listening connection, deliver on NOTIFY, and stop on SIGTERM`, async () => {
+      const receiver = await startReceiver();
+      try {
+        // A 30 s poll: deliveries within the test's time can only come from NOTIFY wake-ups.
+        const w = worker({ PAYHOOKS_POLL_INTERVAL: '30s' }, ['--workers', String(n)]);
+        await w.waitFor('payhooks workers started');
+        const started = JSON.parse(w.output().split('\n').find((l) => l.includes('payhooks workers started'))!) as { workers: string[] };
+        expect(started.workers).toHaveLength(n);
+        // One LISTEN connection for the whole process, whatever n is: listening takes no pool slot.
+        const [listening] = await database.query<{ n: string }>(
+          `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN %'`,
+          [],
+        );
+        expect(Number(listening!.n)).toBe(1);
+        const p = await setUp(receiver, 4, 50);
+        await until(async () => (await states(p.platform_id)).delivered === 200, 20_000, `200 delivered by ${n} loops`);
+        expect(await states(p.platform_id)).toEqual({ delivered: 200 });
+        expect(new Set(pairs(receiver)).size).toBe(200);
+        w.child.kill('SIGTERM');
+        expect(await w.exited).toBe(0);
+      } finally {
+        await receiver.close();
+      }
+    }, 60_000);
+  }
 });
