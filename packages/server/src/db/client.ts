@@ -140,9 +140,10 @@ class WakeListener {
     if (!subs) this.channels.set(channel, (subs = new Set()));
     const sub: Subscriber = (payload) => onNotify(payload);
     subs.add(sub);
-    if (this.client && fresh) {
-      await this.client.query(`LISTEN ${pg.escapeIdentifier(channel)}`).catch((err: unknown) => this.lost(this.client!, err));
-    } else if (!this.client) {
+    const client = this.client;
+    if (client && fresh) {
+      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`).catch((err: unknown) => this.lost(client, err));
+    } else if (!client) {
       // The first subscriber waits for the first connection attempt; if the database is down,
       // reconnecting goes on in the background and the subscriber is woken when it succeeds.
       await (this.connecting ??= this.connect());
