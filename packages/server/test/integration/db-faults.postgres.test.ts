@@ -268,6 +268,13 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
       await late.destroy();
     }
   }, 120_000);
+
+  it('a database that answers but refuses us (no such database) is not waited for: exit 1 at once saying what to check', async () => {
+    const w = start(['worker'], env(server.url.replace(/\/postgres$/, '/no_such_database'), { PAYHOOKS_DB_WAIT: '60s' }));
+    expect(await w.exited).toBe(1);
+    expect(w.output()).toContain('payhooks: The database refused the connection (SQLSTATE 3D000): check the user, password and database name in DATABASE_URL.');
+    expect(w.output()).not.toContain('not reachable yet');
+  }, 30_000);
 });
 
 /** Publishes in this process (the payment core's path), returning the event id. */
