@@ -54,6 +54,13 @@ export interface OpenOptions {
 
 /** How long a request waits for a pooled connection (or a new one) before failing with a 503. */
 const CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * TCP keepalive after this much idle time, so a connection to a server that vanished without
+ * closing it (a failover, a partition) is noticed within minutes (the OS's probe interval and
+ * count apply after that) instead of after two hours of idle; the listening connection, idle by
+ * design, needs it most.
+ */
+const KEEPALIVE_MS = 10_000;
 
 export async function openDatabase(options: OpenOptions): Promise<Database> {
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.logger ?? pino({ level: 'silent' }));
@@ -61,7 +68,7 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
 }
 
 async function openPostgres(url: string, poolSize: number, logger: Logger): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS });
   // Every connection gets an error listener for its whole life, idle or checked out (by
   // db.transaction, script, query): a server restart or outage then fails the statement that
   // was running, never the process. The pool drops a broken client when it is released.
@@ -158,7 +165,7 @@ class WakeListener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const client = new pg.Client({ connectionString: this.url, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('Connection terminated')));
     client.on('notification', (msg) => {
