@@ -84,7 +84,7 @@ export const UNAVAILABLE_RETRY_AFTER_S = 5;
 
 function fromDatabase(err: unknown): AppError | null {
   if (isUnavailable(err)) {
-    return new AppError('unavailable', 'unavailable', `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_S} s (with the same Idempotency-Key for a write).`, {
+    return new AppError('unavailable', 'unavailable', `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_S} s (retry a write with the same idempotency key, so it applies once).`, {
       headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) },
     });
   }
