@@ -6,7 +6,8 @@ import { loadConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { migrate } from './db/migrate.ts';
-import { resolveEncryptionKey } from './security/encryption.ts';
+import { resolveEncryptionKey, SecretBox } from './security/encryption.ts';
+import { ConfigError } from './errors.ts';
 import { createContext, type ServiceContext } from './context.ts';
 
 export interface Runtime {
@@ -38,6 +39,28 @@ export function warnAboutTestSettings(config: Config, logger: Logger): void {
 }
 
 /**
+ * A process whose PAYHOOKS_ENCRYPTION_KEY is not the one the stored signing secrets were
+ * encrypted with can't sign anything: its worker would hold each delivery until the lease runs
+ * out, again and again, and record nothing. One stored secret is decrypted at start to catch it.
+ */
+async function checkEncryptionKey(database: Database, secrets: SecretBox): Promise<void> {
+  const [row] = await database.query<{ id: string; secret_ciphertext: string }>(
+    'SELECT id, secret_ciphertext FROM webhook_endpoints ORDER BY created_at DESC LIMIT 1',
+    [],
+    'check_encryption_key',
+  );
+  if (!row) return;
+  try {
+    secrets.decrypt(row.secret_ciphertext, row.id);
+  } catch {
+    throw new ConfigError(
+      'PAYHOOKS_ENCRYPTION_KEY is not the key the stored endpoint signing secrets were encrypted with, so no event could be signed. ' +
+        'Start every process with the same key as the process that created the endpoints (for the embedded database: the encryption.key file in the data directory).',
+    );
+  }
+}
+
+/**
  * Opens the database (PGlite or PostgreSQL), applies migrations, resolves the encryption key
  * and builds the service context: the start of every command that touches data.
  */
@@ -54,6 +77,7 @@ export async function openRuntime(
       const applied = await migrate(database);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     }
+    await checkEncryptionKey(database, new SecretBox(encryptionKey));
   } catch (err) {
     if (!options.database) await database.close();
     throw err;

@@ -177,4 +177,17 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       }
     }, 60_000);
   }
+
+  it('a worker started with another PAYHOOKS_ENCRYPTION_KEY than the one that encrypted the signing secrets is refused at start', async () => {
+    const receiver = await startReceiver();
+    try {
+      await setUp(receiver, 1, 0); // at least one stored signing secret
+      const w = worker({ PAYHOOKS_ENCRYPTION_KEY: randomBytes(32).toString('hex') });
+      expect(await w.exited).toBe(1);
+      expect(w.output()).toContain('payhooks: PAYHOOKS_ENCRYPTION_KEY is not the key the stored endpoint signing secrets were encrypted with');
+      expect(w.output(), 'no stack trace').not.toMatch(/\n\s+at /);
+    } finally {
+      await receiver.close();
+    }
+  });
 });
