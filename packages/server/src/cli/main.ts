@@ -176,7 +176,19 @@ export function buildCli(): Command {
   return program;
 }
 
+/**
+ * A crash is still a crash (exit 1), but a database error in it prints as statement + SQLSTATE:
+ * Node's default report would print drizzle's error with every query parameter.
+ */
+function reportCrash(err: unknown): never {
+  const db = describeDbError(err);
+  process.stderr.write(`payhooks: crashed: ${db ? db.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+}
+
 export async function main(argv: string[]): Promise<void> {
+  process.on('unhandledRejection', reportCrash);
+  process.on('uncaughtException', reportCrash);
   try {
     await buildCli().parseAsync(argv);
   } catch (err) {
