@@ -269,6 +269,16 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
     }
   }, 120_000);
 
+  it('payhooks worker --workers 64, the most the CLI accepts, delivers on NOTIFY and stops on SIGTERM', async () => {
+    const p = await platformWithEndpoint('many-loops');
+    const w = start(['worker', '--workers', '64'], env(server.url, { PAYHOOKS_POLL_INTERVAL: '30s' }));
+    await w.waitFor('payhooks workers started');
+    const ids = await Promise.all(Array.from({ length: 20 }, () => publishInProcess(p.merchant_id)));
+    await until(async () => (await deliveredCount(ids)) === ids.length, 20_000, '20 events delivered by 64 loops');
+    w.child.kill('SIGTERM');
+    expect(await w.exited).toBe(0);
+  }, 60_000);
+
   it('a database that answers but refuses us (no such database) is not waited for: exit 1 at once saying what to check', async () => {
     const w = start(['worker'], env(server.url.replace(/\/postgres$/, '/no_such_database'), { PAYHOOKS_DB_WAIT: '60s' }));
     expect(await w.exited).toBe(1);
