@@ -38,6 +38,8 @@ export interface Config {
   pollIntervalMs: number;
   /** How long a claimed delivery stays leased to a worker before another may take it, ms. */
   leaseMs: number;
+  /** How long `serve`, `worker` and the other commands wait at start for an unreachable PostgreSQL, ms. */
+  dbWaitMs: number;
 }
 
 interface Setting<K extends keyof Config> {
@@ -135,6 +137,7 @@ export const SETTINGS = [
   },
   { key: 'pollIntervalMs', env: 'PAYHOOKS_POLL_INTERVAL', default: '1s', doc: 'How often an idle worker looks for due work when no wake-up arrives.', parse: durationIn(10, 60_000) },
   { key: 'leaseMs', env: 'PAYHOOKS_LEASE', default: '60s', doc: 'How long a claimed delivery is leased to a worker; a dead worker\'s leases expire after this.', parse: durationIn(1000, 3_600_000) },
+  { key: 'dbWaitMs', env: 'PAYHOOKS_DB_WAIT', default: '60s', doc: 'How long a command started while PostgreSQL is unreachable waits for it (retrying with backoff, one log line per try) before exiting; 0s = fail at once.', parse: durationIn(0, 86_400_000) },
 ] as const satisfies readonly Setting<keyof Config>[];
 
 /**
@@ -149,8 +152,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     out[s.key] = value === undefined ? undefined : s.parse(value, s.env);
   }
   const config = { ...(out as unknown as Config), ...stripUndefined(overrides) };
+  checkCombinations(config);
   return config;
 }
+
+/**
+ * Settings that are each valid but together would silently break delivery are refused, with
+ * what to change.
+ */
+function checkCombinations(c: Config): void {
+  // A claimed delivery may wait behind its endpoint's attempts in flight (at most one deadline),
+  // then run its own attempt (at most one deadline, reading the response body included), then
+  // be recorded. If the lease ran out first, another worker would resend it while it is in flight
+  // and the first worker's outcome would be dropped: an endpoint that keeps timing out would be
+  // resent forever with nothing in its log.
+  const minLease = 2 * c.attemptTimeoutMs + RECORD_MARGIN_MS;
+  if (c.leaseMs <= minLease) {
+    throw new ConfigError(
+      `PAYHOOKS_LEASE=${formatDuration(c.leaseMs)} is too short for PAYHOOKS_ATTEMPT_TIMEOUT=${formatDuration(c.attemptTimeoutMs)}: ` +
+        'a claimed delivery can wait up to one attempt deadline behind its endpoint\'s attempts in flight, then take a full deadline of its own, and must still be recorded; ' +
+        'with a shorter lease another worker resends it meanwhile and the outcome is lost. ' +
+        `Set PAYHOOKS_LEASE above ${formatDuration(minLease)} (2 x the attempt timeout + ${formatDuration(RECORD_MARGIN_MS)}) or lower PAYHOOKS_ATTEMPT_TIMEOUT.`,
+    );
+  }
+}
+
+/** Time the lease keeps for recording an outcome after the attempt's deadline. */
+const RECORD_MARGIN_MS = 1000;
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -1,10 +1,13 @@
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './logging.ts';
+import { waitForDatabase } from './db/wait.ts';
 import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
 import { loadConfig, type Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { migrate } from './db/migrate.ts';
-import { resolveEncryptionKey } from './security/encryption.ts';
+import { resolveEncryptionKey, SecretBox } from './security/encryption.ts';
+import { ConfigError } from './errors.ts';
 import { createContext, type ServiceContext } from './context.ts';
 
 export interface Runtime {
@@ -12,11 +15,15 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({
-    level: config.logLevel,
-    redact: { paths: ['req.headers.authorization', '*.secret', 'secret'], censor: '[redacted]' },
-  });
+export { createLogger };
+
+/**
+ * Pooled connections for a process running `workers` delivery loops: one per loop (its claim
+ * or its batch write) plus headroom for the API and metrics; never fewer than 10. The wake-up
+ * listener is one more connection, outside the pool.
+ */
+export function poolSizeFor(workers: number): number {
+  return Math.max(10, workers + 5);
 }
 
 /** The schedule and deadline are the spec's (8); other values are for tests and sandboxes only. */
@@ -32,19 +39,45 @@ export function warnAboutTestSettings(config: Config, logger: Logger): void {
 }
 
 /**
+ * A process whose PAYHOOKS_ENCRYPTION_KEY is not the one the stored signing secrets were
+ * encrypted with can't sign anything: its worker would hold each delivery until the lease runs
+ * out, again and again, and record nothing. One stored secret is decrypted at start to catch it.
+ */
+async function checkEncryptionKey(database: Database, secrets: SecretBox): Promise<void> {
+  const [row] = await database.query<{ id: string; secret_ciphertext: string }>(
+    'SELECT id, secret_ciphertext FROM webhook_endpoints ORDER BY created_at DESC LIMIT 1',
+    [],
+    'check_encryption_key',
+  );
+  if (!row) return;
+  try {
+    secrets.decrypt(row.secret_ciphertext, row.id);
+  } catch {
+    throw new ConfigError(
+      'PAYHOOKS_ENCRYPTION_KEY is not the key the stored endpoint signing secrets were encrypted with, so no event could be signed. ' +
+        'Start every process with the same key as the process that created the endpoints (for the embedded database: the encryption.key file in the data directory).',
+    );
+  }
+}
+
+/**
  * Opens the database (PGlite or PostgreSQL), applies migrations, resolves the encryption key
  * and builds the service context: the start of every command that touches data.
  */
-export async function openRuntime(options: { config?: Config; clock?: Clock; logger?: Logger; database?: Database; migrate?: boolean } = {}): Promise<Runtime> {
+export async function openRuntime(
+  options: { config?: Config; clock?: Clock; logger?: Logger; database?: Database; migrate?: boolean; /** Delivery loops this process runs (sizes the pool). */ workers?: number } = {},
+): Promise<Runtime> {
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger(config);
   const encryptionKey = resolveEncryptionKey({ configured: config.encryptionKey, databaseUrl: config.databaseUrl, dataDir: config.dataDir, dev: config.dev });
-  const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: poolSizeFor(options.workers ?? 1), logger }));
   try {
+    if (!options.database) await waitForDatabase(database, { maxWaitMs: config.dbWaitMs, logger });
     if (options.migrate !== false) {
       const applied = await migrate(database);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     }
+    await checkEncryptionKey(database, new SecretBox(encryptionKey));
   } catch (err) {
     if (!options.database) await database.close();
     throw err;

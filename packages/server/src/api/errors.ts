@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
+import { isUnavailable } from '../db/faults.ts';
 
 interface AjvError {
   keyword: string;
@@ -78,7 +79,15 @@ function fromFastify(err: FastifyError): AppError | null {
  */
 const UNSTORABLE_TEXT = new Set(['22021', '22P05']);
 
+/** Seconds a client is asked to wait while the database is unreachable (a restart takes a few). */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
+
 function fromDatabase(err: unknown): AppError | null {
+  if (isUnavailable(err)) {
+    return new AppError('unavailable', 'unavailable', `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_S} s (retry a write with the same idempotency key, so it applies once).`, {
+      headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) },
+    });
+  }
   for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
     if (typeof e.code === 'string' && UNSTORABLE_TEXT.has(e.code)) {
       return new AppError('invalid_request', 'invalid_characters', 'The request contains characters that cannot be stored (such as NUL, \\u0000); remove them.');
@@ -92,6 +101,7 @@ export function errorHandler(err: FastifyError & { validation?: AjvError[]; vali
   if (err instanceof AppError) appError = err;
   else if (err.validation) appError = validationError(err.validation, err.validationContext === 'querystring' ? 'query string' : (err.validationContext ?? 'body'));
   else appError = fromDatabase(err) ?? fromFastify(err);
+  if (appError?.kind === 'unavailable') req.log.warn({ err }, 'database unavailable; answered 503');
   if (!appError) {
     req.log.error({ err }, 'unhandled error');
     appError = new AppError('internal', 'internal_error', 'Something went wrong on our side; it has been logged. Retry the request.');

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../context.ts';
+import { UNAVAILABLE_RETRY_AFTER_S } from './errors.ts';
 
 /** `/healthz`: the process answers. `/readyz`: and its database does too. */
 export function healthRoutes(ctx: ServiceContext) {
@@ -12,7 +13,7 @@ export function healthRoutes(ctx: ServiceContext) {
         return { status: 'ready', database: ctx.database.kind };
       } catch (err) {
         ctx.logger.warn({ err }, 'readiness check failed');
-        return reply.code(503).send({ status: 'unavailable', database: ctx.database.kind });
+        return reply.code(503).header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S)).send({ status: 'unavailable', database: ctx.database.kind });
       }
     });
   };

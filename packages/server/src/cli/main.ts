@@ -5,6 +5,9 @@ import { ConfigError } from '../errors.ts';
 import { openDatabase } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { openRuntime } from '../runtime.ts';
+import { createLogger } from '../logging.ts';
+import { waitForDatabase } from '../db/wait.ts';
+import { describeDbError } from '../db/faults.ts';
 import { buildApp } from '../api/app.ts';
 import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
@@ -19,6 +22,11 @@ async function serve(options: { dev?: boolean; port?: string; host?: string; wor
   if (options.port !== undefined) env.PAYHOOKS_PORT = options.port;
   if (options.host !== undefined) env.PAYHOOKS_HOST = options.host;
   const cfg = loadConfig(env, options.dev ? { dev: true } : {});
+  if (options.worker === false && !cfg.databaseUrl) {
+    throw new ConfigError(
+      'serve --no-worker needs PostgreSQL: the embedded database can be opened by this process only, so no worker could ever deliver its events. Drop --no-worker, or set DATABASE_URL and run `payhooks worker` beside it.',
+    );
+  }
   if (cfg.dev && !cfg.internalToken) cfg.internalToken = devInternalToken(cfg.dataDir);
   const runtime = await openRuntime({ config: cfg });
   const { ctx } = runtime;
@@ -46,7 +54,7 @@ async function workerCommand(options: { processes?: string }) {
   }
   const count = options.processes === undefined ? 1 : Number(options.processes);
   if (!Number.isInteger(count) || count < 1 || count > 64) throw new ConfigError('--workers must be a whole number from 1 to 64.');
-  const runtime = await openRuntime({ config: cfg });
+  const runtime = await openRuntime({ config: cfg, workers: count });
   const workers = Array.from({ length: count }, () => runtime.ctx.createWorker());
   await Promise.all(workers.map((w) => w.start()));
   onStopSignal(runtime.ctx.logger, async () => {
@@ -81,7 +89,7 @@ function onStopSignal(logger: { info: (o: object, m: string) => void }, shutdown
  */
 async function withRuntime<T>(fn: (rt: Awaited<ReturnType<typeof openRuntime>>) => Promise<T>): Promise<T> {
   const cfg = config({ logLevel: process.env.PAYHOOKS_LOG_LEVEL ? config().logLevel : 'warn' });
-  const logger = pino({ level: cfg.logLevel }, pino.destination({ fd: 2, sync: true }));
+  const logger = createLogger(cfg, pino.destination({ fd: 2, sync: true }));
   const rt = await openRuntime({ config: cfg, logger });
   try {
     return await fn(rt);
@@ -113,8 +121,10 @@ export function buildCli(): Command {
     .description('apply pending database migrations and exit')
     .action(async () => {
       const cfg = config();
-      const database = await openDatabase({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir });
+      const logger = createLogger(cfg, pino.destination({ fd: 2, sync: true }));
+      const database = await openDatabase({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, logger });
       try {
+        await waitForDatabase(database, { maxWaitMs: cfg.dbWaitMs, logger });
         const applied = await migrate(database);
         process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
       } finally {
@@ -166,12 +176,30 @@ export function buildCli(): Command {
   return program;
 }
 
+/**
+ * A crash is still a crash (exit 1), but a database error in it prints as statement + SQLSTATE:
+ * Node's default report would print drizzle's error with every query parameter.
+ */
+function reportCrash(err: unknown): never {
+  const db = describeDbError(err);
+  process.stderr.write(`payhooks: crashed: ${db ? db.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+}
+
 export async function main(argv: string[]): Promise<void> {
+  process.on('unhandledRejection', reportCrash);
+  process.on('uncaughtException', reportCrash);
   try {
     await buildCli().parseAsync(argv);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`payhooks: ${err.message}\n`);
+      process.exit(1);
+    }
+    // A database failure prints its statement and SQLSTATE, never the query's parameters.
+    const db = describeDbError(err);
+    if (db) {
+      process.stderr.write(`payhooks: ${db.message}${db.statement && db.unavailable ? ` (statement '${db.statement}')` : ''}\n`);
       process.exit(1);
     }
     throw err;

@@ -5,8 +5,10 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
+import { pino, type Logger } from 'pino';
 import * as schema from './schema.ts';
 import { ConfigError } from '../errors.ts';
+import { QueryError, statementName } from './faults.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** A transaction handle; it has the same query API as `Db`. */
@@ -30,8 +32,12 @@ export interface Database {
    * One parameterised statement on the raw driver, for the hot queries of the delivery engine
    * (claim, record), whose SQL is written by hand and documented where it lives.
    */
-  query<T = Record<string, unknown>>(text: string, params: unknown[]): Promise<T[]>;
-  /** Calls `onNotify` on each NOTIFY on `channel`; resolves to an unsubscribe function. */
+  query<T = Record<string, unknown>>(text: string, params: unknown[], name?: string): Promise<T[]>;
+  /**
+   * Calls `onNotify` on each NOTIFY on `channel`; resolves to an unsubscribe function. On
+   * PostgreSQL it is also called (with '') after the listening connection came back from a
+   * loss, since notifications sent meanwhile were not received.
+   */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
@@ -40,24 +46,44 @@ export interface OpenOptions {
   databaseUrl?: string | undefined;
   /** PGlite data directory; undefined with no URL = in memory (tests). */
   dataDir?: string | undefined;
+  /** Most pooled PostgreSQL connections (the wake-up listener has its own, outside the pool). */
   poolSize?: number;
+  /** Where lost connections and listener reconnects are reported; silent when absent. */
+  logger?: Logger | undefined;
 }
 
+/** How long a request waits for a pooled connection (or a new one) before failing with a 503. */
+const CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * TCP keepalive after this much idle time, so a connection to a server that vanished without
+ * closing it (a failover, a partition) is noticed within minutes (the OS's probe interval and
+ * count apply after that) instead of after two hours of idle; the listening connection, idle by
+ * design, needs it most.
+ */
+const KEEPALIVE_MS = 10_000;
+
 export async function openDatabase(options: OpenOptions): Promise<Database> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10);
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.logger ?? pino({ level: 'silent' }));
   return openPglite(options.dataDir);
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  // An idle client's error (server restart) must not crash the process; the pool replaces it.
+async function openPostgres(url: string, poolSize: number, logger: Logger): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS });
+  // Every connection gets an error listener for its whole life, idle or checked out (by
+  // db.transaction, script, query): a server restart or outage then fails the statement that
+  // was running, never the process. The pool drops a broken client when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => logger.warn({ err }, 'database connection lost; it is replaced on next use'));
+  });
+  // Idle clients report through the pool too; the listener above has already logged it.
   pool.on('error', () => {});
-  const listeners = new Set<pg.PoolClient>();
+  const listener = new WakeListener(url, logger);
   return {
     kind: 'postgres',
     db: drizzlePg(pool, { schema }) as unknown as Db,
     async script(fn) {
       const client = await pool.connect();
+      let broken: unknown;
       try {
         await client.query('BEGIN');
         const result = await fn(async (text) => {
@@ -67,39 +93,141 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
         await client.query('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
+        await client.query('ROLLBACK').catch((e: unknown) => (broken = e));
         throw err;
       } finally {
-        client.release();
+        client.release(broken as Error | undefined);
       }
     },
-    async query<T>(text: string, params: unknown[]) {
-      return (await pool.query(text, params)).rows as T[];
+    async query<T>(text: string, params: unknown[], name?: string) {
+      try {
+        return (await pool.query(text, params)).rows as T[];
+      } catch (err) {
+        throw new QueryError(name ?? statementName(text), err);
+      }
     },
-    async listen(channel, onNotify) {
-      const client = await pool.connect();
-      listeners.add(client);
-      client.on('notification', (msg) => {
-        if (msg.channel === channel) onNotify(msg.payload ?? '');
-      });
-      client.on('error', () => {});
-      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-      return async () => {
-        if (!listeners.delete(client)) return;
-        try {
-          await client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`);
-          client.release();
-        } catch {
-          client.release(true);
-        }
-      };
-    },
+    listen: (channel, onNotify) => listener.subscribe(channel, onNotify),
     async close() {
-      for (const client of listeners) client.release(true);
-      listeners.clear();
+      await listener.close();
       await pool.end();
     },
   };
+}
+
+/** Reconnect delays of the wake-up listener: doubling from 100 ms, at most 5 s, with jitter. */
+export function listenerBackoffMs(attempt: number): number {
+  const base = Math.min(5_000, 100 * 2 ** Math.min(attempt, 10));
+  return Math.round(base / 2 + Math.random() * (base / 2));
+}
+
+type Subscriber = (payload: string) => void;
+
+/**
+ * One LISTEN connection per process, outside the pool, shared by every subscriber (all the
+ * worker loops of a `payhooks worker --workers N`), so listening never takes a pooled
+ * connection. When the connection drops (server restart, outage) it reconnects with backoff,
+ * LISTENs again, and wakes every subscriber once: a NOTIFY sent meanwhile was lost.
+ */
+class WakeListener {
+  private client: pg.Client | null = null;
+  private connecting: Promise<void> | null = null;
+  private readonly channels = new Map<string, Set<Subscriber>>();
+  private retryTimer: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private closed = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly logger: Logger,
+  ) {}
+
+  async subscribe(channel: string, onNotify: Subscriber): Promise<() => Promise<void>> {
+    let subs = this.channels.get(channel);
+    const fresh = !subs;
+    if (!subs) this.channels.set(channel, (subs = new Set()));
+    const sub: Subscriber = (payload) => onNotify(payload);
+    subs.add(sub);
+    const client = this.client;
+    if (client && fresh) {
+      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`).catch((err: unknown) => this.lost(client, err));
+    } else if (!client) {
+      // The first subscriber waits for the first connection attempt; if the database is down,
+      // reconnecting goes on in the background and the subscriber is woken when it succeeds.
+      await (this.connecting ??= this.connect());
+    }
+    return async () => {
+      subs.delete(sub);
+      if (subs.size > 0 || this.channels.get(channel) !== subs) return;
+      this.channels.delete(channel);
+      if (this.channels.size === 0) return this.disconnect();
+      await this.client?.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+    };
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client, new Error('Connection terminated')));
+    client.on('notification', (msg) => {
+      for (const sub of this.channels.get(msg.channel) ?? []) sub(msg.payload ?? '');
+    });
+    try {
+      await client.connect();
+      for (const channel of this.channels.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (err) {
+      this.connecting = null;
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+      this.retry(err);
+      return;
+    }
+    this.connecting = null;
+    if (this.closed || this.channels.size === 0) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+      return;
+    }
+    this.client = client;
+    if (this.failures > 0) this.logger.info({ attempts: this.failures }, 'wake-up listener reconnected; workers look for due work now');
+    this.failures = 0;
+    // Whatever was published while we were not listening is due now: every subscriber claims.
+    for (const subs of this.channels.values()) for (const sub of subs) sub('');
+  }
+
+  private lost(client: pg.Client, err: unknown): void {
+    if (this.client !== client) return;
+    this.client = null;
+    client.removeAllListeners('end');
+    client.end().catch(() => {});
+    if (!this.closed) this.retry(err);
+  }
+
+  private retry(err: unknown): void {
+    if (this.closed || this.channels.size === 0 || this.retryTimer) return;
+    const delay = listenerBackoffMs(this.failures++);
+    this.logger.warn({ err, attempt: this.failures, retryInMs: delay }, 'wake-up listener disconnected; reconnecting (workers poll meanwhile)');
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (!this.closed && !this.client) this.connecting ??= this.connect();
+    }, delay);
+  }
+
+  private async disconnect(): Promise<void> {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    await this.connecting?.catch(() => {});
+    const client = this.client;
+    this.client = null;
+    if (client) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.disconnect();
+  }
 }
 
 async function openPglite(dataDir: string | undefined): Promise<Database> {
@@ -127,8 +255,12 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
         fn(async (text) => ((await tx.exec(text)).at(-1)?.rows ?? []) as Record<string, unknown>[]),
       );
     },
-    async query<T>(text: string, params: unknown[]) {
-      return (await client.query<T>(text, params)).rows;
+    async query<T>(text: string, params: unknown[], name?: string) {
+      try {
+        return (await client.query<T>(text, params)).rows;
+      } catch (err) {
+        throw new QueryError(name ?? statementName(text), err);
+      }
     },
     async listen(channel, onNotify) {
       return client.listen(channel, onNotify);

@@ -86,7 +86,7 @@ export async function claimDue(
     options.excludePlatforms,
     THROTTLE_AFTER_TIMEOUTS,
     options.perPlatform,
-  ]);
+  ], 'claim_due');
   return rows.map(normalise);
 }
 
@@ -112,5 +112,6 @@ export async function releaseClaims(database: Database, options: { ids: string[]
   await database.query(
     `UPDATE webhook_deliveries SET due_at = $1, lease_token = NULL WHERE id = ANY($2::text[]) AND lease_token = $3`,
     [options.dueAt, options.ids, options.token],
+    'release_claims',
   );
 }

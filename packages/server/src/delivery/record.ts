@@ -96,6 +96,6 @@ export async function recordOutcomes(database: Database, outcomes: Outcome[], no
     col((o) => o.trigger),
     now,
     THROTTLE_AFTER_TIMEOUTS,
-  ]);
+  ], 'record_outcomes');
   return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
 }

@@ -51,6 +51,8 @@ export class DeliveryWorker {
   /** A wake-up arrived while the loop was busy claiming: claim again before sleeping. */
   private woken = false;
   private unlisten: (() => Promise<void>) | null = null;
+  /** Consecutive failed claims (database unreachable), for logging once per outage. */
+  private claimFailures = 0;
   /**
    * Attempts running or waiting for their endpoint's slot, per endpoint, with the endpoint's
    * current cap (one while throttled) and its timeouts seen here since its last answer.
@@ -127,8 +129,12 @@ export class DeliveryWorker {
           claimed = await this.claim(free);
           full = claimed === Math.min(free, 100);
         }
+        if (this.claimFailures > 0) this.deps.logger.info({ failures: this.claimFailures }, 'claiming deliveries works again');
+        this.claimFailures = 0;
       } catch (err) {
-        this.deps.logger.error({ err }, 'claiming deliveries failed; retrying');
+        // One line per outage, not one per poll: the wake-up listener wakes us when it is over.
+        if (this.claimFailures++ === 0) this.deps.logger.error({ err }, 'claiming deliveries failed; retrying every poll interval and on reconnect');
+        else this.deps.logger.debug({ err, failures: this.claimFailures }, 'claiming deliveries failed again');
       }
       if (full && this.running) continue; // more may be due right now
       await new Promise<void>((resolve) => {
@@ -185,7 +191,7 @@ export class DeliveryWorker {
     let slot = this.perEndpoint.get(row.endpoint_id);
     if (!slot) this.perEndpoint.set(row.endpoint_id, (slot = { running: 0, waiting: [], cap: this.limits.endpointCap, timeouts: 0 }));
     // The database's view of the breaker, as of this claim (other workers' attempts count too).
-    if (row.endpoint_throttled) slot.cap = endpointCapOf(this.limits, true);
+    if (row.endpoint_throttled) this.setCap(slot, endpointCapOf(this.limits, true));
     else if (slot.timeouts < THROTTLE_AFTER_TIMEOUTS) slot.cap = endpointCapOf(this.limits, false);
     this.perPlatform.set(row.platform_id, (this.perPlatform.get(row.platform_id) ?? 0) + 1);
     this.waiting++;
@@ -234,7 +240,34 @@ export class DeliveryWorker {
       slot.timeouts = 0;
       slot.cap = endpointCapOf(this.limits, false);
     } else if (result.errorKind === 'timeout' && ++slot.timeouts >= THROTTLE_AFTER_TIMEOUTS) {
-      slot.cap = endpointCapOf(this.limits, true);
+      this.setCap(slot, endpointCapOf(this.limits, true));
+    }
+  }
+
+  /**
+   * Lowers an endpoint's cap. Rows queued for it beyond the new cap would now wait several
+   * attempt deadlines, past their lease (then another worker sends them too, and our outcome
+   * is dropped), so they are handed back as due now.
+   */
+  private setCap(slot: EndpointSlot, cap: number): void {
+    slot.cap = cap;
+    const excess = slot.waiting.splice(cap);
+    if (excess.length === 0) return;
+    const handedBack = this.handBack(excess);
+    this.recording.add(handedBack);
+    void handedBack.finally(() => this.recording.delete(handedBack));
+  }
+
+  /** Gives queued (unstarted) rows back to the database as due now. */
+  private async handBack(rows: Array<{ row: ClaimedDelivery; token: string }>): Promise<void> {
+    const byToken = new Map<string, string[]>();
+    for (const w of rows) {
+      this.waiting--;
+      this.release(w.row.platform_id);
+      byToken.set(w.token, [...(byToken.get(w.token) ?? []), w.row.id]);
+    }
+    for (const [token, ids] of byToken) {
+      await releaseClaims(this.deps.database, { ids, token, dueAt: this.deps.clock.now() }).catch((err) => this.deps.logger.error({ err }, 'releasing claims failed; leases will expire'));
     }
   }
 
@@ -276,7 +309,7 @@ export class DeliveryWorker {
     this.flushing = this.flushing.then(async () => {
       while (this.pending.length > 0) {
         const batch = this.pending.splice(0, RECORD_BATCH);
-        for (;;) {
+        for (let failures = 0; ; failures++) {
           try {
             const written = await recordOutcomes(this.deps.database, batch.map((b) => b.outcome), this.deps.clock.now());
             if (written.length < batch.length) {
@@ -290,7 +323,8 @@ export class DeliveryWorker {
               this.deps.logger.error({ err }, 'recording outcomes failed during shutdown; leases will expire and the work be redone');
               break;
             }
-            this.deps.logger.error({ err }, 'recording outcomes failed; retrying');
+            if (failures === 0) this.deps.logger.error({ err, outcomes: batch.length }, 'recording outcomes failed; retrying until the database answers');
+            else this.deps.logger.debug({ err, failures }, 'recording outcomes failed again');
             await new Promise((r) => setTimeout(r, 500));
           }
         }
@@ -301,16 +335,6 @@ export class DeliveryWorker {
   }
 
   private async releaseWaiting(): Promise<void> {
-    const byToken = new Map<string, string[]>();
-    for (const slot of this.perEndpoint.values()) {
-      for (const w of slot.waiting.splice(0)) {
-        this.waiting--;
-        this.release(w.row.platform_id);
-        byToken.set(w.token, [...(byToken.get(w.token) ?? []), w.row.id]);
-      }
-    }
-    for (const [token, ids] of byToken) {
-      await releaseClaims(this.deps.database, { ids, token, dueAt: this.deps.clock.now() }).catch((err) => this.deps.logger.error({ err }, 'releasing claims failed; leases will expire'));
-    }
+    await this.handBack([...this.perEndpoint.values()].flatMap((slot) => slot.waiting.splice(0)));
   }
 }

@@ -100,7 +100,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
 describe('fair sharing between Platforms', () => {
   it("a Platform's stuck endpoints hold at most its share of a worker while another Platform's deliveries go out", async () => {
     // Attempts to these last the whole deadline; with many due at once they would fill the worker.
-    const svcLong = await startService({ allowPrivateUrls: true, workerConcurrency: 20, endpointConcurrency: 2, platformShare: 0.5, attemptTimeoutMs: 30_000, pollIntervalMs: 50 });
+    const svcLong = await startService({ allowPrivateUrls: true, workerConcurrency: 20, endpointConcurrency: 2, platformShare: 0.5, attemptTimeoutMs: 30_000, leaseMs: 120_000, pollIntervalMs: 50 });
     cleanup.push(() => svcLong.close());
     const stuck = await concurrencyReceiver();
     cleanup.push(() => stuck.close());

@@ -38,8 +38,8 @@ afterAll(async () => {
   await drop?.();
 });
 
-function worker(env: Record<string, string> = {}): Spawned {
-  const s = spawnPayhooks(['worker'], {
+function worker(env: Record<string, string> = {}, args: string[] = []): Spawned {
+  const s = spawnPayhooks(['worker', ...args], {
     DATABASE_URL: dbUrl,
     PAYHOOKS_ENCRYPTION_KEY: key.toString('hex'),
     PAYHOOKS_ALLOW_PRIVATE_URLS: 'true',
@@ -108,7 +108,7 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
   it('a worker killed with SIGKILL mid-flight loses nothing: its leases expire and another worker finishes the work', async () => {
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 30 }));
     try {
-      const a = worker({ PAYHOOKS_LEASE: '2s' });
+      const a = worker({ PAYHOOKS_LEASE: '6s', PAYHOOKS_ATTEMPT_TIMEOUT: '2s' });
       await a.waitFor('payhooks workers started');
       const p = await setUp(receiver, 5, 100);
       await receiver.waitFor(100);
@@ -116,7 +116,7 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       expect(await a.exited).toBe('SIGKILL');
       const [leased] = await database.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE lease_token IS NOT NULL AND platform_id = $1', [p.platform_id]);
       expect(Number(leased!.n)).toBeGreaterThan(0); // the dead worker held work
-      const b = worker({ PAYHOOKS_LEASE: '2s' });
+      const b = worker({ PAYHOOKS_LEASE: '6s', PAYHOOKS_ATTEMPT_TIMEOUT: '2s' });
       await until(async () => (await states(p.platform_id)).delivered === 500, 60_000, '500 delivered after SIGKILL');
       expect(await states(p.platform_id)).toEqual({ delivered: 500 });
       // At-least-once: every delivery reached the receiver.
@@ -149,4 +149,45 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       await receiver.close();
     }
   }, 60_000);
+
+  for (const n of [10, 20]) {
+    it(`payhooks worker --workers ${n}: the loops share one listening connection, deliver on NOTIFY, and stop on SIGTERM`, async () => {
+      const receiver = await startReceiver();
+      try {
+        // A 30 s poll: deliveries within the test's time can only come from NOTIFY wake-ups.
+        const listening = async () => {
+          const [row] = await database.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN %'`, []);
+          return Number(row!.n);
+        };
+        const before = await listening();
+        const w = worker({ PAYHOOKS_POLL_INTERVAL: '30s' }, ['--workers', String(n)]);
+        await w.waitFor('payhooks workers started');
+        const started = JSON.parse(w.output().split('\n').find((l) => l.includes('payhooks workers started'))!) as { workers: string[] };
+        expect(started.workers).toHaveLength(n);
+        // One LISTEN connection for the whole process, whatever n is: listening takes no pool slot.
+        expect((await listening()) - before).toBe(1);
+        const p = await setUp(receiver, 4, 50);
+        await until(async () => (await states(p.platform_id)).delivered === 200, 20_000, `200 delivered by ${n} loops`);
+        expect(await states(p.platform_id)).toEqual({ delivered: 200 });
+        expect(new Set(pairs(receiver)).size).toBe(200);
+        w.child.kill('SIGTERM');
+        expect(await w.exited).toBe(0);
+      } finally {
+        await receiver.close();
+      }
+    }, 60_000);
+  }
+
+  it('a worker started with another PAYHOOKS_ENCRYPTION_KEY than the one that encrypted the signing secrets is refused at start', async () => {
+    const receiver = await startReceiver();
+    try {
+      await setUp(receiver, 1, 0); // at least one stored signing secret
+      const w = worker({ PAYHOOKS_ENCRYPTION_KEY: randomBytes(32).toString('hex') });
+      expect(await w.exited).toBe(1);
+      expect(w.output()).toContain('payhooks: PAYHOOKS_ENCRYPTION_KEY is not the key the stored endpoint signing secrets were encrypted with');
+      expect(w.output(), 'no stack trace').not.toMatch(/\n\s+at /);
+    } finally {
+      await receiver.close();
+    }
+  });
 });

@@ -125,6 +125,7 @@ describe('bad values give a ConfigError naming the variable', () => {
     ['PAYHOOKS_PLATFORM_SHARE', ['0', '0.001', '1.5', 'half', '-0.5']],
     ['PAYHOOKS_POLL_INTERVAL', ['9ms', '61s', '1']],
     ['PAYHOOKS_LEASE', ['999ms', '2h']],
+    ['PAYHOOKS_DB_WAIT', ['soon', '10', '-1s', '2d']],
   ];
 
   it('covers only real variables', () => {
@@ -206,5 +207,41 @@ describe('config values that must not leak or overflow', () => {
     }
     expect(message).toContain('DATABASE_URL');
     expect(message).not.toContain('s3cret');
+  });
+});
+
+describe('settings that cannot work together are refused (issue 9)', () => {
+  it('the defaults work together: lease 60s, attempt deadline 10s, database wait 60s', () => {
+    expect(loadConfig({})).toMatchObject({ leaseMs: 60_000, attemptTimeoutMs: 10_000, dbWaitMs: 60_000 });
+  });
+
+  it('a lease not longer than twice the attempt deadline plus 1s is refused, saying what to set', () => {
+    for (const env of [
+      { PAYHOOKS_LEASE: '5s' }, // shorter than the deadline itself: resent forever, never recorded
+      { PAYHOOKS_LEASE: '10s' }, // equal to the deadline
+      { PAYHOOKS_LEASE: '21s' }, // a queued row's wait + its own deadline + recording: not enough
+      { PAYHOOKS_ATTEMPT_TIMEOUT: '30s' }, // the default lease is too short for a 30s deadline
+    ]) {
+      const err = configError(env);
+      expect(err.message).toContain('PAYHOOKS_LEASE');
+      expect(err.message).toContain('PAYHOOKS_ATTEMPT_TIMEOUT');
+      expect(err.message).toMatch(/Set PAYHOOKS_LEASE above \d+s .* or lower PAYHOOKS_ATTEMPT_TIMEOUT\./);
+    }
+    expect(configError({ PAYHOOKS_LEASE: '5s' }).message).toContain('Set PAYHOOKS_LEASE above 21s');
+  });
+
+  it('a lease just above the minimum is accepted', () => {
+    expect(loadConfig({ PAYHOOKS_LEASE: '22s' }).leaseMs).toBe(22_000);
+    expect(loadConfig({ PAYHOOKS_LEASE: '2s', PAYHOOKS_ATTEMPT_TIMEOUT: '400ms' }).leaseMs).toBe(2000);
+    expect(loadConfig({ PAYHOOKS_ATTEMPT_TIMEOUT: '29s', PAYHOOKS_LEASE: '60s' }).attemptTimeoutMs).toBe(29_000);
+  });
+
+  it('overrides are checked too (tests and CLI flags cannot bypass the rule)', () => {
+    expect(() => loadConfig({}, { leaseMs: 10_000 })).toThrow(ConfigError);
+  });
+
+  it('PAYHOOKS_DB_WAIT takes a duration; 0s means fail at once', () => {
+    expect(loadConfig({ PAYHOOKS_DB_WAIT: '0s' }).dbWaitMs).toBe(0);
+    expect(loadConfig({ PAYHOOKS_DB_WAIT: '5m' }).dbWaitMs).toBe(300_000);
   });
 });

@@ -1,0 +1,45 @@
+import { pino, type Logger } from 'pino';
+import type { Config } from './config.ts';
+import { describeDbError } from './db/faults.ts';
+
+/**
+ * The `err` serializer of every logger (the service's, Fastify's request loggers, the
+ * workers'). A database error becomes `{type, statement, code, message, stack}`: drizzle's
+ * message and `params` (every bound value: API-key hashes, URLs, metadata, ciphertext) and the
+ * server's `detail` never reach a log line. Other errors keep pino's standard shape.
+ */
+export function serializeError(err: unknown): unknown {
+  const db = describeDbError(err);
+  if (!db) return err instanceof Error ? pino.stdSerializers.err(err) : err;
+  const stack = err instanceof Error && typeof err.stack === 'string' ? err.stack.split('\n').filter((l) => /^\s+at /.test(l)) : [];
+  return { ...db, stack: [`${db.type}: ${db.message}`, ...stack].join('\n') };
+}
+
+/**
+ * Fastify's request line without the query string: query parameters (cursors, filters, and
+ * whatever a client puts there) stay out of the logs like SQL parameters do.
+ */
+export function serializeRequest(req: { method?: string; url?: string; host?: string; ip?: string; socket?: { remotePort?: number } }): unknown {
+  return { method: req.method, url: req.url?.split('?')[0], host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
+}
+
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
+    level: config.logLevel,
+    serializers: { err: serializeError, req: serializeRequest },
+    hooks: {
+      // `logger.error(err)` makes the error's message the log message: for a database error
+      // that message is drizzle's, with every parameter in it, so ours replaces it.
+      logMethod(args, method) {
+        const [first, second] = args as unknown[];
+        if (first instanceof Error && typeof second !== 'string') {
+          const db = describeDbError(first);
+          if (db) return method.apply(this, [first, db.message] as never);
+        }
+        return method.apply(this, args);
+      },
+    },
+    redact: { paths: ['req.headers.authorization', '*.secret', 'secret'], censor: '[redacted]' },
+  };
+  return destination ? pino(options, destination) : pino(options);
+}
