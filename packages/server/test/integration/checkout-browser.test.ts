@@ -60,7 +60,7 @@ describe('hosted checkout in Chromium', () => {
     expect(await page.textContent('#amount')).toBe('42.50');
     expect(await page.textContent('#asset')).toBe('USDC-E.ARB');
     // The stylesheet loaded under the CSP (no inline styles, no script).
-    expect(await page.evaluate(() => getComputedStyle(document.querySelector('main')!).borderRadius)).toBe('12px');
+    expect(await page.$eval('main', (el) => (globalThis as any).getComputedStyle(el).borderRadius)).toBe('12px');
     await Promise.all([page.waitForURL(`${shopUrl}/**`), page.click('#pay')]);
 
     const landed = new URL(page.url());
