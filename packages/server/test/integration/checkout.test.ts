@@ -93,6 +93,54 @@ describe('checkout sessions', () => {
   });
 });
 
+describe('a session follows its payment', () => {
+  it("the rails succeeding a live session's payment complete the session; cancelling an open session's payment is refused", async () => {
+    const token = 'internal-token-for-tests-0123456789abcdef';
+    const rails = await startService({ allowPrivateUrls: true, internalToken: token });
+    try {
+      const q = await rails.platform('live shop');
+      const created = await rails.api(q.keys.live, 'POST', '/api/v1/checkout_sessions', { amount: '3.00', asset_code: 'USDC.ETH', success_url: 'https://shop.example/ok' });
+      expect(created.status).toBe(201);
+      const cancel = await rails.api(q.keys.live, 'POST', `/api/v1/payments/${created.body.payment}/cancel`);
+      expect(cancel.status).toBe(409);
+      expect(cancel.body.error.code).toBe('checkout_session_open');
+      expect(cancel.body.error.message).toContain(`/api/v1/checkout_sessions/${created.body.id}/expire`);
+      const move = (status: string) =>
+        fetch(`${rails.url}/internal/v1/payments/${created.body.payment}/transitions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ status }) });
+      expect((await move('processing')).status).toBe(200);
+      expect((await move('succeeded')).status).toBe(200);
+      const session = (await rails.api(q.keys.live, 'GET', `/api/v1/checkout_sessions/${created.body.id}`)).body;
+      expect(session.status).toBe('complete');
+      const types = (await rails.api(q.keys.live, 'GET', '/api/v1/events')).body.data.map((e: { type: string }) => e.type);
+      expect(types).toEqual(['checkout_session.completed', 'payment.succeeded', 'payment.processing', 'payment.created']);
+    } finally {
+      await rails.close();
+    }
+  });
+
+  it('Pay racing expire on one session: exactly one wins', async () => {
+    for (let round = 0; round < 3; round++) {
+      const s = await createSession();
+      const token = /name="csrf_token" value="([^"]+)"/.exec(await (await fetch(s.url)).text())![1]!;
+      const [paid, expired] = await Promise.all([
+        submitCheckout(s.url, 'pay', { token }),
+        svc.api(p.keys.sandbox, 'POST', `/api/v1/checkout_sessions/${s.id}/expire`),
+      ]);
+      const session = await getSession(s.id);
+      if (session.status === 'complete') {
+        expect(paid.status).toBe(303);
+        expect(expired.status).toBe(409);
+        expect((await getPayment(s.payment)).status).toBe('succeeded');
+      } else {
+        expect(session.status).toBe('expired');
+        expect(expired.status).toBe(200);
+        expect(paid.status).toBe(409);
+        expect((await getPayment(s.payment)).status).toBe('expired');
+      }
+    }
+  });
+});
+
 describe('the hosted checkout page', () => {
   it('is server-rendered HTML with a strict CSP and no script, showing amount, asset and the merchant escaped', async () => {
     const s = await createSession({ cancel_url: 'https://cart.example/back' });
