@@ -8,7 +8,7 @@ import { publishEvent } from '../events/publish.ts';
 import { newId } from '../ids.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { toCheckoutSession, type CheckoutSession } from './objects.ts';
-import { sandboxOnly, type CreatePaymentInput, type PaymentService } from './service.ts';
+import type { CreatePaymentInput, PaymentService } from './service.ts';
 import { canTransition, isTerminal } from './state-machine.ts';
 
 export interface CreateSessionInput extends CreatePaymentInput {
