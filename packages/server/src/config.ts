@@ -22,7 +22,7 @@ export interface Config {
   /** Management API requests per second per API key (token bucket), and the bucket size. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
-  /** Bearer token for `POST /internal/v1/events`; unset disables that route. */
+  /** Bearer token for the internal API (`/internal/v1/…`); unset disables it. */
   internalToken: string | undefined;
   /** Delays between attempts, ms; length + 1 = total attempts. Spec 8 by default. */
   retryScheduleMs: readonly number[];
@@ -40,6 +40,10 @@ export interface Config {
   leaseMs: number;
   /** How long `serve`, `worker` and the other commands wait at start for an unreachable PostgreSQL, ms. */
   dbWaitMs: number;
+  /** Public base URL of hosted checkout pages; undefined = the address the server listens on. */
+  publicUrl: string | undefined;
+  /** How often workers look for checkout sessions past `expires_at`, ms (at most a minute). */
+  expiryIntervalMs: number;
 }
 
 interface Setting<K extends keyof Config> {
@@ -96,6 +100,17 @@ function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
+function publicUrl(raw: string, env: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return fail(env, raw, 'an absolute http(s) URL such as https://pay.example.com');
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username) fail(env, raw, 'an http(s) base URL without query, fragment or credentials');
+  return raw.replace(/\/+$/, '');
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SETTINGS = [
@@ -119,7 +134,7 @@ export const SETTINGS = [
   { key: 'logLevel', env: 'PAYHOOKS_LOG_LEVEL', default: 'info', doc: `Log level: ${LOG_LEVELS.join(', ')}.`, parse: (raw: string, env: string) => ((LOG_LEVELS as readonly string[]).includes(raw) ? (raw as Config['logLevel']) : fail(env, raw, `one of ${LOG_LEVELS.join(', ')}`)) },
   { key: 'rateLimitPerSecond', env: 'PAYHOOKS_RATE_LIMIT', default: '100', doc: 'Management API requests per second per API key.', parse: int(1, 1_000_000) },
   { key: 'rateLimitBurst', env: 'PAYHOOKS_RATE_LIMIT_BURST', default: '200', doc: 'Requests an API key may make in a burst above the rate.', parse: int(1, 1_000_000) },
-  { key: 'internalToken', env: 'PAYHOOKS_INTERNAL_TOKEN', default: undefined, doc: 'Bearer token for the internal event-publishing API; unset disables it. At least 32 characters.', parse: (raw: string, env: string) => (raw.length >= 32 ? raw : fail(env, '(hidden)', 'at least 32 characters (`openssl rand -hex 32`)')) },
+  { key: 'internalToken', env: 'PAYHOOKS_INTERNAL_TOKEN', default: undefined, doc: 'Bearer token for the internal API (event publishing, payment transitions); unset disables it. At least 32 characters. Development mode generates one into the data dir (`internal-token`).', parse: (raw: string, env: string) => (raw.length >= 32 ? raw : fail(env, '(hidden)', 'at least 32 characters (`openssl rand -hex 32`)')) },
   {
     key: 'retryScheduleMs', env: 'PAYHOOKS_RETRY_SCHEDULE', default: RETRY_DELAYS_MS.map(formatDuration).join(','),
     doc: 'Retry delays after each failed attempt (spec 8). For tests and sandboxes only: production keeps the default.', parse: schedule,
@@ -136,6 +151,12 @@ export const SETTINGS = [
     },
   },
   { key: 'pollIntervalMs', env: 'PAYHOOKS_POLL_INTERVAL', default: '1s', doc: 'How often an idle worker looks for due work when no wake-up arrives.', parse: durationIn(10, 60_000) },
+  {
+    key: 'publicUrl', env: 'PAYHOOKS_PUBLIC_URL', default: undefined,
+    doc: 'Public base URL of the hosted checkout pages (`url` of a checkout session), e.g. https://pay.example.com. Unset: the address the server listens on.',
+    parse: (raw: string, env: string) => publicUrl(raw, env),
+  },
+  { key: 'expiryIntervalMs', env: 'PAYHOOKS_EXPIRY_INTERVAL', default: '10s', doc: 'How often workers expire open checkout sessions past `expires_at` (at most 1m).', parse: durationIn(100, 60_000) },
   { key: 'leaseMs', env: 'PAYHOOKS_LEASE', default: '60s', doc: 'How long a claimed delivery is leased to a worker; a dead worker\'s leases expire after this.', parse: durationIn(1000, 3_600_000) },
   { key: 'dbWaitMs', env: 'PAYHOOKS_DB_WAIT', default: '60s', doc: 'How long a command started while PostgreSQL is unreachable waits for it (retrying with backoff, one log line per try) before exiting; 0s = fail at once.', parse: durationIn(0, 86_400_000) },
 ] as const satisfies readonly Setting<keyof Config>[];

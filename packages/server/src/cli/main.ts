@@ -11,6 +11,8 @@ import { describeDbError } from '../db/faults.ts';
 import { buildApp } from '../api/app.ts';
 import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
+import { runTrigger } from './trigger.ts';
+import { EVENT_TYPES } from '@payhooks/contract';
 
 /** Config from the environment, with `--dev` applied on top. Exits 1 with the reason if invalid. */
 function config(overrides: Partial<Config> = {}): Config {
@@ -32,11 +34,15 @@ async function serve(options: { dev?: boolean; port?: string; host?: string; wor
   const { ctx } = runtime;
   const app = await buildApp(ctx);
   const worker = options.worker === false ? null : ctx.createWorker();
+  // Checkout sessions past expires_at are expired by whatever runs workers.
+  const expiry = options.worker === false ? null : ctx.createExpiryJob();
   const dev = cfg.dev ? await ensureDevPlatform(ctx) : null;
   const address = await app.listen({ port: cfg.port, host: cfg.host });
   await worker?.start();
+  expiry?.start();
   onStopSignal(ctx.logger, async () => {
     await app.close(); // stop taking requests first
+    await expiry?.stop();
     await worker?.stop(); // then let in-flight attempts finish and be recorded
     await runtime.close();
   });
@@ -57,7 +63,10 @@ async function workerCommand(options: { processes?: string }) {
   const runtime = await openRuntime({ config: cfg, workers: count });
   const workers = Array.from({ length: count }, () => runtime.ctx.createWorker());
   await Promise.all(workers.map((w) => w.start()));
+  const expiry = runtime.ctx.createExpiryJob();
+  expiry.start();
   onStopSignal(runtime.ctx.logger, async () => {
+    await expiry.stop();
     await Promise.all(workers.map((w) => w.stop()));
     await runtime.close();
   });
@@ -130,6 +139,21 @@ export function buildCli(): Command {
       } finally {
         await database.close();
       }
+    });
+
+  program
+    .command('trigger')
+    .description(`emit a sandbox event for real on a running payhooks (over HTTP): ${EVENT_TYPES.join(', ')}`)
+    .argument('<event-type>', 'the event type to emit')
+    .requiredOption('--api-key <key>', 'a sandbox API key (sk_test_…)')
+    .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')
+    .option('--double-delivery', 'deliver each event twice to every endpoint (the double-delivery case)')
+    .option('--json', 'print one JSON object instead of progress lines')
+    .action(async (type: string, opts: { apiKey: string; url: string; doubleDelivery?: boolean; json?: boolean }) => {
+      const result = await runTrigger(type, { apiKey: opts.apiKey, url: opts.url, doubleDelivery: opts.doubleDelivery === true }, (line) => {
+        if (!opts.json) process.stdout.write(line + '\n');
+      });
+      if (opts.json) process.stdout.write(JSON.stringify(result) + '\n');
     });
 
   const admin = program.command('admin').description('operator commands');

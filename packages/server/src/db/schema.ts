@@ -1,4 +1,4 @@
-import { boolean, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { boolean, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp } from 'drizzle-orm/pg-core';
 
 /**
  * drizzle mirror of the numbered SQL migrations in ./migrations (the SQL is the source of
@@ -98,6 +98,8 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   lastAttemptAt: ts('last_attempt_at'),
   createdAt: ts('created_at').notNull(),
   updatedAt: ts('updated_at').notNull(),
+  /** 0003: 1, or 2 for the second delivery of a double-delivered event (spec 6.2 rule 5). */
+  copy: smallint('copy').notNull().default(1),
 });
 
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -119,3 +121,49 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;
+
+// 0003: payments and checkout sessions (issue 7); 0003 also adds `webhookDeliveries.copy` above.
+
+export type PaymentStatusValue = 'created' | 'requires_action' | 'under_review' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'expired';
+
+export const payments = pgTable('payments', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  merchantId: text('merchant_id').notNull(),
+  status: text('status').$type<PaymentStatusValue>().notNull(),
+  amount: text('amount').notNull(),
+  assetCode: text('asset_code').notNull(),
+  /** The metadata object's JSON text, echoed as stored. */
+  metadata: text('metadata').notNull(),
+  checkoutSessionId: text('checkout_session_id'),
+  doubleDelivery: boolean('double_delivery').notNull(),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+});
+
+export type PaymentRow = typeof payments.$inferSelect;
+
+export type CheckoutSessionStatus = 'open' | 'complete' | 'expired';
+
+export const checkoutSessions = pgTable('checkout_sessions', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  merchantId: text('merchant_id').notNull(),
+  status: text('status').$type<CheckoutSessionStatus>().notNull(),
+  amount: text('amount').notNull(),
+  assetCode: text('asset_code').notNull(),
+  metadata: text('metadata').notNull(),
+  paymentId: text('payment_id').notNull(),
+  url: text('url').notNull(),
+  successUrl: text('success_url').notNull(),
+  cancelUrl: text('cancel_url'),
+  doubleDelivery: boolean('double_delivery').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+  completedAt: ts('completed_at'),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+});
+
+export type CheckoutSessionRow = typeof checkoutSessions.$inferSelect;

@@ -27,7 +27,9 @@ beforeAll(async () => {
   const endpoint = (await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 'https://merchant.example.com/hooks', enabled_events: ['*'] })).body;
   const { event } = await publish(svc.ctx, p.merchant_id);
   const [delivery] = (await svc.api(p.keys.sandbox, 'GET', '/api/v1/webhook_deliveries')).body.data;
-  ids = { endpoint: endpoint.id, event: event.id, delivery: delivery.id };
+  const payment = (await svc.api(p.keys.sandbox, 'POST', '/api/v1/payments', { amount: '10.00', asset_code: 'USDC.ETH' })).body;
+  const session = (await svc.api(p.keys.sandbox, 'POST', '/api/v1/checkout_sessions', { amount: '10.00', asset_code: 'USDC.ETH', success_url: 'https://shop.example.com/ok' })).body;
+  ids = { endpoint: endpoint.id, event: event.id, delivery: delivery.id, payment: payment.id, session: session.id };
   routes = routesOf(svc.app);
 });
 afterAll(async () => svc?.close());
@@ -128,6 +130,9 @@ describe('requests the HTTP parser refuses get our error shape', () => {
   });
 });
 
+/** Routes of pages for a browser, not the JSON API. */
+const BROWSER_PAGES = /^\/(checkout|portal)(\/|$)/;
+
 describe('fuzz: every route, no 5xx', () => {
   // Strings that include lone surrogates, NULs and other control characters.
   const nasty = fc.string({
@@ -150,7 +155,7 @@ describe('fuzz: every route, no 5xx', () => {
   })).value;
   const auth = () =>
     fc.constantFrom<Array<string | undefined>>([p.keys.sandbox, p.keys.live, INTERNAL_TOKEN, 'sk_test_nope', undefined]).chain((keys) => fc.constantFrom(...keys));
-  const param = () => fc.oneof(fc.constantFrom(ids.endpoint, ids.event, ids.delivery, 'pay_x', 'cs_x'), nasty.filter((s) => s.length > 0));
+  const param = () => fc.oneof(fc.constantFrom(ids.endpoint, ids.event, ids.delivery, ids.payment, ids.session, 'pay_x', 'cs_x'), nasty.filter((s) => s.length > 0));
 
   /**
    * Valid bodies of the routes that take one, keyed by `METHOD url`. Mutating one field of a
@@ -160,6 +165,10 @@ describe('fuzz: every route, no 5xx', () => {
   const templates = (): Record<string, Record<string, unknown>> => ({
     'POST /api/v1/webhook_endpoints': { url: 'https://m.example.com/h', enabled_events: ['*'], description: 'd', metadata: { order: 'o1' } },
     'PATCH /api/v1/webhook_endpoints/:id': { url: 'https://m.example.com/h2', enabled_events: ['payment.succeeded'], description: 'd', metadata: { order: 'o2' }, status: 'enabled' },
+    'POST /api/v1/payments': { amount: '25.00', asset_code: 'USDC.ETH', metadata: { order_id: 'o4' } },
+    'POST /api/v1/checkout_sessions': { amount: '25.00', asset_code: 'USDC-E.ARB', metadata: { order_id: 'o5' }, success_url: 'https://shop.example.com/ok', cancel_url: 'https://shop.example.com/cart', expires_in: 600 },
+    'POST /api/v1/sandbox/payments/:id/simulate': { status: 'processing', double_delivery: true },
+    'POST /internal/v1/payments/:id/transitions': { status: 'under_review' },
     'POST /internal/v1/events': {
       type: 'payment.succeeded', merchant_id: p.merchant_id, environment: 'sandbox',
       data: { object: { id: 'pay_fuzz', object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: 'o3' } } },
@@ -175,7 +184,7 @@ describe('fuzz: every route, no 5xx', () => {
     let at: any = copy;
     for (const k of path.slice(0, -1)) at = at[k];
     if (path.length > 0) at[path.at(-1)!] = value;
-    if (extraKey !== null) at[extraKey] = value;
+    if (extraKey !== null && !Array.isArray(at)) at[extraKey] = value;
     return copy;
   };
 
@@ -208,7 +217,10 @@ describe('fuzz: every route, no 5xx', () => {
         const what = `${r.route.method} ${path}?${qs} body=${JSON.stringify(r.body)} -> ${res.statusCode} ${text.slice(0, 300)}`;
         n++;
         expect(res.statusCode, what).toBeLessThan(500);
-        if (res.statusCode >= 400) {
+        if (res.statusCode >= 400 && BROWSER_PAGES.test(r.route.url)) {
+          // Pages a person's browser opens (the hosted checkout, the portal's UI) answer errors as pages.
+          expect(res.headers['content-type'], what).toMatch(/^(text\/html|application\/json)/);
+        } else if (res.statusCode >= 400) {
           expect(res.headers['content-type'], what).toMatch(/^application\/json/);
           expectErrorShape(JSON.parse(text), what);
         }
