@@ -1,9 +1,9 @@
 // npm start. Settings (see README.md):
 //   PAYHOOKS_API_KEY=sk_test_...        the key from payhooks' banner (server-side only)
 //   PAYHOOKS_WEBHOOK_SECRET=whsec_...   the endpoint's signing secret (comma-separated during a rotation)
-//   PAYHOOKS_URL=http://localhost:8080  where payhooks' API is
+//   PAYHOOKS_URL=http://127.0.0.1:8080  where payhooks' API is
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/merchant_shop   the shop's own database
-//   PORT=4343, SHOP_URL=http://localhost:4343 (the address customers and payhooks use)
+//   PORT=4343, SHOP_URL=http://127.0.0.1:4343 (the address customers and payhooks use)
 import pg from 'pg';
 import { createShop } from './src/app.js';
 
@@ -25,8 +25,8 @@ try {
     pool,
     apiKey: env.PAYHOOKS_API_KEY,
     webhookSecret: env.PAYHOOKS_WEBHOOK_SECRET.split(',').map((s) => s.trim()),
-    payhooksUrl: env.PAYHOOKS_URL ?? 'http://localhost:8080',
-    publicUrl: env.SHOP_URL ?? `http://localhost:${port}`,
+    payhooksUrl: env.PAYHOOKS_URL ?? 'http://127.0.0.1:8080',
+    publicUrl: env.SHOP_URL ?? `http://127.0.0.1:${port}`,
   });
 } catch (error) {
   console.error(`The shop could not prepare its database: ${error.message}. Create it with \`createdb merchant_shop\` or set DATABASE_URL.`);
@@ -34,7 +34,7 @@ try {
 }
 
 const server = shop.app.listen(port, () => {
-  const url = `http://localhost:${server.address().port}`;
+  const url = `http://127.0.0.1:${server.address().port}`;
   console.log(`shop listening on ${url} (webhooks at ${url}/webhooks/payhooks)`);
 });
 
