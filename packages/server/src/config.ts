@@ -36,6 +36,10 @@ export interface Config {
   pollIntervalMs: number;
   /** How long a claimed delivery stays leased to a worker before another may take it, ms. */
   leaseMs: number;
+  /** Public base URL of hosted checkout pages; undefined = the address the server listens on. */
+  publicUrl: string | undefined;
+  /** How often workers look for checkout sessions past `expires_at`, ms (at most a minute). */
+  expiryIntervalMs: number;
 }
 
 interface Setting<K extends keyof Config> {
@@ -92,6 +96,17 @@ function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
+function publicUrl(raw: string, env: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return fail(env, raw, 'an absolute http(s) URL such as https://pay.example.com');
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username) fail(env, raw, 'an http(s) base URL without query, fragment or credentials');
+  return raw.replace(/\/+$/, '');
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SETTINGS = [
@@ -124,6 +139,12 @@ export const SETTINGS = [
   { key: 'endpointConcurrency', env: 'PAYHOOKS_ENDPOINT_CONCURRENCY', default: '10', doc: 'Most attempts in flight to one endpoint per worker process.', parse: int(1, 1000) },
   { key: 'workerConcurrency', env: 'PAYHOOKS_WORKER_CONCURRENCY', default: '200', doc: 'Most attempts in flight per worker process.', parse: int(1, 10_000) },
   { key: 'pollIntervalMs', env: 'PAYHOOKS_POLL_INTERVAL', default: '1s', doc: 'How often an idle worker looks for due work when no wake-up arrives.', parse: durationIn(10, 60_000) },
+  {
+    key: 'publicUrl', env: 'PAYHOOKS_PUBLIC_URL', default: undefined,
+    doc: 'Public base URL of the hosted checkout pages (`url` of a checkout session), e.g. https://pay.example.com. Unset: the address the server listens on.',
+    parse: (raw: string, env: string) => publicUrl(raw, env),
+  },
+  { key: 'expiryIntervalMs', env: 'PAYHOOKS_EXPIRY_INTERVAL', default: '10s', doc: 'How often workers expire open checkout sessions past `expires_at` (at most 1m).', parse: durationIn(100, 60_000) },
   { key: 'leaseMs', env: 'PAYHOOKS_LEASE', default: '60s', doc: 'How long a claimed delivery is leased to a worker; a dead worker\'s leases expire after this.', parse: durationIn(1000, 3_600_000) },
 ] as const satisfies readonly Setting<keyof Config>[];
 

@@ -10,6 +10,9 @@ import { DeliveryMetrics } from './delivery/metrics.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
 import { Sender } from './delivery/sender.ts';
 import type { Resolver } from './delivery/safe-lookup.ts';
+import { PaymentService } from './payments/service.ts';
+import { CheckoutService } from './payments/checkout.ts';
+import { ExpiryJob } from './payments/expiry.ts';
 
 /**
  * Everything a request handler or worker needs, built once at start and passed down
@@ -26,8 +29,17 @@ export interface ServiceContext {
   deliveries: DeliveryService;
   sender: Sender;
   metrics: DeliveryMetrics;
+  payments: PaymentService;
+  checkout: CheckoutService;
+  /**
+   * Base of hosted checkout URLs: PAYHOOKS_PUBLIC_URL, else the address the HTTP server
+   * listens on (set by the app when it starts listening).
+   */
+  publicUrl: string | undefined;
   /** A new worker on this context (not started). */
   createWorker(): DeliveryWorker;
+  /** The checkout-session expiry job that runs beside workers (not started). */
+  createExpiryJob(): ExpiryJob;
   /** Closes what the context opened (HTTP agent); the database belongs to the caller. */
   close(): Promise<void>;
 }
@@ -47,6 +59,11 @@ export function createContext(options: { config: Config; database: Database; clo
     ...(options.resolver ? { resolver: options.resolver } : {}),
   });
   const metrics = new DeliveryMetrics(database, clock);
+  const payments = new PaymentService(database.db, clock);
+  const checkout = new CheckoutService(database.db, clock, payments, {
+    publicUrl: () => ctx.publicUrl ?? `http://${config.host}:${config.port}`,
+    allowHttpLive: config.dev || config.allowHttpUrls,
+  });
   const ctx: ServiceContext = {
     config,
     database,
@@ -58,7 +75,11 @@ export function createContext(options: { config: Config; database: Database; clo
     deliveries: new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics),
     sender,
     metrics,
+    payments,
+    checkout,
+    publicUrl: config.publicUrl,
     createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
+    createExpiryJob: () => new ExpiryJob({ database, checkout, logger, intervalMs: config.expiryIntervalMs }),
     close: () => sender.close(),
   };
   return ctx;

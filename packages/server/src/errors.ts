@@ -9,6 +9,8 @@ export const ERROR_KINDS = {
   forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
   conflict: { status: 409, type: 'idempotency_error' },
+  /** The object is not in a state that allows the operation (e.g. an illegal payment transition). */
+  invalid_state: { status: 409, type: 'invalid_request_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   unprocessable: { status: 422, type: 'invalid_request_error' },

@@ -14,6 +14,12 @@ import { WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpo
 import { DeliverySchema, webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
 import { eventRoutes } from './v1/events.ts';
 import { internalEventRoutes } from './internal/events.ts';
+import { internalPaymentRoutes } from './internal/payments.ts';
+import { paymentRoutes } from './v1/payments.ts';
+import { checkoutSessionRoutes } from './v1/checkout-sessions.ts';
+import { sandboxRoutes } from './v1/sandbox.ts';
+import { PaymentSchema, CheckoutSessionSchema } from './v1/payment-schemas.ts';
+import { checkoutPageRoutes } from './checkout/page.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,7 +40,7 @@ function validators() {
   const options = { allErrors: false, useDefaults: true, strict: false };
   const body = new Ajv({ ...options, coerceTypes: false, removeAdditional: false });
   const query = new Ajv({ ...options, coerceTypes: true, removeAdditional: false });
-  for (const ajv of [body, query]) ajv.addSchema([ErrorSchema, WebhookEndpointSchema, DeliverySchema]);
+  for (const ajv of [body, query]) ajv.addSchema([ErrorSchema, WebhookEndpointSchema, DeliverySchema, PaymentSchema, CheckoutSessionSchema]);
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? body : query).compile(schema);
 }
 
@@ -59,11 +65,20 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   app.addSchema(ErrorSchema);
   app.addSchema(WebhookEndpointSchema);
   app.addSchema(DeliverySchema);
+  app.addSchema(PaymentSchema);
+  app.addSchema(CheckoutSessionSchema);
+
+  // Hosted checkout URLs need an absolute base: PAYHOOKS_PUBLIC_URL, else where we listen.
+  app.addHook('onListen', async () => {
+    if (ctx.publicUrl) return;
+    const address = app.addresses()[0];
+    if (address && typeof address !== 'string') ctx.publicUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  });
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'payhooks management API', version: 'v1', description: 'Webhook endpoint management (spec 4.1).' },
+      info: { title: 'payhooks management API', version: 'v1', description: 'Webhook endpoint management (spec 4.1), payments, checkout sessions and the sandbox.' },
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'sk_live_… or sk_test_… API key' } } },
     },
     refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
@@ -76,6 +91,8 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
   );
   await app.register(internalEventRoutes(ctx), { prefix: '/internal/v1' });
+  await app.register(internalPaymentRoutes(ctx), { prefix: '/internal/v1' });
+  await app.register(checkoutPageRoutes(ctx));
 
   const limiter = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
   const failedAuth = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
@@ -95,6 +112,9 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
       await v1.register(webhookEndpointRoutes(ctx));
       await v1.register(webhookDeliveryRoutes(ctx));
       await v1.register(eventRoutes(ctx));
+      await v1.register(paymentRoutes(ctx));
+      await v1.register(checkoutSessionRoutes(ctx));
+      await v1.register(sandboxRoutes(ctx));
     },
     { prefix: '/api/v1' },
   );

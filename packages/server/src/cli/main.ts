@@ -24,11 +24,15 @@ async function serve(options: { dev?: boolean; port?: string; host?: string; wor
   const { ctx } = runtime;
   const app = await buildApp(ctx);
   const worker = options.worker === false ? null : ctx.createWorker();
+  // Checkout sessions past expires_at are expired by whatever runs workers.
+  const expiry = options.worker === false ? null : ctx.createExpiryJob();
   const dev = cfg.dev ? await ensureDevPlatform(ctx) : null;
   const address = await app.listen({ port: cfg.port, host: cfg.host });
   await worker?.start();
+  expiry?.start();
   onStopSignal(ctx.logger, async () => {
     await app.close(); // stop taking requests first
+    await expiry?.stop();
     await worker?.stop(); // then let in-flight attempts finish and be recorded
     await runtime.close();
   });
@@ -49,7 +53,10 @@ async function workerCommand(options: { processes?: string }) {
   const runtime = await openRuntime({ config: cfg });
   const workers = Array.from({ length: count }, () => runtime.ctx.createWorker());
   await Promise.all(workers.map((w) => w.start()));
+  const expiry = runtime.ctx.createExpiryJob();
+  expiry.start();
   onStopSignal(runtime.ctx.logger, async () => {
+    await expiry.stop();
     await Promise.all(workers.map((w) => w.stop()));
     await runtime.close();
   });

@@ -115,3 +115,51 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;
+
+// 0003: payments and checkout sessions (issue 7). 0003 also adds `webhook_deliveries.copy`
+// (smallint, 1 or 2: the second delivery of a double-delivered event); only hand-written SQL
+// reads it, so it is not mirrored on `webhookDeliveries` above.
+
+export type PaymentStatusValue = 'created' | 'requires_action' | 'under_review' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'expired';
+
+export const payments = pgTable('payments', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  merchantId: text('merchant_id').notNull(),
+  status: text('status').$type<PaymentStatusValue>().notNull(),
+  amount: text('amount').notNull(),
+  assetCode: text('asset_code').notNull(),
+  /** The metadata object's JSON text, echoed as stored. */
+  metadata: text('metadata').notNull(),
+  checkoutSessionId: text('checkout_session_id'),
+  doubleDelivery: boolean('double_delivery').notNull(),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+});
+
+export type PaymentRow = typeof payments.$inferSelect;
+
+export type CheckoutSessionStatus = 'open' | 'complete' | 'expired';
+
+export const checkoutSessions = pgTable('checkout_sessions', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  merchantId: text('merchant_id').notNull(),
+  status: text('status').$type<CheckoutSessionStatus>().notNull(),
+  amount: text('amount').notNull(),
+  assetCode: text('asset_code').notNull(),
+  metadata: text('metadata').notNull(),
+  paymentId: text('payment_id').notNull(),
+  url: text('url').notNull(),
+  successUrl: text('success_url').notNull(),
+  cancelUrl: text('cancel_url'),
+  doubleDelivery: boolean('double_delivery').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+  completedAt: ts('completed_at'),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+});
+
+export type CheckoutSessionRow = typeof checkoutSessions.$inferSelect;

@@ -23,7 +23,7 @@ export interface PublishResult {
  * Platform and environment subscribed to its type or `*`. If the caller's transaction rolls
  * back, nothing was published. With `idempotencyKey`, a second publish returns the first event.
  */
-export async function publishEvent(tx: Tx, input: EventInput & { idempotencyKey?: string | undefined }, now: Date): Promise<PublishResult> {
+export async function publishEvent(tx: Tx, input: EventInput & { idempotencyKey?: string | undefined; copies?: 1 | 2 | undefined }, now: Date): Promise<PublishResult> {
   validateEventInput(input);
   // 1. The merchant's Platform and, in the same round trip, the endpoints that get this event.
   const targets = await tx
@@ -43,6 +43,11 @@ export async function publishEvent(tx: Tx, input: EventInput & { idempotencyKey?
   if (targets.length === 0) throw new AppError('invalid_request', 'resource_missing', `No such merchant: '${input.merchantId}'.`, { param: 'merchant_id' });
   const platformId = targets[0]!.platformId;
   const endpointIds = targets.flatMap((t) => (t.endpointId ? [t.endpointId] : []));
+  // Double delivery (spec 6.2 rule 5): copy 2 is a second delivery of the same event (same id,
+  // same stored body) to the same endpoint, with its own state and attempt log.
+  const copies = input.copies ?? 1;
+  const targetIds = endpointIds.flatMap((e) => Array.from({ length: copies }, () => e));
+  const copyNumbers = endpointIds.flatMap(() => Array.from({ length: copies }, (_, i) => i + 1));
 
   // 2. The event, its deliveries and the wake-up in one statement. With an idempotency key
   //    already used, ON CONFLICT leaves `ev` empty, so no delivery and no NOTIFY either. The
@@ -56,10 +61,11 @@ export async function publishEvent(tx: Tx, input: EventInput & { idempotencyKey?
       ON CONFLICT DO NOTHING
       RETURNING id
     ), d AS (
-      INSERT INTO webhook_deliveries (id, event_id, endpoint_id, platform_id, environment, state, attempt_count,
+      INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count,
                                       automatic_attempts, next_attempt_at, due_at, created_at, updated_at)
-      SELECT v.id, ev.id, v.endpoint_id, ${platformId}, ${input.environment}, 'pending', 0, 0, ${now}, ${now}, ${now}, ${now}
-      FROM ev CROSS JOIN unnest(${sql.param(endpointIds.map(() => newId('webhookDelivery')))}::text[], ${sql.param(endpointIds)}::text[]) AS v(id, endpoint_id)
+      SELECT v.id, ev.id, v.endpoint_id, v.copy, ${platformId}, ${input.environment}, 'pending', 0, 0, ${now}, ${now}, ${now}, ${now}
+      FROM ev CROSS JOIN unnest(${sql.param(targetIds.map(() => newId('webhookDelivery')))}::text[], ${sql.param(targetIds)}::text[],
+                                ${sql.param(copyNumbers)}::smallint[]) AS v(id, endpoint_id, copy)
       RETURNING 1
     ), n AS (
       SELECT pg_notify(${WAKE_CHANNEL}, '') FROM (SELECT 1 FROM d LIMIT 1) AS any_delivery
@@ -70,7 +76,7 @@ export async function publishEvent(tx: Tx, input: EventInput & { idempotencyKey?
     const earlier = await findByIdempotencyKey(tx, platformId, input.environment, input.idempotencyKey!);
     return { event: JSON.parse(earlier!.body) as WebhookEvent, deliveries: 0, replayed: true };
   }
-  return { event: envelope, deliveries: endpointIds.length, replayed: false };
+  return { event: envelope, deliveries: targetIds.length, replayed: false };
 }
 
 async function findByIdempotencyKey(tx: Tx, platformId: string, environment: string, key: string): Promise<EventRow | undefined> {

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';
@@ -39,6 +39,22 @@ export class SecretBox {
     decipher.setAAD(Buffer.from(associatedData, 'utf8'));
     decipher.setAuthTag(tagBytes);
     return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+  }
+
+  /**
+   * An HMAC-SHA256 tag of `data` for one `purpose` (e.g. the hosted page's CSRF token). The
+   * purpose is keyed in first, so a tag made for one purpose never verifies for another.
+   */
+  tag(purpose: string, data: string): string {
+    const subkey = createHmac('sha256', this.#key).update(`payhooks tag: ${purpose}`).digest();
+    return createHmac('sha256', subkey).update(data, 'utf8').digest('base64url');
+  }
+
+  /** Constant-time check of a `tag`. */
+  verifyTag(purpose: string, data: string, candidate: string): boolean {
+    const expected = Buffer.from(this.tag(purpose, data));
+    const given = Buffer.from(candidate);
+    return given.length === expected.length && timingSafeEqual(given, expected);
   }
 }
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REQUIRED_LIVE_EVENT_TYPES } from '@payhooks/contract';
 import { ManualClock, startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
-import { payment, publish } from '../helpers/publish.ts';
+import { checkoutSession, payment, publish } from '../helpers/publish.ts';
 import { publishEvent } from '../../src/events/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
@@ -208,7 +208,7 @@ describe('delivery log and events API (spec 2.4)', () => {
     const q = await svc.platform('events');
     await endpoint(q.keys.sandbox, ['*'], '/events-bytes');
     const { event } = await publish(svc.ctx, q.merchant_id, { object: payment({ metadata: { note: 'ä "quoted" </script>' } }) });
-    await publish(svc.ctx, q.merchant_id, { type: 'checkout_session.completed', object: { id: 'cs_1', object: 'checkout_session', status: 'complete' } });
+    await publish(svc.ctx, q.merchant_id, { type: 'checkout_session.completed', object: checkoutSession() });
     await worker.drain();
     const sent = receiver.requests.find((r) => r.path.endsWith('/events-bytes') && r.headers['service-event-id'] === event.id)!;
     const res = await fetch(`${svc.url}/api/v1/events/${event.id}`, { headers: { authorization: `Bearer ${q.keys.sandbox}` } });

@@ -1,10 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
-import { AppError } from '../../errors.ts';
 import { publishEvent } from '../../events/publish.ts';
 import { errorResponses } from '../v1/schemas.ts';
+import { internalAuth } from './auth.ts';
 
 const PublishBody = Type.Object(
   {
@@ -17,21 +16,12 @@ const PublishBody = Type.Object(
   { additionalProperties: false },
 );
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-
 /**
  * `POST /internal/v1/events`: lets a payment core in another process publish. Authenticated by
- * `Authorization: Bearer <PAYHOOKS_INTERNAL_TOKEN>`, compared in constant time (over digests, so
- * length differences don't leak either). Without a configured token the route answers 404.
+ * the internal token (auth.ts); without a configured token the route answers 404.
  */
 export const internalEventRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  const expected = ctx.config.internalToken ? digest(ctx.config.internalToken) : null;
-  // Authenticate before the body is validated, so an unauthenticated caller learns nothing.
-  app.addHook('onRequest', async (req) => {
-    if (!expected) throw new AppError('not_found', 'route_not_found', 'The internal events API is disabled: set PAYHOOKS_INTERNAL_TOKEN to enable it.');
-    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
-    if (!m || !timingSafeEqual(digest(m[1]!), expected)) throw new AppError('authentication', 'invalid_internal_token', 'A valid `Authorization: Bearer <PAYHOOKS_INTERNAL_TOKEN>` is required.');
-  });
+  app.addHook('onRequest', internalAuth(ctx));
   app.post(
     '/events',
     { bodyLimit: 256 * 1024, schema: { hide: true, body: PublishBody, response: { 201: Type.Object({}, { additionalProperties: true }), ...errorResponses(400, 401, 404, 413) } } },

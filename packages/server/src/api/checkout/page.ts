@@ -1,0 +1,108 @@
+import formbody from '@fastify/formbody';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
+import { AppError } from '../../errors.ts';
+import { successRedirect } from '../../payments/checkout.ts';
+import { formatEventTimestamp } from '@payhooks/contract';
+import { checkoutPage, errorPage, STYLESHEET, STYLESHEET_PATH } from './render.ts';
+
+const CSRF_PURPOSE = 'checkout-csrf';
+
+/**
+ * The CSP of every checkout page: no script at all, styles only from our stylesheet, no
+ * framing, and forms may post only here. Chromium also applies `form-action` to the redirect a
+ * form POST answers with, so the merchant's success and cancel origins are listed too.
+ */
+function securityHeaders(reply: FastifyReply, formTargets: string[] = []): FastifyReply {
+  const origins = [...new Set(formTargets.map((u) => new URL(u).origin))].join(' ');
+  return reply.headers({
+    'content-security-policy': `default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'${origins ? ` ${origins}` : ''}; frame-ancestors 'none'; base-uri 'none'`,
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    // The cs_ id in the page URL is the customer's access: never leak it to the next site.
+    'referrer-policy': 'no-referrer',
+    'cache-control': 'no-store',
+  });
+}
+
+function sendError(reply: FastifyReply, status: number, title: string, message: string) {
+  return securityHeaders(reply).code(status).type('text/html; charset=utf-8').send(errorPage(title, message));
+}
+
+interface FormBody {
+  csrf_token?: string;
+}
+
+/**
+ * The hosted checkout page at a session's `url` (`/checkout/cs_…`): server-rendered HTML, no
+ * API key (the unguessable session id is the customer's access). In sandbox it has Pay, Fail
+ * and Cancel forms; each POST carries a CSRF token, an HMAC of the session id under the
+ * server's key, so a POST can only come from a page this server rendered for that session.
+ */
+export const checkoutPageRoutes = (ctx: ServiceContext) => async (app: FastifyInstance) => {
+  await app.register(formbody, { bodyLimit: 4096 });
+
+  app.setErrorHandler((err, _req, reply) => {
+    if (err instanceof AppError) {
+      const title = err.status === 404 ? 'Checkout not found' : err.status === 403 ? 'Not available' : 'Checkout unavailable';
+      return sendError(reply, err.status, title, err.message);
+    }
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status && status >= 400 && status < 500) return sendError(reply, status, 'Bad request', 'The form could not be read; reload the page and try again.');
+    reply.log.error({ err }, 'checkout page error');
+    return sendError(reply, 500, 'Something went wrong', 'Something went wrong on our side; reload the page.');
+  });
+
+  app.get(STYLESHEET_PATH, async (_req, reply) => reply.headers({ 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=3600' }).type('text/css; charset=utf-8').send(STYLESHEET));
+
+  app.get<{ Params: { id: string } }>('/checkout/:id', async (req, reply) => {
+    const found = await ctx.checkout.forPage(req.params.id);
+    if (!found) return sendError(reply, 404, 'Checkout not found', 'No such checkout session. Check the link the shop gave you.');
+    const { session, payment, merchantName } = found;
+    const expired = session.status === 'expired' || (session.status === 'open' && session.expiresAt <= ctx.clock.now());
+    const page = checkoutPage({
+      merchantName,
+      sessionId: session.id,
+      sessionStatus: expired ? 'expired' : session.status,
+      paymentStatus: payment.status,
+      amount: session.amount,
+      assetCode: session.assetCode,
+      environment: session.environment,
+      hasCancelUrl: session.cancelUrl !== null,
+      csrfToken: ctx.secrets.tag(CSRF_PURPOSE, session.id),
+      expiresAt: formatEventTimestamp(session.expiresAt),
+    });
+    return securityHeaders(reply, [session.successUrl, ...(session.cancelUrl ? [session.cancelUrl] : [])]).type('text/html; charset=utf-8').send(page);
+  });
+
+  const checkCsrf = (id: string, body: FormBody | undefined) => {
+    const token = typeof body?.csrf_token === 'string' ? body.csrf_token : '';
+    if (!ctx.secrets.verifyTag(CSRF_PURPOSE, id, token)) {
+      throw new AppError('forbidden', 'csrf_token_invalid', 'This form has expired or did not come from the checkout page; reload the page and try again.');
+    }
+  };
+
+  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/pay', async (req, reply) => {
+    checkCsrf(req.params.id, req.body);
+    const session = await ctx.database.db.transaction((tx) => ctx.checkout.pay(req.params.id, tx));
+    // The redirect and the webhooks race (spec 1): the shop must credit only on a verified
+    // webhook or a server-side GET of the payment, never on this redirect.
+    return securityHeaders(reply, [session.successUrl]).redirect(successRedirect(session.successUrl, session.id), 303);
+  });
+
+  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/fail', async (req, reply) => {
+    checkCsrf(req.params.id, req.body);
+    const session = await ctx.database.db.transaction((tx) => ctx.checkout.fail(req.params.id, tx));
+    return securityHeaders(reply).redirect(`/checkout/${session.id}`, 303);
+  });
+
+  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/cancel', async (req, reply) => {
+    checkCsrf(req.params.id, req.body);
+    const found = await ctx.checkout.forPage(req.params.id);
+    if (!found) throw new AppError('not_found', 'resource_missing', 'No such checkout session.');
+    // Like Stripe's cancel_url: the customer goes back to the shop; the session stays open
+    // until it expires (or is paid from another tab).
+    const target = found.session.cancelUrl ?? `/checkout/${found.session.id}`;
+    return securityHeaders(reply, found.session.cancelUrl ? [found.session.cancelUrl] : []).redirect(target, 303);
+  });
+};

@@ -1,0 +1,34 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { ServiceContext } from '../../context.ts';
+import { toPayment } from '../../payments/objects.ts';
+import { paymentId } from '../../payments/service.ts';
+import { IdParams, errorResponses } from '../v1/schemas.ts';
+import { PaymentSchema, PaymentStatusSchema } from '../v1/payment-schemas.ts';
+import { internalAuth } from './auth.ts';
+
+const TransitionBody = Type.Object(
+  {
+    status: PaymentStatusSchema,
+    double_delivery: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * `POST /internal/v1/payments/:id/transitions`: the operator's payment rails move live (and
+ * sandbox) payments through the state machine. Any Platform's payment, by id; internal token.
+ */
+export const internalPaymentRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
+  app.addHook('onRequest', internalAuth(ctx));
+  app.post(
+    '/payments/:id/transitions',
+    { schema: { hide: true, params: IdParams, body: TransitionBody, response: { 200: Type.Ref(PaymentSchema), ...errorResponses(400, 401, 404, 409) } } },
+    async (req) => {
+      const body: Static<typeof TransitionBody> = req.body;
+      const id = paymentId(req.params.id);
+      const row = await ctx.database.db.transaction((tx) => ctx.payments.transition(tx, { id }, body.status, { doubleDelivery: body.double_delivery }));
+      return toPayment(row);
+    },
+  );
+};

@@ -1,0 +1,61 @@
+import { Type } from '@sinclair/typebox';
+import { CHECKOUT_SESSION_STATUSES, PAYMENT_STATUSES } from '../../payments/state-machine.ts';
+import { Metadata, Timestamp } from './schemas.ts';
+
+/** Schemas of payments and checkout sessions (TypeBox; they also feed the OpenAPI document). */
+
+const Environment = Type.Union([Type.Literal('live'), Type.Literal('sandbox')]);
+const StringMap = Type.Record(Type.String(), Type.String());
+
+export const PaymentStatusSchema = Type.Union(PAYMENT_STATUSES.map((s) => Type.Literal(s)));
+
+export const PaymentSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Prefix pay_' }),
+    object: Type.Literal('payment'),
+    status: PaymentStatusSchema,
+    amount: Type.String({ description: 'Decimal string with two decimals, e.g. "25.00"' }),
+    asset_code: Type.String({ description: '<ASSET>.<NETWORK>, e.g. "USDC.ETH"' }),
+    metadata: StringMap,
+    merchant_id: Type.String(),
+    environment: Environment,
+    checkout_session: Type.Union([Type.String(), Type.Null()], { description: 'The checkout session (cs_…) that created the payment, or null' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'Payment' },
+);
+
+export const CheckoutSessionSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Prefix cs_' }),
+    object: Type.Literal('checkout_session'),
+    status: Type.Union(CHECKOUT_SESSION_STATUSES.map((s) => Type.Literal(s))),
+    amount: Type.String(),
+    asset_code: Type.String(),
+    metadata: StringMap,
+    payment: Type.String({ description: 'The session\'s Payment (pay_…)' }),
+    url: Type.String({ description: 'The hosted checkout page' }),
+    success_url: Type.String(),
+    cancel_url: Type.Union([Type.String(), Type.Null()]),
+    expires_at: Timestamp,
+    completed_at: Type.Union([Timestamp, Type.Null()]),
+    merchant_id: Type.String(),
+    environment: Environment,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'CheckoutSession' },
+);
+
+/** Strings here are checked by the domain (payments/objects.ts), which says exactly what to send. */
+export const PaymentFields = {
+  amount: Type.String({ maxLength: 32, description: 'Decimal string, exactly two decimals, "0.01" to "999999999.99"' }),
+  asset_code: Type.String({ maxLength: 64, description: '<ASSET>.<NETWORK>: upper-case letters, digits and -, e.g. "USDC-E.ARB"' }),
+  metadata: Type.Optional(Metadata),
+  double_delivery: Type.Optional(Type.Boolean({ description: 'Sandbox only: deliver every event of this object twice (the double-delivery case).' })),
+};
+
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ description: 'Same key and body within 24 h returns the first response.' })),
+});

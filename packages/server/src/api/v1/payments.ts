@@ -1,0 +1,62 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { ServiceContext } from '../../context.ts';
+import { toPayment, type Payment } from '../../payments/objects.ts';
+import { paymentId } from '../../payments/service.ts';
+import { withIdempotency } from '../idempotency.ts';
+import { IdParams, ListOf, ListQuery, errorResponses } from './schemas.ts';
+import { IdempotencyHeaders, PaymentFields, PaymentSchema, PaymentStatusSchema } from './payment-schemas.ts';
+
+const CreateBody = Type.Object(PaymentFields, { additionalProperties: false });
+const ListPaymentsQuery = Type.Composite([ListQuery, Type.Object({ status: Type.Optional(PaymentStatusSchema) })], { additionalProperties: false });
+
+/** `/api/v1/payments`: create, retrieve, list and cancel, inside the calling key's Platform and environment. */
+export const paymentRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
+  const tags = ['payments'];
+  const security = [{ bearerAuth: [] }];
+
+  app.post(
+    '/payments',
+    { schema: { tags, security, summary: 'Create a payment (publishes payment.created)', headers: IdempotencyHeaders, body: CreateBody, response: { 201: Type.Ref(PaymentSchema), ...errorResponses(400, 401, 403, 409, 413, 429) } } },
+    async (req, reply) => {
+      const body: Static<typeof CreateBody> = req.body;
+      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: '/api/v1/payments', body }, async (tx) => ({
+        status: 201,
+        body: toPayment(await ctx.payments.create(req.scope, body, tx)),
+      }));
+      if (result.replayed) void reply.header('idempotent-replayed', 'true');
+      return reply.code(201).send(result.body as Payment);
+    },
+  );
+
+  app.get(
+    '/payments',
+    { schema: { tags, security, summary: 'List payments (newest first)', querystring: ListPaymentsQuery, response: { 200: ListOf(Type.Ref(PaymentSchema)), ...errorResponses(400, 401, 429) } } },
+    async (req) => ctx.payments.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after, status: req.query.status }),
+  );
+
+  app.get(
+    '/payments/:id',
+    { schema: { tags, security, summary: 'Retrieve a payment (the server-side check before crediting)', params: IdParams, response: { 200: Type.Ref(PaymentSchema), ...errorResponses(401, 404, 429) } } },
+    async (req) => ctx.payments.get(req.scope, req.params.id),
+  );
+
+  app.post(
+    '/payments/:id/cancel',
+    {
+      schema: {
+        tags, security, summary: 'Cancel a payment before money moves (publishes payment.cancelled)', params: IdParams, headers: IdempotencyHeaders,
+        response: { 200: Type.Ref(PaymentSchema), ...errorResponses(400, 401, 404, 409, 429) },
+      },
+    },
+    async (req, reply) => {
+      const id = paymentId(req.params.id);
+      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: `/api/v1/payments/${id}/cancel`, body: req.body ?? null }, async (tx) => ({
+        status: 200,
+        body: toPayment(await ctx.payments.transition(tx, { id, scope: req.scope }, 'cancelled')),
+      }));
+      if (result.replayed) void reply.header('idempotent-replayed', 'true');
+      return reply.code(200).send(result.body as Payment);
+    },
+  );
+};
