@@ -4,6 +4,7 @@
 //   PAYHOOKS_URL=http://127.0.0.1:8080  where payhooks' API is
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/merchant_shop   the shop's own database
 //   PORT=4343, SHOP_URL=http://127.0.0.1:4343 (the address customers and payhooks use)
+//   PAYHOOKS_DOUBLE_DELIVERY=true       sandbox: every checkout's events are delivered twice
 import pg from 'pg';
 import { createShop } from './src/app.js';
 
@@ -19,6 +20,9 @@ if (missing.length > 0) {
 
 const port = Number(env.PORT ?? 4343);
 const pool = new pg.Pool({ connectionString: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/merchant_shop' });
+// An idle connection the server drops (a restart, a failover) is replaced on the next query; without
+// this listener node-postgres would crash the process with it.
+pool.on('error', (error) => console.error(`[shop] idle database connection lost: ${error.message}`));
 let shop;
 try {
   shop = await createShop({
@@ -27,6 +31,7 @@ try {
     webhookSecret: env.PAYHOOKS_WEBHOOK_SECRET.split(',').map((s) => s.trim()),
     payhooksUrl: env.PAYHOOKS_URL ?? 'http://127.0.0.1:8080',
     publicUrl: env.SHOP_URL ?? `http://127.0.0.1:${port}`,
+    doubleDelivery: ['1', 'true', 'yes'].includes((env.PAYHOOKS_DOUBLE_DELIVERY ?? '').toLowerCase()),
   });
 } catch (error) {
   console.error(`The shop could not prepare its database: ${error.message}. Create it with \`createdb merchant_shop\` or set DATABASE_URL.`);

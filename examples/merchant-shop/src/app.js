@@ -21,11 +21,12 @@ const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'non
  *   apiKey: string,
  *   payhooksUrl: string,
  *   publicUrl: string,
+ *   doubleDelivery?: boolean,
  *   retryDelaysMs?: number[],
  *   log?: (message: string, error?: unknown) => void,
  * }} options
  */
-export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, publicUrl, retryDelaysMs, log = defaultLog }) {
+export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, publicUrl, doubleDelivery = false, retryDelaysMs, log = defaultLog }) {
   await migrate(pool);
   const store = pgStore({ pool }); // payhooks_events (seen evt_ ids, durable work) and payhooks_credits
   await store.migrate();
@@ -73,6 +74,7 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
         order,
         successUrl: `${shopUrl}/success`,
         cancelUrl: `${shopUrl}/orders/${order.id}`,
+        doubleDelivery,
       });
     } catch (error) {
       log(`checkout session for ${order.id} failed`, error);

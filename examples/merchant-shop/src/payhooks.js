@@ -44,7 +44,7 @@ export function payhooksClient({ baseUrl, apiKey, timeoutMs = 10_000 }) {
      * A checkout session for one order. The order id is the Idempotency-Key: a retried "Buy" request
      * for the same order gets the same session instead of a second one.
      */
-    createCheckoutSession: ({ order, successUrl, cancelUrl }) =>
+    createCheckoutSession: ({ order, successUrl, cancelUrl, doubleDelivery = false }) =>
       call(
         'POST',
         '/api/v1/checkout_sessions',
@@ -54,6 +54,8 @@ export function payhooksClient({ baseUrl, apiKey, timeoutMs = 10_000 }) {
           metadata: { order_id: order.id },
           success_url: successUrl,
           cancel_url: cancelUrl,
+          // Sandbox only: payhooks delivers every event of this checkout twice (same evt_ id).
+          ...(doubleDelivery ? { double_delivery: true } : {}),
         },
         { 'idempotency-key': `checkout-${order.id}` },
       ),

@@ -57,7 +57,8 @@ export interface Harness {
 
 export const RETRY_SCHEDULE_MS = [100, 100, 100, 100, 100, 100, 100];
 
-export async function startHarness(): Promise<Harness> {
+/** `doubleDelivery`: the shop creates its checkout sessions with the sandbox's double-delivery case. */
+export async function startHarness(options: { doubleDelivery?: boolean } = {}): Promise<Harness> {
   await ensureDist(); // the shop imports @payhooks/receiver as published: from dist
   // The shop listens on 127.0.0.1: allow private targets (development mode does the same).
   const svc = await startService({ allowPrivateUrls: true, retryScheduleMs: RETRY_SCHEDULE_MS });
@@ -65,6 +66,8 @@ export async function startHarness(): Promise<Harness> {
   const key = platform.keys.sandbox;
   const shopDb = await createPgDatabase(ADMIN_URL, 'merchant_shop_test');
   const pool = new pg.Pool({ connectionString: shopDb.url, max: 10 });
+  // Dropping the database at the end (WITH FORCE) ends connections that are still closing.
+  pool.on('error', () => {});
 
   let shop: Shop | undefined;
   let webhooksDown = false;
@@ -108,6 +111,7 @@ export async function startHarness(): Promise<Harness> {
     apiKey: key,
     payhooksUrl: svc.url,
     publicUrl: shopUrl,
+    doubleDelivery: options.doubleDelivery ?? false,
     retryDelaysMs: [50, 50, 50],
     log: () => {},
   })) as unknown as Shop;
