@@ -102,7 +102,7 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
           await fulfil(deps, payment, 'success_page');
           order = await orderById(pool, order.id);
         } else {
-          note = `The payment is ${payment.status}. This page updates by itself.`;
+          note = `payhooks reports the payment as ${payment.status}; this page updates by itself.`;
         }
       } catch (error) {
         log(`confirming ${order.id} on return failed`, error);

@@ -71,7 +71,7 @@ describe('examples/merchant-shop over HTTP', () => {
     const early = await page(`/success?checkout_session_id=${sessionId}`);
     expect(early.status).toBe(200);
     expect(early.status_shown).toBe('pending');
-    expect(early.html).toContain('The payment is created');
+    expect(early.html).toContain('payhooks reports the payment as created');
     expect(await h.ledgerOf(order.id)).toEqual([]);
     // The payment goes through (no worker: no webhook), then the customer reloads.
     expect((await simulate(order.payment_id, 'processing')).status).toBe(200);
@@ -80,6 +80,23 @@ describe('examples/merchant-shop over HTTP', () => {
     const [a, b] = await Promise.all([page(`/success?checkout_session_id=${sessionId}`), page(`/success?checkout_session_id=${sessionId}`)]);
     expect([a.status_shown, b.status_shown]).toEqual(['paid', 'paid']);
     expect(await h.ledgerOf(order.id)).toEqual([{ order_id: order.id, payment_id: order.payment_id, amount: '4.50', asset_code: 'USDC.ETH', source: 'success_page' }]);
+  });
+
+  it('spec 6.2.3: the webhook and several returns racing for one payment credit it once', async () => {
+    const { sessionId, order } = await buy();
+    expect((await simulate(order.payment_id, 'processing')).status).toBe(200);
+    expect((await simulate(order.payment_id, 'succeeded')).status).toBe(200);
+    // The worker delivers the webhook while the customer's browser (and a double-click) return.
+    const returns = await Promise.all([h.startWorker(), ...Array.from({ length: 5 }, () => page(`/success?checkout_session_id=${sessionId}`))]);
+    expect(returns.slice(1).map((r) => r.status_shown)).toEqual(['paid', 'paid', 'paid', 'paid', 'paid']);
+    const eventId = await h.eventFor('payment.succeeded', order.payment_id);
+    await waitFor(async () => (await h.deliveriesOf(eventId)).every((d) => d.state === 'delivered'), 15_000, 'the delivery');
+    await h.shop.webhooks.drain();
+    expect((await h.pool.query('SELECT state FROM payhooks_events WHERE event_id = $1', [eventId])).rows).toEqual([{ state: 'done' }]);
+    const ledger = await h.ledgerOf(order.id);
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0]).toMatchObject({ payment_id: order.payment_id, amount: '4.50' });
+    expect(['webhook', 'success_page']).toContain(ledger[0]!.source);
   });
 
   it('spec 1: a return naming an unknown or missing checkout session shows an error and never asks for or credits anything', async () => {
