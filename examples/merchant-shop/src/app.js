@@ -11,6 +11,9 @@ import { errorPage, ledgerPage, orderPage, productsPage } from './views.js';
 
 const PUBLIC_DIR = new URL('../public/', import.meta.url).pathname;
 
+/** Payment statuses after which the order can never be paid by that payment. */
+const FINAL_FAILURES = ['failed', 'cancelled', 'expired'];
+
 /** No script anywhere, styles from our own origin only, never framed. */
 const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'";
 
@@ -95,12 +98,16 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
     let order = await orderBySession(pool, sessionId);
     if (!order) return res.status(404).type('html').send(errorPage('Unknown checkout', 'No order of this shop has that checkout session.'));
     let note;
+    let refresh = true;
     if (order.status === 'pending') {
       try {
         const payment = await api.getPayment(order.payment_id);
         if (payment.status === 'succeeded') {
           await fulfil(deps, payment, 'success_page');
           order = await orderById(pool, order.id);
+        } else if (FINAL_FAILURES.includes(payment.status)) {
+          note = `The payment ${payment.status === 'failed' ? 'failed' : `was ${payment.status}`}: nothing was charged. You can start again from the products page.`;
+          refresh = false;
         } else {
           note = `payhooks reports the payment as ${payment.status}; this page updates by itself.`;
         }
@@ -112,7 +119,7 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
             : 'We could not confirm the payment yet. This page retries by itself.';
       }
     }
-    res.type('html').send(orderPage(order, { title: order.status === 'paid' ? 'Thank you' : 'Your order', note }));
+    res.type('html').send(orderPage(order, { title: order.status === 'paid' ? 'Thank you' : 'Your order', note, refresh: order.status === 'pending' && refresh }));
   });
 
   app.get('/orders/:id', async (req, res) => {

@@ -57,17 +57,17 @@ function orderSummary(order) {
 /**
  * The page the customer lands on from checkout. `note` explains a pending order; a pending order
  * reloads itself every few seconds (meta refresh: no script needed), and each reload asks payhooks
- * again.
+ * again, unless `refresh` is false (the payment ended without succeeding).
  */
-export function orderPage(order, { title = 'Your order', note } = {}) {
+export function orderPage(order, { title = 'Your order', note, refresh = order.status === 'pending' } = {}) {
   const body = `${orderSummary(order)}${note ? `\n<p class="note">${h(note)}</p>` : ''}`;
-  return layout(title, body, { refreshSeconds: order.status === 'pending' ? 3 : undefined });
+  return layout(title, body, { refreshSeconds: refresh ? 3 : undefined });
 }
 
 export function ledgerPage(entries) {
   const rows = entries
     .map(
-      (e) => `<tr><td>${h(e.id)}</td><td><a href="/orders/${encodeURIComponent(e.order_id)}"><code>${h(e.order_id)}</code></a></td><td><code>${h(e.payment_id)}</code></td><td>${h(e.amount)} ${h(e.asset_code)}</td><td>${h(e.source)}</td><td>${h(e.created_at.toISOString())}</td></tr>`,
+      (e) => `<tr><td>${h(e.id)}</td><td><a href="/orders/${encodeURIComponent(e.order_id)}"><code>${h(e.order_id)}</code></a></td><td><code>${h(e.payment_id)}</code></td><td>${h(e.amount)} ${h(e.asset_code)}</td><td>${h(e.source)}</td><td>${h(e.created_at.toISOString().slice(0, 19).replace('T', ' '))}Z</td></tr>`,
     )
     .join('\n');
   return layout(

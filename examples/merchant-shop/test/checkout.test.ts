@@ -25,6 +25,7 @@ afterEach(async () => {
   await page?.close();
   await h.stopWorker();
   h.setWebhooksDown(false);
+  h.holdReturns(null);
 });
 
 const TEA = { name: 'A pot of green tea', amount: '4.50', asset_code: 'USDC.ETH' };
@@ -72,12 +73,10 @@ describe('examples/merchant-shop: an order is paid exactly once, whichever arriv
     const sessionId = await buy();
     const order = await h.order({ checkoutSessionId: sessionId });
     expect(order.status).toBe('pending');
-    // Hold the browser's return until the webhook has credited the order.
-    await page.route(`${h.shopUrl}/success?**`, async (route) => {
-      await waitFor(async () => (await h.ledgerOf(order.id)).length === 1, 15_000, 'the webhook to credit').catch(() => {});
-      await route.continue();
-    });
+    // Hold the browser's return in front of the shop until the webhook has credited the order.
+    h.holdReturns(() => waitFor(async () => (await h.ledgerOf(order.id)).length === 1, 15_000, 'the webhook to credit'));
     await payAndReturn(sessionId);
+    expect(h.returnGateErrors).toEqual([]);
     expect(await statusShown()).toBe('paid');
     await shopProcessed(await h.eventFor('payment.succeeded', order.payment_id));
     await expectPaidOnce(order.id, 'webhook');
@@ -122,6 +121,21 @@ describe('examples/merchant-shop: an order is paid exactly once, whichever arriv
     await page.goto(`${h.shopUrl}/success?checkout_session_id=${sessionId}`);
     expect(await statusShown()).toBe('paid');
     await expectPaidOnce(order.id, 'webhook');
+  });
+
+  it('spec 1: a failed payment credits nothing, even when the browser is sent to success_url anyway', async () => {
+    await h.startWorker();
+    const sessionId = await buy();
+    const order = await h.order({ checkoutSessionId: sessionId });
+    await page.getByRole('button', { name: 'Fail' }).click();
+    await expect.poll(async () => (await h.api('GET', `/api/v1/payments/${order.payment_id}`)).body.status).toBe('failed');
+    // Someone opens the success URL by hand (or a script forges the redirect).
+    await page.goto(`${h.shopUrl}/success?checkout_session_id=${sessionId}`);
+    expect(await statusShown()).toBe('pending');
+    expect(await page.textContent('.note')).toContain('The payment failed: nothing was charged.');
+    expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
+    expect(await h.ledgerOf(order.id)).toEqual([]);
+    expect((await h.order({ id: order.id })).status).toBe('pending');
   });
 
   it('spec 6.2.3: a delivery replayed from the delivery log after the order was paid credits nothing', async () => {

@@ -42,6 +42,13 @@ export interface Harness {
   webhookHits: WebhookHit[];
   /** true: the shop's webhook route answers 503 without the shop seeing the request. */
   setWebhooksDown(down: boolean): void;
+  /**
+   * Holds the browser's return (`GET /success`) in front of the shop until `gate` resolves, then
+   * passes it on; rejections are kept for `returnGateErrors`. null: no hold. (A Playwright route
+   * can't do this: it never sees the request a 303 redirect leads to.)
+   */
+  holdReturns(gate: (() => Promise<void>) | null): void;
+  returnGateErrors: unknown[];
   /** Starts a delivery worker (the payhooks worker process); stop it with `stopWorker`. */
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
@@ -71,6 +78,8 @@ export async function startHarness(options: { doubleDelivery?: boolean } = {}): 
 
   let shop: Shop | undefined;
   let webhooksDown = false;
+  let returnGate: (() => Promise<void>) | null = null;
+  const returnGateErrors: unknown[] = [];
   const webhookHits: WebhookHit[] = [];
   const server: Server = createServer((req, res) => {
     if (req.url?.startsWith('/webhooks/')) {
@@ -88,7 +97,11 @@ export async function startHarness(options: { doubleDelivery?: boolean } = {}): 
       res.end('starting');
       return;
     }
-    shop.app(req, res);
+    const gate = req.url?.startsWith('/success') ? returnGate : null;
+    if (!gate) return shop.app(req, res);
+    gate()
+      .catch((error) => returnGateErrors.push(error))
+      .then(() => shop!.app(req, res));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const shopUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -128,6 +141,8 @@ export async function startHarness(options: { doubleDelivery?: boolean } = {}): 
     shop,
     webhookHits,
     setWebhooksDown: (down) => (webhooksDown = down),
+    holdReturns: (gate) => (returnGate = gate),
+    returnGateErrors,
     async startWorker() {
       if (worker) return;
       worker = svc.ctx.createWorker();
