@@ -87,8 +87,10 @@ describe('examples/merchant-shop over HTTP', () => {
     expect((await simulate(order.payment_id, 'processing')).status).toBe(200);
     expect((await simulate(order.payment_id, 'succeeded')).status).toBe(200);
     // The worker delivers the webhook while the customer's browser (and a double-click) return.
-    const returns = await Promise.all([h.startWorker(), ...Array.from({ length: 5 }, () => page(`/success?checkout_session_id=${sessionId}`))]);
-    expect(returns.slice(1).map((r) => r.status_shown)).toEqual(['paid', 'paid', 'paid', 'paid', 'paid']);
+    const worker = h.startWorker();
+    const returns = await Promise.all(Array.from({ length: 8 }, () => page(`/success?checkout_session_id=${sessionId}`)));
+    await worker;
+    expect(returns.map((r) => r.status_shown)).toEqual(Array(8).fill('paid'));
     const eventId = await h.eventFor('payment.succeeded', order.payment_id);
     await waitFor(async () => (await h.deliveriesOf(eventId)).every((d) => d.state === 'delivered'), 15_000, 'the delivery');
     await h.shop.webhooks.drain();
