@@ -113,10 +113,11 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
         }
       } catch (error) {
         log(`confirming ${order.id} on return failed`, error);
-        note =
-          error instanceof PaymentMismatchError
-            ? 'This payment does not match the order, so the order stays unpaid. Please contact us.'
-            : 'We could not confirm the payment yet. This page retries by itself.';
+        const mismatched = error instanceof PaymentMismatchError;
+        note = mismatched
+          ? 'This payment does not match the order, so the order stays unpaid. Please contact us.'
+          : 'We could not confirm the payment yet. This page retries by itself.';
+        refresh = !mismatched;
       }
     }
     res.type('html').send(orderPage(order, { title: order.status === 'paid' ? 'Thank you' : 'Your order', note, refresh: order.status === 'pending' && refresh }));
