@@ -50,10 +50,8 @@ export function devBanner(url: string, platform: CreatedPlatform, ctx: ServiceCo
       -H 'Authorization: Bearer ${platform.keys.sandbox}' -H 'Content-Type: application/json' \\
       -d '{"url":"http://127.0.0.1:4000/webhooks","enabled_events":["*"]}'
 
-  Then publish a test event through the internal API; the in-process worker delivers it
-    curl -s ${url}/internal/v1/events \\
-      -H 'Authorization: Bearer ${ctx.config.internalToken ?? '(set PAYHOOKS_INTERNAL_TOKEN)'}' -H 'Content-Type: application/json' \\
-      -d '{"type":"payment.succeeded","merchant_id":"${platform.merchant_id}","environment":"sandbox","data":{"object":{"id":"pay_demo1","object":"payment","status":"succeeded","amount":"10.00","asset_code":"USDC.ETH","metadata":{"order":"42"}}}}'
+  Then make a sandbox payment succeed for real; the in-process worker delivers its events
+    npx payhooks trigger payment.succeeded --api-key ${platform.keys.sandbox} --url ${url}
     curl -s ${url}/api/v1/webhook_deliveries -H 'Authorization: Bearer ${platform.keys.sandbox}'
 `;
 }

@@ -8,6 +8,8 @@ import { openRuntime } from '../runtime.ts';
 import { buildApp } from '../api/app.ts';
 import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
+import { runTrigger } from './trigger.ts';
+import { EVENT_TYPES } from '@payhooks/contract';
 
 /** Config from the environment, with `--dev` applied on top. Exits 1 with the reason if invalid. */
 function config(overrides: Partial<Config> = {}): Config {
@@ -127,6 +129,21 @@ export function buildCli(): Command {
       } finally {
         await database.close();
       }
+    });
+
+  program
+    .command('trigger')
+    .description(`emit a sandbox event for real on a running payhooks (over HTTP): ${EVENT_TYPES.join(', ')}`)
+    .argument('<event-type>', 'the event type to emit')
+    .requiredOption('--api-key <key>', 'a sandbox API key (sk_test_…)')
+    .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')
+    .option('--double-delivery', 'deliver each event twice to every endpoint (the double-delivery case)')
+    .option('--json', 'print one JSON object instead of progress lines')
+    .action(async (type: string, opts: { apiKey: string; url: string; doubleDelivery?: boolean; json?: boolean }) => {
+      const result = await runTrigger(type, { apiKey: opts.apiKey, url: opts.url, doubleDelivery: opts.doubleDelivery === true }, (line) => {
+        if (!opts.json) process.stdout.write(line + '\n');
+      });
+      if (opts.json) process.stdout.write(JSON.stringify(result) + '\n');
     });
 
   const admin = program.command('admin').description('operator commands');

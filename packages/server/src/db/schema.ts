@@ -1,4 +1,4 @@
-import { boolean, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { boolean, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp } from 'drizzle-orm/pg-core';
 
 /**
  * drizzle mirror of the numbered SQL migrations in ./migrations (the SQL is the source of
@@ -94,6 +94,8 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   lastAttemptAt: ts('last_attempt_at'),
   createdAt: ts('created_at').notNull(),
   updatedAt: ts('updated_at').notNull(),
+  /** 0003: 1, or 2 for the second delivery of a double-delivered event (spec 6.2 rule 5). */
+  copy: smallint('copy').notNull().default(1),
 });
 
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -116,9 +118,7 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;
 
-// 0003: payments and checkout sessions (issue 7). 0003 also adds `webhook_deliveries.copy`
-// (smallint, 1 or 2: the second delivery of a double-delivered event); only hand-written SQL
-// reads it, so it is not mirrored on `webhookDeliveries` above.
+// 0003: payments and checkout sessions (issue 7); 0003 also adds `webhookDeliveries.copy` above.
 
 export type PaymentStatusValue = 'created' | 'requires_action' | 'under_review' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'expired';
 

@@ -64,7 +64,31 @@ export class CheckoutService {
     private readonly clock: Clock,
     private readonly payments: PaymentService,
     private readonly options: { publicUrl: () => string; allowHttpLive: boolean },
-  ) {}
+  ) {
+    payments.onTransition((tx, payment, options) => this.followPayment(tx, payment, options));
+  }
+
+  /**
+   * A session follows its payment, whoever moves it (hosted page, sandbox, or the rails): the
+   * payment succeeding completes the open session (`checkout_session.completed`), as Stripe's
+   * session completes when its PaymentIntent succeeds. Cancelling or expiring the payment of an
+   * open session on its own is refused, as Stripe does: expire the session instead.
+   */
+  private async followPayment(tx: Tx, payment: PaymentRow, options: { bySession?: boolean | undefined }): Promise<void> {
+    if (!payment.checkoutSessionId || options.bySession) return;
+    if (payment.status !== 'succeeded' && payment.status !== 'cancelled' && payment.status !== 'expired') return;
+    const [session] = await tx.select().from(checkoutSessions).where(eq(checkoutSessions.id, payment.checkoutSessionId)).for('update');
+    if (!session || session.status !== 'open') return;
+    if (payment.status === 'succeeded') {
+      await this.finish(tx, session, 'complete');
+      return;
+    }
+    throw new AppError(
+      'invalid_state',
+      'checkout_session_open',
+      `Payment ${payment.id} belongs to the open checkout session ${session.id}; expire the session instead (POST /api/v1/checkout_sessions/${session.id}/expire), which expires its payment too.`,
+    );
+  }
 
   async create(scope: Scope, input: CreateSessionInput, tx: Tx): Promise<CheckoutSession> {
     const requireHttps = scope.environment === 'live' && !this.options.allowHttpLive;
@@ -128,7 +152,7 @@ export class CheckoutService {
    */
   async expireLocked(tx: Tx, session: CheckoutSessionRow): Promise<CheckoutSessionRow> {
     const payment = await this.payments.lock(tx, { id: session.paymentId });
-    if (canTransition(payment.status, 'expired')) await this.payments.transitionLocked(tx, payment, 'expired');
+    if (canTransition(payment.status, 'expired')) await this.payments.transitionLocked(tx, payment, 'expired', { bySession: true });
     return this.finish(tx, session, 'expired');
   }
 
@@ -159,7 +183,8 @@ export class CheckoutService {
 
   /**
    * The customer pays (sandbox): in one transaction the payment goes through `processing` to
-   * `succeeded` and the session becomes `complete`. Paying a complete session again is a no-op.
+   * `succeeded`, which completes the session (followPayment). Paying a complete session again
+   * is a no-op.
    */
   async pay(id: string, tx: Tx): Promise<CheckoutSessionRow> {
     const session = await this.lockOpenForCustomer(id, tx);
@@ -167,7 +192,8 @@ export class CheckoutService {
     let payment = await this.payments.lock(tx, { id: session.paymentId });
     if (payment.status !== 'processing') payment = await this.payments.transitionLocked(tx, payment, 'processing');
     await this.payments.transitionLocked(tx, payment, 'succeeded');
-    return this.finish(tx, session, 'complete');
+    const [done] = await tx.select().from(checkoutSessions).where(eq(checkoutSessions.id, session.id));
+    return done!;
   }
 
   /**

@@ -1,7 +1,7 @@
 import { and, asc, eq, type SQL } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
 import type { Db, Queryable, Tx } from '../db/client.ts';
-import { merchants, payments, type PaymentRow } from '../db/schema.ts';
+import { checkoutSessions, merchants, payments, type PaymentRow } from '../db/schema.ts';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
 import { publishEvent } from '../events/publish.ts';
@@ -21,7 +21,15 @@ export interface CreatePaymentInput {
 export interface TransitionOptions {
   /** Deliver this transition's event twice to each endpoint (sandbox double delivery). */
   doubleDelivery?: boolean | undefined;
+  /** Set when the payment's checkout session drives the change (expiring with the session). */
+  bySession?: boolean | undefined;
 }
+
+/**
+ * Runs inside the transition's transaction, after the row changed and its event was published;
+ * throwing rolls the whole transition back. Checkout sessions use it to follow their payment.
+ */
+export type TransitionListener = (tx: Tx, payment: PaymentRow, options: TransitionOptions) => Promise<void>;
 
 /** Which payment a transition is for: within a key's scope, or (operator rails) any. */
 export type PaymentTarget = { id: string; scope?: Scope | undefined };
@@ -54,10 +62,16 @@ export async function merchantOf(db: Queryable, platformId: string): Promise<str
  * the caller's transaction, so the row and its event commit (or roll back) together.
  */
 export class PaymentService {
+  private readonly listeners: TransitionListener[] = [];
+
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
   ) {}
+
+  onTransition(listener: TransitionListener): void {
+    this.listeners.push(listener);
+  }
 
   /** Creates a payment in `created` and publishes `payment.created`. */
   async create(scope: Scope, input: CreatePaymentInput, tx: Tx, link: { id?: string; checkoutSessionId?: string } = {}): Promise<PaymentRow> {
@@ -115,6 +129,10 @@ export class PaymentService {
    * and, if the move is no longer allowed, gets a 409 listing what is.
    */
   async transition(tx: Tx, target: PaymentTarget, to: PaymentStatus, options: TransitionOptions = {}): Promise<PaymentRow> {
+    // Lock order is always session, then payment (the hosted page and expiry lock the session
+    // first), so a transition racing a checkout can't deadlock with it.
+    const [linked] = await tx.select({ sessionId: payments.checkoutSessionId }).from(payments).where(eq(payments.id, paymentId(target.id)));
+    if (linked?.sessionId) await tx.select({ id: checkoutSessions.id }).from(checkoutSessions).where(eq(checkoutSessions.id, linked.sessionId)).for('update');
     return this.transitionLocked(tx, await this.lock(tx, target), to, options);
   }
 
@@ -124,6 +142,7 @@ export class PaymentService {
     const now = this.clock.now();
     const [row] = await tx.update(payments).set({ status: to, updatedAt: now }).where(eq(payments.id, current.id)).returning();
     await this.publish(tx, row!, now, options.doubleDelivery === true);
+    for (const listener of this.listeners) await listener(tx, row!, options);
     return row!;
   }
 

@@ -195,17 +195,14 @@ describe(`payhooks CLI on ${backend}`, () => {
       try {
         const ep = await api(sandbox!, 'POST', COLLECTION, { url: receiver.url, enabled_events: ['*'] });
         expect(ep.status).toBe(201);
-        const token = /internal\/v1\/events[^]*?Bearer ([0-9a-f]{64})/.exec(out)?.[1];
-        const merchant = /merchant (mch_[0-9A-Za-z]+)/.exec(out)?.[1];
-        expect(token, out).toBeDefined();
-        const published = await api(token!, 'POST', '/internal/v1/events', {
-          type: 'payment.succeeded', merchant_id: merchant, environment: 'sandbox',
-          data: { object: { id: 'pay_cli1', object: 'payment', status: 'succeeded', amount: '1.00', asset_code: 'USDC.ETH', metadata: {} } },
-        });
-        expect(published.status).toBe(201);
-        await receiver.waitFor(1);
-        const [req] = receiver.requests;
-        expect(req!.headers['service-event-id']).toBe(published.body.id);
+        const printed = /npx payhooks (trigger payment\.succeeded --api-key \S+ --url \S+)/.exec(out)?.[1];
+        expect(printed, out).toBeDefined();
+        const triggered = await runPayhooks([...printed!.split(' '), '--json'], {});
+        expect(triggered.code, triggered.stderr).toBe(0);
+        const succeeded = (JSON.parse(triggered.stdout).events as Array<{ id: string; type: string }>).find((e) => e.type === 'payment.succeeded')!;
+        await receiver.waitFor(3); // payment.created, payment.processing, payment.succeeded
+        const req = receiver.requests.find((r) => r.headers['service-event-id'] === succeeded.id);
+        expect(req, 'payment.succeeded delivered').toBeDefined();
         const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(req!.headers['service-signature']))!;
         expect(v1).toBe(createHmac('sha256', ep.body.secret).update(`${t}.`).update(req!.raw).digest('hex'));
       } finally {

@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { EVENT_TYPES, isEventType, type EventType } from '@payhooks/contract';
+import { ConfigError } from '../errors.ts';
+
+/**
+ * `payhooks trigger <event-type>`: makes a running payhooks emit an event type for real, over
+ * its public HTTP API only (so it works against any deployment): it creates sandbox objects and
+ * moves them through the transitions that emit the type (and what comes with it), then prints
+ * the ids and the events emitted. Sandbox keys only.
+ */
+export interface TriggerOptions {
+  apiKey: string;
+  url: string;
+  doubleDelivery: boolean;
+}
+
+export interface TriggeredEvent {
+  id: string;
+  type: string;
+  object_id: string;
+}
+
+export interface TriggerResult {
+  type: EventType;
+  payment: string;
+  checkout_session: string | null;
+  events: TriggeredEvent[];
+}
+
+class HttpError extends Error {}
+
+interface Client {
+  post(path: string, body?: unknown): Promise<any>;
+  get(path: string): Promise<any>;
+}
+
+function client(options: TriggerOptions): Client {
+  const base = options.url.replace(/\/+$/, '');
+  const call = async (method: string, path: string, body?: unknown) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}` };
+    // A fresh key per request: if this CLI is ever re-run after a network error, the server
+    // answers a repeated request instead of acting twice.
+    if (method === 'POST') headers['idempotency-key'] = `trigger-${randomUUID()}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    } catch (err) {
+      throw new HttpError(`cannot reach payhooks at ${base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}. Is it running (payhooks serve)? Pass its address with --url.`);
+    }
+    const text = await res.text();
+    let json: any;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new HttpError(`${method} ${path}: HTTP ${res.status}, not a payhooks answer (is --url right?)`);
+    }
+    if (!res.ok) throw new HttpError(`${method} ${path}: HTTP ${res.status} ${json?.error?.code ?? ''}: ${json?.error?.message ?? text}`);
+    return json;
+  };
+  return { post: (path, body) => call('POST', path, body), get: (path) => call('GET', path) };
+}
+
+/**
+ * Pays (or fails) a checkout session the way a customer's browser does: GET the hosted page,
+ * read the form's CSRF token, POST the form. The redirect to success_url is not followed.
+ */
+async function submitHostedForm(sessionUrl: string, action: 'pay' | 'fail'): Promise<void> {
+  const page = await fetch(sessionUrl);
+  const html = await page.text();
+  const token = /name="csrf_token" value="([^"]+)"/.exec(html)?.[1];
+  if (!page.ok || !token) throw new HttpError(`the hosted page ${sessionUrl} has no ${action} form (HTTP ${page.status}); is PAYHOOKS_PUBLIC_URL right?`);
+  const res = await fetch(`${sessionUrl}/${action}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ csrf_token: token }).toString(),
+    redirect: 'manual',
+  });
+  if (res.status !== 303) throw new HttpError(`POST ${sessionUrl}/${action}: HTTP ${res.status}`);
+}
+
+const NEW_PAYMENT = { amount: '25.00', asset_code: 'USDC.ETH' };
+const SESSION = { ...NEW_PAYMENT, success_url: 'https://example.com/checkout/success', cancel_url: 'https://example.com/checkout/cancel' };
+
+/** The sandbox transitions after `created` that emit each payment type. */
+const PAYMENT_PATHS: Record<string, string[]> = {
+  'payment.created': [],
+  'payment.requires_action': ['requires_action'],
+  'payment.under_review': ['under_review'],
+  'payment.processing': ['processing'],
+  'payment.succeeded': ['processing', 'succeeded'],
+  'payment.failed': ['processing', 'failed'],
+  'payment.expired': ['expired'],
+};
+
+export async function runTrigger(type: string, options: TriggerOptions, log: (line: string) => void): Promise<TriggerResult> {
+  if (!isEventType(type)) throw new ConfigError(`'${type}' is not an event type. Types: ${EVENT_TYPES.join(', ')}.`);
+  if (!options.apiKey.startsWith('sk_test_')) throw new ConfigError('payhooks trigger drives the sandbox: pass a sandbox key (sk_test_…) with --api-key.');
+  const api = client(options);
+  const double = options.doubleDelivery ? { double_delivery: true } : {};
+  const metadata = { source: 'payhooks trigger', trigger_type: type };
+  let paymentId: string;
+  let sessionId: string | null = null;
+  try {
+    if (type.startsWith('checkout_session.')) {
+      const session = await api.post('/api/v1/checkout_sessions', { ...SESSION, metadata, ...double });
+      sessionId = session.id;
+      paymentId = session.payment;
+      log(`created checkout session ${session.id} (payment ${session.payment})`);
+      if (type === 'checkout_session.completed') {
+        await submitHostedForm(session.url, 'pay');
+        log(`paid on the hosted page ${session.url}`);
+      } else {
+        await api.post(`/api/v1/checkout_sessions/${session.id}/expire`);
+        log(`expired checkout session ${session.id}`);
+      }
+    } else {
+      const payment = await api.post('/api/v1/payments', { ...NEW_PAYMENT, metadata, ...double });
+      paymentId = payment.id;
+      log(`created payment ${payment.id}`);
+      if (type === 'payment.cancelled') {
+        await api.post(`/api/v1/payments/${payment.id}/cancel`);
+        log(`cancelled payment ${payment.id}`);
+      } else {
+        for (const status of PAYMENT_PATHS[type]!) {
+          await api.post(`/api/v1/sandbox/payments/${payment.id}/simulate`, { status });
+          log(`moved payment ${payment.id} to ${status}`);
+        }
+      }
+    }
+    // The events those steps emitted, oldest first.
+    const ids = new Set([paymentId, ...(sessionId ? [sessionId] : [])]);
+    const page = await api.get('/api/v1/events?limit=100');
+    const events: TriggeredEvent[] = (page.data as Array<{ id: string; type: string; data: { object: { id: string } } }>)
+      .filter((e) => ids.has(e.data.object.id))
+      .reverse()
+      .map((e) => ({ id: e.id, type: e.type, object_id: e.data.object.id }));
+    for (const e of events) log(`event ${e.id} ${e.type} (${e.object_id})${options.doubleDelivery ? ' x2 per endpoint' : ''}`);
+    if (!events.some((e) => e.type === type)) throw new HttpError(`no ${type} event was found after the transitions`);
+    return { type, payment: paymentId, checkout_session: sessionId, events };
+  } catch (err) {
+    if (err instanceof HttpError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
