@@ -167,6 +167,17 @@ describe('payments API', () => {
   });
 });
 
+describe('OpenAPI', () => {
+  it('documents the payment, checkout session and sandbox routes with their objects (not the internal ones)', async () => {
+    const doc = (await api(undefined, 'GET', '/api/v1/openapi.json')).body;
+    for (const path of ['/api/v1/payments', '/api/v1/payments/{id}', '/api/v1/payments/{id}/cancel', '/api/v1/sandbox/payments/{id}/simulate', '/api/v1/checkout_sessions', '/api/v1/checkout_sessions/{id}', '/api/v1/checkout_sessions/{id}/expire']) {
+      expect(doc.paths[path], path).toBeDefined();
+    }
+    expect(Object.keys(doc.paths).some((k) => k.startsWith('/internal') || k.startsWith('/checkout'))).toBe(false);
+    expect(JSON.stringify(doc)).toContain('USDC-E.ARB');
+  });
+});
+
 describe('state machine over HTTP', () => {
   it('an illegal transition is a 409 whose message lists the allowed next statuses; terminal statuses are final', async () => {
     const pay = await create();

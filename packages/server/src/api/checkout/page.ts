@@ -53,9 +53,9 @@ export const checkoutPageRoutes = (ctx: ServiceContext) => async (app: FastifyIn
     return sendError(reply, 500, 'Something went wrong', 'Something went wrong on our side; reload the page.');
   });
 
-  app.get(STYLESHEET_PATH, async (_req, reply) => reply.headers({ 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=3600' }).type('text/css; charset=utf-8').send(STYLESHEET));
+  app.get(STYLESHEET_PATH, { schema: { hide: true } }, async (_req, reply) => reply.headers({ 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=3600' }).type('text/css; charset=utf-8').send(STYLESHEET));
 
-  app.get<{ Params: { id: string } }>('/checkout/:id', async (req, reply) => {
+  app.get<{ Params: { id: string } }>('/checkout/:id', { schema: { hide: true } }, async (req, reply) => {
     const found = await ctx.checkout.forPage(req.params.id);
     if (!found) return sendError(reply, 404, 'Checkout not found', 'No such checkout session. Check the link the shop gave you.');
     const { session, payment, merchantName } = found;
@@ -82,7 +82,7 @@ export const checkoutPageRoutes = (ctx: ServiceContext) => async (app: FastifyIn
     }
   };
 
-  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/pay', async (req, reply) => {
+  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/pay', { schema: { hide: true } }, async (req, reply) => {
     checkCsrf(req.params.id, req.body);
     const session = await ctx.database.db.transaction((tx) => ctx.checkout.pay(req.params.id, tx));
     // The redirect and the webhooks race (spec 1): the shop must credit only on a verified
@@ -90,13 +90,13 @@ export const checkoutPageRoutes = (ctx: ServiceContext) => async (app: FastifyIn
     return securityHeaders(reply, [session.successUrl]).redirect(successRedirect(session.successUrl, session.id), 303);
   });
 
-  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/fail', async (req, reply) => {
+  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/fail', { schema: { hide: true } }, async (req, reply) => {
     checkCsrf(req.params.id, req.body);
     const session = await ctx.database.db.transaction((tx) => ctx.checkout.fail(req.params.id, tx));
     return securityHeaders(reply).redirect(`/checkout/${session.id}`, 303);
   });
 
-  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/cancel', async (req, reply) => {
+  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/cancel', { schema: { hide: true } }, async (req, reply) => {
     checkCsrf(req.params.id, req.body);
     const found = await ctx.checkout.forPage(req.params.id);
     if (!found) throw new AppError('not_found', 'resource_missing', 'No such checkout session.');
