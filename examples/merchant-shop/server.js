@@ -18,6 +18,12 @@ if (missing.length > 0) {
   process.exit(1);
 }
 
+const secrets = env.PAYHOOKS_WEBHOOK_SECRET.split(',').map((s) => s.trim());
+if (!/^sk_(test|live)_/.test(env.PAYHOOKS_API_KEY) || !secrets.every((s) => s.startsWith('whsec_'))) {
+  console.error('PAYHOOKS_API_KEY must be an sk_test_... or sk_live_... key, and PAYHOOKS_WEBHOOK_SECRET whsec_... secret(s).');
+  process.exit(1);
+}
+
 const port = Number(env.PORT ?? 4343);
 const pool = new pg.Pool({ connectionString: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/merchant_shop' });
 // An idle connection the server drops (a restart, a failover) is replaced on the next query; without
@@ -28,7 +34,7 @@ try {
   shop = await createShop({
     pool,
     apiKey: env.PAYHOOKS_API_KEY,
-    webhookSecret: env.PAYHOOKS_WEBHOOK_SECRET.split(',').map((s) => s.trim()),
+    webhookSecret: secrets,
     payhooksUrl: env.PAYHOOKS_URL ?? 'http://127.0.0.1:8080',
     publicUrl: env.SHOP_URL ?? `http://127.0.0.1:${port}`,
     doubleDelivery: ['1', 'true', 'yes'].includes((env.PAYHOOKS_DOUBLE_DELIVERY ?? '').toLowerCase()),
