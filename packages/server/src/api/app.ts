@@ -72,7 +72,11 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   app.addHook('onListen', async () => {
     if (ctx.publicUrl) return;
     const address = app.addresses()[0];
-    if (address && typeof address !== 'string') ctx.publicUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+    if (!address || typeof address === 'string') return;
+    // Bound to every interface: a browser can't open 0.0.0.0, so the page is offered on
+    // localhost (set PAYHOOKS_PUBLIC_URL for anything else).
+    const host = address.address === '0.0.0.0' || address.address === '::' ? 'localhost' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    ctx.publicUrl = `http://${host}:${address.port}`;
   });
 
   await app.register(swagger, {

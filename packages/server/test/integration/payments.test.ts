@@ -109,6 +109,11 @@ describe('payments API', () => {
     const unknown = await api(p.keys.sandbox, 'POST', '/api/v1/payments', { amount: '1.00', asset_code: 'USDC.ETH', currency: 'usd' });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.code).toBe('parameter_unknown');
+    const pay = await create();
+    const typo = await api(p.keys.sandbox, 'POST', `/api/v1/payments/${pay.id}/cancel`, { reason: 'x' });
+    expect(typo.status).toBe(400);
+    expect(typo.body.error.code).toBe('parameter_unknown');
+    expect((await api(p.keys.sandbox, 'POST', `/api/v1/payments/${pay.id}/cancel`, {})).status).toBe(200);
   });
 
   it('lists newest first, filters by status, pages with starting_after', async () => {

@@ -6,6 +6,7 @@ import { EXPIRES_IN, sessionId } from '../../payments/checkout.ts';
 import { withIdempotency } from '../idempotency.ts';
 import { IdParams, ListOf, ListQuery, errorResponses } from './schemas.ts';
 import { CheckoutSessionSchema, IdempotencyHeaders, PaymentFields } from './payment-schemas.ts';
+import { noParameters } from './payments.ts';
 
 const ReturnUrl = Type.String({ minLength: 1, maxLength: 2048 });
 
@@ -65,7 +66,8 @@ export const checkoutSessionRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
     },
     async (req, reply) => {
       const id = sessionId(req.params.id);
-      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: `/api/v1/checkout_sessions/${id}/expire`, body: req.body ?? null }, async (tx) => ({
+      noParameters(req.body);
+      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: `/api/v1/checkout_sessions/${id}/expire`, body: {} }, async (tx) => ({
         status: 200,
         body: await ctx.checkout.expire(req.scope, id, tx),
       }));

@@ -3,11 +3,23 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { toPayment, type Payment } from '../../payments/objects.ts';
 import { paymentId } from '../../payments/service.ts';
+import { AppError } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
 import { IdParams, ListOf, ListQuery, errorResponses } from './schemas.ts';
 import { IdempotencyHeaders, PaymentFields, PaymentSchema, PaymentStatusSchema } from './payment-schemas.ts';
 
 const CreateBody = Type.Object(PaymentFields, { additionalProperties: false });
+/**
+ * Actions (cancel, expire) take no parameters; a body, if sent, must be `{}`, so a typo is a 400
+ * rather than silently ignored. (A schema can't say "absent or {}": Fastify validates an absent
+ * body as undefined.)
+ */
+export function noParameters(body: unknown): void {
+  if (body === undefined || body === null) return;
+  if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid_request', 'parameter_invalid', 'This action takes no parameters: send no body or {}.');
+  const [first] = Object.keys(body);
+  if (first !== undefined) throw new AppError('invalid_request', 'parameter_unknown', `Unknown parameter '${first}' in the body: this action takes no parameters.`, { param: first });
+}
 const ListPaymentsQuery = Type.Composite([ListQuery, Type.Object({ status: Type.Optional(PaymentStatusSchema) })], { additionalProperties: false });
 
 /** `/api/v1/payments`: create, retrieve, list and cancel, inside the calling key's Platform and environment. */
@@ -51,7 +63,8 @@ export const paymentRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
     },
     async (req, reply) => {
       const id = paymentId(req.params.id);
-      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: `/api/v1/payments/${id}/cancel`, body: req.body ?? null }, async (tx) => ({
+      noParameters(req.body);
+      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: `/api/v1/payments/${id}/cancel`, body: {} }, async (tx) => ({
         status: 200,
         body: toPayment(await ctx.payments.transition(tx, { id, scope: req.scope }, 'cancelled')),
       }));
