@@ -22,7 +22,7 @@ export interface Config {
   /** Management API requests per second per API key (token bucket), and the bucket size. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
-  /** Bearer token for `POST /internal/v1/events`; unset disables that route. */
+  /** Bearer token for the internal API (`/internal/v1/…`); unset disables it. */
   internalToken: string | undefined;
   /** Delays between attempts, ms; length + 1 = total attempts. Spec 8 by default. */
   retryScheduleMs: readonly number[];
@@ -130,7 +130,7 @@ export const SETTINGS = [
   { key: 'logLevel', env: 'PAYHOOKS_LOG_LEVEL', default: 'info', doc: `Log level: ${LOG_LEVELS.join(', ')}.`, parse: (raw: string, env: string) => ((LOG_LEVELS as readonly string[]).includes(raw) ? (raw as Config['logLevel']) : fail(env, raw, `one of ${LOG_LEVELS.join(', ')}`)) },
   { key: 'rateLimitPerSecond', env: 'PAYHOOKS_RATE_LIMIT', default: '100', doc: 'Management API requests per second per API key.', parse: int(1, 1_000_000) },
   { key: 'rateLimitBurst', env: 'PAYHOOKS_RATE_LIMIT_BURST', default: '200', doc: 'Requests an API key may make in a burst above the rate.', parse: int(1, 1_000_000) },
-  { key: 'internalToken', env: 'PAYHOOKS_INTERNAL_TOKEN', default: undefined, doc: 'Bearer token for the internal event-publishing API; unset disables it. At least 32 characters.', parse: (raw: string, env: string) => (raw.length >= 32 ? raw : fail(env, '(hidden)', 'at least 32 characters (`openssl rand -hex 32`)')) },
+  { key: 'internalToken', env: 'PAYHOOKS_INTERNAL_TOKEN', default: undefined, doc: 'Bearer token for the internal API (event publishing, payment transitions); unset disables it. At least 32 characters. Development mode generates one into the data dir (`internal-token`).', parse: (raw: string, env: string) => (raw.length >= 32 ? raw : fail(env, '(hidden)', 'at least 32 characters (`openssl rand -hex 32`)')) },
   {
     key: 'retryScheduleMs', env: 'PAYHOOKS_RETRY_SCHEDULE', default: RETRY_DELAYS_MS.map(formatDuration).join(','),
     doc: 'Retry delays after each failed attempt (spec 8). For tests and sandboxes only: production keeps the default.', parse: schedule,

@@ -8,7 +8,7 @@ import { publishEvent } from '../events/publish.ts';
 import { newId } from '../ids.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { toCheckoutSession, type CheckoutSession } from './objects.ts';
-import { sandboxOnly, type CreatePaymentInput, type PaymentService } from './service.ts';
+import type { CreatePaymentInput, PaymentService } from './service.ts';
 import { canTransition, isTerminal } from './state-machine.ts';
 
 export interface CreateSessionInput extends CreatePaymentInput {
@@ -213,7 +213,9 @@ export class CheckoutService {
   private async lockOpenForCustomer(id: string, tx: Tx): Promise<CheckoutSessionRow> {
     const [session] = SESSION_ID.test(id) ? await tx.select().from(checkoutSessions).where(eq(checkoutSessions.id, id)).for('update') : [];
     if (!session) throw notFound('checkout session', id);
-    sandboxOnly({ platformId: session.platformId, environment: session.environment, apiKeyId: '' }, 'Paying on the hosted page');
+    if (session.environment !== 'sandbox') {
+      throw new AppError('forbidden', 'sandbox_only', 'Live checkout sessions are paid through the payment rails; the Pay and Fail buttons are sandbox only.');
+    }
     // Past expires_at the session is over even if the worker has not expired it yet.
     if (session.status === 'expired' || (session.status === 'open' && session.expiresAt.getTime() <= this.clock.now().getTime())) throw notOpen({ ...session, status: 'expired' });
     return session;

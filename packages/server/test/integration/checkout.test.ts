@@ -16,7 +16,7 @@ let receiver: TestReceiver;
 const EVIL_NAME = `<script>alert("x")</script> & 'Shop'`;
 
 beforeAll(async () => {
-  svc = await startService({ allowPrivateUrls: true }, { clock });
+  svc = await startService({ allowPrivateUrls: true, expiryIntervalMs: 100 }, { clock });
   p = await svc.platform('placeholder');
   await svc.ctx.database.db.update(merchants).set({ name: EVIL_NAME }).where(eq(merchants.id, p.merchant_id));
   worker = svc.ctx.createWorker();
@@ -264,5 +264,26 @@ describe('expiry by the worker', () => {
         ['checkout_session.expired', reviewed.id],
       ].sort(),
     );
+  });
+
+  it('the expiry job (started beside workers) expires due sessions on its own, on its interval, until stopped', async () => {
+    const s = await createSession({ expires_in: 60 });
+    const job = svc.ctx.createExpiryJob();
+    job.start();
+    try {
+      clock.advance(61_000);
+      const deadline = Date.now() + 20_000;
+      while ((await getSession(s.id)).status !== 'expired') {
+        if (Date.now() > deadline) throw new Error('the job did not expire the session');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect((await getPayment(s.payment)).status).toBe('expired');
+    } finally {
+      await job.stop();
+    }
+    const later = await createSession({ expires_in: 60 });
+    clock.advance(61_000);
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await getSession(later.id)).status).toBe('open'); // stopped: nothing runs any more
   });
 });

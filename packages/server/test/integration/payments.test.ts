@@ -5,6 +5,7 @@ import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { parsedEvents, submitCheckout } from '../helpers/checkout.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
+import { publishEvent } from '../../src/events/publish.ts';
 
 const INTERNAL_TOKEN = 'internal-token-for-tests-0123456789abcdef';
 const clock = new ManualClock(Date.UTC(2026, 10, 22, 9, 30, 0));
@@ -338,6 +339,25 @@ describe('double delivery (spec 6.2.5)', () => {
     await simulate(pay.id, 'succeeded');
     await worker.drain();
     expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('spec 6.2.5: publishEvent with two copies stays idempotent on its key: a replay adds no delivery', async () => {
+    const object = { ...(await create()), status: 'processing' };
+    await worker.drain();
+    receiver.requests.length = 0;
+    const once = () =>
+      svc.ctx.database.db.transaction((tx) =>
+        publishEvent(tx, { type: 'payment.processing', merchantId: p.merchant_id, environment: 'sandbox', object, copies: 2, idempotencyKey: `dd-${object.id}` }, clock.now()),
+      );
+    const first = await once();
+    const again = await once();
+    expect(first.deliveries).toBe(2);
+    expect(again).toMatchObject({ replayed: true, deliveries: 0 });
+    expect(again.event.id).toBe(first.event.id);
+    const [row] = await svc.ctx.database.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE event_id = $1', [first.event.id]);
+    expect(Number(row!.n)).toBe(2);
+    await worker.drain();
+    expect(receiver.requests.map((r) => r.headers['service-event-id'])).toEqual([first.event.id, first.event.id]);
   });
 
   it('spec 6.2.5: a sandbox checkout session created with double_delivery delivers each of its events twice', async () => {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { CHECKOUT_SESSION_STATUSES, PAYMENT_STATUSES } from '../../payments/state-machine.ts';
-import { Metadata, Timestamp } from './schemas.ts';
+import { Timestamp } from './schemas.ts';
 
 /** Schemas of payments and checkout sessions (TypeBox; they also feed the OpenAPI document). */
 
@@ -52,7 +52,14 @@ export const CheckoutSessionSchema = Type.Object(
 export const PaymentFields = {
   amount: Type.String({ maxLength: 32, description: 'Decimal string, exactly two decimals, "0.01" to "999999999.99"' }),
   asset_code: Type.String({ maxLength: 64, description: '<ASSET>.<NETWORK>: upper-case letters, digits and -, e.g. "USDC-E.ARB"' }),
-  metadata: Type.Optional(Metadata),
+  metadata: Type.Optional(
+    // The same limits as endpoint metadata (schemas.ts), described for objects that keep it as sent.
+    Type.Record(Type.String(), Type.String({ maxLength: 500 }), {
+      maxProperties: 50,
+      propertyNames: { type: 'string', minLength: 1, maxLength: 40 },
+      description: 'Up to 50 string pairs (keys up to 40, values up to 500 characters), stored and echoed unchanged, and in every event of the object.',
+    }),
+  ),
   double_delivery: Type.Optional(Type.Boolean({ description: 'Sandbox only: deliver every event of this object twice (the double-delivery case).' })),
 };
 
