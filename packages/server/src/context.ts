@@ -6,6 +6,7 @@ import { SecretBox } from './security/encryption.ts';
 import { EndpointService } from './endpoints/service.ts';
 import { EventService } from './events/service.ts';
 import { DeliveryService } from './delivery/service.ts';
+import { BulkReplays } from './delivery/bulk-replay.ts';
 import { DeliveryMetrics } from './delivery/metrics.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
 import { Sender } from './delivery/sender.ts';
@@ -24,11 +25,13 @@ export interface ServiceContext {
   endpoints: EndpointService;
   events: EventService;
   deliveries: DeliveryService;
+  /** "Replay all failed since…" jobs of the portal (in this process). */
+  bulkReplays: BulkReplays;
   sender: Sender;
   metrics: DeliveryMetrics;
   /** A new worker on this context (not started). */
   createWorker(): DeliveryWorker;
-  /** Closes what the context opened (HTTP agent); the database belongs to the caller. */
+  /** Ends bulk replays and closes what the context opened (HTTP agent); the database belongs to the caller. */
   close(): Promise<void>;
 }
 
@@ -47,6 +50,7 @@ export function createContext(options: { config: Config; database: Database; clo
     ...(options.resolver ? { resolver: options.resolver } : {}),
   });
   const metrics = new DeliveryMetrics(database, clock);
+  const deliveries = new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics, config.endpointConcurrency);
   const ctx: ServiceContext = {
     config,
     database,
@@ -55,11 +59,15 @@ export function createContext(options: { config: Config; database: Database; clo
     secrets,
     endpoints: new EndpointService(database.db, secrets, urlPolicy, clock),
     events: new EventService(database.db),
-    deliveries: new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics),
+    deliveries,
+    bulkReplays: new BulkReplays(database, deliveries, () => clock.now()),
     sender,
     metrics,
     createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
-    close: () => sender.close(),
+    async close() {
+      await ctx.bulkReplays.close(); // attempts in flight finish and are recorded first
+      await sender.close();
+    },
   };
   return ctx;
 }

@@ -14,6 +14,7 @@ import { WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpo
 import { DeliverySchema, webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
 import { eventRoutes } from './v1/events.ts';
 import { internalEventRoutes } from './internal/events.ts';
+import { portal } from './portal/index.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,7 +39,8 @@ function validators() {
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? body : query).compile(schema);
 }
 
-export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
+/** `portalDist`: the built portal UI (default: packages/portal-ui/dist). */
+export async function buildApp(ctx: ServiceContext, options: { portalDist?: string } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger,
     bodyLimit: API_BODY_LIMIT,
@@ -98,5 +100,6 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     },
     { prefix: '/api/v1' },
   );
+  await portal(app as unknown as FastifyInstance, ctx, { dist: options.portalDist });
   return app as unknown as FastifyInstance;
 }

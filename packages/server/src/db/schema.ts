@@ -115,3 +115,27 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;
+
+/** Merchant Portal users (migration 0004). `email` is unique case-insensitively. */
+export const portalUsers = pgTable('portal_users', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  email: text('email').notNull(),
+  passwordHash: text('password_hash').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
+export type PortalUserRow = typeof portalUsers.$inferSelect;
+
+/** Portal sessions: the cookie's token is stored only as its SHA-256 (`tokenHash`). */
+export const portalSessions = pgTable('portal_sessions', {
+  tokenHash: text('token_hash').primaryKey(),
+  userId: text('user_id').notNull(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  csrfToken: text('csrf_token').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  expiresAt: ts('expires_at').notNull(),
+});
+
+export type PortalSessionRow = typeof portalSessions.$inferSelect;
