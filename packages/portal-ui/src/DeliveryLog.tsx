@@ -74,11 +74,11 @@ export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refresh
             <thead>
               <tr>
                 <th>Event</th>
-                {showEndpoint && <th>Endpoint</th>}
+                {showEndpoint && <th className="hide-sm">Endpoint</th>}
                 <th>State</th>
-                <th>Attempts</th>
+                <th className="hide-sm">Attempts</th>
                 <th>Last answer</th>
-                <th>Created</th>
+                <th className="hide-sm">Created</th>
               </tr>
             </thead>
             <tbody>
@@ -88,11 +88,11 @@ export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refresh
                     <Link to={`/webhooks/deliveries/${d.id}`} className="strong">{d.event_type ?? 'event'}</Link>
                     <div className="mono small muted">{d.event_id}</div>
                   </td>
-                  {showEndpoint && <td className="url-cell">{d.endpoint_url ?? d.endpoint_id}</td>}
+                  {showEndpoint && <td className="url-cell hide-sm">{d.endpoint_url ?? d.endpoint_id}</td>}
                   <td><StateBadge state={d.state} /></td>
-                  <td>{d.attempt_count}</td>
+                  <td className="hide-sm">{d.attempt_count}</td>
                   <td>{d.last_attempt ? (d.last_attempt.status_code ?? d.last_attempt.error_kind ?? '—') : '—'}</td>
-                  <td><Time iso={d.created_at} /></td>
+                  <td className="hide-sm"><Time iso={d.created_at} /></td>
                 </tr>
               ))}
             </tbody>

@@ -35,7 +35,7 @@ export function EndpointList() {
               <tr>
                 <th>URL</th>
                 <th>Status</th>
-                <th>Event types</th>
+                <th className="hide-sm">Event types</th>
                 <th>Last 24 h</th>
               </tr>
             </thead>
@@ -47,8 +47,10 @@ export function EndpointList() {
                     {e.description && <div className="muted small">{e.description}</div>}
                   </td>
                   <td><StatusBadge status={e.status} /></td>
-                  <td className="types-cell">
-                    {e.enabled_events.includes('*') ? <span className="tag">All events</span> : e.enabled_events.map((t) => <code key={t} className="type">{t}</code>)}
+                  <td className="hide-sm">
+                    <div className="types-cell">
+                      {e.enabled_events.includes('*') ? <span className="tag">All events</span> : e.enabled_events.map((t) => <code key={t} className="type">{t}</code>)}
+                    </div>
                   </td>
                   <td>{e.stats && <SuccessChart stats={e.stats} />}</td>
                 </tr>

@@ -33,10 +33,13 @@ beforeAll(async () => {
 afterAll(async () => testDb?.dispose());
 
 describe('migrations', () => {
-  it('the migration files are numbered 0001, 0002, … without gaps', () => {
+  it('the migration files are numbered 0001, 0002, … in increasing order, each number once', () => {
+    // Numbers are reserved per branch (0003 payments, 0004 portal), so a branch may see a gap
+    // until the others are merged; the runner applies whatever is pending in order.
     const ids = listMigrations().map((m) => m.id);
     expect(ids.length).toBeGreaterThan(0);
-    expect(ids).toEqual(ids.map((_, i) => i + 1));
+    expect(ids[0]).toBe(1);
+    expect(ids).toEqual([...new Set(ids)].sort((x, y) => x - y));
   });
 
   it('from an empty database, concurrent migrators apply every migration exactly once', async () => {
