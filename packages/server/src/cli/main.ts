@@ -138,7 +138,7 @@ export function buildCli(): Command {
     .command('create-platform')
     .description('create a Platform with one merchant, a sandbox key and a live key (keys are printed once)')
     .requiredOption('--name <name>', 'display name of the Platform')
-    .option('--email <email>', "the first portal user's email (default: admin@<platform id>.payhooks.local)")
+    .option('--email <email>', "the first portal user's email (default: admin+<platform id>@payhooks.local)")
     .option('--json', 'print one JSON object')
     .action(async (opts: { name: string; email?: string; json?: boolean }) => {
       const name = opts.name.trim();

@@ -23,7 +23,7 @@ export interface CreatedPlatform {
 
 /**
  * Creates a Platform with one merchant, one key per environment and its first portal user, in
- * one transaction. Without `portalEmail` the user is `admin@<platform id>.payhooks.local`
+ * one transaction. Without `portalEmail` the user is `admin+<platform id>@payhooks.local`
  * (lower case), unique by construction; the operator hands it over with the password.
  */
 export async function createPlatform(db: Db, name: string, options: { portalEmail?: string | undefined; portalPassword?: string | undefined } = {}): Promise<CreatedPlatform> {
@@ -34,7 +34,7 @@ export async function createPlatform(db: Db, name: string, options: { portalEmai
     await tx.insert(merchants).values({ id: merchantId, platformId, name });
     const sandbox = await createApiKey(tx, platformId, 'sandbox');
     const live = await createApiKey(tx, platformId, 'live');
-    const user = await createPortalUser(tx, platformId, options.portalEmail ?? `admin@${platformId.toLowerCase()}.payhooks.local`, options.portalPassword);
+    const user = await createPortalUser(tx, platformId, options.portalEmail ?? `admin+${platformId.toLowerCase()}@payhooks.local`, options.portalPassword);
     return { platform_id: platformId, merchant_id: merchantId, keys: { sandbox: sandbox.key, live: live.key }, portal: { email: user.email, password: user.password } };
   });
 }
