@@ -83,7 +83,7 @@ describe('Merchant Portal in Chromium', () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Endpoints', exact: true }).click();
     await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
     // The session cookie is httpOnly: the page's scripts can't read it.
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate(() => (globalThis as any).document.cookie)).toBe('');
   });
 
   it('spec 4.1 rule 2: creating an endpoint shows its whsec_ secret once, with the live minimum pre-selected; a reload no longer shows it', async () => {
@@ -135,14 +135,14 @@ describe('Merchant Portal in Chromium', () => {
     expect(await page.locator('li.attempt time').first().getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
 
     behaviours.set('/webhooks?failing', { status: 200, body: 'thanks' });
-    await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
+    await page.evaluate(() => ((globalThis as any).marker = 42));
     await page.getByRole('button', { name: 'Replay' }).click();
     await expectText(page.getByRole('status'), 'Replayed: your endpoint answered 200.');
     await expectText(page.locator('dl.facts'), 'Delivered');
     expect(await attempts.count()).toBe(4);
     await expectText(attempts.first(), 'Manual');
     await expectText(attempts.first(), 'thanks');
-    expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(42); // no full reload
+    expect(await page.evaluate(() => (globalThis as any).marker)).toBe(42); // no full reload
     expect(await page.getByRole('button', { name: 'Replay' }).count()).toBe(0);
     expect((await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data[0]!.state).toBe('delivered');
   });
@@ -213,7 +213,7 @@ describe('Merchant Portal in Chromium', () => {
       await p.goto(`${svc.url}/portal/webhooks/events/${event.id}`);
       await p.getByRole('heading', { name: 'Event not found' }).waitFor();
       // Every API route, called from B's signed-in page with its CSRF token.
-      const csrf = await p.evaluate(async () => (await (await fetch('/portal/api/session')).json()).csrf_token as string);
+      const csrf = await p.evaluate(async () => ((await (await fetch('/portal/api/session')).json()) as { csrf_token: string }).csrf_token);
       const results = await p.evaluate(
         async ({ csrf, d, ep, ev }) => {
           const calls: Array<[string, string]> = [
@@ -247,7 +247,7 @@ describe('Merchant Portal in Chromium', () => {
     await page.goto(`${svc.url}/portal/webhooks/endpoints`);
     const noToken = await page.evaluate(async () => {
       const res = await fetch('/portal/api/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'https://no-token.example.com/h', enabled_events: ['*'] }) });
-      return { status: res.status, body: await res.json() };
+      return { status: res.status, body: (await res.json()) as { error: { code: string } } };
     });
     expect(noToken.status).toBe(403);
     expect(noToken.body.error.code).toBe('csrf_token_invalid');
