@@ -8,6 +8,7 @@ import { backend, createPgDatabase } from '../helpers/database.ts';
 import { killAllPayhooks, runPayhooks, startServe, type ServeProcess } from '../helpers/cli.ts';
 import { apiClient } from '../helpers/variant.ts';
 import { startReceiver } from '../helpers/receiver.ts';
+import { portalSignIn } from '../helpers/portal.ts';
 
 /**
  * The `payhooks` CLI as a real process: migrate, the admin commands, serve (on this run's
@@ -54,7 +55,8 @@ function expectCleanFailure(r: { code: number | null; stderr: string }, ...fragm
 }
 
 describe(`payhooks CLI on ${backend}`, () => {
-  let platform: { platform_id: string; merchant_id: string; keys: { sandbox: string; live: string } };
+  let platform: { platform_id: string; merchant_id: string; keys: { sandbox: string; live: string }; portal: { email: string; password: string } };
+  let portalUser: { id: string; platform_id: string; email: string; password: string };
   let extraLiveKey: { id: string; environment: string; key: string };
 
   it('payhooks admin create-platform --json on an empty database migrates it and prints one JSON object; logs go to stderr', async () => {
@@ -67,10 +69,23 @@ describe(`payhooks CLI on ${backend}`, () => {
       platform_id: expect.stringMatching(/^plt_[0-9A-Za-z]{24}$/),
       merchant_id: expect.stringMatching(/^mch_[0-9A-Za-z]{24}$/),
       keys: { sandbox: expect.stringMatching(/^sk_test_[0-9A-Za-z]{32}$/), live: expect.stringMatching(/^sk_live_[0-9A-Za-z]{32}$/) },
+      // The first Merchant Portal user, with its one-time password.
+      portal: { email: `admin+${platform.platform_id.toLowerCase()}@payhooks.local`, password: expect.stringMatching(/^[0-9A-Za-z]{20}$/) },
     });
     // The empty database was migrated on the way, and said so on stderr.
     expect(r.stderr).toContain('migrations applied');
     for (const m of listMigrations()) expect(r.stderr).toContain(m.name);
+  }, SPAWN_TIMEOUT);
+
+  it('payhooks admin create-user --platform ID --email E --json prints the user and a one-time password; a taken email or unknown Platform exits 1', async () => {
+    const r = await runPayhooks(['admin', 'create-user', '--platform', platform.platform_id, '--email', 'Ops@Acme.example', '--json'], dbEnv);
+    expect(r.code, r.stderr).toBe(0);
+    portalUser = JSON.parse(r.stdout.trim());
+    expect(portalUser).toEqual({ id: expect.stringMatching(/^usr_/), platform_id: platform.platform_id, email: 'ops@acme.example', password: expect.stringMatching(/^[0-9A-Za-z]{20}$/) });
+    const taken = await runPayhooks(['admin', 'create-user', '--platform', platform.platform_id, '--email', 'ops@acme.example'], dbEnv);
+    expectCleanFailure(taken, 'ops@acme.example', 'already exists');
+    const noPlatform = await runPayhooks(['admin', 'create-user', '--platform', 'plt_nope', '--email', 'x@acme.example'], dbEnv);
+    expectCleanFailure(noPlatform, 'plt_nope');
   }, SPAWN_TIMEOUT);
 
   it('payhooks migrate finds the database up to date', async () => {
@@ -123,6 +138,14 @@ describe(`payhooks CLI on ${backend}`, () => {
       const list = await api(platform.keys.sandbox, 'GET', COLLECTION);
       expect(list.status).toBe(200);
       expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([created.body.id]);
+    });
+
+    it('the portal users from create-platform and create-user sign in to the Merchant Portal of that Platform', async () => {
+      for (const user of [platform.portal, portalUser]) {
+        const portal = await portalSignIn(server.url, user.email, user.password);
+        expect(portal.session.platform.id).toBe(platform.platform_id);
+      }
+      expect((await fetch(`${server.url}/portal/`)).status).toBe(200);
     });
 
     it('the key from admin create-key works; the revoked key is 401 api_key_revoked', async () => {
@@ -181,6 +204,12 @@ describe(`payhooks CLI on ${backend}`, () => {
       const live = /Live key\s+(sk_live_[0-9A-Za-z]{32})/.exec(out)?.[1];
       expect(sandbox, out).toBeDefined();
       expect(live, out).toBeDefined();
+      // The demo portal user's credentials, and the portal's address, are in the banner too.
+      expect(out).toContain(`Merchant Portal ${dev.url}/portal/`);
+      const email = /Email\s+(\S+@\S+)/.exec(out)?.[1];
+      const password = /Password\s+([0-9A-Za-z]{20})/.exec(out)?.[1];
+      expect(email, out).toBe('demo@payhooks.local');
+      expect((await portalSignIn(dev.url, email!, password!)).session.platform.name).toBe('Demo Platform');
       const api = apiClient(dev.url);
       // Development mode admits local plain-http receivers, for live keys too.
       const created = await api(live!, 'POST', COLLECTION, { url: 'http://127.0.0.1:4000/webhooks', enabled_events: ['*'] });
