@@ -19,6 +19,8 @@ import { portalSignIn } from '../helpers/portal.ts';
 const COLLECTION = '/api/v1/webhook_endpoints';
 /** A spawn is 1-2 s alone, but a fresh embedded database takes several more on a busy machine. */
 const SPAWN_TIMEOUT = 90_000;
+/** How long one spawned command may take before it is killed (below SPAWN_TIMEOUT, so the test reports it). */
+const RUN_TIMEOUT = 80_000;
 
 /** Environment that points the CLI at this run's database. */
 let dbEnv: Record<string, string>;
@@ -60,7 +62,7 @@ describe(`payhooks CLI on ${backend}`, () => {
   let extraLiveKey: { id: string; environment: string; key: string };
 
   it('payhooks admin create-platform --json on an empty database migrates it and prints one JSON object; logs go to stderr', async () => {
-    const r = await runPayhooks(['admin', 'create-platform', '--name', 'Acme Payments', '--json'], { ...dbEnv, PAYHOOKS_LOG_LEVEL: 'info' });
+    const r = await runPayhooks(['admin', 'create-platform', '--name', 'Acme Payments', '--json'], { ...dbEnv, PAYHOOKS_LOG_LEVEL: 'info' }, RUN_TIMEOUT);
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
@@ -78,7 +80,7 @@ describe(`payhooks CLI on ${backend}`, () => {
   }, SPAWN_TIMEOUT);
 
   it('payhooks admin create-user --platform ID --email E --json prints the user and a one-time password; a taken email or unknown Platform exits 1', async () => {
-    const r = await runPayhooks(['admin', 'create-user', '--platform', platform.platform_id, '--email', 'Ops@Acme.example', '--json'], dbEnv);
+    const r = await runPayhooks(['admin', 'create-user', '--platform', platform.platform_id, '--email', 'Ops@Acme.example', '--json'], dbEnv, RUN_TIMEOUT);
     expect(r.code, r.stderr).toBe(0);
     portalUser = JSON.parse(r.stdout.trim());
     expect(portalUser).toEqual({ id: expect.stringMatching(/^usr_/), platform_id: platform.platform_id, email: 'ops@acme.example', password: expect.stringMatching(/^[0-9A-Za-z]{20}$/) });
@@ -89,7 +91,7 @@ describe(`payhooks CLI on ${backend}`, () => {
   }, SPAWN_TIMEOUT);
 
   it('payhooks migrate finds the database up to date', async () => {
-    const r = await runPayhooks(['migrate'], dbEnv);
+    const r = await runPayhooks(['migrate'], dbEnv, RUN_TIMEOUT);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe('database is up to date');
   }, SPAWN_TIMEOUT);
@@ -116,7 +118,7 @@ describe(`payhooks CLI on ${backend}`, () => {
   describe('payhooks serve', () => {
     let server: ServeProcess;
     beforeAll(async () => {
-      server = await startServe([], dbEnv);
+      server = await startServe([], dbEnv, RUN_TIMEOUT);
     }, SPAWN_TIMEOUT);
     afterAll(async () => {
       await server?.stop();
@@ -195,7 +197,7 @@ describe(`payhooks CLI on ${backend}`, () => {
   it('serve --dev prints the banner with the URL and a sk_test_ and sk_live_ key that work', async () => {
     // On pglite the same data dir (free again); on postgres the same database, plus a
     // directory for the dev Platform file.
-    const dev = await startServe(['--dev'], backend === 'pglite' ? dbEnv : { ...dbEnv, PAYHOOKS_DATA_DIR: tempDir() });
+    const dev = await startServe(['--dev'], backend === 'pglite' ? dbEnv : { ...dbEnv, PAYHOOKS_DATA_DIR: tempDir() }, RUN_TIMEOUT);
     try {
       const out = dev.stdout();
       expect(out).toContain('DEVELOPMENT MODE');

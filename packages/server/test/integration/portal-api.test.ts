@@ -71,6 +71,10 @@ describe('portal sign-in and session', () => {
     const me = await portalRequest(svc.url, 'GET', '/session', undefined, { cookie: cookie.split(';')[0]! });
     expect(me.body.platform.id).toBe(a.platform_id);
     expect((await portalRequest(svc.url, 'GET', '/endpoints', undefined, {})).body.error.code).toBe('not_signed_in');
+    // Behind a TLS-terminating proxy the page is https while this process sees http: Secure then.
+    const proxied = await portalRequest(svc.url, 'POST', '/session', a.portal, { origin: svc.url.replace('http:', 'https:') });
+    expect(proxied.status).toBe(200);
+    expect(proxied.headers.get('set-cookie')).toContain('Secure');
     expect((await portalRequest(svc.url, 'GET', '/endpoints', undefined, { cookie: 'payhooks_portal=forged' })).status).toBe(401);
   });
 

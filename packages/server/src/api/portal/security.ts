@@ -37,23 +37,32 @@ export function securityHeaders(reply: FastifyReply): void {
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export const isMutation = (req: FastifyRequest) => !SAFE_METHODS.has(req.method);
 
-/**
- * The Origin check of every mutation (sign-in included): the browser's Origin header (or, when
- * a browser leaves it out, the Referer's origin) must be this server's own origin as the
- * request addressed it. Requests from other sites, and mutations with neither header, are 403.
- */
-export function checkOrigin(req: FastifyRequest): void {
-  const expected = `${req.protocol}://${req.headers.host ?? ''}`;
-  let origin = req.headers.origin;
-  if (!origin && typeof req.headers.referer === 'string') {
+/** The page's origin as the browser states it: Origin, or the Referer's origin when a browser leaves Origin out. */
+function pageOrigin(req: FastifyRequest): URL | null {
+  for (const raw of [req.headers.origin, req.headers.referer]) {
+    if (typeof raw !== 'string' || raw === 'null') continue;
     try {
-      origin = new URL(req.headers.referer).origin;
+      return new URL(raw);
     } catch {
-      origin = undefined;
+      return null;
     }
   }
+  return null;
+}
+
+/**
+ * The Origin check of every mutation (sign-in included): the page's origin must name the host
+ * (and port) the request was sent to. Only the host is compared, not the scheme: behind a
+ * TLS-terminating proxy the browser says https while this process sees http, and the Host
+ * header is passed through. Requests from other sites, and mutations with neither header, are 403.
+ */
+export function checkOrigin(req: FastifyRequest): void {
+  const origin = pageOrigin(req);
+  const host = req.headers.host ?? '';
   if (!origin) throw new AppError('forbidden', 'origin_missing', 'Portal changes must come from the portal page: the request has no Origin header.');
-  if (origin !== expected) throw new AppError('forbidden', 'cross_origin_request', `Portal changes must come from the portal page at ${expected}; this request came from ${origin.slice(0, 200)}.`);
+  if (origin.host !== host) {
+    throw new AppError('forbidden', 'cross_origin_request', `Portal changes must come from the portal page on ${host}; this request came from ${origin.origin.slice(0, 200)}.`);
+  }
 }
 
 /** The CSRF token check of every mutation made in a session (constant-time compare). */
@@ -64,6 +73,12 @@ export function checkCsrf(req: FastifyRequest, session: PortalSession): void {
   }
 }
 
+/**
+ * Secure when the page is on https: either this process terminates TLS, or the browser's Origin
+ * says https (a TLS-terminating proxy in front). On plain http (development) a Secure cookie
+ * would never come back, so it is left off there.
+ */
 export function cookieOptions(req: FastifyRequest, expires?: Date) {
-  return { path: '/portal', httpOnly: true, sameSite: 'lax' as const, secure: req.protocol === 'https', ...(expires ? { expires } : {}) };
+  const secure = req.protocol === 'https' || pageOrigin(req)?.protocol === 'https:';
+  return { path: '/portal', httpOnly: true, sameSite: 'lax' as const, secure, ...(expires ? { expires } : {}) };
 }
