@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceContext } from '../context.ts';
 import { createPlatform, platformExists, type CreatedPlatform } from '../tenancy/platforms.ts';
-import { findUserByEmail } from '../portal/users.ts';
+import { createPortalUser, findUserByEmail } from '../portal/users.ts';
 
 /** The demo portal user's email in development mode (when free). */
 export const DEV_PORTAL_EMAIL = 'demo@payhooks.local';
@@ -17,7 +17,14 @@ export async function ensureDevPlatform(ctx: ServiceContext): Promise<{ platform
   const file = join(ctx.config.dataDir, 'dev-platform.json');
   if (existsSync(file)) {
     const saved = JSON.parse(readFileSync(file, 'utf8')) as CreatedPlatform;
-    if (saved.portal && (await platformExists(ctx.database.db, saved.platform_id))) return { platform: saved, created: false };
+    if (await platformExists(ctx.database.db, saved.platform_id)) {
+      if (saved.portal) return { platform: saved, created: false };
+      // A data dir from before the portal: give its demo Platform a portal user, keep its keys.
+      const user = await createPortalUser(ctx.database.db, saved.platform_id, (await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL)) ? `demo+${saved.platform_id.toLowerCase()}@payhooks.local` : DEV_PORTAL_EMAIL);
+      const upgraded = { ...saved, portal: { email: user.email, password: user.password } };
+      writeFileSync(file, JSON.stringify(upgraded, null, 2) + '\n', { mode: 0o600 });
+      return { platform: upgraded, created: false };
+    }
   }
   // A database kept from an earlier data dir may hold the demo email already: then the default one.
   const free = !(await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL));
