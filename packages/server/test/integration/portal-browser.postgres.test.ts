@@ -112,6 +112,39 @@ describe('Merchant Portal in Chromium', () => {
     await expectText(row, 'checkout_session.completed');
   });
 
+  it('edit, disable, enable, Send test event and delete (after confirming) from the endpoint page', async () => {
+    const ep = await endpointOfA('manage', { status: 200, body: 'ok' }, ['payment.failed']);
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Description').fill('Orders service');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Endpoint saved.').waitFor();
+    expect((await svc.ctx.endpoints.get(scopeA(), ep.id)).description).toBe('Orders service');
+
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByRole('button', { name: 'Enable' }).waitFor();
+    expect((await svc.ctx.endpoints.get(scopeA(), ep.id)).status).toBe('disabled');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.getByRole('button', { name: 'Disable' }).waitFor();
+
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.getByText('Test event sent').waitFor();
+    const row = page.locator('tr[data-delivery-id]').first();
+    await expectText(row, 'payment.succeeded');
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+    const sent = receiver.requests.find((r) => r.path === '/webhooks?manage');
+    expect(JSON.parse(sent!.raw.toString()).data.object.metadata).toEqual({ test: 'true' });
+
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    await page.getByRole('alertdialog').getByText('This can’t be undone.').waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    expect((await svc.ctx.endpoints.get(scopeA(), ep.id)).id).toBe(ep.id);
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    await page.getByRole('button', { name: 'Delete endpoint' }).click();
+    await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    await expect(svc.ctx.endpoints.get(scopeA(), ep.id)).rejects.toThrow(/No such webhook endpoint/);
+  });
+
   it("a failing receiver's delivery shows every attempt with its status code and body; Replay after the receiver is fixed turns it delivered without a reload", async () => {
     const ep = await endpointOfA('failing', { status: 503, body: 'maintenance until 10:00' });
     const { event } = await publish(svc.ctx, a.merchant_id);
