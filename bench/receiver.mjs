@@ -1,5 +1,5 @@
 // Benchmark receiver, in its own process so it doesn't share the worker's event loop.
-// Answers 200 to every POST and reports (event id, arrival time) to the parent in batches.
+// Answers 200 to every POST (except under /dead: never) and reports (event id, arrival time) to the parent in batches.
 import http from 'node:http';
 
 const delayMs = Number(process.env.BENCH_RECEIVER_DELAY_MS ?? 0);
@@ -10,6 +10,8 @@ const flush = () => {
 };
 setInterval(flush, 50).unref();
 const server = http.createServer((req, res) => {
+  // A dead endpoint (bench/fairness.ts): takes the request and never answers.
+  if (req.url.startsWith('/dead')) return void req.resume();
   const id = req.headers['service-event-id'];
   req.resume();
   req.on('end', () => {

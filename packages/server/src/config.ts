@@ -32,6 +32,8 @@ export interface Config {
   endpointConcurrency: number;
   /** Most attempts in flight per worker process. */
   workerConcurrency: number;
+  /** Largest share of a worker's slots one Platform may hold (delivery/fairness.ts). */
+  platformShare: number;
   /** Worker polling fallback when no wake-up signal arrives, ms. */
   pollIntervalMs: number;
   /** How long a claimed delivery stays leased to a worker before another may take it, ms. */
@@ -123,6 +125,14 @@ export const SETTINGS = [
   { key: 'attemptTimeoutMs', env: 'PAYHOOKS_ATTEMPT_TIMEOUT', default: formatDuration(ACK_DEADLINE_MS), doc: 'Acknowledgement deadline per attempt (spec 8: 10s). For tests and sandboxes only.', parse: durationIn(100, 60_000) },
   { key: 'endpointConcurrency', env: 'PAYHOOKS_ENDPOINT_CONCURRENCY', default: '10', doc: 'Most attempts in flight to one endpoint per worker process.', parse: int(1, 1000) },
   { key: 'workerConcurrency', env: 'PAYHOOKS_WORKER_CONCURRENCY', default: '200', doc: 'Most attempts in flight per worker process.', parse: int(1, 10_000) },
+  {
+    key: 'platformShare', env: 'PAYHOOKS_PLATFORM_SHARE', default: '0.5',
+    doc: 'Largest share (0.01 to 1) of a worker\'s attempt slots one Platform may hold, so one tenant\'s slow endpoints can\'t starve the others. A single-Platform install may set 1.',
+    parse: (raw: string, env: string) => {
+      const n = Number(raw);
+      return Number.isFinite(n) && n >= 0.01 && n <= 1 ? n : fail(env, raw, 'a number from 0.01 to 1, e.g. 0.5');
+    },
+  },
   { key: 'pollIntervalMs', env: 'PAYHOOKS_POLL_INTERVAL', default: '1s', doc: 'How often an idle worker looks for due work when no wake-up arrives.', parse: durationIn(10, 60_000) },
   { key: 'leaseMs', env: 'PAYHOOKS_LEASE', default: '60s', doc: 'How long a claimed delivery is leased to a worker; a dead worker\'s leases expire after this.', parse: durationIn(1000, 3_600_000) },
 ] as const satisfies readonly Setting<keyof Config>[];

@@ -7,6 +7,8 @@ import type { Scope } from '../tenancy/scope.ts';
 import { AppError } from '../errors.ts';
 import { authenticate } from './auth.ts';
 import { errorHandler } from './errors.ts';
+import { clientErrorHandler } from './client-errors.ts';
+import { installJsonBodyParser } from './json-body.ts';
 import { healthRoutes } from './health.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { ErrorSchema } from './v1/schemas.ts';
@@ -21,6 +23,18 @@ declare module 'fastify' {
     /** Set by the /api/v1 auth hook: the calling key's Platform and environment. */
     scope: Scope;
   }
+}
+
+export interface RouteInfo {
+  method: string;
+  url: string;
+}
+
+const routeLists = new WeakMap<FastifyInstance, RouteInfo[]>();
+
+/** Every route `buildApp` registered (HEAD twins left out): for docs and the all-routes fuzz test. */
+export function routesOf(app: FastifyInstance): RouteInfo[] {
+  return routeLists.get(app) ?? [];
 }
 
 /** Management requests are small; anything bigger is refused with a 413 before parsing. */
@@ -47,10 +61,20 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     trustProxy: false,
     // Malformed URLs and over-long path parameters get our error shape too.
     frameworkErrors: errorHandler as never,
+    // ... and so do requests Node's HTTP parser refuses before routing.
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const routes: RouteInfo[] = [];
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url });
+  });
+  routeLists.set(app as unknown as FastifyInstance, routes);
 
   // Every body we accept is JSON; anything else is a 415, on every route.
   app.removeContentTypeParser('text/plain');
+  // JSON bodies with lone surrogates or absurd nesting are 400s naming the field.
+  installJsonBodyParser(app as unknown as FastifyInstance);
 
   app.setValidatorCompiler(validators());
   app.setErrorHandler(errorHandler);

@@ -46,6 +46,10 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   createdAt: ts('created_at').notNull().defaultNow(),
   updatedAt: ts('updated_at').notNull().defaultNow(),
   deletedAt: ts('deleted_at'),
+  /** Timeouts since the endpoint last answered; see delivery/fairness.ts. */
+  consecutiveTimeouts: integer('consecutive_timeouts').notNull().default(0),
+  /** When it was throttled (null: healthy). */
+  throttledAt: ts('throttled_at'),
 });
 
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;

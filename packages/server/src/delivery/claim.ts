@@ -1,11 +1,13 @@
 import type { Database } from '../db/client.ts';
 import type { DeliveryState, EndpointStatus } from '../db/schema.ts';
+import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
 
 /** A claimed delivery with everything needed to attempt it, from one statement. */
 export interface ClaimedDelivery {
   id: string;
   event_id: string;
   endpoint_id: string;
+  platform_id: string;
   state: DeliveryState;
   attempt_count: number;
   automatic_attempts: number;
@@ -15,16 +17,22 @@ export interface ClaimedDelivery {
   secret_ciphertext: string;
   endpoint_status: EndpointStatus;
   endpoint_deleted_at: Date | null;
+  /** The endpoint is throttled to one attempt at a time (fairness.ts). */
+  endpoint_throttled: boolean;
 }
 
 /**
- * Claims up to `limit` due deliveries for one worker, in one statement.
+ * Claims up to `limit` due deliveries for one worker, in one statement (see fairness.ts for
+ * the sharing rules it applies).
  *
  * - `candidates` takes due rows in due order from the partial index on `due_at`, locking them
- *   with SKIP LOCKED so concurrent workers never block on, or take, the same rows.
- * - `picked` keeps at most `perEndpoint` rows of any one endpoint, so a backlog for one slow
- *   or dead endpoint can't fill a batch (isolation); endpoints this worker already has at its
- *   cap are excluded up front.
+ *   with SKIP LOCKED so concurrent workers never block on, or take, the same rows. Endpoints
+ *   and Platforms this worker already holds at their cap are left out here, so the scan reaches
+ *   other tenants' rows instead of the same saturated ones.
+ * - `ranked` numbers each candidate within its endpoint and within its Platform, and reads the
+ *   endpoint's throttle (a throttled endpoint gets one row per claim).
+ * - `picked` keeps at most the endpoint's cap per endpoint and `platformCap` per Platform, and
+ *   orders by the Platform rank first: round robin between Platforms, oldest first within each.
  * - `claimed` leases them: `due_at` moves to the lease expiry and `lease_token` is set. A
  *   worker that dies leaves rows that become due again when the lease runs out; a worker that
  *   records a result must still hold the token (see record.ts).
@@ -33,35 +41,39 @@ export interface ClaimedDelivery {
  */
 const CLAIM_SQL = `
 WITH candidates AS (
-  SELECT id, endpoint_id, due_at
+  SELECT id, endpoint_id, platform_id, due_at
   FROM webhook_deliveries
-  WHERE due_at <= $1 AND NOT (endpoint_id = ANY($2::text[]))
+  WHERE due_at <= $1 AND NOT (endpoint_id = ANY($2::text[])) AND NOT (platform_id = ANY($8::text[]))
   ORDER BY due_at
   LIMIT $3
   FOR UPDATE SKIP LOCKED
+), ranked AS (
+  SELECT c.id, c.due_at,
+         row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at) AS endpoint_rank,
+         row_number() OVER (PARTITION BY c.platform_id ORDER BY c.due_at) AS platform_rank,
+         w.consecutive_timeouts >= $9 AS throttled
+  FROM candidates c JOIN webhook_endpoints w ON w.id = c.endpoint_id
 ), picked AS (
-  SELECT id FROM (
-    SELECT id, due_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY due_at) AS rn
-    FROM candidates
-  ) ranked
-  WHERE rn <= $4
-  ORDER BY due_at
+  SELECT id FROM ranked
+  WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE $4 END AND platform_rank <= $10
+  ORDER BY platform_rank, due_at
   LIMIT $5
 ), claimed AS (
   UPDATE webhook_deliveries d
   SET due_at = $6, lease_token = $7
   FROM picked
   WHERE d.id = picked.id
-  RETURNING d.id, d.event_id, d.endpoint_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at
+  RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at
 )
-SELECT c.*, e.body, w.url, w.secret_ciphertext, w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at
+SELECT c.*, e.body, w.url, w.secret_ciphertext, w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
+       w.consecutive_timeouts >= $9 AS endpoint_throttled
 FROM claimed c
 JOIN events e ON e.id = c.event_id
 JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
 
 export async function claimDue(
   database: Database,
-  options: { now: Date; leaseUntil: Date; limit: number; perEndpoint: number; excludeEndpoints: string[]; token: string },
+  options: { now: Date; leaseUntil: Date; limit: number; perEndpoint: number; perPlatform: number; excludeEndpoints: string[]; excludePlatforms: string[]; token: string },
 ): Promise<ClaimedDelivery[]> {
   const rows = await database.query<ClaimedDelivery>(CLAIM_SQL, [
     options.now,
@@ -71,6 +83,9 @@ export async function claimDue(
     options.limit,
     options.leaseUntil,
     options.token,
+    options.excludePlatforms,
+    THROTTLE_AFTER_TIMEOUTS,
+    options.perPlatform,
   ]);
   return rows.map(normalise);
 }
@@ -83,6 +98,7 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
     automatic_attempts: Number(r.automatic_attempts),
     next_attempt_at: r.next_attempt_at ? new Date(r.next_attempt_at) : null,
     endpoint_deleted_at: r.endpoint_deleted_at ? new Date(r.endpoint_deleted_at) : null,
+    endpoint_throttled: r.endpoint_throttled === true || (r.endpoint_throttled as unknown) === 't',
   };
 }
 

@@ -2,6 +2,7 @@ import type { Database } from '../db/client.ts';
 import type { AttemptTrigger, DeliveryState } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import type { AttemptResult } from './sender.ts';
+import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
 
 export interface Outcome {
   deliveryId: string;
@@ -43,7 +44,25 @@ WITH v AS (
       updated_at = $14
   FROM v
   WHERE d.id = v.id AND d.lease_token = v.token
-  RETURNING d.id, d.attempt_count
+  RETURNING d.id, d.attempt_count, d.endpoint_id
+), health AS (
+  -- The circuit breaker's count (delivery/fairness.ts), per endpoint of the batch: any HTTP
+  -- answer resets it, each timeout adds one. Rows are written only when something changes, so
+  -- healthy endpoints cost nothing here.
+  SELECT u.endpoint_id,
+         bool_or(v.status_code IS NOT NULL) AS answered,
+         count(*) FILTER (WHERE v.error_kind = 'timeout')::int AS timeouts
+  FROM updated u JOIN v ON v.id = u.id
+  GROUP BY u.endpoint_id
+), breaker AS (
+  UPDATE webhook_endpoints w
+  SET consecutive_timeouts = CASE WHEN h.answered THEN 0 ELSE w.consecutive_timeouts + h.timeouts END,
+      throttled_at = CASE
+        WHEN h.answered THEN NULL
+        WHEN w.consecutive_timeouts + h.timeouts >= $15 THEN coalesce(w.throttled_at, $14)
+        ELSE w.throttled_at END
+  FROM health h
+  WHERE w.id = h.endpoint_id AND ((h.answered AND w.consecutive_timeouts > 0) OR (NOT h.answered AND h.timeouts > 0))
 )
 INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
                                status_code, response_body, error_kind, error_message)
@@ -76,6 +95,7 @@ export async function recordOutcomes(database: Database, outcomes: Outcome[], no
     col(() => newId('deliveryAttempt')),
     col((o) => o.trigger),
     now,
+    THROTTLE_AFTER_TIMEOUTS,
   ]);
   return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
 }

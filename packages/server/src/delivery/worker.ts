@@ -8,11 +8,19 @@ import { WAKE_CHANNEL } from '../events/publish.ts';
 import { claimDue, releaseClaims, type ClaimedDelivery } from './claim.ts';
 import { recordOutcomes, type Outcome } from './record.ts';
 import { afterAutomaticAttempt } from './schedule.ts';
-import type { Sender } from './sender.ts';
+import type { AttemptResult, Sender } from './sender.ts';
+import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
+
+interface EndpointSlot {
+  running: number;
+  waiting: Array<{ row: ClaimedDelivery; token: string }>;
+  cap: number;
+  timeouts: number;
+}
 import type { DeliveryMetrics } from './metrics.ts';
 
 export interface WorkerDeps {
-  config: Pick<Config, 'retryScheduleMs' | 'endpointConcurrency' | 'workerConcurrency' | 'pollIntervalMs' | 'leaseMs'>;
+  config: Pick<Config, 'retryScheduleMs' | 'endpointConcurrency' | 'workerConcurrency' | 'platformShare' | 'pollIntervalMs' | 'leaseMs'>;
   database: Database;
   clock: Clock;
   secrets: SecretBox;
@@ -43,9 +51,18 @@ export class DeliveryWorker {
   /** A wake-up arrived while the loop was busy claiming: claim again before sleeping. */
   private woken = false;
   private unlisten: (() => Promise<void>) | null = null;
-  /** Attempts running or waiting for their endpoint's slot, per endpoint. */
-  private readonly perEndpoint = new Map<string, { running: number; waiting: Array<{ row: ClaimedDelivery; token: string }> }>();
-  private active = 0;
+  /**
+   * Attempts running or waiting for their endpoint's slot, per endpoint, with the endpoint's
+   * current cap (one while throttled) and its timeouts seen here since its last answer.
+   */
+  private readonly perEndpoint = new Map<string, EndpointSlot>();
+  /** Claimed rows not finished (running or waiting), per Platform: held under `platformCap`. */
+  private readonly perPlatform = new Map<string, number>();
+  /** Attempts whose HTTP part is running: what PAYHOOKS_WORKER_CONCURRENCY bounds. */
+  private inFlight = 0;
+  /** Claimed rows waiting locally for their endpoint's slot (not in flight, but leased). */
+  private waiting = 0;
+  private readonly limits: FairnessLimits;
   /** Attempts whose HTTP part is running. */
   private readonly settled = new Set<Promise<void>>();
   /** Outcomes waiting for their batch write; the endpoint's slot is already free again. */
@@ -54,7 +71,9 @@ export class DeliveryWorker {
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly deps: WorkerDeps) {}
+  constructor(private readonly deps: WorkerDeps) {
+    this.limits = fairnessLimits(deps.config);
+  }
 
   async start(): Promise<void> {
     if (this.running) return;
@@ -83,7 +102,7 @@ export class DeliveryWorker {
     for (;;) {
       const claimed = await this.claim();
       total += claimed;
-      while (this.active > 0) await Promise.all([...this.settled]);
+      while (this.inFlight + this.waiting > 0) await Promise.all([...this.settled]);
       await this.flush();
       await Promise.all([...this.recording]);
       if (claimed === 0) return total;
@@ -103,7 +122,7 @@ export class DeliveryWorker {
       let claimed = 0;
       let full = false;
       try {
-        const free = this.deps.config.workerConcurrency - this.active;
+        const free = this.claimable();
         if (free > 0) {
           claimed = await this.claim(free);
           full = claimed === Math.min(free, 100);
@@ -123,21 +142,34 @@ export class DeliveryWorker {
     }
   }
 
+  /**
+   * Rows the next claim may take: free attempt slots (rows waiting locally don't occupy one),
+   * as long as the local queue holds less than a worker's worth of leased rows.
+   */
+  private claimable(): number {
+    const { workerConcurrency } = this.deps.config;
+    return Math.min(workerConcurrency - this.inFlight, workerConcurrency - this.waiting);
+  }
+
   /** One claim; starts (or queues behind their endpoint's cap) the claimed attempts. */
-  private async claim(free = this.deps.config.workerConcurrency - this.active): Promise<number> {
+  private async claim(free = this.claimable()): Promise<number> {
     if (free <= 0) return 0;
-    const cap = this.deps.config.endpointConcurrency;
-    // Up to `cap` rows per endpoint wait locally behind the `cap` in flight, so a freed slot
-    // starts its next attempt at once instead of after a claim round trip. More is excluded.
-    const saturated = [...this.perEndpoint].filter(([, s]) => s.running + s.waiting.length >= 2 * cap).map(([id]) => id);
+    const { endpointCap, platformCap } = this.limits;
+    // Up to one cap of rows per endpoint waits locally behind the cap in flight, so a freed
+    // slot starts its next attempt at once instead of after a claim round trip. More is
+    // excluded, and so are Platforms holding their share (fairness.ts).
+    const saturated = [...this.perEndpoint].filter(([, s]) => s.running + s.waiting.length >= 2 * s.cap).map(([id]) => id);
+    const fullPlatforms = [...this.perPlatform].filter(([, held]) => held >= platformCap).map(([id]) => id);
     const now = this.deps.clock.now();
     const token = `${this.id}:${++this.claimSeq}`;
     const rows = await claimDue(this.deps.database, {
       now,
       leaseUntil: new Date(now.getTime() + this.deps.config.leaseMs),
       limit: Math.min(free, 100),
-      perEndpoint: cap,
+      perEndpoint: endpointCap,
+      perPlatform: platformCap,
       excludeEndpoints: saturated,
+      excludePlatforms: fullPlatforms,
       token,
     });
     const park: string[] = [];
@@ -151,8 +183,12 @@ export class DeliveryWorker {
 
   private enqueue(row: ClaimedDelivery, token: string): void {
     let slot = this.perEndpoint.get(row.endpoint_id);
-    if (!slot) this.perEndpoint.set(row.endpoint_id, (slot = { running: 0, waiting: [] }));
-    this.active++;
+    if (!slot) this.perEndpoint.set(row.endpoint_id, (slot = { running: 0, waiting: [], cap: this.limits.endpointCap, timeouts: 0 }));
+    // The database's view of the breaker, as of this claim (other workers' attempts count too).
+    if (row.endpoint_throttled) slot.cap = endpointCapOf(this.limits, true);
+    else if (slot.timeouts < THROTTLE_AFTER_TIMEOUTS) slot.cap = endpointCapOf(this.limits, false);
+    this.perPlatform.set(row.platform_id, (this.perPlatform.get(row.platform_id) ?? 0) + 1);
+    this.waiting++;
     slot.waiting.push({ row, token });
     this.pump(row.endpoint_id);
   }
@@ -160,22 +196,50 @@ export class DeliveryWorker {
   private pump(endpointId: string): void {
     const slot = this.perEndpoint.get(endpointId);
     if (!slot) return;
-    while (slot.running < this.deps.config.endpointConcurrency && slot.waiting.length > 0) {
+    while (slot.running < slot.cap && slot.waiting.length > 0 && this.inFlight < this.deps.config.workerConcurrency) {
       const next = slot.waiting.shift()!;
       slot.running++;
-      const p = this.attempt(next.row, next.token).finally(() => {
+      this.waiting--;
+      this.inFlight++;
+      const p = this.attempt(next.row, next.token)
+        .catch((err: unknown) => {
+          this.deps.logger.error({ err, delivery: next.row.id }, 'attempt failed unexpectedly; its lease will expire and it will be retried');
+          return null;
+        })
+        .then((result) => {
         slot.running--;
-        this.active--;
+        this.inFlight--;
         this.settled.delete(p);
+        this.release(next.row.platform_id);
+        if (result) this.observeHealth(slot, result);
         if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
         else this.pump(endpointId);
+        // Rows held back by the worker-wide cap (not their endpoint's) may start now.
+        for (const [id, other] of this.perEndpoint) if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
         this.signal();
       });
       this.settled.add(p);
     }
   }
 
-  private async attempt(row: ClaimedDelivery, token: string): Promise<void> {
+  private release(platformId: string): void {
+    const held = (this.perPlatform.get(platformId) ?? 1) - 1;
+    if (held > 0) this.perPlatform.set(platformId, held);
+    else this.perPlatform.delete(platformId);
+  }
+
+  /** This worker's own view of the breaker, so it reacts before the next claim tells it. */
+  private observeHealth(slot: EndpointSlot, result: AttemptResult): void {
+    if (result.statusCode !== null) {
+      slot.timeouts = 0;
+      slot.cap = endpointCapOf(this.limits, false);
+    } else if (result.errorKind === 'timeout' && ++slot.timeouts >= THROTTLE_AFTER_TIMEOUTS) {
+      slot.cap = endpointCapOf(this.limits, true);
+    }
+  }
+
+  /** Sends one claimed delivery and queues its outcome; null when it could not be sent. */
+  private async attempt(row: ClaimedDelivery, token: string): Promise<AttemptResult | null> {
     const { sender, clock, secrets, config, metrics, logger } = this.deps;
     let secret: string;
     try {
@@ -184,7 +248,7 @@ export class DeliveryWorker {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.
       logger.error({ err, endpoint: row.endpoint_id }, 'cannot decrypt the endpoint signing secret; check PAYHOOKS_ENCRYPTION_KEY');
-      return;
+      return null;
     }
     const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret });
     metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
@@ -194,6 +258,7 @@ export class DeliveryWorker {
     const recorded = this.record({ deliveryId: row.id, token, trigger: 'automatic', state: next.state, nextAttemptAt: next.nextAttemptAt, result });
     this.recording.add(recorded);
     void recorded.finally(() => this.recording.delete(recorded));
+    return result;
   }
 
   /** Queues an outcome for the next batch write; resolves once it is written. */
@@ -239,7 +304,8 @@ export class DeliveryWorker {
     const byToken = new Map<string, string[]>();
     for (const slot of this.perEndpoint.values()) {
       for (const w of slot.waiting.splice(0)) {
-        this.active--;
+        this.waiting--;
+        this.release(w.row.platform_id);
         byToken.set(w.token, [...(byToken.get(w.token) ?? []), w.row.id]);
       }
     }

@@ -24,6 +24,11 @@ export interface WebhookEndpoint {
   environment: 'live' | 'sandbox';
   created_at: string;
   updated_at: string;
+  /**
+   * Whether deliveries to it are throttled to one attempt at a time because its attempts keep
+   * timing out (delivery/fairness.ts); its next answer lifts it.
+   */
+  delivery_health: { status: 'healthy' | 'throttled'; consecutive_timeouts: number; throttled_since: string | null };
 }
 
 export interface CreateEndpointInput {
@@ -53,6 +58,11 @@ export function toApiEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
     environment: row.environment,
     created_at: formatEventTimestamp(row.createdAt),
     updated_at: formatEventTimestamp(row.updatedAt),
+    delivery_health: {
+      status: row.throttledAt ? 'throttled' : 'healthy',
+      consecutive_timeouts: row.consecutiveTimeouts,
+      throttled_since: row.throttledAt ? formatEventTimestamp(row.throttledAt) : null,
+    },
   };
 }
 

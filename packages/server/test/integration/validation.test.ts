@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startVariant, type VariantService } from '../helpers/variant.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
+import { expectError } from '../helpers/errors.ts';
 
 /**
  * Bad input is always a 4xx in the error shape `{error: {type, code, message, param?}}`, never
@@ -27,23 +28,6 @@ beforeAll(async () => {
   liveEndpointId = (await svc.api(p.keys.live, 'POST', COLLECTION, OK)).body.id;
 });
 afterAll(async () => svc?.close());
-
-/** Asserts the error shape and returns the error member. */
-function expectError(res: { status: number; body: any; headers: Headers }, status: number, code?: string, param?: string | null) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-  const err = res.body.error;
-  expect(Object.keys(res.body)).toEqual(['error']);
-  expect(typeof err.type).toBe('string');
-  expect(typeof err.code).toBe('string');
-  expect(typeof err.message).toBe('string');
-  expect(err.message.length).toBeGreaterThan(0);
-  for (const k of Object.keys(err)) expect(['type', 'code', 'message', 'param']).toContain(k);
-  if (code !== undefined) expect(err.code).toBe(code);
-  if (param === null) expect(err.param).toBeUndefined();
-  else if (param !== undefined) expect(err.param).toBe(param);
-  return err;
-}
 
 const post = (body: unknown, headers?: Record<string, string>, key = p.keys.sandbox) => svc.api(key, 'POST', COLLECTION, body, headers);
 const patch = (body: unknown, headers?: Record<string, string>, id = endpointId) => svc.api(p.keys.sandbox, 'PATCH', `${COLLECTION}/${id}`, body, headers);

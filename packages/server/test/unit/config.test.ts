@@ -122,6 +122,7 @@ describe('bad values give a ConfigError naming the variable', () => {
     ['PAYHOOKS_ATTEMPT_TIMEOUT', ['10', '99ms', '61s', 'ten seconds']],
     ['PAYHOOKS_ENDPOINT_CONCURRENCY', ['0', '1001']],
     ['PAYHOOKS_WORKER_CONCURRENCY', ['0', '10001']],
+    ['PAYHOOKS_PLATFORM_SHARE', ['0', '0.001', '1.5', 'half', '-0.5']],
     ['PAYHOOKS_POLL_INTERVAL', ['9ms', '61s', '1']],
     ['PAYHOOKS_LEASE', ['999ms', '2h']],
   ];

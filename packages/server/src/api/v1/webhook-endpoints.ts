@@ -22,6 +22,14 @@ const endpointProperties = {
     environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')]),
     created_at: Timestamp,
     updated_at: Timestamp,
+    delivery_health: Type.Object(
+      {
+        status: Type.Union([Type.Literal('healthy'), Type.Literal('throttled')]),
+        consecutive_timeouts: Type.Integer(),
+        throttled_since: Type.Union([Timestamp, Type.Null()]),
+      },
+      { description: 'throttled: its attempts kept timing out, so it gets one attempt at a time until it answers again.' },
+    ),
 };
 
 export const WebhookEndpointSchema = Type.Object(endpointProperties, { $id: 'WebhookEndpoint' });
