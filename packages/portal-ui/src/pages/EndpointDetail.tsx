@@ -79,7 +79,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
       </div>
 
       {confirmDelete && (
-        <div className="card confirm" role="alertdialog" aria-labelledby="confirm-title">
+        <div className="card confirm" role="alertdialog" aria-labelledby="confirm-title" onKeyDown={(e) => e.key === 'Escape' && setConfirmDelete(false)}>
           <h2 id="confirm-title">Delete this endpoint?</h2>
           <p>It stops receiving events at once. Its delivery log stays readable. This can’t be undone.</p>
           <div className="actions">
