@@ -114,9 +114,7 @@ export class BulkReplays {
         } catch (err) {
           // Delivered by a retry meanwhile, in flight, or its endpoint deleted: nothing to do.
           if (err instanceof AppError && (err.kind === 'conflict' || err.kind === 'not_found')) job.skipped++;
-          else {
-            job.failed++;
-          }
+          else job.failed++; // an unexpected error (database gone): counted, the job goes on
         }
       }
     };

@@ -161,6 +161,15 @@ export class DeliveryService {
   }
 
   private async manualAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<ApiDelivery> {
+    // The endpoint first (404 outside the scope), so the per-endpoint gate is passed before the
+    // lease is taken: a lease never runs down while its attempt waits for a slot.
+    const [target] = await this.db.select({ endpointId: webhookDeliveries.endpointId }).from(webhookDeliveries).where(and(inScope(scope), eq(webhookDeliveries.id, id)));
+    if (!target) throw notFound('webhook delivery', id);
+    await this.manualGate.run(target.endpointId, () => this.leaseAndAttempt(scope, id, allowed, refusedCode, refused));
+    return this.get(scope, id);
+  }
+
+  private async leaseAndAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<void> {
     const now = this.clock.now();
     const token = `replay:${randomBytes(8).toString('hex')}`;
     const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; endpoint_deleted_at: Date | null }>(
@@ -179,16 +188,14 @@ export class DeliveryService {
       throw new AppError('conflict', 'endpoint_deleted', 'The endpoint of this delivery was deleted; it can no longer be replayed.');
     }
     try {
-      await this.manualGate.run(row.endpoint_id, async () => {
-        const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret: this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id) });
-        this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
-        const next = afterManualAttempt({ succeeded: result.succeeded, state: row.state, nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null });
-        await recordOutcomes(this.database, [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }], this.clock.now());
-      });
+      const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret: this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id) });
+      this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
+      const next = afterManualAttempt({ succeeded: result.succeeded, state: row.state, nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null });
+      await recordOutcomes(this.database, [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }], this.clock.now());
     } catch (err) {
       await release(row.next_attempt_at).catch(() => {});
       throw err;
     }
-    return this.get(scope, id);
   }
+
 }

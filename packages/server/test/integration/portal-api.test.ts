@@ -22,6 +22,8 @@ let a: CreatedPlatform;
 let b: CreatedPlatform;
 let portalA: PortalClient;
 let portalB: PortalClient;
+/** A's second session, switched to live (sessions are cheap to keep; sign-ins are rate-limited). */
+let liveA: PortalClient;
 let worker: DeliveryWorker;
 let receiver: TestReceiver;
 let failing = true;
@@ -31,7 +33,12 @@ beforeAll(async () => {
   // Receivers listen on 127.0.0.1; retries a millisecond apart so schedules run out at once.
   svc = await startService({ allowPrivateUrls: true, retryScheduleMs: [1, 1], endpointConcurrency: 2 });
   [a, b] = [await svc.platform('Platform A'), await svc.platform('Platform B')];
-  [portalA, portalB] = [await portalSignIn(svc.url, a.portal.email, a.portal.password), await portalSignIn(svc.url, b.portal.email, b.portal.password)];
+  [portalA, portalB, liveA] = [
+    await portalSignIn(svc.url, a.portal.email, a.portal.password),
+    await portalSignIn(svc.url, b.portal.email, b.portal.password),
+    await portalSignIn(svc.url, a.portal.email, a.portal.password),
+  ];
+  expect((await liveA.call('PUT', '/session/environment', { environment: 'live' })).body.environment).toBe('live');
   worker = svc.ctx.createWorker();
   receiver = await startReceiver(() => (failing ? { status: 503, body: 'down for maintenance' } : { status: 200, body: 'ok' }));
 });
@@ -153,8 +160,7 @@ describe('portal endpoints', () => {
   });
 
   it('spec 4.1 rule 3: in live, an endpoint without the required event types is refused; with them it is created', async () => {
-    const c = await portalSignIn(svc.url, a.portal.email, a.portal.password);
-    expect((await c.call('PUT', '/session/environment', { environment: 'live' })).body.environment).toBe('live');
+    const c = liveA;
     const short = await c.call('POST', '/endpoints', { url: 'https://live.example.com/h', enabled_events: ['payment.succeeded'] });
     expect(short.status).toBe(422);
     expect(short.body.error.code).toBe('live_subscription_incomplete');
@@ -188,8 +194,7 @@ describe('portal endpoints', () => {
     expect(JSON.parse(event.body.body).data.object).toMatchObject({ object: 'payment', status: 'succeeded', metadata: { test: 'true' } });
     expect((await portalA.call('GET', `/deliveries?endpoint_id=${other.id}&event_id=${sent.body.event_id}`)).body.data).toEqual([]);
 
-    const live = await portalSignIn(svc.url, a.portal.email, a.portal.password);
-    await live.call('PUT', '/session/environment', { environment: 'live' });
+    const live = liveA;
     const liveEp = await createEndpoint(live, 'https://live2.example.com/h', [...REQUIRED_LIVE_EVENT_TYPES]);
     const refused = await live.call('POST', `/endpoints/${liveEp.id}/test_event`);
     expect(refused.status).toBe(400);
@@ -325,7 +330,8 @@ describe('portal tenant and environment isolation (spec 4.1 rule 1)', () => {
   });
 
   it('after switching to live, sandbox ids answer 404; switching back shows them again', async () => {
-    const c = await portalSignIn(svc.url, a.portal.email, a.portal.password);
+    const c = liveA;
+    await c.call('PUT', '/session/environment', { environment: 'sandbox' });
     const ep = await createEndpoint(c, 'https://env.example.com/h');
     await c.call('PUT', '/session/environment', { environment: 'live' });
     expect((await c.call('GET', `/endpoints/${ep.id}`)).status).toBe(404);

@@ -27,11 +27,11 @@ export function sessionView(session: PortalSession) {
 }
 
 /**
- * Sign-in attempts are limited per client address (10 a minute, bursts of 20) and per email
+ * Sign-in attempts are limited per client address (10 a minute, bursts of 30) and per email
  * (5 a minute, bursts of 10), whether they succeed or not, so guessing passwords is slow from
  * one address and for one account across many addresses.
  */
-export const SIGN_IN_LIMITS = { perAddress: { perSecond: 10 / 60, burst: 20 }, perEmail: { perSecond: 5 / 60, burst: 10 } };
+export const SIGN_IN_LIMITS = { perAddress: { perSecond: 10 / 60, burst: 30 }, perEmail: { perSecond: 5 / 60, burst: 10 } };
 
 /** `/portal/api/session`: sign in, who am I, switch environment, sign out. */
 export const sessionRoutes = (ctx: ServiceContext, sessions: SessionStore): FastifyPluginAsyncTypebox => async (app) => {
