@@ -143,3 +143,25 @@ export const portalSessions = pgTable('portal_sessions', {
 });
 
 export type PortalSessionRow = typeof portalSessions.$inferSelect;
+
+export type BulkReplayStatus = 'running' | 'finished' | 'stopped';
+
+/** Portal bulk replay jobs (migration 0004); `updatedAt` is the running process's heartbeat. */
+export const bulkReplays = pgTable('bulk_replays', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  endpointId: text('endpoint_id').notNull(),
+  since: ts('since').notNull(),
+  status: text('status').$type<BulkReplayStatus>().notNull(),
+  total: integer('total').notNull(),
+  attempted: integer('attempted').notNull().default(0),
+  delivered: integer('delivered').notNull().default(0),
+  failed: integer('failed').notNull().default(0),
+  skipped: integer('skipped').notNull().default(0),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+  finishedAt: ts('finished_at'),
+});
+
+export type BulkReplayRow = typeof bulkReplays.$inferSelect;

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { and, eq, gt } from 'drizzle-orm';
 import { formatEventTimestamp } from '@payhooks/contract';
 import type { Database } from '../db/client.ts';
+import { bulkReplays, type BulkReplayRow, type BulkReplayStatus } from '../db/schema.ts';
 import { AppError, notFound } from '../errors.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { REPLAYABLE_STATES } from './schedule.ts';
@@ -12,14 +14,15 @@ export interface BulkReplayJob {
   object: 'bulk_replay';
   endpoint_id: string;
   since: string;
-  status: 'running' | 'finished' | 'stopped';
+  /** `stopped`: the process running it shut down (or died) before the end; start it again. */
+  status: BulkReplayStatus;
   /** Deliveries selected when the job started. */
   total: number;
-  /** Manual attempts made so far, and how many of them were answered with a 2xx. */
+  /** Manual attempts made so far, and how they ended. */
   attempted: number;
   delivered: number;
   failed: number;
-  /** Deliveries that were no longer replayable when their turn came (a retry delivered them, or one was in flight). */
+  /** Deliveries no longer replayable when their turn came (a retry delivered them, or one was in flight). */
   skipped: number;
   created_at: string;
   finished_at: string | null;
@@ -27,6 +30,8 @@ export interface BulkReplayJob {
 
 /** One job replays at most this many deliveries; start another for the rest. */
 export const BULK_REPLAY_MAX = 10_000;
+/** A running job's row is updated after every attempt; one silent this long lost its process. */
+export const BULK_REPLAY_STALE_MS = 2 * 60_000;
 
 /**
  * Deliveries of one endpoint that can be replayed and whose last attempt failed at or after
@@ -40,16 +45,35 @@ WHERE platform_id = $1 AND environment = $2 AND endpoint_id = $3
 ORDER BY created_at, id
 LIMIT $6`;
 
+function toJob(row: BulkReplayRow, now: Date): BulkReplayJob {
+  const stale = row.status === 'running' && now.getTime() - row.updatedAt.getTime() > BULK_REPLAY_STALE_MS;
+  return {
+    id: row.id,
+    object: 'bulk_replay',
+    endpoint_id: row.endpointId,
+    since: formatEventTimestamp(row.since),
+    status: stale ? 'stopped' : row.status,
+    total: row.total,
+    attempted: row.attempted,
+    delivered: row.delivered,
+    failed: row.failed,
+    skipped: row.skipped,
+    created_at: formatEventTimestamp(row.createdAt),
+    finished_at: row.finishedAt ? formatEventTimestamp(row.finishedAt) : null,
+  };
+}
+
 /**
- * "Replay all failed since…" for one endpoint, as a background job in this process. It runs
- * `DeliveryService.replay` for each selected delivery with at most the per-endpoint cap
- * (`endpointConcurrency`) in flight, and every manual attempt also goes through the service's
- * per-endpoint gate, so single Replay clicks during a bulk run share the same cap. Jobs live in
- * memory: a restart ends a running job, and running it again is safe (replays of deliveries
- * that were delivered meanwhile are skipped).
+ * "Replay all failed since…" for one endpoint, as a background job of the process that
+ * started it. It runs `DeliveryService.replay` for each selected delivery in as many lanes as
+ * the per-endpoint cap (`endpointConcurrency`), and every manual attempt also passes the
+ * service's per-endpoint gate, so single Replay clicks during a bulk run share the same cap.
+ * Progress is written to `bulk_replays` after every attempt, so any API process can report it.
+ * A restart stops a running job; starting it again is safe (deliveries delivered meanwhile are
+ * no longer selected, or are skipped).
  */
 export class BulkReplays {
-  private readonly jobs = new Map<string, { job: BulkReplayJob; scope: Scope; done: Promise<void> }>();
+  private readonly running = new Map<string, Promise<void>>();
   private stopping = false;
 
   constructor(
@@ -60,72 +84,81 @@ export class BulkReplays {
 
   async start(scope: Scope, endpointId: string, since: Date): Promise<BulkReplayJob> {
     if (this.stopping) throw new AppError('unavailable', 'shutting_down', 'The service is shutting down; start the replay again in a moment.');
-    const running = [...this.jobs.values()].find((j) => j.job.endpoint_id === endpointId && j.job.status === 'running' && j.scope.platformId === scope.platformId);
-    if (running) throw new AppError('conflict', 'bulk_replay_running', `A bulk replay of this endpoint is already running (${running.job.id}); wait for it to finish.`);
+    const db = this.database.db;
+    const now = this.now();
+    const [busy] = await db
+      .select({ id: bulkReplays.id })
+      .from(bulkReplays)
+      .where(and(eq(bulkReplays.endpointId, endpointId), eq(bulkReplays.status, 'running'), gt(bulkReplays.updatedAt, new Date(now.getTime() - BULK_REPLAY_STALE_MS))));
+    if (busy) throw new AppError('conflict', 'bulk_replay_running', `A bulk replay of this endpoint is already running (${busy.id}); wait for it to finish.`);
     const rows = await this.database.query<{ id: string }>(SELECT_SQL, [scope.platformId, scope.environment, endpointId, REPLAYABLE_STATES, since, BULK_REPLAY_MAX]);
-    const job: BulkReplayJob = {
-      id: `bulk_${randomBytes(12).toString('hex')}`,
-      object: 'bulk_replay',
-      endpoint_id: endpointId,
-      since: formatEventTimestamp(since),
-      status: 'running',
-      total: rows.length,
-      attempted: 0,
-      delivered: 0,
-      failed: 0,
-      skipped: 0,
-      created_at: formatEventTimestamp(this.now()),
-      finished_at: null,
-    };
-    const done = this.run(scope, job, rows.map((r) => r.id));
-    this.jobs.set(job.id, { job, scope, done });
-    this.forgetOld();
-    return { ...job };
+    const [row] = await db
+      .insert(bulkReplays)
+      .values({
+        id: `bulk_${randomBytes(12).toString('hex')}`,
+        platformId: scope.platformId,
+        environment: scope.environment,
+        endpointId,
+        since,
+        status: rows.length === 0 ? 'finished' : 'running',
+        total: rows.length,
+        createdAt: now,
+        updatedAt: now,
+        finishedAt: rows.length === 0 ? now : null,
+      })
+      .returning();
+    if (rows.length > 0) {
+      const done = this.run(scope, row!.id, rows.map((r) => r.id)).finally(() => this.running.delete(row!.id));
+      this.running.set(row!.id, done);
+    }
+    return toJob(row!, now);
   }
 
   /** A job of this scope; another Platform's or environment's job is a 404 like an unknown one. */
-  get(scope: Scope, id: string): BulkReplayJob {
-    const entry = this.jobs.get(id);
-    if (!entry || entry.scope.platformId !== scope.platformId || entry.scope.environment !== scope.environment) throw notFound('bulk replay', id);
-    return { ...entry.job };
+  async get(scope: Scope, id: string): Promise<BulkReplayJob> {
+    const [row] = await this.database.db
+      .select()
+      .from(bulkReplays)
+      .where(and(eq(bulkReplays.id, id), eq(bulkReplays.platformId, scope.platformId), eq(bulkReplays.environment, scope.environment)));
+    if (!row) throw notFound('bulk replay', id);
+    return toJob(row, this.now());
   }
 
-  /** Waits for a job to end (tests, shutdown). */
+  /** Waits for a job of this process to end (tests). */
   async settled(id: string): Promise<void> {
-    await this.jobs.get(id)?.done;
+    await this.running.get(id);
   }
 
-  /** Stops taking deliveries from running jobs and waits for the attempts in flight. */
+  /** Stops taking deliveries from running jobs, waits for the attempts in flight, marks them stopped. */
   async close(): Promise<void> {
     this.stopping = true;
-    await Promise.all([...this.jobs.values()].map((j) => j.done));
+    await Promise.all([...this.running.values()]);
   }
 
-  private async run(scope: Scope, job: BulkReplayJob, ids: string[]): Promise<void> {
+  private async run(scope: Scope, id: string, ids: string[]): Promise<void> {
+    const counts = { attempted: 0, delivered: 0, failed: 0, skipped: 0 };
+    const save = (extra: Partial<typeof bulkReplays.$inferInsert> = {}) =>
+      this.database.db.update(bulkReplays).set({ ...counts, updatedAt: this.now(), ...extra }).where(eq(bulkReplays.id, id));
     let next = 0;
     const lane = async () => {
       while (next < ids.length && !this.stopping) {
-        const id = ids[next++]!;
+        const deliveryId = ids[next++]!;
         try {
-          const after = await this.deliveries.replay(scope, id);
-          job.attempted++;
-          if (after.state === 'delivered') job.delivered++;
-          else job.failed++;
+          const after = await this.deliveries.replay(scope, deliveryId);
+          counts.attempted++;
+          if (after.state === 'delivered') counts.delivered++;
+          else counts.failed++;
         } catch (err) {
           // Delivered by a retry meanwhile, in flight, or its endpoint deleted: nothing to do.
-          if (err instanceof AppError && (err.kind === 'conflict' || err.kind === 'not_found')) job.skipped++;
-          else job.failed++; // an unexpected error (database gone): counted, the job goes on
+          if (err instanceof AppError && (err.kind === 'conflict' || err.kind === 'not_found')) counts.skipped++;
+          else counts.failed++; // an unexpected error (database gone): counted, the job goes on
         }
+        await save().catch(() => {});
       }
     };
     const lanes = Math.max(1, Math.min(this.deliveries.manualGate.limit, ids.length));
     await Promise.all(Array.from({ length: lanes }, lane));
-    job.status = this.stopping && next < ids.length ? 'stopped' : 'finished';
-    job.finished_at = formatEventTimestamp(this.now());
-  }
-
-  private forgetOld(): void {
-    const finished = [...this.jobs.entries()].filter(([, j]) => j.job.status !== 'running');
-    for (const [id] of finished.slice(0, Math.max(0, finished.length - 100))) this.jobs.delete(id);
+    const finished = !(this.stopping && next < ids.length);
+    await save({ status: finished ? 'finished' : 'stopped', finishedAt: this.now() }).catch(() => {});
   }
 }

@@ -293,6 +293,16 @@ describe('portal Replay, Resend and bulk replay (spec 3.2, 8)', () => {
       const bad = await portalA.call('POST', `/endpoints/${ep.id}/bulk_replays`, { since: 'yesterday' });
       expect(bad.status).toBe(400);
       expect(bad.body.error.param).toBe('since');
+
+      // Progress lives in the database: a job whose process stopped updating it shows as
+      // stopped, and a running one (another process's) blocks a second start for the endpoint.
+      await svc.ctx.database.query(`UPDATE bulk_replays SET status = 'running', updated_at = now() WHERE id = $1`, [started.body.id]);
+      const twice = await portalA.call('POST', `/endpoints/${ep.id}/bulk_replays`, { since });
+      expect(twice.status).toBe(409);
+      expect(twice.body.error.code).toBe('bulk_replay_running');
+      await svc.ctx.database.query(`UPDATE bulk_replays SET updated_at = now() - interval '10 minutes' WHERE id = $1`, [started.body.id]);
+      expect((await portalA.call('GET', `/bulk_replays/${started.body.id}`)).body.status).toBe('stopped');
+      expect((await portalA.call('POST', `/endpoints/${ep.id}/bulk_replays`, { since })).status).toBe(202);
     } finally {
       await new Promise((r) => server.close(r));
     }

@@ -25,3 +25,24 @@ CREATE TABLE portal_sessions (
 );
 CREATE INDEX portal_sessions_user_idx ON portal_sessions (user_id);
 CREATE INDEX portal_sessions_expires_idx ON portal_sessions (expires_at);
+
+-- "Replay all failed since…" jobs started from the portal. The process that runs a job updates
+-- its row after every attempt (`updated_at` is its heartbeat), so any API process can report
+-- progress, and a job whose process ended shows as stopped instead of running forever.
+CREATE TABLE bulk_replays (
+  id           text PRIMARY KEY,
+  platform_id  text NOT NULL REFERENCES platforms(id),
+  environment  text NOT NULL CHECK (environment IN ('live', 'sandbox')),
+  endpoint_id  text NOT NULL REFERENCES webhook_endpoints(id),
+  since        timestamptz NOT NULL,
+  status       text NOT NULL CHECK (status IN ('running', 'finished', 'stopped')),
+  total        integer NOT NULL,
+  attempted    integer NOT NULL DEFAULT 0,
+  delivered    integer NOT NULL DEFAULT 0,
+  failed       integer NOT NULL DEFAULT 0,
+  skipped      integer NOT NULL DEFAULT 0,
+  created_at   timestamptz NOT NULL,
+  updated_at   timestamptz NOT NULL,
+  finished_at  timestamptz
+);
+CREATE INDEX bulk_replays_endpoint_idx ON bulk_replays (endpoint_id, status);
