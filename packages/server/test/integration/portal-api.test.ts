@@ -106,6 +106,7 @@ describe('portal sign-in and session', () => {
     const limited = await portalRequest(svc.url, 'POST', '/session', { email: c.portal.email, password: c.portal.password }, { origin: svc.url });
     expect(limited.status).toBe(429);
     expect(limited.body.error.code).toBe('rate_limited');
+    expect(limited.body.error.message).toMatch(/^Too many sign-in attempts for this account; retry after \d+ s\.$/);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 });

@@ -35,8 +35,8 @@ export const SIGN_IN_LIMITS = { perAddress: { perSecond: 10 / 60, burst: 30 }, p
 
 /** `/portal/api/session`: sign in, who am I, switch environment, sign out. */
 export const sessionRoutes = (ctx: ServiceContext, sessions: SessionStore): FastifyPluginAsyncTypebox => async (app) => {
-  const perAddress = new RateLimiter(SIGN_IN_LIMITS.perAddress.perSecond, SIGN_IN_LIMITS.perAddress.burst, undefined, 'this address; wait before signing in again');
-  const perEmail = new RateLimiter(SIGN_IN_LIMITS.perEmail.perSecond, SIGN_IN_LIMITS.perEmail.burst, undefined, 'this account; wait before signing in again');
+  const perAddress = new RateLimiter(SIGN_IN_LIMITS.perAddress.perSecond, SIGN_IN_LIMITS.perAddress.burst, undefined, 'Too many sign-in attempts from this address');
+  const perEmail = new RateLimiter(SIGN_IN_LIMITS.perEmail.perSecond, SIGN_IN_LIMITS.perEmail.burst, undefined, 'Too many sign-in attempts for this account');
 
   app.post('/session', { schema: { body: SignInBody }, config: { public: true } }, async (req, reply) => {
     const email = req.body.email.trim().toLowerCase();
