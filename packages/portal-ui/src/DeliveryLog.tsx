@@ -77,7 +77,7 @@ export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refresh
                 {showEndpoint && <th className="hide-sm">Endpoint</th>}
                 <th>State</th>
                 <th className="hide-sm">Attempts</th>
-                <th>Last answer</th>
+                <th className="hide-sm">Last answer</th>
                 <th className="hide-sm">Created</th>
               </tr>
             </thead>
@@ -91,7 +91,7 @@ export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refresh
                   {showEndpoint && <td className="url-cell hide-sm">{d.endpoint_url ?? d.endpoint_id}</td>}
                   <td><StateBadge state={d.state} /></td>
                   <td className="hide-sm">{d.attempt_count}</td>
-                  <td>{d.last_attempt ? (d.last_attempt.status_code ?? d.last_attempt.error_kind ?? '—') : '—'}</td>
+                  <td className="hide-sm">{d.last_attempt ? (d.last_attempt.status_code ?? d.last_attempt.error_kind ?? '—') : '—'}</td>
                   <td className="hide-sm"><Time iso={d.created_at} /></td>
                 </tr>
               ))}

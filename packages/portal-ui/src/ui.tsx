@@ -57,7 +57,7 @@ export function SuccessChart({ stats }: { stats: Stats }) {
           );
         })}
       </svg>
-      <span className="chart-label">{stats.success_rate === null ? '—' : `${(stats.success_rate * 100).toFixed(stats.success_rate === 1 ? 0 : 1)}%`}</span>
+      <span className="chart-label">{stats.success_rate === null ? '—' : `${(stats.success_rate * 100).toFixed(stats.success_rate === 1 || stats.success_rate === 0 ? 0 : 1)}%`}</span>
     </span>
   );
 }
