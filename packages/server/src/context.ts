@@ -6,6 +6,7 @@ import { SecretBox } from './security/encryption.ts';
 import { EndpointService } from './endpoints/service.ts';
 import { EventService } from './events/service.ts';
 import { DeliveryService } from './delivery/service.ts';
+import { BulkReplays } from './delivery/bulk-replay.ts';
 import { DeliveryMetrics } from './delivery/metrics.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
 import { Sender } from './delivery/sender.ts';
@@ -27,6 +28,8 @@ export interface ServiceContext {
   endpoints: EndpointService;
   events: EventService;
   deliveries: DeliveryService;
+  /** "Replay all failed since…" jobs of the portal (in this process). */
+  bulkReplays: BulkReplays;
   sender: Sender;
   metrics: DeliveryMetrics;
   payments: PaymentService;
@@ -40,7 +43,7 @@ export interface ServiceContext {
   createWorker(): DeliveryWorker;
   /** The checkout-session expiry job that runs beside workers (not started). */
   createExpiryJob(): ExpiryJob;
-  /** Closes what the context opened (HTTP agent); the database belongs to the caller. */
+  /** Ends bulk replays and closes what the context opened (HTTP agent); the database belongs to the caller. */
   close(): Promise<void>;
 }
 
@@ -64,6 +67,7 @@ export function createContext(options: { config: Config; database: Database; clo
     publicUrl: () => ctx.publicUrl ?? `http://${config.host}:${config.port}`,
     allowHttpLive: config.dev || config.allowHttpUrls,
   });
+  const deliveries = new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics, config.endpointConcurrency);
   const ctx: ServiceContext = {
     config,
     database,
@@ -72,7 +76,8 @@ export function createContext(options: { config: Config; database: Database; clo
     secrets,
     endpoints: new EndpointService(database.db, secrets, urlPolicy, clock),
     events: new EventService(database.db),
-    deliveries: new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics),
+    deliveries,
+    bulkReplays: new BulkReplays(database, deliveries, () => clock.now()),
     sender,
     metrics,
     payments,
@@ -80,7 +85,10 @@ export function createContext(options: { config: Config; database: Database; clo
     publicUrl: config.publicUrl,
     createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
     createExpiryJob: () => new ExpiryJob({ database, checkout, logger, intervalMs: config.expiryIntervalMs }),
-    close: () => sender.close(),
+    async close() {
+      await ctx.bulkReplays.close(); // attempts in flight finish and are recorded first
+      await sender.close();
+    },
   };
   return ctx;
 }

@@ -22,6 +22,7 @@ import { checkoutSessionRoutes } from './v1/checkout-sessions.ts';
 import { sandboxRoutes } from './v1/sandbox.ts';
 import { PaymentSchema, CheckoutSessionSchema } from './v1/payment-schemas.ts';
 import { checkoutPageRoutes } from './checkout/page.ts';
+import { portal } from './portal/index.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -58,7 +59,8 @@ function validators() {
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? body : query).compile(schema);
 }
 
-export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
+/** `portalDist`: the built portal UI (default: packages/portal-ui/dist). */
+export async function buildApp(ctx: ServiceContext, options: { portalDist?: string } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger,
     bodyLimit: API_BODY_LIMIT,
@@ -146,5 +148,6 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     },
     { prefix: '/api/v1' },
   );
+  await portal(app as unknown as FastifyInstance, ctx, { dist: options.portalDist });
   return app as unknown as FastifyInstance;
 }

@@ -11,6 +11,8 @@ export class RateLimiter {
     private readonly rate: number,
     private readonly burst: number,
     private readonly now: () => number = () => performance.now(),
+    /** The start of the 429's message, saying what was limited. */
+    private readonly tooMany = 'Too many requests for this API key',
   ) {}
 
   /** Takes one token for `key` or throws a 429 with Retry-After. */
@@ -22,7 +24,7 @@ export class RateLimiter {
     if (b.tokens < 1) {
       this.buckets.set(key, b);
       const wait = Math.ceil((1 - b.tokens) / this.rate);
-      throw new AppError('rate_limited', 'rate_limited', `Too many requests for this API key; retry after ${wait} s.`, { headers: { 'retry-after': String(wait) } });
+      throw new AppError('rate_limited', 'rate_limited', `${this.tooMany}; retry after ${wait} s.`, { headers: { 'retry-after': String(wait) } });
     }
     b.tokens -= 1;
     this.buckets.set(key, b);

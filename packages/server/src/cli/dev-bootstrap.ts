@@ -3,19 +3,32 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceContext } from '../context.ts';
 import { createPlatform, platformExists, type CreatedPlatform } from '../tenancy/platforms.ts';
+import { createPortalUser, findUserByEmail } from '../portal/users.ts';
+
+/** The demo portal user's email in development mode (when free). */
+export const DEV_PORTAL_EMAIL = 'demo@payhooks.local';
 
 /**
- * Development mode only: a demo Platform created on first start. Its keys are kept in
- * `<dataDir>/dev-platform.json` (mode 0600) so every `npm start` can print them again; in
- * production keys are shown once and only their hashes are kept.
+ * Development mode only: a demo Platform created on first start. Its keys and its portal user's
+ * password are kept in `<dataDir>/dev-platform.json` (mode 0600) so every `npm start` can print
+ * them again; in production they are shown once and only their hashes are kept.
  */
 export async function ensureDevPlatform(ctx: ServiceContext): Promise<{ platform: CreatedPlatform; created: boolean }> {
   const file = join(ctx.config.dataDir, 'dev-platform.json');
   if (existsSync(file)) {
     const saved = JSON.parse(readFileSync(file, 'utf8')) as CreatedPlatform;
-    if (await platformExists(ctx.database.db, saved.platform_id)) return { platform: saved, created: false };
+    if (await platformExists(ctx.database.db, saved.platform_id)) {
+      if (saved.portal) return { platform: saved, created: false };
+      // A data dir from before the portal: give its demo Platform a portal user, keep its keys.
+      const user = await createPortalUser(ctx.database.db, saved.platform_id, (await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL)) ? `demo+${saved.platform_id.toLowerCase()}@payhooks.local` : DEV_PORTAL_EMAIL);
+      const upgraded = { ...saved, portal: { email: user.email, password: user.password } };
+      writeFileSync(file, JSON.stringify(upgraded, null, 2) + '\n', { mode: 0o600 });
+      return { platform: upgraded, created: false };
+    }
   }
-  const platform = await createPlatform(ctx.database.db, 'Demo Platform');
+  // A database kept from an earlier data dir may hold the demo email already: then the default one.
+  const free = !(await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL));
+  const platform = await createPlatform(ctx.database.db, 'Demo Platform', free ? { portalEmail: DEV_PORTAL_EMAIL } : {});
   mkdirSync(ctx.config.dataDir, { recursive: true });
   writeFileSync(file, JSON.stringify(platform, null, 2) + '\n', { mode: 0o600 });
   return { platform, created: true };
@@ -42,6 +55,10 @@ export function devBanner(url: string, platform: CreatedPlatform, ctx: ServiceCo
   Demo Platform  ${platform.platform_id}   merchant ${platform.merchant_id}
   Sandbox key    ${platform.keys.sandbox}
   Live key       ${platform.keys.live}
+
+  Merchant Portal ${url}/portal/
+    Email        ${platform.portal.email}
+    Password     ${platform.portal.password}
 
   Development mode allows private and plain-http endpoint URLs. Never run it in production.
 

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { loadConfig, type Config } from '../config.ts';
-import { ConfigError } from '../errors.ts';
+import { AppError, ConfigError } from '../errors.ts';
 import { openDatabase } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { openRuntime } from '../runtime.ts';
@@ -13,6 +13,17 @@ import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../t
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
 import { runTrigger } from './trigger.ts';
 import { EVENT_TYPES } from '@payhooks/contract';
+import { createPortalUser } from '../portal/users.ts';
+
+/** A refused input (taken or malformed email) ends the command with its message, not a stack trace. */
+async function asConfigError<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AppError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
 
 /** Config from the environment, with `--dev` applied on top. Exits 1 with the reason if invalid. */
 function config(overrides: Partial<Config> = {}): Config {
@@ -161,17 +172,33 @@ export function buildCli(): Command {
     .command('create-platform')
     .description('create a Platform with one merchant, a sandbox key and a live key (keys are printed once)')
     .requiredOption('--name <name>', 'display name of the Platform')
+    .option('--email <email>', "the first portal user's email (default: admin+<platform id>@payhooks.local)")
     .option('--json', 'print one JSON object')
-    .action(async (opts: { name: string; json?: boolean }) => {
+    .action(async (opts: { name: string; email?: string; json?: boolean }) => {
       const name = opts.name.trim();
       if (!name || name.length > 200) throw new ConfigError('--name must be 1 to 200 characters.');
-      const created = await withRuntime(({ ctx }) => createPlatform(ctx.database.db, name));
+      const created = await withRuntime(({ ctx }) => asConfigError(() => createPlatform(ctx.database.db, name, { portalEmail: opts.email })));
       if (opts.json) process.stdout.write(JSON.stringify(created) + '\n');
       else
         process.stdout.write(
           `Platform ${created.platform_id}\nMerchant ${created.merchant_id}\nSandbox key ${created.keys.sandbox}\nLive key    ${created.keys.live}\n` +
-            'Store the keys now: they are not shown again.\n',
+            `Portal user ${created.portal.email}\nPassword    ${created.portal.password}\n` +
+            'Store the keys and the password now: they are not shown again.\n',
         );
+    });
+  admin
+    .command('create-user')
+    .description('create a Merchant Portal user for a Platform (its password is printed once)')
+    .requiredOption('--platform <id>', 'Platform id (plt_…)')
+    .requiredOption('--email <email>', 'the email the user signs in with')
+    .option('--json', 'print one JSON object')
+    .action(async (opts: { platform: string; email: string; json?: boolean }) => {
+      const user = await withRuntime(async ({ ctx }) => {
+        if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
+        return asConfigError(() => createPortalUser(ctx.database.db, opts.platform, opts.email));
+      });
+      if (opts.json) process.stdout.write(JSON.stringify(user) + '\n');
+      else process.stdout.write(`Portal user ${user.id} (${user.email}) of ${user.platform_id}\nPassword ${user.password}\nStore it now: it is not shown again.\n`);
     });
   admin
     .command('create-key')

@@ -167,3 +167,49 @@ export const checkoutSessions = pgTable('checkout_sessions', {
 });
 
 export type CheckoutSessionRow = typeof checkoutSessions.$inferSelect;
+
+/** Merchant Portal users (migration 0004). `email` is unique case-insensitively. */
+export const portalUsers = pgTable('portal_users', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  email: text('email').notNull(),
+  passwordHash: text('password_hash').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
+export type PortalUserRow = typeof portalUsers.$inferSelect;
+
+/** Portal sessions: the cookie's token is stored only as its SHA-256 (`tokenHash`). */
+export const portalSessions = pgTable('portal_sessions', {
+  tokenHash: text('token_hash').primaryKey(),
+  userId: text('user_id').notNull(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  csrfToken: text('csrf_token').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  expiresAt: ts('expires_at').notNull(),
+});
+
+export type PortalSessionRow = typeof portalSessions.$inferSelect;
+
+export type BulkReplayStatus = 'running' | 'finished' | 'stopped';
+
+/** Portal bulk replay jobs (migration 0004); `updatedAt` is the running process's heartbeat. */
+export const bulkReplays = pgTable('bulk_replays', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  endpointId: text('endpoint_id').notNull(),
+  since: ts('since').notNull(),
+  status: text('status').$type<BulkReplayStatus>().notNull(),
+  total: integer('total').notNull(),
+  attempted: integer('attempted').notNull().default(0),
+  delivered: integer('delivered').notNull().default(0),
+  failed: integer('failed').notNull().default(0),
+  skipped: integer('skipped').notNull().default(0),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+  finishedAt: ts('finished_at'),
+});
+
+export type BulkReplayRow = typeof bulkReplays.$inferSelect;

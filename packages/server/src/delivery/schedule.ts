@@ -31,3 +31,6 @@ export function afterManualAttempt(options: { succeeded: boolean; state: Deliver
 
 /** States a merchant may replay from the portal (spec 3.2). */
 export const REPLAYABLE_STATES: readonly DeliveryState[] = ['failed_retrying', 'exhausted'];
+
+/** States a merchant may resend from the portal: a manual attempt that leaves them `delivered`. */
+export const RESENDABLE_STATES: readonly DeliveryState[] = ['delivered'];

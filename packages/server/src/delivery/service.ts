@@ -10,7 +10,8 @@ import type { Clock } from '../clock.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { recordOutcomes } from './record.ts';
-import { afterManualAttempt, REPLAYABLE_STATES } from './schedule.ts';
+import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './schedule.ts';
+import { EndpointGate } from './endpoint-gate.ts';
 import type { Sender } from './sender.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 
@@ -104,8 +105,10 @@ export class DeliveryService {
     private readonly sender: Sender,
     private readonly leaseMs: number,
     private readonly metrics?: DeliveryMetrics,
+    endpointConcurrency = 10,
   ) {
     this.db = database.db;
+    this.manualGate = new EndpointGate(endpointConcurrency);
   }
 
   async list(scope: Scope, options: { limit: number; startingAfter?: string | undefined; endpointId?: string | undefined; eventId?: string | undefined; state?: DeliveryState | undefined }): Promise<ListPage<ApiDelivery>> {
@@ -133,32 +136,66 @@ export class DeliveryService {
   }
 
   /**
+   * Manual attempts in flight per endpoint in this process, capped at the worker's per-endpoint
+   * cap (`endpointConcurrency`): a burst of Replay clicks or a bulk replay can't open more
+   * connections to one merchant than a worker would.
+   */
+  readonly manualGate: EndpointGate;
+
+  /**
    * Manual replay (spec 3.2, "Manual replay" in 8): one new attempt, now, logged with trigger
    * `manual`. Only `failed_retrying` and `exhausted` deliveries can be replayed. See
    * schedule.ts `afterManualAttempt` for the resulting state.
    */
   async replay(scope: Scope, id: string): Promise<ApiDelivery> {
+    return this.manualAttempt(scope, id, REPLAYABLE_STATES, 'delivery_not_replayable', 'Only failed_retrying or exhausted deliveries can be replayed');
+  }
+
+  /**
+   * Resend of a `delivered` delivery: one more manual attempt, for a merchant whose own
+   * processing failed after acknowledging. The delivery stays `delivered` whatever the answer
+   * (the event was delivered once; this attempt is logged like any other).
+   */
+  async resend(scope: Scope, id: string): Promise<ApiDelivery> {
+    return this.manualAttempt(scope, id, RESENDABLE_STATES, 'delivery_not_resendable', 'Only delivered deliveries can be resent (use replay for failed ones)');
+  }
+
+  private async manualAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<ApiDelivery> {
+    // The endpoint first (404 outside the scope), so the per-endpoint gate is passed before the
+    // lease is taken: a lease never runs down while its attempt waits for a slot.
+    const [target] = await this.db.select({ endpointId: webhookDeliveries.endpointId }).from(webhookDeliveries).where(and(inScope(scope), eq(webhookDeliveries.id, id)));
+    if (!target) throw notFound('webhook delivery', id);
+    await this.manualGate.run(target.endpointId, () => this.leaseAndAttempt(scope, id, allowed, refusedCode, refused));
+    return this.get(scope, id);
+  }
+
+  private async leaseAndAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<void> {
     const now = this.clock.now();
     const token = `replay:${randomBytes(8).toString('hex')}`;
     const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; endpoint_deleted_at: Date | null }>(
       LEASE_FOR_REPLAY_SQL,
-      [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, REPLAYABLE_STATES, now],
+      [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now],
     );
     if (!row) {
       const current = await this.get(scope, id); // 404 when not in scope
-      if (!REPLAYABLE_STATES.includes(current.state)) {
-        throw new AppError('conflict', 'delivery_not_replayable', `Only failed_retrying or exhausted deliveries can be replayed; this one is ${current.state}.`);
-      }
+      if (!allowed.includes(current.state)) throw new AppError('conflict', refusedCode, `${refused}; this one is ${current.state}.`);
       throw new AppError('conflict', 'delivery_in_flight', 'An attempt of this delivery is in flight right now; retry in a few seconds.');
     }
+    // Gives the lease back untouched: parked (no due time) for a deleted endpoint, else due as before.
+    const release = (dueAt: Date | null) => this.database.query(`UPDATE webhook_deliveries SET lease_token = NULL, due_at = $3 WHERE id = $1 AND lease_token = $2`, [id, token, dueAt]);
     if (row.endpoint_deleted_at) {
-      await this.database.query(`UPDATE webhook_deliveries SET lease_token = NULL, due_at = NULL WHERE id = $1 AND lease_token = $2`, [id, token]);
+      await release(null);
       throw new AppError('conflict', 'endpoint_deleted', 'The endpoint of this delivery was deleted; it can no longer be replayed.');
     }
-    const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret: this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id) });
-    this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
-    const next = afterManualAttempt({ succeeded: result.succeeded, state: row.state, nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null });
-    await recordOutcomes(this.database, [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }], this.clock.now());
-    return this.get(scope, id);
+    try {
+      const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret: this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id) });
+      this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
+      const next = afterManualAttempt({ succeeded: result.succeeded, state: row.state, nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null });
+      await recordOutcomes(this.database, [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }], this.clock.now());
+    } catch (err) {
+      await release(row.next_attempt_at).catch(() => {});
+      throw err;
+    }
   }
+
 }

@@ -23,7 +23,11 @@ export interface PublishResult {
  * Platform and environment subscribed to its type or `*`. If the caller's transaction rolls
  * back, nothing was published. With `idempotencyKey`, a second publish returns the first event.
  */
-export async function publishEvent(tx: Tx, input: EventInput & { idempotencyKey?: string | undefined; copies?: 1 | 2 | undefined }, now: Date): Promise<PublishResult> {
+export async function publishEvent(
+  tx: Tx,
+  input: EventInput & { idempotencyKey?: string | undefined; copies?: 1 | 2 | undefined; onlyEndpointId?: string | undefined },
+  now: Date,
+): Promise<PublishResult> {
   validateEventInput(input);
   // 1. The merchant's Platform and, in the same round trip, the endpoints that get this event.
   const targets = await tx
@@ -36,7 +40,10 @@ export async function publishEvent(tx: Tx, input: EventInput & { idempotencyKey?
         eq(webhookEndpoints.environment, input.environment),
         eq(webhookEndpoints.status, 'enabled'),
         isNull(webhookEndpoints.deletedAt),
-        sql`(${WILDCARD_EVENT_TYPE} = ANY(${webhookEndpoints.enabledEvents}) OR ${input.type} = ANY(${webhookEndpoints.enabledEvents}))`,
+        // A portal test event goes to the one endpoint it was sent from, whatever it subscribes to.
+        input.onlyEndpointId
+          ? eq(webhookEndpoints.id, input.onlyEndpointId)
+          : sql`(${WILDCARD_EVENT_TYPE} = ANY(${webhookEndpoints.enabledEvents}) OR ${input.type} = ANY(${webhookEndpoints.enabledEvents}))`,
       ),
     )
     .where(eq(merchants.id, input.merchantId));

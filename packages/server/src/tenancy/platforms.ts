@@ -3,6 +3,7 @@ import { apiKeys, merchants, platforms, type Environment } from '../db/schema.ts
 import type { Db, Queryable } from '../db/client.ts';
 import { newId } from '../ids.ts';
 import { DISPLAY_PREFIX_LENGTH, generateApiKey, hashApiKey } from '../security/api-keys.ts';
+import { createPortalUser } from '../portal/users.ts';
 
 export interface CreatedKey {
   id: string;
@@ -16,10 +17,16 @@ export interface CreatedPlatform {
   platform_id: string;
   merchant_id: string;
   keys: { sandbox: string; live: string };
+  /** The first Merchant Portal user; its password is shown once, here. */
+  portal: { email: string; password: string };
 }
 
-/** Creates a Platform with one merchant and one key per environment, in one transaction. */
-export async function createPlatform(db: Db, name: string): Promise<CreatedPlatform> {
+/**
+ * Creates a Platform with one merchant, one key per environment and its first portal user, in
+ * one transaction. Without `portalEmail` the user is `admin+<platform id>@payhooks.local`
+ * (lower case), unique by construction; the operator hands it over with the password.
+ */
+export async function createPlatform(db: Db, name: string, options: { portalEmail?: string | undefined; portalPassword?: string | undefined } = {}): Promise<CreatedPlatform> {
   return db.transaction(async (tx) => {
     const platformId = newId('platform');
     const merchantId = newId('merchant');
@@ -27,7 +34,8 @@ export async function createPlatform(db: Db, name: string): Promise<CreatedPlatf
     await tx.insert(merchants).values({ id: merchantId, platformId, name });
     const sandbox = await createApiKey(tx, platformId, 'sandbox');
     const live = await createApiKey(tx, platformId, 'live');
-    return { platform_id: platformId, merchant_id: merchantId, keys: { sandbox: sandbox.key, live: live.key } };
+    const user = await createPortalUser(tx, platformId, options.portalEmail ?? `admin+${platformId.toLowerCase()}@payhooks.local`, options.portalPassword);
+    return { platform_id: platformId, merchant_id: merchantId, keys: { sandbox: sandbox.key, live: live.key }, portal: { email: user.email, password: user.password } };
   });
 }
 

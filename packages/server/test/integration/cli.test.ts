@@ -8,6 +8,7 @@ import { backend, createPgDatabase } from '../helpers/database.ts';
 import { killAllPayhooks, runPayhooks, startServe, type ServeProcess } from '../helpers/cli.ts';
 import { apiClient } from '../helpers/variant.ts';
 import { startReceiver } from '../helpers/receiver.ts';
+import { portalSignIn } from '../helpers/portal.ts';
 
 /**
  * The `payhooks` CLI as a real process: migrate, the admin commands, serve (on this run's
@@ -18,6 +19,8 @@ import { startReceiver } from '../helpers/receiver.ts';
 const COLLECTION = '/api/v1/webhook_endpoints';
 /** A spawn is 1-2 s alone, but a fresh embedded database takes several more on a busy machine. */
 const SPAWN_TIMEOUT = 90_000;
+/** How long one spawned command may take before it is killed (below SPAWN_TIMEOUT, so the test reports it). */
+const RUN_TIMEOUT = 80_000;
 
 /** Environment that points the CLI at this run's database. */
 let dbEnv: Record<string, string>;
@@ -54,11 +57,12 @@ function expectCleanFailure(r: { code: number | null; stderr: string }, ...fragm
 }
 
 describe(`payhooks CLI on ${backend}`, () => {
-  let platform: { platform_id: string; merchant_id: string; keys: { sandbox: string; live: string } };
+  let platform: { platform_id: string; merchant_id: string; keys: { sandbox: string; live: string }; portal: { email: string; password: string } };
+  let portalUser: { id: string; platform_id: string; email: string; password: string };
   let extraLiveKey: { id: string; environment: string; key: string };
 
   it('payhooks admin create-platform --json on an empty database migrates it and prints one JSON object; logs go to stderr', async () => {
-    const r = await runPayhooks(['admin', 'create-platform', '--name', 'Acme Payments', '--json'], { ...dbEnv, PAYHOOKS_LOG_LEVEL: 'info' });
+    const r = await runPayhooks(['admin', 'create-platform', '--name', 'Acme Payments', '--json'], { ...dbEnv, PAYHOOKS_LOG_LEVEL: 'info' }, RUN_TIMEOUT);
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
@@ -67,14 +71,27 @@ describe(`payhooks CLI on ${backend}`, () => {
       platform_id: expect.stringMatching(/^plt_[0-9A-Za-z]{24}$/),
       merchant_id: expect.stringMatching(/^mch_[0-9A-Za-z]{24}$/),
       keys: { sandbox: expect.stringMatching(/^sk_test_[0-9A-Za-z]{32}$/), live: expect.stringMatching(/^sk_live_[0-9A-Za-z]{32}$/) },
+      // The first Merchant Portal user, with its one-time password.
+      portal: { email: `admin+${platform.platform_id.toLowerCase()}@payhooks.local`, password: expect.stringMatching(/^[0-9A-Za-z]{20}$/) },
     });
     // The empty database was migrated on the way, and said so on stderr.
     expect(r.stderr).toContain('migrations applied');
     for (const m of listMigrations()) expect(r.stderr).toContain(m.name);
   }, SPAWN_TIMEOUT);
 
+  it('payhooks admin create-user --platform ID --email E --json prints the user and a one-time password; a taken email or unknown Platform exits 1', async () => {
+    const r = await runPayhooks(['admin', 'create-user', '--platform', platform.platform_id, '--email', 'Ops@Acme.example', '--json'], dbEnv, RUN_TIMEOUT);
+    expect(r.code, r.stderr).toBe(0);
+    portalUser = JSON.parse(r.stdout.trim());
+    expect(portalUser).toEqual({ id: expect.stringMatching(/^usr_/), platform_id: platform.platform_id, email: 'ops@acme.example', password: expect.stringMatching(/^[0-9A-Za-z]{20}$/) });
+    const taken = await runPayhooks(['admin', 'create-user', '--platform', platform.platform_id, '--email', 'ops@acme.example'], dbEnv);
+    expectCleanFailure(taken, 'ops@acme.example', 'already exists');
+    const noPlatform = await runPayhooks(['admin', 'create-user', '--platform', 'plt_nope', '--email', 'x@acme.example'], dbEnv);
+    expectCleanFailure(noPlatform, 'plt_nope');
+  }, SPAWN_TIMEOUT);
+
   it('payhooks migrate finds the database up to date', async () => {
-    const r = await runPayhooks(['migrate'], dbEnv);
+    const r = await runPayhooks(['migrate'], dbEnv, RUN_TIMEOUT);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe('database is up to date');
   }, SPAWN_TIMEOUT);
@@ -101,7 +118,7 @@ describe(`payhooks CLI on ${backend}`, () => {
   describe('payhooks serve', () => {
     let server: ServeProcess;
     beforeAll(async () => {
-      server = await startServe([], dbEnv);
+      server = await startServe([], dbEnv, RUN_TIMEOUT);
     }, SPAWN_TIMEOUT);
     afterAll(async () => {
       await server?.stop();
@@ -123,6 +140,14 @@ describe(`payhooks CLI on ${backend}`, () => {
       const list = await api(platform.keys.sandbox, 'GET', COLLECTION);
       expect(list.status).toBe(200);
       expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([created.body.id]);
+    });
+
+    it('the portal users from create-platform and create-user sign in to the Merchant Portal of that Platform', async () => {
+      for (const user of [platform.portal, portalUser]) {
+        const portal = await portalSignIn(server.url, user.email, user.password);
+        expect(portal.session.platform.id).toBe(platform.platform_id);
+      }
+      expect((await fetch(`${server.url}/portal/`)).status).toBe(200);
     });
 
     it('the key from admin create-key works; the revoked key is 401 api_key_revoked', async () => {
@@ -172,7 +197,7 @@ describe(`payhooks CLI on ${backend}`, () => {
   it('serve --dev prints the banner with the URL and a sk_test_ and sk_live_ key that work', async () => {
     // On pglite the same data dir (free again); on postgres the same database, plus a
     // directory for the dev Platform file.
-    const dev = await startServe(['--dev'], backend === 'pglite' ? dbEnv : { ...dbEnv, PAYHOOKS_DATA_DIR: tempDir() });
+    const dev = await startServe(['--dev'], backend === 'pglite' ? dbEnv : { ...dbEnv, PAYHOOKS_DATA_DIR: tempDir() }, RUN_TIMEOUT);
     try {
       const out = dev.stdout();
       expect(out).toContain('DEVELOPMENT MODE');
@@ -181,6 +206,12 @@ describe(`payhooks CLI on ${backend}`, () => {
       const live = /Live key\s+(sk_live_[0-9A-Za-z]{32})/.exec(out)?.[1];
       expect(sandbox, out).toBeDefined();
       expect(live, out).toBeDefined();
+      // The demo portal user's credentials, and the portal's address, are in the banner too.
+      expect(out).toContain(`Merchant Portal ${dev.url}/portal/`);
+      const email = /Email\s+(\S+@\S+)/.exec(out)?.[1];
+      const password = /Password\s+([0-9A-Za-z]{20})/.exec(out)?.[1];
+      expect(email, out).toBe('demo@payhooks.local');
+      expect((await portalSignIn(dev.url, email!, password!)).session.platform.name).toBe('Demo Platform');
       const api = apiClient(dev.url);
       // Development mode admits local plain-http receivers, for live keys too.
       const created = await api(live!, 'POST', COLLECTION, { url: 'http://127.0.0.1:4000/webhooks', enabled_events: ['*'] });

@@ -1,0 +1,105 @@
+import { useEffect, useState } from 'react';
+import { api, type Attempt, type Delivery } from '../api.ts';
+import { Link } from '../router.tsx';
+import { ErrorBox, Loading, Notice, StateBadge, Time, prettyJson } from '../ui.tsx';
+
+export function DeliveryPage({ id }: { id: string }) {
+  const [delivery, setDelivery] = useState<Delivery | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    api.delivery(id).then(setDelivery, setError);
+  }, [id]);
+
+  /** Replay or Resend: one manual attempt now; the page updates with its outcome in place. */
+  const attempt = async (kind: 'replay' | 'resend') => {
+    setBusy(true);
+    setError(null);
+    setResult(null);
+    try {
+      const after = await (kind === 'replay' ? api.replay(id) : api.resend(id));
+      setDelivery(after);
+      const last = after.attempts.at(-1);
+      setResult({
+        ok: !!last?.succeeded,
+        text: last?.succeeded
+          ? `${kind === 'replay' ? 'Replayed' : 'Resent'}: your endpoint answered ${last.status_code}.`
+          : `The attempt failed${last?.status_code ? ` with ${last.status_code}` : last?.error_kind ? ` (${last.error_kind})` : ''}. The delivery is still ${after.state.replace('_', ' ')}.`,
+      });
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (!delivery) return error ? <section><h1>Delivery not found</h1><ErrorBox error={error} /></section> : <Loading />;
+  const replayable = delivery.state === 'failed_retrying' || delivery.state === 'exhausted';
+  return (
+    <>
+      <nav className="crumbs">
+        <Link to="/webhooks">Webhooks</Link> / <Link to="/webhooks/endpoints">Endpoints</Link> /{' '}
+        {delivery.endpoint_deleted ? <span>{delivery.endpoint_url ?? delivery.endpoint_id} (deleted)</span> : <Link to={`/webhooks/endpoints/${delivery.endpoint_id}`}>{delivery.endpoint_url ?? delivery.endpoint_id}</Link>} / Delivery
+      </nav>
+      <div className="page-head">
+        <div className="grow">
+          <h1>{delivery.event_type ?? 'Event'} <StateBadge state={delivery.state} /></h1>
+          <p className="meta mono small">
+            Delivery {delivery.id} · event <Link to={`/webhooks/events/${delivery.event_id}`}>{delivery.event_id}</Link>
+          </p>
+        </div>
+        <div className="actions">
+          {replayable && <button type="button" className="primary" disabled={busy || delivery.endpoint_deleted} onClick={() => void attempt('replay')}>{busy ? 'Sending…' : 'Replay'}</button>}
+          {delivery.state === 'delivered' && <button type="button" disabled={busy || delivery.endpoint_deleted} onClick={() => void attempt('resend')}>{busy ? 'Sending…' : 'Resend'}</button>}
+        </div>
+      </div>
+      <ErrorBox error={error} />
+      {result && <Notice kind={result.ok ? 'success' : 'warning'}>{result.text}</Notice>}
+
+      <dl className="facts card">
+        <div><dt>State</dt><dd><StateBadge state={delivery.state} /></dd></div>
+        <div><dt>Attempts</dt><dd data-testid="attempt-count">{delivery.attempt_count}</dd></div>
+        <div><dt>Next attempt</dt><dd>{delivery.next_attempt_at ? <Time iso={delivery.next_attempt_at} /> : <span className="muted">none scheduled</span>}</dd></div>
+        <div><dt>Created</dt><dd><Time iso={delivery.created_at} /></dd></div>
+      </dl>
+
+      <h2>Attempts</h2>
+      {delivery.attempts.length === 0 ? <p className="empty">No attempt yet: the first one is on its way.</p> : (
+        <ol className="attempts" reversed>
+          {[...delivery.attempts].reverse().map((a) => <AttemptItem key={a.id} attempt={a} />)}
+        </ol>
+      )}
+
+      <h2>Event body</h2>
+      <pre className="code" aria-label="Event body">{prettyJson(delivery.event_body)}</pre>
+    </>
+  );
+}
+
+function AttemptItem({ attempt: a }: { attempt: Attempt }) {
+  return (
+    <li className={`attempt ${a.succeeded ? 'ok' : 'fail'}`} data-attempt={a.attempt_number}>
+      <div className="attempt-head">
+        <span className={`badge ${a.succeeded ? 'state-delivered' : 'state-exhausted'}`}>{a.succeeded ? 'Succeeded' : 'Failed'}</span>
+        <strong>#{a.attempt_number}</strong>
+        <span className="tag">{a.trigger === 'manual' ? 'Manual' : 'Automatic'}</span>
+        <Time iso={a.started_at} />
+        <span className="spacer" />
+        <span>Status <strong data-testid="status-code">{a.status_code ?? '—'}</strong></span>
+        <span className="muted">{a.duration_ms} ms</span>
+      </div>
+      {(a.error_kind || a.error_message) && (
+        <p className="attempt-error">
+          Error: {a.error_kind}{a.error_message ? ` — ${a.error_message}` : ''}
+        </p>
+      )}
+      <details open={!a.succeeded}>
+        <summary>Response body</summary>
+        {/* Receivers control this text: it is rendered as text, never as HTML. */}
+        <pre className="code response-body">{a.response_body === null || a.response_body === '' ? '(empty)' : a.response_body}</pre>
+      </details>
+    </li>
+  );
+}

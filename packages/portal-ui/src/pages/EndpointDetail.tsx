@@ -1,0 +1,233 @@
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { api, type BulkReplay, type Catalog, type Endpoint, type Environment } from '../api.ts';
+import { takeSecret } from '../created-secret.ts';
+import { DeliveryLog } from '../DeliveryLog.tsx';
+import { EventTypePicker } from '../EventTypePicker.tsx';
+import { Link, navigate } from '../router.tsx';
+import { ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
+
+export function EndpointDetail({ id, environment }: { id: string; environment: Environment }) {
+  const [endpoint, setEndpoint] = useState<Endpoint | null>(null);
+  const [secret] = useState(() => takeSecret(id));
+  const [error, setError] = useState<unknown>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [editing, setEditing] = useState(false);
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [refreshKey, setRefreshKey] = useState(0);
+
+  const reload = () => api.endpoint(id).then(setEndpoint, setError);
+  useEffect(() => {
+    void reload();
+  }, [id]);
+
+  const act = async (what: () => Promise<unknown>, done?: string) => {
+    setBusy(true);
+    setError(null);
+    setNotice(null);
+    try {
+      await what();
+      if (done) setNotice(done);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (!endpoint) return error ? <NotFound error={error} /> : <Loading />;
+  return (
+    <>
+      <nav className="crumbs"><Link to="/webhooks">Webhooks</Link> / <Link to="/webhooks/endpoints">Endpoints</Link> / Endpoint</nav>
+      <div className="page-head">
+        <div className="grow">
+          <h1 className="url-title">{endpoint.url}</h1>
+          <p className="meta">
+            <StatusBadge status={endpoint.status} /> <span className="mono small">{endpoint.id}</span> · created <Time iso={endpoint.created_at} />
+          </p>
+          {endpoint.description && <p>{endpoint.description}</p>}
+        </div>
+      </div>
+
+      {secret && <SecretPanel secret={secret} />}
+      <ErrorBox error={error} />
+      {notice && <Notice kind="success">{notice}</Notice>}
+
+      <div className="actions wrap">
+        <button type="button" onClick={() => setEditing(!editing)} aria-expanded={editing}>Edit</button>
+        {endpoint.status === 'enabled' ? (
+          <button type="button" disabled={busy} onClick={() => void act(async () => setEndpoint(await api.updateEndpoint(id, { status: 'disabled' })), 'Endpoint disabled: deliveries wait until you enable it again.')}>Disable</button>
+        ) : (
+          <button type="button" disabled={busy} onClick={() => void act(async () => setEndpoint(await api.updateEndpoint(id, { status: 'enabled' })), 'Endpoint enabled: waiting deliveries resume.')}>Enable</button>
+        )}
+        {environment === 'sandbox' && (
+          <button
+            type="button"
+            disabled={busy || endpoint.status !== 'enabled'}
+            onClick={() =>
+              void act(async () => {
+                await api.sendTestEvent(id);
+                setRefreshKey((k) => k + 1);
+              }, 'Test event sent: a payment.succeeded event with metadata {"test": "true"}. It appears below.')
+            }
+          >
+            Send test event
+          </button>
+        )}
+        <span className="spacer" />
+        <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>Delete…</button>
+      </div>
+
+      {confirmDelete && (
+        <div className="card confirm" role="alertdialog" aria-labelledby="confirm-title" onKeyDown={(e) => e.key === 'Escape' && setConfirmDelete(false)}>
+          <h2 id="confirm-title">Delete this endpoint?</h2>
+          <p>It stops receiving events at once. Its delivery log stays readable. This can’t be undone.</p>
+          <div className="actions">
+            <button type="button" className="danger" autoFocus disabled={busy} onClick={() => void act(async () => { await api.deleteEndpoint(id); navigate('/webhooks/endpoints'); })}>Delete endpoint</button>
+            <button type="button" onClick={() => setConfirmDelete(false)}>Cancel</button>
+          </div>
+        </div>
+      )}
+
+      {editing && <EditForm endpoint={endpoint} environment={environment} onSaved={(e) => { setEndpoint({ ...endpoint, ...e }); setEditing(false); setNotice('Endpoint saved.'); }} onCancel={() => setEditing(false)} />}
+
+      <div className="grid2">
+        <div className="card">
+          <h2>Event types</h2>
+          <div className="types-cell">{endpoint.enabled_events.includes('*') ? <span className="tag">All events</span> : endpoint.enabled_events.map((t) => <code key={t} className="type">{t}</code>)}</div>
+        </div>
+        <div className="card">
+          <h2>Last 24 hours</h2>
+          {endpoint.stats && <SuccessChart stats={endpoint.stats} />}
+          <p className="muted small">{endpoint.stats?.attempts ?? 0} attempts, {endpoint.stats?.succeeded ?? 0} answered with a 2xx.</p>
+        </div>
+      </div>
+
+      <BulkReplayForm endpointId={id} onProgress={() => setRefreshKey((k) => k + 1)} />
+      <DeliveryLog endpointId={id} refreshKey={refreshKey} />
+    </>
+  );
+}
+
+function NotFound({ error }: { error: unknown }) {
+  return (
+    <section>
+      <h1>Endpoint not found</h1>
+      <ErrorBox error={error} />
+      <Link to="/webhooks/endpoints">Back to endpoints</Link>
+    </section>
+  );
+}
+
+function SecretPanel({ secret }: { secret: string }) {
+  const [copied, setCopied] = useState(false);
+  const ref = useRef<HTMLInputElement>(null);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(secret);
+      setCopied(true);
+    } catch {
+      ref.current?.select(); // no clipboard access (plain http): select it for Ctrl+C
+    }
+  };
+  return (
+    <div className="card secret" role="region" aria-label="Signing secret">
+      <h2>Signing secret</h2>
+      <p><strong>Copy it now: you won’t see this again.</strong> Your receiver verifies every delivery’s Service-Signature with it.</p>
+      <div className="secret-row">
+        <input ref={ref} readOnly value={secret} aria-label="Signing secret" className="mono" onFocus={(e) => e.target.select()} />
+        <button type="button" className="primary" onClick={() => void copy()}>{copied ? 'Copied' : 'Copy'}</button>
+      </div>
+    </div>
+  );
+}
+
+function EditForm({ endpoint, environment, onSaved, onCancel }: { endpoint: Endpoint; environment: Environment; onSaved: (e: Endpoint) => void; onCancel: () => void }) {
+  const [catalog, setCatalog] = useState<Catalog | null>(null);
+  const [url, setUrl] = useState(endpoint.url);
+  const [description, setDescription] = useState(endpoint.description ?? '');
+  const [types, setTypes] = useState(endpoint.enabled_events);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    api.catalog().then(setCatalog, setError);
+  }, []);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      onSaved(await api.updateEndpoint(endpoint.id, { url: url.trim(), description: description.trim() || null, enabled_events: types }));
+    } catch (err) {
+      setError(err);
+    }
+  };
+  if (!catalog) return <Loading />;
+  return (
+    <form className="card form" onSubmit={(e) => void submit(e)} aria-label="Edit endpoint">
+      <h2>Edit endpoint</h2>
+      <ErrorBox error={error} />
+      <label htmlFor="edit-url">Endpoint URL</label>
+      <input id="edit-url" type="url" required value={url} onChange={(e) => setUrl(e.target.value)} />
+      <label htmlFor="edit-description">Description</label>
+      <input id="edit-description" type="text" value={description} onChange={(e) => setDescription(e.target.value)} />
+      <EventTypePicker catalog={catalog} environment={environment} value={types} onChange={setTypes} />
+      <div className="actions">
+        <button type="submit" className="primary" disabled={types.length === 0}>Save</button>
+        <button type="button" onClick={onCancel}>Cancel</button>
+      </div>
+    </form>
+  );
+}
+
+/** `datetime-local` value for a Date, in the user's time zone. */
+function localInput(d: Date): string {
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+function BulkReplayForm({ endpointId, onProgress }: { endpointId: string; onProgress: () => void }) {
+  const [since, setSince] = useState(() => localInput(new Date(Date.now() - 24 * 3_600_000)));
+  const [job, setJob] = useState<BulkReplay | null>(null);
+  const [error, setError] = useState<unknown>(null);
+
+  useEffect(() => {
+    if (!job || job.status !== 'running') return;
+    const t = setTimeout(() => {
+      api.bulkReplayStatus(job.id).then((j) => {
+        setJob(j);
+        if (j.status !== 'running') onProgress();
+      }, setError);
+    }, 500);
+    return () => clearTimeout(t);
+  }, [job]);
+
+  const start = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      setJob(await api.bulkReplay(endpointId, new Date(since).toISOString()));
+    } catch (err) {
+      setError(err);
+    }
+  };
+
+  return (
+    <form className="card bulk" onSubmit={(e) => void start(e)} aria-label="Bulk replay">
+      <h2>Recover after an outage</h2>
+      <p className="muted small">Replays every failed or exhausted delivery whose last attempt failed since this time, a few at a time so your endpoint isn’t flooded.</p>
+      <div className="inline-form">
+        <label htmlFor="bulk-since">Failed since</label>
+        <input id="bulk-since" type="datetime-local" required value={since} onChange={(e) => setSince(e.target.value)} />
+        <button type="submit" disabled={job?.status === 'running'}>Replay all failed since…</button>
+      </div>
+      <ErrorBox error={error} />
+      {job && (
+        <Notice kind={job.status === 'running' ? 'info' : job.failed > 0 ? 'warning' : 'success'}>
+          <span data-bulk-status={job.status}>
+            {job.status === 'running' ? 'Replaying… ' : 'Bulk replay finished: '}
+            {job.attempted} of {job.total} replayed, {job.delivered} delivered, {job.failed} failed{job.skipped ? `, ${job.skipped} skipped` : ''}.
+          </span>
+        </Notice>
+      )}
+    </form>
+  );
+}

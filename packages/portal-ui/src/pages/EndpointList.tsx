@@ -1,0 +1,70 @@
+import { useEffect, useState } from 'react';
+import { api, type Endpoint } from '../api.ts';
+import { Link } from '../router.tsx';
+import { ErrorBox, Loading, StatusBadge, SuccessChart } from '../ui.tsx';
+
+export function EndpointList() {
+  const [cursors, setCursors] = useState<string[]>([]);
+  const [page, setPage] = useState<{ data: Endpoint[]; has_more: boolean } | null>(null);
+  const [error, setError] = useState<unknown>(null);
+
+  useEffect(() => {
+    api.endpoints(cursors.at(-1)).then(setPage, setError);
+  }, [cursors]);
+
+  return (
+    <>
+      <div className="page-head">
+        <div>
+          <nav className="crumbs"><Link to="/webhooks">Webhooks</Link> / Endpoints</nav>
+          <h1>Endpoints</h1>
+        </div>
+        <Link to="/webhooks/endpoints/new" className="button primary">+ Add endpoint</Link>
+      </div>
+      <ErrorBox error={error} />
+      {!page ? (
+        <Loading />
+      ) : page.data.length === 0 ? (
+        <div className="card empty">
+          <p>No endpoints yet. Add one to start receiving signed events.</p>
+        </div>
+      ) : (
+        <div className="table-wrap">
+          <table className="endpoints">
+            <thead>
+              <tr>
+                <th>URL</th>
+                <th>Status</th>
+                <th className="hide-sm">Event types</th>
+                <th>Last 24 h</th>
+              </tr>
+            </thead>
+            <tbody>
+              {page.data.map((e) => (
+                <tr key={e.id} data-endpoint-id={e.id}>
+                  <td className="url-cell">
+                    <Link to={`/webhooks/endpoints/${e.id}`} className="strong">{e.url}</Link>
+                    {e.description && <div className="muted small">{e.description}</div>}
+                  </td>
+                  <td><StatusBadge status={e.status} /></td>
+                  <td className="hide-sm">
+                    <div className="types-cell">
+                      {e.enabled_events.includes('*') ? <span className="tag">All events</span> : e.enabled_events.map((t) => <code key={t} className="type">{t}</code>)}
+                    </div>
+                  </td>
+                  <td>{e.stats && <SuccessChart stats={e.stats} />}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {page && (cursors.length > 0 || page.has_more) && (
+        <div className="pager">
+          <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>← Newer</button>
+          <button type="button" disabled={!page.has_more} onClick={() => setCursors([...cursors, page.data.at(-1)!.id])}>Older →</button>
+        </div>
+      )}
+    </>
+  );
+}

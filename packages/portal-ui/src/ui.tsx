@@ -1,0 +1,94 @@
+import type { ReactNode } from 'react';
+import type { DeliveryState, Stats } from './api.ts';
+
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+/** A timestamp in the user's time zone; the UTC value is in the title (shown on hover). */
+export function Time({ iso }: { iso: string | null }) {
+  if (!iso) return <span className="muted">—</span>;
+  const d = new Date(iso);
+  const utc = `${d.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, '')} UTC`;
+  return (
+    <time dateTime={iso} title={utc}>
+      {dateFormat.format(d)}
+    </time>
+  );
+}
+
+const STATE_LABELS: Record<DeliveryState, string> = {
+  pending: 'Pending',
+  delivered: 'Delivered',
+  failed_retrying: 'Failed, retrying',
+  exhausted: 'Exhausted',
+};
+
+/** A delivery state in colour and in words (the words carry the meaning; colour helps scanning). */
+export function StateBadge({ state }: { state: DeliveryState }) {
+  return (
+    <span className={`badge state-${state}`} data-state={state}>
+      {STATE_LABELS[state]}
+    </span>
+  );
+}
+
+export function StatusBadge({ status }: { status: 'enabled' | 'disabled' }) {
+  return <span className={`badge status-${status}`}>{status === 'enabled' ? 'Enabled' : 'Disabled'}</span>;
+}
+
+/** Attempts per hour over the last 24 h: green for succeeded, red for failed, as an inline SVG. */
+export function SuccessChart({ stats }: { stats: Stats }) {
+  const max = Math.max(1, ...stats.hourly.map((h) => h.attempts));
+  const w = 4;
+  const gap = 1;
+  const height = 24;
+  const rate = stats.success_rate === null ? 'no attempts' : `${Math.round(stats.success_rate * 100)}% succeeded`;
+  return (
+    <span className="chart">
+      <svg width={24 * (w + gap)} height={height} role="img" aria-label={`Last 24 hours: ${stats.attempts} attempts, ${rate}`}>
+        {stats.hourly.map((h, i) => {
+          const total = (h.attempts / max) * height;
+          const ok = (h.succeeded / max) * height;
+          return (
+            <g key={i}>
+              <rect x={i * (w + gap)} y={0} width={w} height={height} className="chart-bg" />
+              <rect x={i * (w + gap)} y={height - total} width={w} height={total - ok} className="chart-fail" />
+              <rect x={i * (w + gap)} y={height - ok} width={w} height={ok} className="chart-ok" />
+            </g>
+          );
+        })}
+      </svg>
+      <span className="chart-label">{stats.success_rate === null ? '—' : `${(stats.success_rate * 100).toFixed(stats.success_rate === 1 || stats.success_rate === 0 ? 0 : 1)}%`}</span>
+    </span>
+  );
+}
+
+export function ErrorBox({ error }: { error: unknown }) {
+  if (!error) return null;
+  const message = error instanceof Error ? error.message : String(error);
+  return (
+    <div className="notice error" role="alert">
+      {message}
+    </div>
+  );
+}
+
+export function Notice({ kind = 'info', children }: { kind?: 'info' | 'success' | 'warning' | 'error'; children: ReactNode }) {
+  return (
+    <div className={`notice ${kind}`} role={kind === 'error' ? 'alert' : 'status'}>
+      {children}
+    </div>
+  );
+}
+
+/** Pretty-printed JSON when the text parses, the text itself otherwise; always as text. */
+export function prettyJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+export function Loading() {
+  return <p className="muted" aria-live="polite">Loading…</p>;
+}

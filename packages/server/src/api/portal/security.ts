@@ -1,0 +1,84 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../../errors.ts';
+import { csrfMatches, type PortalSession } from '../../portal/sessions.ts';
+
+/** The session cookie: scoped to /portal, httpOnly, SameSite=Lax, Secure when served over TLS. */
+export const SESSION_COOKIE = 'payhooks_portal';
+/** The header the page sends the session's CSRF token in, on every mutation. */
+export const CSRF_HEADER = 'x-csrf-token';
+
+/**
+ * The portal's pages: scripts and styles only from our origin (Vite emits them as files; no
+ * inline script anywhere), no plugins, no framing, no <base> tricks, requests to our origin only.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export function securityHeaders(reply: FastifyReply): void {
+  void reply.headers({
+    'content-security-policy': CONTENT_SECURITY_POLICY,
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'same-origin',
+    'cross-origin-opener-policy': 'same-origin',
+  });
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+export const isMutation = (req: FastifyRequest) => !SAFE_METHODS.has(req.method);
+
+/** The page's origin as the browser states it: Origin, or the Referer's origin when a browser leaves Origin out. */
+function pageOrigin(req: FastifyRequest): URL | null {
+  for (const raw of [req.headers.origin, req.headers.referer]) {
+    if (typeof raw !== 'string' || raw === 'null') continue;
+    try {
+      return new URL(raw);
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/**
+ * The Origin check of every mutation (sign-in included): the page's origin must name the host
+ * (and port) the request was sent to. Only the host is compared, not the scheme: behind a
+ * TLS-terminating proxy the browser says https while this process sees http, and the Host
+ * header is passed through. Requests from other sites, and mutations with neither header, are 403.
+ */
+export function checkOrigin(req: FastifyRequest): void {
+  const origin = pageOrigin(req);
+  const host = req.headers.host ?? '';
+  if (!origin) throw new AppError('forbidden', 'origin_missing', 'Portal changes must come from the portal page: the request has no Origin header.');
+  if (origin.host !== host) {
+    throw new AppError('forbidden', 'cross_origin_request', `Portal changes must come from the portal page on ${host}; this request came from ${origin.origin.slice(0, 200)}.`);
+  }
+}
+
+/** The CSRF token check of every mutation made in a session (constant-time compare). */
+export function checkCsrf(req: FastifyRequest, session: PortalSession): void {
+  const sent = req.headers[CSRF_HEADER];
+  if (!csrfMatches(session, typeof sent === 'string' ? sent : undefined)) {
+    throw new AppError('forbidden', 'csrf_token_invalid', `Missing or wrong ${CSRF_HEADER} header: reload the portal page and try again.`);
+  }
+}
+
+/**
+ * Secure when the page is on https: either this process terminates TLS, or the browser's Origin
+ * says https (a TLS-terminating proxy in front). On plain http (development) a Secure cookie
+ * would never come back, so it is left off there.
+ */
+export function cookieOptions(req: FastifyRequest, expires?: Date) {
+  const secure = req.protocol === 'https' || pageOrigin(req)?.protocol === 'https:';
+  return { path: '/portal', httpOnly: true, sameSite: 'lax' as const, secure, ...(expires ? { expires } : {}) };
+}

@@ -1,0 +1,44 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance } from 'fastify';
+import { securityHeaders } from './security.ts';
+
+/** Where `npm install` (portal-ui's `prepare` script) builds the UI. */
+export const DEFAULT_PORTAL_DIST = fileURLToPath(new URL('../../../../portal-ui/dist', import.meta.url));
+
+export const NOT_BUILT_MESSAGE =
+  'The Merchant Portal UI is not built yet. Build it with `npm run build -w packages/portal-ui` (npm install does this for you), then restart payhooks.';
+
+/**
+ * The built single-page app under /portal/. Hashed assets are cached for a year; index.html is
+ * never cached, and any other path under /portal/ (a client-side route such as
+ * /portal/endpoints/we_…) gets index.html too. Every page carries the portal's strict CSP.
+ */
+export async function portalStatic(app: FastifyInstance, dist: string): Promise<void> {
+  const built = existsSync(join(dist, 'index.html'));
+  app.get('/portal', async (_req, reply) => reply.redirect('/portal/'));
+  if (!built) {
+    app.get('/portal/*', async (_req, reply) => {
+      securityHeaders(reply);
+      return reply.code(503).type('text/plain; charset=utf-8').send(NOT_BUILT_MESSAGE + '\n');
+    });
+    return;
+  }
+  await app.register(fastifyStatic, {
+    root: dist,
+    prefix: '/portal/',
+    wildcard: false,
+    index: false,
+    setHeaders(res, path) {
+      res.setHeader('cache-control', path.includes(`${join(dist, 'assets')}`) ? 'public, max-age=31536000, immutable' : 'no-cache');
+    },
+  });
+  const page = async (_req: unknown, reply: import('fastify').FastifyReply) => {
+    securityHeaders(reply);
+    return reply.header('cache-control', 'no-cache').sendFile('index.html', dist);
+  };
+  app.get('/portal/', page);
+  app.get('/portal/*', page);
+}

@@ -1,0 +1,42 @@
+import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { randomBase62 } from '../ids.ts';
+
+/**
+ * Portal passwords hashed with scrypt (node:crypto), stored as `scrypt$N$r$p$salt$hash`
+ * (base64url). The parameters travel with the hash, so they can be raised later without
+ * invalidating existing passwords. N=2^15, r=8, p=1 is OWASP's scrypt recommendation.
+ */
+const PARAMS = { N: 1 << 15, r: 8, p: 1 } as const;
+const KEY_LENGTH = 32;
+
+function derive(password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
+  const options: ScryptOptions = { ...params, maxmem: 128 * params.N * params.r * 2 };
+  return new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (err, key) => (err ? reject(err) : resolve(key))));
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await derive(password, salt, PARAMS);
+  return `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${salt.toString('base64url')}$${key.toString('base64url')}`;
+}
+
+/** Constant-time comparison of the derived key; a malformed stored hash never verifies. */
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const m = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([\w-]+)\$([\w-]+)$/.exec(stored);
+  if (!m) return false;
+  const expected = Buffer.from(m[5]!, 'base64url');
+  const key = await derive(password, Buffer.from(m[4]!, 'base64url'), { N: Number(m[1]), r: Number(m[2]), p: Number(m[3]) });
+  return key.length === expected.length && timingSafeEqual(key, expected);
+}
+
+/** A stored hash of a random password: unknown emails are checked against it, so they cost the same time. */
+let decoy: Promise<string> | undefined;
+export function decoyHash(): Promise<string> {
+  decoy ??= hashPassword(randomBase62(24));
+  return decoy;
+}
+
+/** A generated password: 20 base62 characters (~119 bits), shown once. */
+export function generatePassword(): string {
+  return randomBase62(20);
+}

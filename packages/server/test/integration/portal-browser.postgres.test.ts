@@ -1,0 +1,334 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { REQUIRED_LIVE_EVENT_TYPES } from '@payhooks/contract';
+import { launchBrowser } from '../helpers/browser.ts';
+import { startService, type TestService } from '../helpers/service.ts';
+import { startReceiver, type Behaviour, type TestReceiver } from '../helpers/receiver.ts';
+import { publish } from '../helpers/publish.ts';
+import { drainUntil } from '../helpers/portal.ts';
+import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
+import type { DeliveryWorker } from '../../src/delivery/worker.ts';
+import type { Scope } from '../../src/tenancy/scope.ts';
+
+/**
+ * The Merchant Portal in a real Chromium (Debian's, through playwright-core) against a real
+ * service, database and receivers. One browser for the file; PostgreSQL only (the JSON and
+ * security rules run on both backends in portal-api.test.ts).
+ */
+
+let svc: TestService;
+let a: CreatedPlatform;
+let b: CreatedPlatform;
+let worker: DeliveryWorker;
+let receiver: TestReceiver;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+/** Answers per receiver path (`?name` query), so each test has its own behaviour. */
+const behaviours = new Map<string, Behaviour>();
+const dialogs: string[] = [];
+const cspViolations: string[] = [];
+const scopeA = (): Scope => ({ platformId: a.platform_id, environment: 'sandbox', apiKeyId: 'test' });
+
+beforeAll(async () => {
+  svc = await startService({ allowPrivateUrls: true, retryScheduleMs: [1, 1] });
+  [a, b] = [await svc.platform('Acme'), await svc.platform('Other Platform')];
+  worker = svc.ctx.createWorker();
+  receiver = await startReceiver((req) => behaviours.get(req.path) ?? { status: 200, body: 'ok' });
+  browser = await launchBrowser();
+  context = await browser.newContext({ timezoneId: 'America/New_York', locale: 'en-US' });
+  page = await context.newPage();
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.dismiss();
+  });
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await receiver?.close();
+  await svc?.close();
+});
+
+async function signIn(p: Page, who: CreatedPlatform) {
+  await p.goto(`${svc.url}/portal/`);
+  await p.getByLabel('Email').fill(who.portal.email);
+  await p.getByLabel('Password').fill(who.portal.password);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByRole('link', { name: 'Endpoints', exact: true }).waitFor();
+}
+
+/** An endpoint of A (through the domain service) whose receiver path answers `behaviour`. */
+async function endpointOfA(name: string, behaviour: Behaviour, events = ['*']) {
+  behaviours.set(`/webhooks?${name}`, behaviour);
+  return svc.ctx.endpoints.create(scopeA(), { url: `${receiver.url}?${name}`, enabled_events: events });
+}
+
+describe('Merchant Portal in Chromium', () => {
+  it('sign-in: a wrong password is refused without saying which field was wrong; the right one opens Webhooks -> Endpoints', async () => {
+    await page.goto(`${svc.url}/portal/`);
+    await page.getByLabel('Email').fill(a.portal.email);
+    await page.getByLabel('Password').fill('wrong password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expectText(page.getByRole('alert'), 'Incorrect email or password.');
+    await expect(page.getByRole('link', { name: 'Webhooks' }).count()).resolves.toBe(0);
+
+    await page.getByLabel('Password').fill(a.portal.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'Webhooks', exact: true }).waitFor();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Endpoints', exact: true }).click();
+    await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    // The session cookie is httpOnly: the page's scripts can't read it.
+    expect(await page.evaluate(() => (globalThis as any).document.cookie)).toBe('');
+  });
+
+  it('spec 4.1 rule 2: creating an endpoint shows its whsec_ secret once, with the live minimum pre-selected; a reload no longer shows it', async () => {
+    await page.goto(`${svc.url}/portal/webhooks/endpoints`);
+    await page.getByRole('link', { name: '+ Add endpoint' }).click();
+    await page.getByLabel('Endpoint URL').fill(`${receiver.url}?created`);
+    for (const t of REQUIRED_LIVE_EVENT_TYPES) expect(await page.getByRole('checkbox', { name: t, exact: true }).isChecked()).toBe(true);
+    expect(await page.getByRole('checkbox', { name: 'payment.created', exact: true }).isChecked()).toBe(false);
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByText('you won’t see this again').waitFor();
+    const secret = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+    expect(secret).toMatch(/^whsec_[\w-]{43}$/);
+    await page.getByRole('button', { name: 'Copy' }).waitFor();
+    const url = page.url();
+    expect(url).toMatch(/\/portal\/webhooks\/endpoints\/we_/);
+
+    await page.reload();
+    await page.getByRole('heading', { name: `${receiver.url}?created` }).waitFor();
+    const html = await page.content();
+    expect(html).not.toContain('whsec_');
+    expect(html).not.toContain(secret);
+    // The list shows it with its status and subscribed types.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Endpoints', exact: true }).click();
+    const row = page.locator('tr', { hasText: `${receiver.url}?created` });
+    await expectText(row, 'Enabled');
+    await expectText(row, 'checkout_session.completed');
+  });
+
+  it('edit, disable, enable, Send test event and delete (after confirming) from the endpoint page', async () => {
+    const ep = await endpointOfA('manage', { status: 200, body: 'ok' }, ['payment.failed']);
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Description').fill('Orders service');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Endpoint saved.').waitFor();
+    expect((await svc.ctx.endpoints.get(scopeA(), ep.id)).description).toBe('Orders service');
+
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByRole('button', { name: 'Enable' }).waitFor();
+    expect((await svc.ctx.endpoints.get(scopeA(), ep.id)).status).toBe('disabled');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.getByRole('button', { name: 'Disable' }).waitFor();
+
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.getByText('Test event sent').waitFor();
+    const row = page.locator('tr[data-delivery-id]').first();
+    await expectText(row, 'payment.succeeded');
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+    const sent = receiver.requests.find((r) => r.path === '/webhooks?manage');
+    expect(JSON.parse(sent!.raw.toString()).data.object.metadata).toEqual({ test: 'true' });
+
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    await page.getByRole('alertdialog').getByText('This can’t be undone.').waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    expect((await svc.ctx.endpoints.get(scopeA(), ep.id)).id).toBe(ep.id);
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    await page.getByRole('button', { name: 'Delete endpoint' }).click();
+    await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    await expect(svc.ctx.endpoints.get(scopeA(), ep.id)).rejects.toThrow(/No such webhook endpoint/);
+  });
+
+  it("a failing receiver's delivery shows every attempt with its status code and body; Replay after the receiver is fixed turns it delivered without a reload", async () => {
+    const ep = await endpointOfA('failing', { status: 503, body: 'maintenance until 10:00' });
+    const { event } = await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted');
+
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    const row = page.locator('tr', { hasText: event.id });
+    await expectText(row, 'payment.succeeded');
+    await expectText(row, 'Exhausted');
+    await row.getByRole('link', { name: 'payment.succeeded' }).click();
+    await page.getByRole('button', { name: 'Replay' }).waitFor();
+    const attempts = page.locator('li.attempt');
+    expect(await attempts.count()).toBe(3);
+    for (const text of await attempts.allInnerTexts()) {
+      expect(text).toContain('503');
+      expect(text).toContain('maintenance until 10:00');
+      expect(text).toContain('Automatic');
+    }
+    expect(await page.locator('pre[aria-label="Event body"]').innerText()).toContain(`"id": "${event.id}"`);
+    // Times are shown in the browser's zone with UTC in the title.
+    expect(await page.locator('li.attempt time').first().getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+
+    behaviours.set('/webhooks?failing', { status: 200, body: 'thanks' });
+    await page.evaluate(() => ((globalThis as any).marker = 42));
+    await page.getByRole('button', { name: 'Replay' }).click();
+    await expectText(page.getByRole('status'), 'Replayed: your endpoint answered 200.');
+    await expectText(page.locator('dl.facts'), 'Delivered');
+    expect(await attempts.count()).toBe(4);
+    await expectText(attempts.first(), 'Manual');
+    await expectText(attempts.first(), 'thanks');
+    expect(await page.evaluate(() => (globalThis as any).marker)).toBe(42); // no full reload
+    expect(await page.getByRole('button', { name: 'Replay' }).count()).toBe(0);
+    expect((await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data[0]!.state).toBe('delivered');
+  });
+
+  it('Resend on a delivered delivery adds a manual attempt and it stays delivered', async () => {
+    const ep = await endpointOfA('resend', { status: 200, body: 'got it' });
+    await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+    const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
+    await page.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
+    await page.getByRole('button', { name: 'Resend' }).click();
+    await expectText(page.getByRole('status'), 'Resent: your endpoint answered 200.');
+    expect(await page.getByTestId('attempt-count').innerText()).toBe('2');
+    await expectText(page.locator('li.attempt').first(), 'Manual');
+    await expectText(page.locator('dl.facts'), 'Delivered');
+    expect(receiver.requests.filter((r) => r.path === '/webhooks?resend')).toHaveLength(2);
+  });
+
+  it('Replay all failed since… recovers every failed delivery of the endpoint and reports the result', async () => {
+    const ep = await endpointOfA('outage', { status: 500, body: 'outage' });
+    for (let i = 0; i < 3; i++) await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted', 3);
+    behaviours.set('/webhooks?outage', { status: 204 });
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    await page.getByRole('button', { name: 'Replay all failed since…' }).click();
+    await page.locator('[data-bulk-status="finished"]').waitFor();
+    await expectText(page.locator('[data-bulk-status="finished"]'), '3 of 3 replayed, 3 delivered, 0 failed');
+    // The log refreshes: every row is delivered now.
+    await page.getByLabel('State').selectOption('exhausted');
+    await page.getByText('No deliveries in this state yet.').waitFor();
+    const states = (await svc.ctx.deliveries.list(scopeA(), { limit: 10, endpointId: ep.id })).data.map((d) => d.state);
+    expect(states).toEqual(['delivered', 'delivered', 'delivered']);
+  });
+
+  it('a response body of <img src=x onerror=alert(1)> is shown as text and runs nothing', async () => {
+    const payload = '<img src=x onerror=alert(1)>';
+    const ep = await endpointOfA('xss', { status: 400, body: payload, headers: { 'content-type': 'text/html' } });
+    await svc.ctx.endpoints.update(scopeA(), ep.id, { description: '<script>alert(2)</script>' });
+    await publish(svc.ctx, a.merchant_id, { object: { id: 'pay_xss', object: 'payment', status: 'succeeded', amount: '1.00', asset_code: 'USDC.ETH', metadata: { note: '<img src=y onerror=alert(3)>' } } });
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted');
+    const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
+    await page.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
+    await page.locator('pre.response-body').first().waitFor();
+    expect(await page.locator('pre.response-body').first().innerText()).toBe(payload);
+    expect(await page.locator('pre[aria-label="Event body"]').innerText()).toContain('<img src=y onerror=alert(3)>');
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    await page.getByText('<script>alert(2)</script>').waitFor();
+    expect(await page.locator('img').count()).toBe(0);
+    expect(await page.locator('script:not([src])').count()).toBe(0);
+    expect(dialogs).toEqual([]);
+    expect(cspViolations).toEqual([]);
+  });
+
+  it("another Platform's delivery is not reachable through any portal route", async () => {
+    const ep = await endpointOfA('private', { status: 500, body: 'secret business' });
+    const { event } = await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted');
+    const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
+
+    const other = await browser.newContext();
+    try {
+      const p = await other.newPage();
+      await signIn(p, b);
+      await p.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
+      await p.getByRole('heading', { name: 'Delivery not found' }).waitFor();
+      await p.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+      await p.getByRole('heading', { name: 'Endpoint not found' }).waitFor();
+      await p.goto(`${svc.url}/portal/webhooks/events/${event.id}`);
+      await p.getByRole('heading', { name: 'Event not found' }).waitFor();
+      // Every API route, called from B's signed-in page with its CSRF token.
+      const csrf = await p.evaluate(async () => ((await (await fetch('/portal/api/session')).json()) as { csrf_token: string }).csrf_token);
+      const results = await p.evaluate(
+        async ({ csrf, d, ep, ev }) => {
+          const calls: Array<[string, string]> = [
+            ['GET', `/portal/api/deliveries/${d}`],
+            ['POST', `/portal/api/deliveries/${d}/replay`],
+            ['POST', `/portal/api/deliveries/${d}/resend`],
+            ['GET', `/portal/api/endpoints/${ep}`],
+            ['POST', `/portal/api/endpoints/${ep}/bulk_replays`],
+            ['GET', `/portal/api/events/${ev}`],
+          ];
+          const out: Array<[string, number]> = [];
+          for (const [method, path] of calls) {
+            const res = await fetch(path, { method, headers: { 'content-type': 'application/json', 'x-csrf-token': csrf }, body: method === 'POST' ? JSON.stringify(path.endsWith('bulk_replays') ? { since: '2020-01-01T00:00:00Z' } : {}) : undefined });
+            out.push([path, res.status]);
+          }
+          const list = await (await fetch(`/portal/api/deliveries?endpoint_id=${ep}`)).text();
+          return { out, list };
+        },
+        { csrf, d: d!.id, ep: ep.id, ev: event.id },
+      );
+      for (const [path, status] of results.out) expect([path, status]).toEqual([path, 404]);
+      expect(results.list).not.toContain(d!.id);
+      expect(await p.content()).not.toContain('secret business');
+    } finally {
+      await other.close();
+    }
+    expect((await svc.ctx.deliveries.get(scopeA(), d!.id)).attempt_count).toBe(3);
+  });
+
+  it('a mutation without the CSRF token, or from a page of another origin, is refused', async () => {
+    await page.goto(`${svc.url}/portal/webhooks/endpoints`);
+    const noToken = await page.evaluate(async () => {
+      const res = await fetch('/portal/api/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'https://no-token.example.com/h', enabled_events: ['*'] }) });
+      return { status: res.status, body: (await res.json()) as { error: { code: string } } };
+    });
+    expect(noToken.status).toBe(403);
+    expect(noToken.body.error.code).toBe('csrf_token_invalid');
+
+    // An attacker's page on another origin (same host, other port: same site, so the Lax
+    // cookie goes along) posts to the portal: the Origin check refuses it.
+    let hits = 0;
+    const evil: Server = createServer((_req, res) => {
+      hits++;
+      res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><form id="f" method="POST" action="${svc.url}/portal/api/endpoints" enctype="text/plain"><input name='{"url":"https://evil.example.com/h","enabled_events":["*"],"x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`);
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    try {
+      const attacker = `http://127.0.0.1:${(evil.address() as AddressInfo).port}/`;
+      const responses: number[] = [];
+      const onResponse = (r: import('playwright-core').Response) => {
+        if (r.url().endsWith('/portal/api/endpoints') && r.request().method() === 'POST') responses.push(r.status());
+      };
+      page.on('response', onResponse);
+      await page.goto(attacker);
+      await page.waitForURL(`${svc.url}/portal/api/endpoints`);
+      page.off('response', onResponse);
+      expect(hits).toBe(1);
+      expect(responses).toEqual([403]);
+      expect(await page.content()).toContain('cross_origin_request');
+    } finally {
+      await new Promise((r) => evil.close(r));
+    }
+    const urls = (await svc.ctx.endpoints.list(scopeA(), { limit: 100 })).data.map((e) => e.url);
+    expect(urls).not.toContain('https://no-token.example.com/h');
+    expect(urls).not.toContain('https://evil.example.com/h');
+  });
+
+  it('the environment switch shows live; sign-out returns to the sign-in form', async () => {
+    await page.goto(`${svc.url}/portal/webhooks/endpoints`);
+    await page.getByRole('button', { name: 'Live' }).click();
+    await page.getByRole('button', { name: 'Live', pressed: true }).waitFor();
+    await page.getByText('No endpoints yet.').waitFor();
+    await page.getByRole('button', { name: 'Sandbox' }).click();
+    await page.locator('tr[data-endpoint-id]').first().waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.goto(`${svc.url}/portal/webhooks/endpoints`);
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+  });
+});
+
+/** Waits until the locator's text contains `text` (the page updates asynchronously). */
+async function expectText(locator: import('playwright-core').Locator, text: string) {
+  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
+}
