@@ -24,7 +24,9 @@ function launch(args: string[], env: Record<string, string>) {
       resolve({ code, signal });
     }),
   );
-  return { child, exited, stdout: () => stdout, stderr: () => stderr };
+  // 'close' comes after 'exit' once the child's stdout and stderr are drained too.
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  return { child, exited, closed, stdout: () => stdout, stderr: () => stderr };
 }
 
 export interface CliResult {
@@ -40,8 +42,8 @@ export async function runPayhooks(args: string[], env: Record<string, string>, t
   const timer = setTimeout(() => p.child.kill('SIGKILL'), timeoutMs);
   const { code, signal } = await p.exited;
   clearTimeout(timer);
-  // 'exit' can come before the pipes are drained.
-  await new Promise((r) => setImmediate(r));
+  // 'exit' can come before the pipes are drained (on a busy machine, long before).
+  await p.closed;
   return { code, signal, stdout: p.stdout(), stderr: p.stderr() };
 }
 
