@@ -20,6 +20,7 @@ const STATE_LABELS: Record<DeliveryState, string> = {
   delivered: 'Delivered',
   failed_retrying: 'Failed, retrying',
   exhausted: 'Exhausted',
+  cancelled: 'Cancelled',
 };
 
 /** A delivery state in colour and in words (the words carry the meaning; colour helps scanning). */
