@@ -1,6 +1,7 @@
 import type { Database } from '../db/client.ts';
 import type { DeliveryState, EndpointStatus } from '../db/schema.ts';
 import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
+import { interruptedAttemptsSql } from './interrupted.ts';
 
 /** A claimed delivery with everything needed to attempt it, from one statement. */
 export interface ClaimedDelivery {
@@ -44,8 +45,8 @@ export interface ClaimedDelivery {
  * - `interrupted`: a row taken over from an expired lease (it still has a `lease_token`) was
  *   claimed by a worker that never recorded an outcome: it may have died mid-attempt, after the
  *   receiver got the request. That attempt is logged as `interrupted` (no status code, the
- *   worker from the old token, started when its lease was taken) and counted in
- *   `attempt_count`, not in the automatic budget. Only takeovers pay for this; a normal claim's
+ *   worker from the old token, started when its lease was taken; see interrupted.ts) and
+ *   counted in `attempt_count`, not in the automatic budget. Only takeovers pay for this; a normal claim's
  *   row has no token and the CTE inserts nothing.
  * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secrets,
  *   status) so sending needs no further query.
@@ -78,15 +79,7 @@ WITH candidates AS (
   RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at,
             picked.prev_token, picked.prev_leased_at
 ), interrupted AS (
-  INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
-                                 status_code, response_body, error_kind, error_message, worker_id)
-  SELECT 'wha_' || md5(c.id || c.prev_token), c.id, c.attempt_count,
-         CASE WHEN c.prev_token LIKE 'replay:%' THEN 'manual' ELSE 'automatic' END,
-         false, coalesce(c.prev_leased_at, $1), 0, NULL, NULL, 'interrupted',
-         'The worker holding this attempt stopped before recording its outcome (its lease ran out): the receiver may or may not have received it.',
-         split_part(c.prev_token, ':', 1)
-  FROM claimed c WHERE c.prev_token IS NOT NULL
-  RETURNING delivery_id
+  ${interruptedAttemptsSql('claimed', '$1')}
 )
 SELECT c.id, c.event_id, c.endpoint_id, c.platform_id, c.state, c.attempt_count, c.automatic_attempts, c.next_attempt_at,
        c.prev_token IS NOT NULL AS interrupted,

@@ -10,6 +10,7 @@ import type { Clock } from '../clock.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { recordOutcomes } from './record.ts';
+import { interruptedAttemptsSql } from './interrupted.ts';
 import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './schedule.ts';
 import { EndpointGate } from './endpoint-gate.ts';
 import type { Sender } from './sender.ts';
@@ -91,18 +92,29 @@ const inScope = (scope: Scope) => and(eq(webhookDeliveries.platformId, scope.pla
 /**
  * Replay takes the delivery's lease itself so it never races a worker on the same delivery.
  * It joins what sending needs, like the claim query. Conditions: in scope, replayable state,
- * and not leased by anyone (or the lease has run out).
+ * and not leased by anyone (or the lease has run out). Taking over a lease that ran out logs
+ * the old holder's attempt as interrupted, as a worker's claim does (interrupted.ts).
  */
 const LEASE_FOR_REPLAY_SQL = `
-WITH leased AS (
-  UPDATE webhook_deliveries d
-  SET lease_token = $1, due_at = $2, leased_at = $7
+WITH prev AS (
+  SELECT d.id, d.lease_token, d.leased_at
+  FROM webhook_deliveries d
   WHERE d.id = $3 AND d.platform_id = $4 AND d.environment = $5
     AND d.state = ANY($6::text[])
     AND (d.lease_token IS NULL OR d.due_at <= $7)
-  RETURNING d.id, d.event_id, d.endpoint_id, d.state, d.next_attempt_at
+  FOR UPDATE
+), leased AS (
+  UPDATE webhook_deliveries d
+  SET lease_token = $1, due_at = $2, leased_at = $7,
+      attempt_count = d.attempt_count + CASE WHEN prev.lease_token IS NULL THEN 0 ELSE 1 END
+  FROM prev
+  WHERE d.id = prev.id
+  RETURNING d.id, d.event_id, d.endpoint_id, d.state, d.next_attempt_at, d.attempt_count,
+            prev.lease_token AS prev_token, prev.leased_at AS prev_leased_at
+), interrupted AS (
+  ${interruptedAttemptsSql('leased', '$7')}
 )
-SELECT l.*, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
+SELECT l.id, l.event_id, l.endpoint_id, l.state, l.next_attempt_at, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
        CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext
 FROM leased l JOIN events e ON e.id = l.event_id JOIN webhook_endpoints w ON w.id = l.endpoint_id`;
 

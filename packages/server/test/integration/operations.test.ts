@@ -9,6 +9,7 @@ import { portalSignIn } from '../helpers/portal.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import { disableFailingEndpoints } from '../../src/delivery/auto-disable.ts';
+import { claimDue } from '../../src/delivery/claim.ts';
 
 const HOUR = 3_600_000;
 const clock = new ManualClock(Date.UTC(2026, 10, 22, 12, 0, 0));
@@ -345,6 +346,60 @@ describe('deleted endpoints stop honestly', () => {
     expect(hits('/deleted-in-flight')).toHaveLength(1);
     expect((await deliveriesOf(p, ep.id))[0]).toMatchObject({ state: 'cancelled', cancel_reason: 'endpoint_deleted', next_attempt_at: null });
     answers.delete('/deleted-in-flight');
+  });
+});
+
+describe('interrupted attempts', () => {
+  /** What a worker that dies right after claiming leaves behind: a lease and no outcome. */
+  const claimAndDie = (worker: string) =>
+    claimDue(svc.ctx.database, {
+      now: clock.now(), leaseUntil: new Date(clock.now().getTime() + svc.ctx.config.leaseMs), limit: 100, perEndpoint: 10, perPlatform: 100,
+      excludeEndpoints: [], excludePlatforms: [], token: `${worker}:1`,
+    });
+
+  it('a lease taken over by a worker or by a manual replay logs the dead holder\'s attempt as interrupted, once, in attempt order; a normal claim logs none', async () => {
+    const p = await svc.platform();
+    answers.set('/held', { status: 500 });
+    const ep = await endpoint(p, '/held');
+    await publish(svc.ctx, p.merchant_id);
+    await worker.drain();
+    const leasedAt = clock.now().getTime() + 6 * HOUR;
+    clock.set(leasedAt);
+    expect((await claimAndDie('w_dead1')).map((r) => r.interrupted)).toEqual([false]);
+
+    // Within the lease nobody takes it; past it, the next claim logs the lost attempt.
+    clock.advance(svc.ctx.config.leaseMs - 1000);
+    expect(await worker.drain()).toBe(0);
+    clock.advance(2000);
+    expect(await worker.drain()).toBe(1);
+    let [d] = await deliveriesOf(p, ep.id);
+    expect((d!.attempts as any[]).map((a) => [a.attempt_number, a.error_kind, a.status_code, a.worker_id])).toEqual([
+      [1, 'http_status', 500, null],
+      [2, 'interrupted', null, 'w_dead1'],
+      [3, 'http_status', 500, null],
+    ]);
+    expect((d!.attempts as any[])[1]).toMatchObject({ trigger: 'automatic', succeeded: false, response_body: null, started_at: iso(leasedAt) });
+
+    // A manual replay that finds a dead lease does the same.
+    clock.advance(6 * HOUR);
+    await claimAndDie('w_dead2');
+    clock.advance(svc.ctx.config.leaseMs + 1000);
+    answers.delete('/held');
+    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+    const replayed = await svc.ctx.deliveries.replay(scope, d!.id);
+    expect(replayed.state).toBe('delivered');
+    expect(replayed.attempts.map((a) => [a.attempt_number, a.error_kind, a.trigger, a.worker_id])).toEqual([
+      [1, 'http_status', 'automatic', null],
+      [2, 'interrupted', 'automatic', 'w_dead1'],
+      [3, 'http_status', 'automatic', null],
+      [4, 'interrupted', 'automatic', 'w_dead2'],
+      [5, null, 'manual', null],
+    ]);
+    // The automatic budget counts attempts with a known outcome only.
+    const [row] = await svc.ctx.database.query<{ automatic_attempts: number }>('SELECT automatic_attempts FROM webhook_deliveries WHERE id = $1', [d!.id]);
+    expect(Number(row!.automatic_attempts)).toBe(2);
+    [d] = await deliveriesOf(p, ep.id);
+    expect(d!.attempts).toHaveLength(5);
   });
 });
 
