@@ -10,6 +10,7 @@ import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import { disableFailingEndpoints } from '../../src/delivery/auto-disable.ts';
 import { claimDue } from '../../src/delivery/claim.ts';
+import { runTrigger } from '../../src/cli/trigger.ts';
 
 const HOUR = 3_600_000;
 const clock = new ManualClock(Date.UTC(2026, 10, 22, 12, 0, 0));
@@ -279,6 +280,31 @@ describe('auto-disable', () => {
     expect(await sweep(), 'a whole window, but 2 failures since the 2xx').toEqual([]);
     expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${flaky.id}`)).body).toMatchObject({ status: 'enabled', disabled_reason: null });
     answers.delete('/flaky');
+  });
+
+  it('the job run beside the workers sweeps at once when started and stops cleanly', async () => {
+    const p = await svc.platform();
+    answers.set('/swept', { status: 500 });
+    const ep = await endpoint(p, '/swept', ['payment.succeeded']);
+    await failN(p, 10);
+    clock.advance(HOUR + 1000);
+    const job = svc.ctx.createAutoDisableJob();
+    job.start();
+    await job.stop();
+    expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${ep.id}`)).body).toMatchObject({ status: 'disabled', disabled_reason: 'failing' });
+    answers.delete('/swept');
+  });
+
+  it('webhook_endpoint.disabled is in the catalog but not the live minimum; never carries a secret; payhooks trigger refuses it with the reason', async () => {
+    const p = await svc.platform();
+    const live = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', { url: 'https://ops.example.com/h', enabled_events: ['webhook_endpoint.disabled'] });
+    expect(live.status).toBe(422);
+    expect(live.body.error.code).toBe('live_subscription_incomplete');
+    const ok = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 'https://ops.example.com/h', enabled_events: ['webhook_endpoint.disabled'] });
+    expect(ok.status).toBe(201);
+    const object = { id: ok.body.id, object: 'webhook_endpoint', status: 'disabled', secret: ok.body.secret };
+    await expect(publish(svc.ctx, p.merchant_id, { type: 'webhook_endpoint.disabled', object })).rejects.toMatchObject({ code: 'parameter_invalid', param: 'data.object.secret' });
+    await expect(runTrigger('webhook_endpoint.disabled', { apiKey: p.keys.sandbox, url: svc.url, doubleDelivery: false }, () => {})).rejects.toThrow(/emitted by the service itself/);
   });
 
   it('PAYHOOKS_AUTO_DISABLE_AFTER=0 turns it off', async () => {
