@@ -44,7 +44,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         <div className="grow">
           <h1 className="url-title">{endpoint.url}</h1>
           <p className="meta">
-            <StatusBadge status={endpoint.status} /> <span className="mono small">{endpoint.id}</span> · created <Time iso={endpoint.created_at} />
+            <StatusBadge status={endpoint.status} reason={endpoint.disabled_reason} /> <span className="mono small">{endpoint.id}</span> · created <Time iso={endpoint.created_at} />
           </p>
           {endpoint.description && <p>{endpoint.description}</p>}
         </div>
