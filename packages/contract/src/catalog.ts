@@ -1,8 +1,5 @@
-/**
- * The event-type catalog of the current phase (spec 6.1). The catalog grows additively
- * (spec 6.1 rule 1): receivers must acknowledge and ignore types they do not handle.
- */
-export const EVENT_TYPES = [
+/** Types about payments and checkout sessions (spec 6.1): what the payment core emits. */
+export const RESOURCE_EVENT_TYPES = [
   'payment.created',
   'payment.requires_action',
   'payment.under_review',
@@ -15,7 +12,22 @@ export const EVENT_TYPES = [
   'checkout_session.expired',
 ] as const;
 
+/**
+ * Operational types: about the merchant's webhook setup itself, emitted by the service.
+ * `webhook_endpoint.disabled`: an endpoint was disabled because its deliveries kept failing;
+ * `data.object` is the endpoint (never its secret). Sent to the Platform's other endpoints of
+ * that environment subscribed to it (or to `*`); not part of the live minimum subscription.
+ */
+export const OPERATIONAL_EVENT_TYPES = ['webhook_endpoint.disabled'] as const;
+
+/**
+ * The event-type catalog (spec 6.1 plus the operational types). The catalog grows additively
+ * (spec 6.1 rule 1): receivers must acknowledge and ignore types they do not handle.
+ */
+export const EVENT_TYPES = [...RESOURCE_EVENT_TYPES, ...OPERATIONAL_EVENT_TYPES] as const;
+
 export type EventType = (typeof EVENT_TYPES)[number];
+export type ResourceEventType = (typeof RESOURCE_EVENT_TYPES)[number];
 
 /** Subscribing to `*` means every type, including ones added to the catalog later. */
 export const WILDCARD_EVENT_TYPE = '*';
@@ -34,7 +46,8 @@ export function isEventType(value: string): value is EventType {
   return known.has(value);
 }
 
-/** The family of a type: `payment` or `checkout_session` (spec 6.1). */
-export function eventFamily(type: EventType): 'payment' | 'checkout_session' {
-  return type.startsWith('payment.') ? 'payment' : 'checkout_session';
+/** The family of a type: `payment` or `checkout_session` (spec 6.1), or `webhook_endpoint`. */
+export function eventFamily(type: EventType): 'payment' | 'checkout_session' | 'webhook_endpoint' {
+  if (type.startsWith('payment.')) return 'payment';
+  return type.startsWith('webhook_endpoint.') ? 'webhook_endpoint' : 'checkout_session';
 }

@@ -23,6 +23,14 @@ export function signPayload(secret: string, timestamp: number, rawBody: string |
   return formatSignatureHeader(timestamp, computeSignature(secret, timestamp, rawBody));
 }
 
+/**
+ * The header for several live secrets (rotation): one `v1=` per secret, in the order given
+ * (the new secret first), so a receiver holding either verifies.
+ */
+export function signPayloadWithSecrets(secrets: readonly string[], timestamp: number, rawBody: string | Uint8Array): string {
+  return formatSignatureHeader(timestamp, secrets.map((s) => computeSignature(s, timestamp, rawBody)));
+}
+
 export interface ParsedSignatureHeader {
   timestamp: number;
   signatures: string[];

@@ -9,6 +9,7 @@ const STATES: Array<{ value: '' | DeliveryState; label: string }> = [
   { value: 'delivered', label: 'Delivered' },
   { value: 'failed_retrying', label: 'Failed, retrying' },
   { value: 'exhausted', label: 'Exhausted' },
+  { value: 'cancelled', label: 'Cancelled' },
 ];
 
 /**

@@ -1,7 +1,7 @@
 /** The portal's JSON API (/portal/api). Mutations carry the session's CSRF token in a header. */
 
 export type Environment = 'sandbox' | 'live';
-export type DeliveryState = 'pending' | 'delivered' | 'failed_retrying' | 'exhausted';
+export type DeliveryState = 'pending' | 'delivered' | 'failed_retrying' | 'exhausted' | 'cancelled';
 
 export interface Session {
   user: { id: string; email: string };
@@ -28,6 +28,11 @@ export interface Endpoint {
   updated_at: string;
   stats?: Stats;
   secret?: string;
+  /** `failing`: disabled automatically because every delivery kept failing. */
+  disabled_reason: 'manual' | 'failing' | null;
+  disabled_at: string | null;
+  /** After "Roll secret": until when the previous secret still signs too. */
+  previous_secret_expires_at: string | null;
 }
 
 export interface Attempt {
@@ -41,6 +46,8 @@ export interface Attempt {
   response_body: string | null;
   error_kind: string | null;
   error_message: string | null;
+  /** The worker that held an `interrupted` attempt. */
+  worker_id: string | null;
 }
 
 export interface DeliveryRow {
@@ -50,6 +57,8 @@ export interface DeliveryRow {
   endpoint_id: string;
   endpoint_url: string | null;
   state: DeliveryState;
+  /** Why a cancelled delivery ended: `endpoint_deleted`. */
+  cancel_reason: string | null;
   attempt_count: number;
   next_attempt_at: string | null;
   last_attempt_at: string | null;
@@ -147,6 +156,7 @@ export const api = {
   createEndpoint: (input: { url: string; enabled_events: string[]; description: string | null }) => call<Endpoint>('POST', '/endpoints', input),
   updateEndpoint: (id: string, input: Partial<Pick<Endpoint, 'url' | 'enabled_events' | 'description' | 'status'>>) => call<Endpoint>('PATCH', `/endpoints/${encodeURIComponent(id)}`, input),
   deleteEndpoint: (id: string) => call<unknown>('DELETE', `/endpoints/${encodeURIComponent(id)}`),
+  rotateSecret: (id: string, expirePreviousIn: number) => call<Endpoint & { secret: string }>('POST', `/endpoints/${encodeURIComponent(id)}/rotate_secret`, { expire_previous_in: expirePreviousIn }),
   sendTestEvent: (id: string) => call<{ event_id: string; delivery_id: string | null }>('POST', `/endpoints/${encodeURIComponent(id)}/test_event`),
   bulkReplay: (id: string, since: string) => call<BulkReplay>('POST', `/endpoints/${encodeURIComponent(id)}/bulk_replays`, { since }),
   bulkReplayStatus: (id: string) => call<BulkReplay>('GET', `/bulk_replays/${encodeURIComponent(id)}`),

@@ -20,6 +20,7 @@ const STATE_LABELS: Record<DeliveryState, string> = {
   delivered: 'Delivered',
   failed_retrying: 'Failed, retrying',
   exhausted: 'Exhausted',
+  cancelled: 'Cancelled',
 };
 
 /** A delivery state in colour and in words (the words carry the meaning; colour helps scanning). */
@@ -31,8 +32,9 @@ export function StateBadge({ state }: { state: DeliveryState }) {
   );
 }
 
-export function StatusBadge({ status }: { status: 'enabled' | 'disabled' }) {
-  return <span className={`badge status-${status}`}>{status === 'enabled' ? 'Enabled' : 'Disabled'}</span>;
+/** `reason` `failing`: disabled automatically because every delivery kept failing. */
+export function StatusBadge({ status, reason = null }: { status: 'enabled' | 'disabled'; reason?: 'manual' | 'failing' | null }) {
+  return <span className={`badge status-${status}`}>{status === 'enabled' ? 'Enabled' : reason === 'failing' ? 'Disabled (failing)' : 'Disabled'}</span>;
 }
 
 /** Attempts per hour over the last 24 h: green for succeeded, red for failed, as an inline SVG. */

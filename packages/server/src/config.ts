@@ -44,6 +44,10 @@ export interface Config {
   publicUrl: string | undefined;
   /** How often workers look for checkout sessions past `expires_at`, ms (at most a minute). */
   expiryIntervalMs: number;
+  /** How long every delivery to an endpoint must fail before it is disabled, ms; 0 = never. */
+  autoDisableAfterMs: number;
+  /** Port of `payhooks worker`'s Prometheus listener (`/metrics`); undefined = none. */
+  metricsPort: number | undefined;
 }
 
 interface Setting<K extends keyof Config> {
@@ -158,6 +162,12 @@ export const SETTINGS = [
   },
   { key: 'expiryIntervalMs', env: 'PAYHOOKS_EXPIRY_INTERVAL', default: '10s', doc: 'How often workers expire open checkout sessions past `expires_at` (at most 1m).', parse: durationIn(100, 60_000) },
   { key: 'leaseMs', env: 'PAYHOOKS_LEASE', default: '60s', doc: 'How long a claimed delivery is leased to a worker; a dead worker\'s leases expire after this.', parse: durationIn(1000, 3_600_000) },
+  {
+    key: 'autoDisableAfterMs', env: 'PAYHOOKS_AUTO_DISABLE_AFTER', default: '5d',
+    doc: 'Disable an endpoint whose deliveries have all failed for this long (at least 10 failed attempts, no 2xx), with `disabled_reason: "failing"`; its deliveries park until it is enabled again. `0` turns auto-disable off.',
+    parse: (raw: string, env: string) => (raw.trim() === '0' ? 0 : durationIn(1000, 365 * 86_400_000)(raw, env)),
+  },
+  { key: 'metricsPort', env: 'PAYHOOKS_METRICS_PORT', default: undefined, doc: '`payhooks worker` serves Prometheus `/metrics` on this port (bound to PAYHOOKS_HOST; 0 = any free port, logged at start); unset: no listener. `serve` has `/metrics` on its HTTP port.', parse: int(0, 65535) },
   { key: 'dbWaitMs', env: 'PAYHOOKS_DB_WAIT', default: '60s', doc: 'How long a command started while PostgreSQL is unreachable waits for it (retrying with backoff, one log line per try) before exiting; 0s = fail at once.', parse: durationIn(0, 86_400_000) },
 ] as const satisfies readonly Setting<keyof Config>[];
 

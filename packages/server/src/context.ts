@@ -14,6 +14,7 @@ import type { Resolver } from './delivery/safe-lookup.ts';
 import { PaymentService } from './payments/service.ts';
 import { CheckoutService } from './payments/checkout.ts';
 import { ExpiryJob } from './payments/expiry.ts';
+import { AutoDisableJob } from './delivery/auto-disable.ts';
 
 /**
  * Everything a request handler or worker needs, built once at start and passed down
@@ -43,6 +44,8 @@ export interface ServiceContext {
   createWorker(): DeliveryWorker;
   /** The checkout-session expiry job that runs beside workers (not started). */
   createExpiryJob(): ExpiryJob;
+  /** The auto-disable sweep that runs beside workers (not started; a no-op when turned off). */
+  createAutoDisableJob(): AutoDisableJob;
   /** Ends bulk replays and closes what the context opened (HTTP agent); the database belongs to the caller. */
   close(): Promise<void>;
 }
@@ -85,6 +88,14 @@ export function createContext(options: { config: Config; database: Database; clo
     publicUrl: config.publicUrl,
     createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
     createExpiryJob: () => new ExpiryJob({ database, checkout, logger, intervalMs: config.expiryIntervalMs }),
+    createAutoDisableJob: () =>
+      new AutoDisableJob({
+        database, clock, logger, metrics,
+        windowMs: config.autoDisableAfterMs,
+        scheduleMs: config.retryScheduleMs.reduce((a, b) => a + b, 0),
+        // A minute at most past the window; short windows (tests, sandboxes) are swept more often.
+        intervalMs: Math.max(1000, Math.min(60_000, Math.floor(config.autoDisableAfterMs / 10))),
+      }),
     async close() {
       await ctx.bulkReplays.close(); // attempts in flight finish and are recorded first
       await sender.close();

@@ -61,7 +61,8 @@ export function DeliveryPage({ id }: { id: string }) {
       <dl className="facts card">
         <div><dt>State</dt><dd><StateBadge state={delivery.state} /></dd></div>
         <div><dt>Attempts</dt><dd data-testid="attempt-count">{delivery.attempt_count}</dd></div>
-        <div><dt>Next attempt</dt><dd>{delivery.next_attempt_at ? <Time iso={delivery.next_attempt_at} /> : <span className="muted">none scheduled</span>}</dd></div>
+        <div><dt>Next attempt</dt><dd>{delivery.next_attempt_at ? <Time iso={delivery.next_attempt_at} /> : <span className="muted">{delivery.state === 'failed_retrying' || delivery.state === 'pending' ? 'none while the endpoint is disabled' : 'none scheduled'}</span>}</dd></div>
+        {delivery.state === 'cancelled' && <div><dt>Cancelled</dt><dd data-testid="cancel-reason">{delivery.cancel_reason === 'endpoint_deleted' ? 'The endpoint was deleted before this delivery finished.' : delivery.cancel_reason}</dd></div>}
         <div><dt>Created</dt><dd><Time iso={delivery.created_at} /></dd></div>
       </dl>
 
@@ -82,7 +83,11 @@ function AttemptItem({ attempt: a }: { attempt: Attempt }) {
   return (
     <li className={`attempt ${a.succeeded ? 'ok' : 'fail'}`} data-attempt={a.attempt_number}>
       <div className="attempt-head">
-        <span className={`badge ${a.succeeded ? 'state-delivered' : 'state-exhausted'}`}>{a.succeeded ? 'Succeeded' : 'Failed'}</span>
+        {a.error_kind === 'interrupted' ? (
+          <span className="badge state-interrupted" title="Its worker stopped mid-attempt: your endpoint may have received it">Interrupted</span>
+        ) : (
+          <span className={`badge ${a.succeeded ? 'state-delivered' : 'state-exhausted'}`}>{a.succeeded ? 'Succeeded' : 'Failed'}</span>
+        )}
         <strong>#{a.attempt_number}</strong>
         <span className="tag">{a.trigger === 'manual' ? 'Manual' : 'Automatic'}</span>
         <Time iso={a.started_at} />
@@ -93,6 +98,7 @@ function AttemptItem({ attempt: a }: { attempt: Attempt }) {
       {(a.error_kind || a.error_message) && (
         <p className="attempt-error">
           Error: {a.error_kind}{a.error_message ? ` — ${a.error_message}` : ''}
+          {a.worker_id && <> (worker <span className="mono">{a.worker_id}</span>)</>}
         </p>
       )}
       <details open={!a.succeeded}>

@@ -8,7 +8,8 @@ import { ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../u
 
 export function EndpointDetail({ id, environment }: { id: string; environment: Environment }) {
   const [endpoint, setEndpoint] = useState<Endpoint | null>(null);
-  const [secret] = useState(() => takeSecret(id));
+  const [secret, setSecret] = useState(() => takeSecret(id));
+  const [rolling, setRolling] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [editing, setEditing] = useState(false);
@@ -43,11 +44,20 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         <div className="grow">
           <h1 className="url-title">{endpoint.url}</h1>
           <p className="meta">
-            <StatusBadge status={endpoint.status} /> <span className="mono small">{endpoint.id}</span> · created <Time iso={endpoint.created_at} />
+            <StatusBadge status={endpoint.status} reason={endpoint.disabled_reason} /> <span className="mono small">{endpoint.id}</span> · created <Time iso={endpoint.created_at} />
           </p>
           {endpoint.description && <p>{endpoint.description}</p>}
         </div>
       </div>
+
+      {endpoint.disabled_reason === 'failing' && (
+        <Notice kind="warning">
+          Disabled automatically <Time iso={endpoint.disabled_at} />: every delivery to it failed for days. Its deliveries are kept and resume when you enable it again.
+        </Notice>
+      )}
+      {endpoint.previous_secret_expires_at && (
+        <p className="muted small" data-testid="previous-secret">The previous signing secret also signs deliveries until <Time iso={endpoint.previous_secret_expires_at} />.</p>
+      )}
 
       {secret && <SecretPanel secret={secret} />}
       <ErrorBox error={error} />
@@ -74,9 +84,26 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
             Send test event
           </button>
         )}
+        <button type="button" onClick={() => setRolling(true)} aria-expanded={rolling}>Roll secret…</button>
         <span className="spacer" />
         <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>Delete…</button>
       </div>
+
+      {rolling && (
+        <RollSecretForm
+          busy={busy}
+          onCancel={() => setRolling(false)}
+          onRoll={(expireIn) =>
+            void act(async () => {
+              const rolled = await api.rotateSecret(id, expireIn);
+              const { secret: fresh, ...shown } = rolled;
+              setSecret(fresh);
+              setEndpoint({ ...endpoint, ...shown });
+              setRolling(false);
+            }, expireIn === 0 ? 'Secret rolled: only the new secret signs from now on.' : 'Secret rolled: deliveries carry a signature by each secret until the previous one expires.')
+          }
+        />
+      )}
 
       {confirmDelete && (
         <div className="card confirm" role="alertdialog" aria-labelledby="confirm-title" onKeyDown={(e) => e.key === 'Escape' && setConfirmDelete(false)}>
@@ -106,6 +133,35 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
       <BulkReplayForm endpointId={id} onProgress={() => setRefreshKey((k) => k + 1)} />
       <DeliveryLog endpointId={id} refreshKey={refreshKey} />
     </>
+  );
+}
+
+const OVERLAPS: Array<{ seconds: number; label: string }> = [
+  { seconds: 0, label: 'Now' },
+  { seconds: 3600, label: 'In 1 hour' },
+  { seconds: 86_400, label: 'In 24 hours' },
+  { seconds: 3 * 86_400, label: 'In 3 days' },
+  { seconds: 7 * 86_400, label: 'In 7 days' },
+];
+
+/** "Roll secret": a new secret now; the old one keeps signing for the chosen overlap. */
+function RollSecretForm({ busy, onRoll, onCancel }: { busy: boolean; onRoll: (expireIn: number) => void; onCancel: () => void }) {
+  const [expireIn, setExpireIn] = useState(86_400);
+  return (
+    <form className="card confirm" aria-labelledby="roll-title" onKeyDown={(e) => e.key === 'Escape' && onCancel()} onSubmit={(e) => { e.preventDefault(); onRoll(expireIn); }}>
+      <h2 id="roll-title">Roll the signing secret?</h2>
+      <p>A new secret signs every delivery from now on. Until the old one expires, each delivery carries a signature by both, so your receiver keeps verifying while you deploy the new secret.</p>
+      <label>
+        Old secret expires{' '}
+        <select value={expireIn} onChange={(e) => setExpireIn(Number(e.target.value))} aria-label="Old secret expires">
+          {OVERLAPS.map((o) => <option key={o.seconds} value={o.seconds}>{o.label}</option>)}
+        </select>
+      </label>
+      <div className="actions">
+        <button type="submit" className="primary" disabled={busy}>Roll secret</button>
+        <button type="button" onClick={onCancel}>Cancel</button>
+      </div>
+    </form>
   );
 }
 

@@ -46,7 +46,7 @@ export function EndpointList() {
                     <Link to={`/webhooks/endpoints/${e.id}`} className="strong">{e.url}</Link>
                     {e.description && <div className="muted small">{e.description}</div>}
                   </td>
-                  <td><StatusBadge status={e.status} /></td>
+                  <td><StatusBadge status={e.status} reason={e.disabled_reason} /></td>
                   <td className="hide-sm">
                     <div className="types-cell">
                       {e.enabled_events.includes('*') ? <span className="tag">All events</span> : e.enabled_events.map((t) => <code key={t} className="type">{t}</code>)}

@@ -9,10 +9,11 @@ import { createLogger } from '../logging.ts';
 import { waitForDatabase } from '../db/wait.ts';
 import { describeDbError } from '../db/faults.ts';
 import { buildApp } from '../api/app.ts';
+import { startMetricsServer } from '../api/metrics-server.ts';
 import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
 import { runTrigger } from './trigger.ts';
-import { EVENT_TYPES } from '@payhooks/contract';
+import { RESOURCE_EVENT_TYPES } from '@payhooks/contract';
 import { createPortalUser } from '../portal/users.ts';
 
 /** A refused input (taken or malformed email) ends the command with its message, not a stack trace. */
@@ -47,13 +48,16 @@ async function serve(options: { dev?: boolean; port?: string; host?: string; wor
   const worker = options.worker === false ? null : ctx.createWorker();
   // Checkout sessions past expires_at are expired by whatever runs workers.
   const expiry = options.worker === false ? null : ctx.createExpiryJob();
+  const autoDisable = options.worker === false ? null : ctx.createAutoDisableJob();
   const dev = cfg.dev ? await ensureDevPlatform(ctx) : null;
   const address = await app.listen({ port: cfg.port, host: cfg.host });
   await worker?.start();
   expiry?.start();
+  autoDisable?.start();
   onStopSignal(ctx.logger, async () => {
     await app.close(); // stop taking requests first
     await expiry?.stop();
+    await autoDisable?.stop();
     await worker?.stop(); // then let in-flight attempts finish and be recorded
     await runtime.close();
   });
@@ -76,12 +80,18 @@ async function workerCommand(options: { processes?: string }) {
   await Promise.all(workers.map((w) => w.start()));
   const expiry = runtime.ctx.createExpiryJob();
   expiry.start();
+  const autoDisable = runtime.ctx.createAutoDisableJob();
+  autoDisable.start();
+  // Attempt counters live in this process: without a listener they could not be scraped.
+  const metrics = cfg.metricsPort === undefined ? null : await startMetricsServer(runtime.ctx, { host: cfg.host, port: cfg.metricsPort });
   onStopSignal(runtime.ctx.logger, async () => {
+    await metrics?.close();
     await expiry.stop();
+    await autoDisable.stop();
     await Promise.all(workers.map((w) => w.stop()));
     await runtime.close();
   });
-  runtime.ctx.logger.info({ workers: workers.map((w) => w.id) }, 'payhooks workers started');
+  runtime.ctx.logger.info({ workers: workers.map((w) => w.id), metrics: metrics?.url ?? null }, 'payhooks workers started');
 }
 
 /** SIGTERM/SIGINT: run `shutdown` once (drain), then exit 0. A second signal exits at once. */
@@ -154,7 +164,7 @@ export function buildCli(): Command {
 
   program
     .command('trigger')
-    .description(`emit a sandbox event for real on a running payhooks (over HTTP): ${EVENT_TYPES.join(', ')}`)
+    .description(`emit a sandbox event for real on a running payhooks (over HTTP): ${RESOURCE_EVENT_TYPES.join(', ')}`)
     .argument('<event-type>', 'the event type to emit')
     .requiredOption('--api-key <key>', 'a sandbox API key (sk_test_…)')
     .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { EVENT_TYPES, isEventType, type EventType } from '@payhooks/contract';
+import { RESOURCE_EVENT_TYPES, isEventType, type EventType } from '@payhooks/contract';
+
+const triggerable: ReadonlySet<string> = new Set(RESOURCE_EVENT_TYPES);
 import { ConfigError } from '../errors.ts';
 
 /**
@@ -94,7 +96,9 @@ const PAYMENT_PATHS: Record<string, string[]> = {
 };
 
 export async function runTrigger(type: string, options: TriggerOptions, log: (line: string) => void): Promise<TriggerResult> {
-  if (!isEventType(type)) throw new ConfigError(`'${type}' is not an event type. Types: ${EVENT_TYPES.join(', ')}.`);
+  if (!isEventType(type)) throw new ConfigError(`'${type}' is not an event type. Types: ${RESOURCE_EVENT_TYPES.join(', ')}.`);
+  // Operational types (webhook_endpoint.*) come from the service's own decisions, not from a payment.
+  if (!triggerable.has(type)) throw new ConfigError(`'${type}' is emitted by the service itself (auto-disable), not by a payment; payhooks trigger emits: ${RESOURCE_EVENT_TYPES.join(', ')}.`);
   if (!options.apiKey.startsWith('sk_test_')) throw new ConfigError('payhooks trigger drives the sandbox: pass a sandbox key (sk_test_…) with --api-key.');
   const api = client(options);
   const double = options.doubleDelivery ? { double_delivery: true } : {};

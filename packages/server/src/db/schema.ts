@@ -50,7 +50,17 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   consecutiveTimeouts: integer('consecutive_timeouts').notNull().default(0),
   /** When it was throttled (null: healthy). */
   throttledAt: ts('throttled_at'),
+  /** 0006: the replaced secret, still signing until `previousSecretExpiresAt` (rotation). */
+  previousSecretCiphertext: text('previous_secret_ciphertext'),
+  previousSecretExpiresAt: ts('previous_secret_expires_at'),
+  /** 0006: why and when it was disabled (`failing`: auto-disable). */
+  disabledReason: text('disabled_reason').$type<DisabledReason>(),
+  disabledAt: ts('disabled_at'),
+  /** 0006: start of its current run of failed attempts (null: its last attempt succeeded). */
+  failingSince: ts('failing_since'),
 });
+
+export type DisabledReason = 'manual' | 'failing';
 
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
 
@@ -81,7 +91,7 @@ export const events = pgTable('events', {
 
 export type EventRow = typeof events.$inferSelect;
 
-export type DeliveryState = 'pending' | 'delivered' | 'failed_retrying' | 'exhausted';
+export type DeliveryState = 'pending' | 'delivered' | 'failed_retrying' | 'exhausted' | 'cancelled';
 
 export const webhookDeliveries = pgTable('webhook_deliveries', {
   id: text('id').primaryKey(),
@@ -100,6 +110,10 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   updatedAt: ts('updated_at').notNull(),
   /** 0003: 1, or 2 for the second delivery of a double-delivered event (spec 6.2 rule 5). */
   copy: smallint('copy').notNull().default(1),
+  /** 0006: why a `cancelled` delivery ended (`endpoint_deleted`). */
+  cancelReason: text('cancel_reason'),
+  /** 0006: when the current lease was taken (start of the attempt a takeover logs as interrupted). */
+  leasedAt: ts('leased_at'),
 });
 
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -118,6 +132,8 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
   responseBody: text('response_body'),
   errorKind: text('error_kind'),
   errorMessage: text('error_message'),
+  /** 0006: the worker that held the attempt (set on `interrupted` attempts). */
+  workerId: text('worker_id'),
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;

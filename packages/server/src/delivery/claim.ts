@@ -1,6 +1,7 @@
 import type { Database } from '../db/client.ts';
 import type { DeliveryState, EndpointStatus } from '../db/schema.ts';
 import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
+import { interruptedAttemptsSql } from './interrupted.ts';
 
 /** A claimed delivery with everything needed to attempt it, from one statement. */
 export interface ClaimedDelivery {
@@ -15,10 +16,15 @@ export interface ClaimedDelivery {
   body: string;
   url: string;
   secret_ciphertext: string;
+  /** The replaced secret while it still signs (rotation), else null. */
+  previous_secret_ciphertext: string | null;
+  previous_secret_expires_at: Date | null;
   endpoint_status: EndpointStatus;
   endpoint_deleted_at: Date | null;
   /** The endpoint is throttled to one attempt at a time (fairness.ts). */
   endpoint_throttled: boolean;
+  /** Taken over from an expired lease: an `interrupted` attempt was logged for the old holder. */
+  interrupted: boolean;
 }
 
 /**
@@ -43,7 +49,13 @@ export interface ClaimedDelivery {
  * - `claimed` leases them: `due_at` moves to the lease expiry and `lease_token` is set. A
  *   worker that dies leaves rows that become due again when the lease runs out; a worker that
  *   records a result must still hold the token (see record.ts).
- * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secret,
+ * - `interrupted`: a row taken over from an expired lease (it still has a `lease_token`) was
+ *   claimed by a worker that never recorded an outcome: it may have died mid-attempt, after the
+ *   receiver got the request. That attempt is logged as `interrupted` (no status code, the
+ *   worker from the old token, started when its lease was taken; see interrupted.ts) and
+ *   counted in `attempt_count`, not in the automatic budget. Only takeovers pay for this; a normal claim's
+ *   row has no token and the CTE inserts nothing.
+ * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secrets,
  *   status) so sending needs no further query.
  */
 const CLAIM_SQL = `
@@ -67,9 +79,9 @@ WITH RECURSIVE platforms AS (
 ), budget AS (
   SELECT least($10::int, greatest($4::int, ceil($3::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
 ), candidates AS (
-  SELECT c.id, c.endpoint_id, c.platform_id, c.due_at
+  SELECT c.id, c.endpoint_id, c.platform_id, c.due_at, c.lease_token, c.leased_at
   FROM eligible e CROSS JOIN LATERAL (
-    SELECT d.id, d.endpoint_id, d.platform_id, d.due_at
+    SELECT d.id, d.endpoint_id, d.platform_id, d.due_at, d.lease_token, d.leased_at
     FROM webhook_deliveries d
     WHERE d.platform_id = e.platform_id AND d.due_at <= $1 AND NOT (d.endpoint_id = ANY($2::text[]))
     ORDER BY d.due_at
@@ -77,24 +89,33 @@ WITH RECURSIVE platforms AS (
     FOR UPDATE SKIP LOCKED
   ) c
 ), ranked AS (
-  SELECT c.id, c.due_at,
+  SELECT c.id, c.due_at, c.lease_token AS prev_token, c.leased_at AS prev_leased_at,
          row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at) AS endpoint_rank,
          row_number() OVER (PARTITION BY c.platform_id ORDER BY c.due_at) AS platform_rank,
          w.consecutive_timeouts >= $9 AS throttled
   FROM candidates c JOIN webhook_endpoints w ON w.id = c.endpoint_id
 ), picked AS (
-  SELECT id FROM ranked
+  SELECT id, prev_token, prev_leased_at FROM ranked
   WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE $4 END AND platform_rank <= $10
   ORDER BY platform_rank, due_at
   LIMIT $5
 ), claimed AS (
   UPDATE webhook_deliveries d
-  SET due_at = $6, lease_token = $7
+  SET due_at = $6, lease_token = $7, leased_at = $1,
+      attempt_count = d.attempt_count + CASE WHEN picked.prev_token IS NULL THEN 0 ELSE 1 END
   FROM picked
   WHERE d.id = picked.id
-  RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at
+  RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at,
+            picked.prev_token, picked.prev_leased_at
+), interrupted AS (
+  ${interruptedAttemptsSql('claimed', '$1')}
 )
-SELECT c.*, e.body, w.url, w.secret_ciphertext, w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
+SELECT c.id, c.event_id, c.endpoint_id, c.platform_id, c.state, c.attempt_count, c.automatic_attempts, c.next_attempt_at,
+       c.prev_token IS NOT NULL AS interrupted,
+       e.body, w.url, w.secret_ciphertext,
+       CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
+       CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_expires_at END AS previous_secret_expires_at,
+       w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
        w.consecutive_timeouts >= $9 AS endpoint_throttled
 FROM claimed c
 JOIN events e ON e.id = c.event_id
@@ -128,13 +149,15 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
     next_attempt_at: r.next_attempt_at ? new Date(r.next_attempt_at) : null,
     endpoint_deleted_at: r.endpoint_deleted_at ? new Date(r.endpoint_deleted_at) : null,
     endpoint_throttled: r.endpoint_throttled === true || (r.endpoint_throttled as unknown) === 't',
+    interrupted: r.interrupted === true || (r.interrupted as unknown) === 't',
+    previous_secret_expires_at: r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at) : null,
   };
 }
 
 /**
- * Gives claimed rows back without attempting them. `parkIds`: the endpoint is disabled or
- * deleted, so the rows wait with no due time until it is enabled again. `releaseIds`: a
- * draining worker hands unstarted rows back as due now.
+ * Gives claimed rows back without attempting them: with `dueAt` null the endpoint is disabled,
+ * so the rows wait parked with no due time until it is enabled again; with a time, a draining
+ * worker hands unstarted rows back as due then.
  */
 export async function releaseClaims(database: Database, options: { ids: string[]; token: string; dueAt: Date | null }): Promise<void> {
   if (options.ids.length === 0) return;
@@ -142,5 +165,20 @@ export async function releaseClaims(database: Database, options: { ids: string[]
     `UPDATE webhook_deliveries SET due_at = $1, lease_token = NULL WHERE id = ANY($2::text[]) AND lease_token = $3`,
     [options.dueAt, options.ids, options.token],
     'release_claims',
+  );
+}
+
+/**
+ * Ends claimed rows whose endpoint was deleted: `cancelled` (terminal) with the reason, no
+ * schedule. Rows in flight when the endpoint was deleted reach this on their next claim.
+ */
+export async function cancelClaims(database: Database, options: { ids: string[]; token: string; now: Date }): Promise<void> {
+  if (options.ids.length === 0) return;
+  await database.query(
+    `UPDATE webhook_deliveries SET state = 'cancelled', cancel_reason = 'endpoint_deleted', next_attempt_at = NULL, due_at = NULL,
+            lease_token = NULL, updated_at = $3
+     WHERE id = ANY($1::text[]) AND lease_token = $2 AND state IN ('pending', 'failed_retrying')`,
+    [options.ids, options.token, options.now],
+    'cancel_claims',
   );
 }

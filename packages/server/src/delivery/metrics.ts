@@ -2,15 +2,21 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/client.ts';
 import type { Clock } from '../clock.ts';
 
+const UNFINISHED_STATES = ['pending', 'failed_retrying'] as const;
+
 /**
  * Prometheus metrics of the delivery engine. Counters and the histogram are per process;
  * the gauges are read from the database at scrape time, so every process reports the same
- * global backlog and state counts.
+ * global backlog and unfinished counts. No gauge reads the whole history: each query is bounded
+ * by a partial index holding only unfinished rows (the backlog), so a scrape costs the same at
+ * a thousand deliveries as at a billion.
  */
 export class DeliveryMetrics {
   readonly registry = new Registry();
   readonly attempts: Counter<'outcome' | 'error_kind'>;
   readonly duration: Histogram<'outcome'>;
+  readonly rotations: Counter;
+  readonly autoDisabled: Counter;
 
   constructor(database: Database, clock: Clock) {
     this.attempts = new Counter({
@@ -44,18 +50,35 @@ export class DeliveryMetrics {
         this.set(r?.oldest ? Math.max(0, (clock.now().getTime() - new Date(r.oldest).getTime()) / 1000) : 0);
       },
     });
+    this.rotations = new Counter({
+      name: 'payhooks_secret_rotations_total',
+      help: 'Endpoint signing secrets rotated through this process (API or portal).',
+      registers: [this.registry],
+    });
+    this.autoDisabled = new Counter({
+      name: 'payhooks_endpoints_auto_disabled_total',
+      help: 'Endpoints this process disabled because their deliveries kept failing.',
+      registers: [this.registry],
+    });
     new Gauge({
       name: 'payhooks_deliveries',
-      help: 'Deliveries by state.',
+      help: 'Unfinished deliveries by state (pending, failed_retrying), parked ones included. Finished states grow with history and are not counted here: see payhooks_delivery_attempts_total.',
       labelNames: ['state'],
       registers: [this.registry],
       async collect() {
-        const rows = await database.query<{ state: string; n: string }>(`SELECT state, count(*) AS n FROM webhook_deliveries GROUP BY state`, []);
+        // Index-only over webhook_deliveries_unfinished_idx (migration 0006): the backlog, never the history.
+        const rows = await database.query<{ state: string; n: string }>(
+          `SELECT state, count(*) AS n FROM webhook_deliveries WHERE state IN ('pending', 'failed_retrying') GROUP BY state`, []);
         this.reset();
-        for (const s of ['pending', 'delivered', 'failed_retrying', 'exhausted']) this.set({ state: s }, 0);
+        for (const s of UNFINISHED_STATES) this.set({ state: s }, 0);
         for (const r of rows) this.set({ state: r.state }, Number(r.n));
       },
     });
+  }
+
+  /** A lease taken over: its holder's attempt was logged as interrupted. */
+  interrupted(): void {
+    this.attempts.inc({ outcome: 'failed', error_kind: 'interrupted' });
   }
 
   observe(succeeded: boolean, errorKind: string | null, durationMs: number): void {

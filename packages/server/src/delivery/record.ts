@@ -51,18 +51,24 @@ WITH v AS (
   -- healthy endpoints cost nothing here.
   SELECT u.endpoint_id,
          bool_or(v.status_code IS NOT NULL) AS answered,
-         count(*) FILTER (WHERE v.error_kind = 'timeout')::int AS timeouts
+         count(*) FILTER (WHERE v.error_kind = 'timeout')::int AS timeouts,
+         bool_or(v.succeeded) AS succeeded,
+         min(v.started_at) FILTER (WHERE NOT v.succeeded) AS first_failure
   FROM updated u JOIN v ON v.id = u.id
   GROUP BY u.endpoint_id
 ), breaker AS (
+  -- Also the auto-disable clock (delivery/auto-disable.ts): any 2xx clears \`failing_since\`, the
+  -- first failure after one sets it. Both are written only when they change.
   UPDATE webhook_endpoints w
   SET consecutive_timeouts = CASE WHEN h.answered THEN 0 ELSE w.consecutive_timeouts + h.timeouts END,
       throttled_at = CASE
         WHEN h.answered THEN NULL
         WHEN w.consecutive_timeouts + h.timeouts >= $15 THEN coalesce(w.throttled_at, $14)
-        ELSE w.throttled_at END
+        ELSE w.throttled_at END,
+      failing_since = CASE WHEN h.succeeded THEN NULL ELSE coalesce(w.failing_since, h.first_failure) END
   FROM health h
-  WHERE w.id = h.endpoint_id AND ((h.answered AND w.consecutive_timeouts > 0) OR (NOT h.answered AND h.timeouts > 0))
+  WHERE w.id = h.endpoint_id AND ((h.answered AND w.consecutive_timeouts > 0) OR (NOT h.answered AND h.timeouts > 0)
+                                  OR (h.succeeded AND w.failing_since IS NOT NULL) OR (NOT h.succeeded AND w.failing_since IS NULL))
 )
 INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
                                status_code, response_body, error_kind, error_message)

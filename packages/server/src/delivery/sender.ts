@@ -1,5 +1,5 @@
 import { Agent, request } from 'undici';
-import { EVENT_ID_HEADER, SIGNATURE_HEADER, signPayload } from '@payhooks/contract';
+import { EVENT_ID_HEADER, SIGNATURE_HEADER, signPayloadWithSecrets } from '@payhooks/contract';
 import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from './safe-lookup.ts';
 
 /** Bytes of a response body kept for the delivery log. */
@@ -26,7 +26,8 @@ export interface SendRequest {
   /** The event's stored serialisation: sent byte for byte. */
   body: string;
   eventId: string;
-  secret: string;
+  /** The live signing secrets, new first: one `v1=` each (two only during a rotation's overlap). */
+  secrets: readonly string[];
 }
 
 export interface SenderOptions {
@@ -90,7 +91,7 @@ export class Sender {
           'content-type': 'application/json',
           'user-agent': USER_AGENT,
           [EVENT_ID_HEADER]: req.eventId,
-          [SIGNATURE_HEADER]: signPayload(req.secret, timestamp, bytes),
+          [SIGNATURE_HEADER]: signPayloadWithSecrets(req.secrets, timestamp, bytes),
         },
         body: bytes,
       });

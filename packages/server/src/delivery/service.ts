@@ -10,6 +10,7 @@ import type { Clock } from '../clock.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { recordOutcomes } from './record.ts';
+import { interruptedAttemptsSql } from './interrupted.ts';
 import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './schedule.ts';
 import { EndpointGate } from './endpoint-gate.ts';
 import type { Sender } from './sender.ts';
@@ -26,8 +27,11 @@ export interface ApiAttempt {
   status_code: number | null;
   /** The receiver's body as text (at most 16 KiB). Never render it as HTML. */
   response_body: string | null;
+  /** `interrupted`: its worker stopped mid-attempt; the receiver may have received it. */
   error_kind: string | null;
   error_message: string | null;
+  /** The worker that held the attempt, for `interrupted` attempts; else null. */
+  worker_id: string | null;
 }
 
 export interface ApiDelivery {
@@ -36,7 +40,10 @@ export interface ApiDelivery {
   event_id: string;
   endpoint_id: string;
   state: DeliveryState;
+  /** Why a `cancelled` delivery ended (`endpoint_deleted`), else null. */
+  cancel_reason: string | null;
   attempt_count: number;
+  /** Null when nothing is scheduled: finished, or parked while its endpoint is disabled. */
   next_attempt_at: string | null;
   last_attempt_at: string | null;
   created_at: string;
@@ -58,6 +65,7 @@ function toApiAttempt(a: AttemptRow): ApiAttempt {
     response_body: a.responseBody,
     error_kind: a.errorKind,
     error_message: a.errorMessage,
+    worker_id: a.workerId,
   };
 }
 
@@ -68,8 +76,11 @@ function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[]): ApiDelivery {
     event_id: d.eventId,
     endpoint_id: d.endpointId,
     state: d.state,
+    cancel_reason: d.cancelReason,
     attempt_count: d.attemptCount,
-    next_attempt_at: iso(d.nextAttemptAt),
+    // Parked (endpoint disabled): no due time. The schedule is kept for when it resumes, but
+    // no attempt is coming, so none is shown.
+    next_attempt_at: d.dueAt === null ? null : iso(d.nextAttemptAt),
     last_attempt_at: iso(d.lastAttemptAt),
     created_at: formatEventTimestamp(d.createdAt),
     attempts: attempts.map(toApiAttempt),
@@ -81,18 +92,30 @@ const inScope = (scope: Scope) => and(eq(webhookDeliveries.platformId, scope.pla
 /**
  * Replay takes the delivery's lease itself so it never races a worker on the same delivery.
  * It joins what sending needs, like the claim query. Conditions: in scope, replayable state,
- * and not leased by anyone (or the lease has run out).
+ * and not leased by anyone (or the lease has run out). Taking over a lease that ran out logs
+ * the old holder's attempt as interrupted, as a worker's claim does (interrupted.ts).
  */
 const LEASE_FOR_REPLAY_SQL = `
-WITH leased AS (
-  UPDATE webhook_deliveries d
-  SET lease_token = $1, due_at = $2
+WITH prev AS (
+  SELECT d.id, d.lease_token, d.leased_at
+  FROM webhook_deliveries d
   WHERE d.id = $3 AND d.platform_id = $4 AND d.environment = $5
     AND d.state = ANY($6::text[])
     AND (d.lease_token IS NULL OR d.due_at <= $7)
-  RETURNING d.id, d.event_id, d.endpoint_id, d.state, d.next_attempt_at
+  FOR UPDATE
+), leased AS (
+  UPDATE webhook_deliveries d
+  SET lease_token = $1, due_at = $2, leased_at = $7,
+      attempt_count = d.attempt_count + CASE WHEN prev.lease_token IS NULL THEN 0 ELSE 1 END
+  FROM prev
+  WHERE d.id = prev.id
+  RETURNING d.id, d.event_id, d.endpoint_id, d.state, d.next_attempt_at, d.attempt_count,
+            prev.lease_token AS prev_token, prev.leased_at AS prev_leased_at
+), interrupted AS (
+  ${interruptedAttemptsSql('leased', '$7')}
 )
-SELECT l.*, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at
+SELECT l.id, l.event_id, l.endpoint_id, l.state, l.next_attempt_at, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
+       CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext
 FROM leased l JOIN events e ON e.id = l.event_id JOIN webhook_endpoints w ON w.id = l.endpoint_id`;
 
 export class DeliveryService {
@@ -172,7 +195,7 @@ export class DeliveryService {
   private async leaseAndAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<void> {
     const now = this.clock.now();
     const token = `replay:${randomBytes(8).toString('hex')}`;
-    const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; endpoint_deleted_at: Date | null }>(
+    const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; previous_secret_ciphertext: string | null; endpoint_deleted_at: Date | null }>(
       LEASE_FOR_REPLAY_SQL,
       [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now],
     );
@@ -188,7 +211,9 @@ export class DeliveryService {
       throw new AppError('conflict', 'endpoint_deleted', 'The endpoint of this delivery was deleted; it can no longer be replayed.');
     }
     try {
-      const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret: this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id) });
+      const signWith = [this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id)];
+      if (row.previous_secret_ciphertext) signWith.push(this.secrets.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
+      const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith });
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
       const next = afterManualAttempt({ succeeded: result.succeeded, state: row.state, nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null });
       await recordOutcomes(this.database, [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }], this.clock.now());

@@ -5,7 +5,7 @@ import type { Clock } from '../clock.ts';
 import type { Database } from '../db/client.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import { WAKE_CHANNEL } from '../events/publish.ts';
-import { claimDue, releaseClaims, type ClaimedDelivery } from './claim.ts';
+import { cancelClaims, claimDue, releaseClaims, type ClaimedDelivery } from './claim.ts';
 import { recordOutcomes, type Outcome } from './record.ts';
 import { afterAutomaticAttempt } from './schedule.ts';
 import type { AttemptResult, Sender } from './sender.ts';
@@ -179,12 +179,16 @@ export class DeliveryWorker {
       token,
     });
     const park: string[] = [];
+    const cancel: string[] = [];
     for (const row of rows) {
-      if (row.endpoint_status !== 'enabled' || row.endpoint_deleted_at) park.push(row.id);
+      if (row.interrupted) this.deps.metrics?.interrupted();
+      if (row.endpoint_deleted_at) cancel.push(row.id);
+      else if (row.endpoint_status !== 'enabled') park.push(row.id);
       else this.enqueue(row, token);
     }
     if (park.length) await releaseClaims(this.deps.database, { ids: park, token, dueAt: null });
-    return rows.length - park.length;
+    if (cancel.length) await cancelClaims(this.deps.database, { ids: cancel, token, now });
+    return rows.length - park.length - cancel.length;
   }
 
   private enqueue(row: ClaimedDelivery, token: string): void {
@@ -274,16 +278,18 @@ export class DeliveryWorker {
   /** Sends one claimed delivery and queues its outcome; null when it could not be sent. */
   private async attempt(row: ClaimedDelivery, token: string): Promise<AttemptResult | null> {
     const { sender, clock, secrets, config, metrics, logger } = this.deps;
-    let secret: string;
+    let signWith: string[];
     try {
-      secret = secrets.decrypt(row.secret_ciphertext, row.endpoint_id);
+      signWith = [secrets.decrypt(row.secret_ciphertext, row.endpoint_id)];
+      // During a rotation's overlap the claim joined the previous secret too (expiry checked there).
+      if (row.previous_secret_ciphertext) signWith.push(secrets.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
     } catch (err) {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.
       logger.error({ err, endpoint: row.endpoint_id }, 'cannot decrypt the endpoint signing secret; check PAYHOOKS_ENCRYPTION_KEY');
       return null;
     }
-    const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret });
+    const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith });
     metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
     const next = afterAutomaticAttempt({ succeeded: result.succeeded, automaticAttemptsBefore: row.automatic_attempts, delaysMs: config.retryScheduleMs, now: clock.now() });
     // The endpoint's slot frees as soon as the answer is in; the row stays leased until the

@@ -2,7 +2,7 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { formatEventTimestamp } from '@payhooks/contract';
 import type { Db, Queryable } from '../db/client.ts';
-import { webhookEndpoints, type EndpointStatus, type WebhookEndpointRow } from '../db/schema.ts';
+import { webhookEndpoints, type DisabledReason, type EndpointStatus, type WebhookEndpointRow } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
@@ -10,7 +10,8 @@ import { validateEndpointUrl, type UrlPolicy } from '../security/url-policy.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import type { Clock } from '../clock.ts';
 import { validateEnabledEvents } from './enabled-events.ts';
-import { parkEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/parking.ts';
+import { cancelEndpointDeliveries, parkEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/parking.ts';
+import { AppError } from '../errors.ts';
 
 /** The endpoint as the API shows it. The secret is never part of it. */
 export interface WebhookEndpoint {
@@ -29,7 +30,16 @@ export interface WebhookEndpoint {
    * timing out (delivery/fairness.ts); its next answer lifts it.
    */
   delivery_health: { status: 'healthy' | 'throttled'; consecutive_timeouts: number; throttled_since: string | null };
+  /** Why it is disabled: `manual` (API or portal) or `failing` (auto-disable); null when enabled. */
+  disabled_reason: DisabledReason | null;
+  disabled_at: string | null;
+  /** While a rotated-out secret still signs (one more `v1=`), when it stops; else null. */
+  previous_secret_expires_at: string | null;
 }
+
+/** Longest overlap of a rotation: 7 days, in seconds. */
+export const MAX_EXPIRE_PREVIOUS_IN = 7 * 86_400;
+export const DEFAULT_EXPIRE_PREVIOUS_IN = 86_400;
 
 export interface CreateEndpointInput {
   url: string;
@@ -46,7 +56,9 @@ export interface UpdateEndpointInput {
   status?: EndpointStatus | undefined;
 }
 
-export function toApiEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
+/** `now` decides whether a rotated-out secret still counts as live. */
+export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoint {
+  const previousLive = row.previousSecretExpiresAt !== null && row.previousSecretExpiresAt > now;
   return {
     id: row.id,
     object: 'webhook_endpoint',
@@ -63,6 +75,9 @@ export function toApiEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
       consecutive_timeouts: row.consecutiveTimeouts,
       throttled_since: row.throttledAt ? formatEventTimestamp(row.throttledAt) : null,
     },
+    disabled_reason: row.status === 'disabled' ? (row.disabledReason ?? 'manual') : null,
+    disabled_at: row.status === 'disabled' && row.disabledAt ? formatEventTimestamp(row.disabledAt) : null,
+    previous_secret_expires_at: previousLive ? formatEventTimestamp(row.previousSecretExpiresAt!) : null,
   };
 }
 
@@ -101,11 +116,11 @@ export class EndpointService {
         updatedAt: now,
       })
       .returning();
-    return { ...toApiEndpoint(row!), secret };
+    return { ...toApiEndpoint(row!, now), secret };
   }
 
   async get(scope: Scope, id: string): Promise<WebhookEndpoint> {
-    return toApiEndpoint(await this.getRow(scope, id));
+    return toApiEndpoint(await this.getRow(scope, id), this.clock.now());
   }
 
   async getRow(scope: Scope, id: string, db: Queryable = this.db): Promise<WebhookEndpointRow> {
@@ -117,7 +132,8 @@ export class EndpointService {
   /** Newest first; `startingAfter` is the id of the last endpoint of the previous page. */
   async list(scope: Scope, options: { limit: number; startingAfter?: string | undefined }): Promise<ListPage<WebhookEndpoint>> {
     const { rows, hasMore } = await pageOf<WebhookEndpointRow>(this.db, webhookEndpoints, inScope(scope), { ...options, what: 'webhook endpoint' });
-    return listPage(rows.map(toApiEndpoint), hasMore);
+    const now = this.clock.now();
+    return listPage(rows.map((r) => toApiEndpoint(r, now)), hasMore);
   }
 
   async update(scope: Scope, id: string, input: UpdateEndpointInput): Promise<WebhookEndpoint> {
@@ -128,12 +144,18 @@ export class EndpointService {
       if (input.enabled_events !== undefined) changes.enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment);
       if (input.description !== undefined) changes.description = input.description;
       if (input.metadata !== undefined) changes.metadata = mergeMetadata(current.metadata, input.metadata);
-      if (input.status !== undefined) changes.status = input.status;
+      if (input.status !== undefined && input.status !== current.status) {
+        changes.status = input.status;
+        // Enabling starts afresh: the auto-disable window counts from the next failure.
+        Object.assign(changes, input.status === 'disabled'
+          ? { disabledReason: 'manual', disabledAt: changes.updatedAt }
+          : { disabledReason: null, disabledAt: null, failingSince: null });
+      }
       const [row] = await tx.update(webhookEndpoints).set(changes).where(and(inScope(scope), eq(webhookEndpoints.id, id))).returning();
       if (!row) throw notFound('webhook endpoint', id);
       if (current.status === 'enabled' && row.status === 'disabled') await parkEndpointDeliveries(tx, id);
       if (current.status === 'disabled' && row.status === 'enabled') await resumeEndpointDeliveries(tx, id, this.clock.now());
-      return toApiEndpoint(row);
+      return toApiEndpoint(row, this.clock.now());
     });
   }
 
@@ -146,9 +168,39 @@ export class EndpointService {
         .where(and(inScope(scope), eq(webhookEndpoints.id, id)))
         .returning({ id: webhookEndpoints.id });
       if (rows.length === 0) throw notFound('webhook endpoint', id);
-      await parkEndpointDeliveries(tx, id);
+      await cancelEndpointDeliveries(tx, id, this.clock.now());
       return { id, object: 'webhook_endpoint' as const, deleted: true as const };
     });
+  }
+
+  /**
+   * Rotates the signing secret: a new one signs from now on, first in `Service-Signature`; the
+   * replaced one keeps signing too (a second `v1=`) for `expirePreviousIn` seconds (0: stops at
+   * once), so receivers can switch without rejecting a delivery. A secret replaced before, still
+   * in its overlap, stops at once (two live secrets at most, like Stripe). The new secret is
+   * returned here only.
+   */
+  async rotateSecret(scope: Scope, id: string, expirePreviousIn: number = DEFAULT_EXPIRE_PREVIOUS_IN, db: Queryable = this.db): Promise<WebhookEndpoint & { secret: string }> {
+    if (!Number.isInteger(expirePreviousIn) || expirePreviousIn < 0 || expirePreviousIn > MAX_EXPIRE_PREVIOUS_IN) {
+      throw new AppError('invalid_request', 'parameter_invalid', `expire_previous_in must be a whole number of seconds from 0 to ${MAX_EXPIRE_PREVIOUS_IN} (7 days).`, { param: 'expire_previous_in' });
+    }
+    const current = await this.getRow(scope, id, db);
+    const now = this.clock.now();
+    const secret = newSigningSecret();
+    const keep = expirePreviousIn > 0;
+    const [row] = await db
+      .update(webhookEndpoints)
+      .set({
+        secretCiphertext: this.secrets.encrypt(secret, id),
+        // The old ciphertext moves as is: it is bound to this endpoint id like the new one.
+        previousSecretCiphertext: keep ? current.secretCiphertext : null,
+        previousSecretExpiresAt: keep ? new Date(now.getTime() + expirePreviousIn * 1000) : null,
+        updatedAt: now,
+      })
+      .where(and(inScope(scope), eq(webhookEndpoints.id, id)))
+      .returning();
+    if (!row) throw notFound('webhook endpoint', id);
+    return { ...toApiEndpoint(row, now), secret };
   }
 
   /** The signing secret in clear, for the delivery sender only. */

@@ -36,9 +36,22 @@ export function validateEventInput(input: EventInput): void {
     if (typeof o.amount !== 'string' || !/^\d+\.\d{2}$/.test(o.amount)) throw invalid('data.object.amount', 'data.object.amount must be a decimal string with two decimals, e.g. "10.00".');
     if (typeof o.asset_code !== 'string' || !ASSET_CODE.test(o.asset_code)) throw invalid('data.object.asset_code', 'data.object.asset_code must be <ASSET>.<NETWORK> in upper-case letters, digits and -, e.g. "USDC.ETH".');
     if (!o.metadata || typeof o.metadata !== 'object' || Array.isArray(o.metadata)) throw invalid('data.object.metadata', 'data.object.metadata must be an object (the merchant\'s metadata, echoed unchanged).');
+  } else if (eventFamily(input.type) === 'webhook_endpoint') {
+    validateEndpointObject(input.type, o);
   } else {
     validateSessionObject(input.type as keyof typeof SESSION_EVENT_STATUS, o);
   }
+}
+
+/**
+ * An operational event carries the endpoint as the API shows it: never a secret, whoever
+ * publishes it.
+ */
+function validateEndpointObject(type: string, o: Record<string, unknown>): void {
+  if (o.object !== 'webhook_endpoint') throw invalid('data.object.object', `A ${type} event carries a webhook endpoint: data.object.object must be 'webhook_endpoint'.`);
+  if (typeof o.id !== 'string' || !/^we_[A-Za-z0-9]+$/.test(o.id)) throw invalid('data.object.id', 'data.object.id must be a webhook endpoint id (we_…).');
+  if ('secret' in o || 'secret_ciphertext' in o) throw invalid('data.object.secret', 'An event never carries a signing secret: remove data.object.secret.');
+  if (type === 'webhook_endpoint.disabled' && o.status !== 'disabled') throw invalid('data.object.status', `A ${type} event carries a disabled endpoint; data.object.status is ${JSON.stringify(o.status ?? null)}.`);
 }
 
 /** The checkout session object (docs/payments.md) a checkout_session.* event must carry. */

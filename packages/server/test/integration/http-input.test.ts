@@ -164,6 +164,7 @@ describe('fuzz: every route, no 5xx', () => {
    */
   const templates = (): Record<string, Record<string, unknown>> => ({
     'POST /api/v1/webhook_endpoints': { url: 'https://m.example.com/h', enabled_events: ['*'], description: 'd', metadata: { order: 'o1' } },
+    'POST /api/v1/webhook_endpoints/:id/rotate_secret': { expire_previous_in: 60 },
     'PATCH /api/v1/webhook_endpoints/:id': { url: 'https://m.example.com/h2', enabled_events: ['payment.succeeded'], description: 'd', metadata: { order: 'o2' }, status: 'enabled' },
     'POST /api/v1/payments': { amount: '25.00', asset_code: 'USDC.ETH', metadata: { order_id: 'o4' } },
     'POST /api/v1/checkout_sessions': { amount: '25.00', asset_code: 'USDC-E.ARB', metadata: { order_id: 'o5' }, success_url: 'https://shop.example.com/ok', cancel_url: 'https://shop.example.com/cart', expires_in: 600 },

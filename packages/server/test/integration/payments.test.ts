@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { EVENT_TYPES } from '@payhooks/contract';
+import { RESOURCE_EVENT_TYPES } from '@payhooks/contract';
 import { ManualClock, startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { parsedEvents, submitCheckout } from '../helpers/checkout.ts';
@@ -301,7 +301,7 @@ describe('every event type from a real transition (spec 6.1)', () => {
     expected.set('checkout_session.expired', (await api(p.keys.sandbox, 'POST', `/api/v1/checkout_sessions/${lapsed.id}/expire`)).body);
 
     const events = await delivered();
-    for (const type of EVENT_TYPES) {
+    for (const type of RESOURCE_EVENT_TYPES) {
       const want = expected.get(type)!;
       const got = events.filter((e) => e.type === type && e.data.object.id === want.id);
       expect(got, type).toHaveLength(1);

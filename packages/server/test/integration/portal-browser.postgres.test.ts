@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { REQUIRED_LIVE_EVENT_TYPES } from '@payhooks/contract';
+import { REQUIRED_LIVE_EVENT_TYPES, checkSignature } from '@payhooks/contract';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type Behaviour, type TestReceiver } from '../helpers/receiver.ts';
@@ -312,6 +312,45 @@ describe('Merchant Portal in Chromium', () => {
     const urls = (await svc.ctx.endpoints.list(scopeA(), { limit: 100 })).data.map((e) => e.url);
     expect(urls).not.toContain('https://no-token.example.com/h');
     expect(urls).not.toContain('https://evil.example.com/h');
+  });
+
+  it('Roll secret shows the new whsec_ secret once and the previous one\'s expiry; deliveries verify with both secrets until then', async () => {
+    const ep = await endpointOfA('rolled', { status: 200 });
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    await page.getByRole('button', { name: 'Roll secret…' }).click();
+    await page.getByLabel('Old secret expires').selectOption({ label: 'In 1 hour' });
+    await page.getByRole('button', { name: 'Roll secret', exact: true }).click();
+    await expectText(page.getByRole('status'), 'Secret rolled');
+    const fresh = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+    expect(fresh).toMatch(/^whsec_[\w-]{43}$/);
+    expect(fresh).not.toBe(ep.secret);
+    await page.getByTestId('previous-secret').waitFor();
+
+    const { event } = await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+    const req = receiver.requests.find((r) => r.path === '/webhooks?rolled' && r.headers['service-event-id'] === event.id)!;
+    const header = String(req.headers['service-signature']);
+    for (const secret of [fresh, ep.secret]) {
+      expect(checkSignature({ header, rawBody: req.raw, secrets: [secret], nowSeconds: Math.floor(Date.now() / 1000) }), secret === fresh ? 'new' : 'old').toMatchObject({ ok: true });
+    }
+    await page.reload();
+    await page.getByTestId('previous-secret').waitFor();
+    expect(await page.getByRole('textbox', { name: 'Signing secret' }).count()).toBe(0);
+    expect(await page.content()).not.toContain(fresh);
+  });
+
+  it('a deleted endpoint\'s unfinished delivery shows Cancelled with its reason, and the state filter finds it', async () => {
+    const ep = await endpointOfA('gone', { status: 200 });
+    const { event } = await publish(svc.ctx, a.merchant_id);
+    await svc.ctx.endpoints.delete(scopeA(), ep.id);
+    const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
+    expect(d!.state).toBe('cancelled');
+    await page.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
+    await expectText(page.locator('dl.facts'), 'Cancelled');
+    await expectText(page.getByTestId('cancel-reason'), 'The endpoint was deleted before this delivery finished.');
+    await page.goto(`${svc.url}/portal/webhooks/events/${event.id}`);
+    await page.getByRole('combobox').first().selectOption({ label: 'Cancelled' });
+    await expectText(page.locator('tr', { hasText: 'Cancelled' }), 'payment.succeeded');
   });
 
   it('the environment switch shows live; sign-out returns to the sign-in form', async () => {

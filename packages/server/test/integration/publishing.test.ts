@@ -218,11 +218,11 @@ describe('delivery log and events API (spec 2.4)', () => {
     expect((await svc.api(q.keys.sandbox, 'GET', '/api/v1/events')).body.data).toHaveLength(2);
   });
 
-  it('exposes Prometheus metrics: attempts by outcome, duration, backlog, oldest due age, deliveries by state', async () => {
+  it('exposes Prometheus metrics: attempts by outcome, duration, backlog, oldest due age, unfinished deliveries by state, auto-disable and rotation counters', async () => {
     const res = await fetch(`${svc.url}/metrics`);
     const text = await res.text();
     expect(res.status).toBe(200);
-    for (const name of ['payhooks_delivery_attempts_total{outcome="succeeded"', 'payhooks_delivery_attempt_duration_seconds_bucket', 'payhooks_delivery_backlog', 'payhooks_delivery_oldest_due_age_seconds', 'payhooks_deliveries{state="delivered"}']) {
+    for (const name of ['payhooks_delivery_attempts_total{outcome="succeeded"', 'payhooks_delivery_attempt_duration_seconds_bucket', 'payhooks_delivery_backlog', 'payhooks_delivery_oldest_due_age_seconds', 'payhooks_deliveries{state="pending"}', 'payhooks_deliveries{state="failed_retrying"}', 'payhooks_endpoints_auto_disabled_total', 'payhooks_secret_rotations_total']) {
       expect(text).toContain(name);
     }
   });

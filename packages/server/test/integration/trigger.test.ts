@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVENT_TYPES } from '@payhooks/contract';
+import { RESOURCE_EVENT_TYPES } from '@payhooks/contract';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { runPayhooks } from '../helpers/cli.ts';
@@ -28,10 +28,10 @@ const trigger = (args: string[]) => runPayhooks(['trigger', ...args, '--api-key'
 
 describe('payhooks trigger (over HTTP, against a running server)', () => {
   it('emits each of the ten event types by real transitions; a receiver gets each with its object', async () => {
-    const results = await Promise.all(EVENT_TYPES.map((type) => trigger([type])));
+    const results = await Promise.all(RESOURCE_EVENT_TYPES.map((type) => trigger([type])));
     await worker.drain();
     const events = parsedEvents(receiver.requests);
-    EVENT_TYPES.forEach((type, i) => {
+    RESOURCE_EVENT_TYPES.forEach((type, i) => {
       const r = results[i]!;
       expect(r.code, `${type}: ${r.stderr}`).toBe(0);
       const out = JSON.parse(r.stdout);

@@ -104,6 +104,17 @@ describe('loadConfig defaults', () => {
   });
 });
 
+describe('operations settings (issue 10)', () => {
+  it('auto-disable defaults to 5 days, takes a duration, and 0 turns it off; the metrics port is unset unless given', () => {
+    expect(loadConfig({}).autoDisableAfterMs).toBe(5 * 86_400_000);
+    expect(loadConfig({ PAYHOOKS_AUTO_DISABLE_AFTER: '0' }).autoDisableAfterMs).toBe(0);
+    expect(loadConfig({ PAYHOOKS_AUTO_DISABLE_AFTER: '36h' }).autoDisableAfterMs).toBe(36 * 3_600_000);
+    expect(loadConfig({}).metricsPort).toBeUndefined();
+    expect(loadConfig({ PAYHOOKS_METRICS_PORT: '9464' }).metricsPort).toBe(9464);
+    expect(loadConfig({ PAYHOOKS_METRICS_PORT: '0' }).metricsPort).toBe(0);
+  });
+});
+
 describe('bad values give a ConfigError naming the variable', () => {
   const cases: [string, string[]][] = [
     ['PAYHOOKS_HOST', ['   ']],
@@ -126,6 +137,8 @@ describe('bad values give a ConfigError naming the variable', () => {
     ['PAYHOOKS_POLL_INTERVAL', ['9ms', '61s', '1']],
     ['PAYHOOKS_LEASE', ['999ms', '2h']],
     ['PAYHOOKS_DB_WAIT', ['soon', '10', '-1s', '2d']],
+    ['PAYHOOKS_AUTO_DISABLE_AFTER', ['5', 'off', '-1d', '999ms', '366d']],
+    ['PAYHOOKS_METRICS_PORT', ['abc', '-1', '65536', '9464x']],
   ];
 
   it('covers only real variables', () => {

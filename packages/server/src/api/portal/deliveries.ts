@@ -7,7 +7,7 @@ import { scopeOf } from '../../portal/sessions.ts';
 import type { Scope } from '../../tenancy/scope.ts';
 import { IdParams } from './ids.ts';
 
-const State = Type.Union(['pending', 'delivered', 'failed_retrying', 'exhausted'].map((s) => Type.Literal(s)));
+const State = Type.Union(['pending', 'delivered', 'failed_retrying', 'exhausted', 'cancelled'].map((s) => Type.Literal(s)));
 const ListQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),

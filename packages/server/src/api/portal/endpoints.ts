@@ -7,6 +7,7 @@ import { AppError } from '../../errors.ts';
 import { sendTestEvent } from '../../portal/test-event.ts';
 import { scopeOf } from '../../portal/sessions.ts';
 import { IdParams, endpointId } from './ids.ts';
+import { rotateParameters } from '../v1/webhook-endpoints.ts';
 
 const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 });
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
@@ -58,6 +59,13 @@ export const endpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox =
   );
 
   app.delete('/endpoints/:id', { schema: { params: IdParams } }, async (req) => ctx.endpoints.delete(scopeOf(req.portalSession), endpointId(req.params.id)));
+
+  // "Roll secret": the same rotation as the machine API; this response carries the new secret once.
+  app.post('/endpoints/:id/rotate_secret', { schema: { params: IdParams } }, async (req) => {
+    const rotated = await ctx.endpoints.rotateSecret(scopeOf(req.portalSession), endpointId(req.params.id), rotateParameters(req.body).expire_previous_in);
+    ctx.metrics.rotations.inc();
+    return rotated;
+  });
 
   app.post('/endpoints/:id/test_event', { schema: { params: IdParams } }, async (req, reply) => {
     const sent = await sendTestEvent(ctx, scopeOf(req.portalSession), endpointId(req.params.id));

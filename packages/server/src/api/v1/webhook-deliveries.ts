@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { IdParams, ListOf, Timestamp, errorResponses } from './schemas.ts';
 
-const State = Type.Union(['pending', 'delivered', 'failed_retrying', 'exhausted'].map((s) => Type.Literal(s)));
+const State = Type.Union(['pending', 'delivered', 'failed_retrying', 'exhausted', 'cancelled'].map((s) => Type.Literal(s)));
 
 const Attempt = Type.Object({
   id: Type.String({ description: 'Prefix wha_' }),
@@ -15,8 +15,9 @@ const Attempt = Type.Object({
   duration_ms: Type.Integer(),
   status_code: Type.Union([Type.Integer(), Type.Null()]),
   response_body: Type.Union([Type.String({ description: 'First 16 KiB of the answer, as text.' }), Type.Null()]),
-  error_kind: Type.Union([Type.String(), Type.Null()]),
+  error_kind: Type.Union([Type.String({ description: 'http_status, timeout, connection_refused, … or interrupted: its worker stopped mid-attempt, so the receiver may have received it.' }), Type.Null()]),
   error_message: Type.Union([Type.String(), Type.Null()]),
+  worker_id: Type.Union([Type.String({ description: 'The worker that held an interrupted attempt.' }), Type.Null()]),
 });
 
 export const DeliverySchema = Type.Object(
@@ -26,8 +27,9 @@ export const DeliverySchema = Type.Object(
     event_id: Type.String(),
     endpoint_id: Type.String(),
     state: State,
+    cancel_reason: Type.Union([Type.String({ description: 'Why a cancelled delivery ended: endpoint_deleted.' }), Type.Null()]),
     attempt_count: Type.Integer(),
-    next_attempt_at: Type.Union([Timestamp, Type.Null()]),
+    next_attempt_at: Type.Union([Timestamp, Type.Null()], { description: 'Null when no attempt is scheduled: finished, or parked while the endpoint is disabled.' }),
     last_attempt_at: Type.Union([Timestamp, Type.Null()]),
     created_at: Timestamp,
     attempts: Type.Array(Attempt),

@@ -2,8 +2,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EVENT_TYPES, WILDCARD_EVENT_TYPE } from '@payhooks/contract';
 import type { ServiceContext } from '../../context.ts';
-import { notFound } from '../../errors.ts';
+import { AppError, notFound } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
+import { MAX_EXPIRE_PREVIOUS_IN } from '../../endpoints/service.ts';
 import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schemas.ts';
 
 const EventTypeName = Type.String({ minLength: 1, maxLength: 100, description: `'${WILDCARD_EVENT_TYPE}' or one of: ${EVENT_TYPES.join(', ')}` });
@@ -30,6 +31,13 @@ const endpointProperties = {
       },
       { description: 'throttled: its attempts kept timing out, so it gets one attempt at a time until it answers again.' },
     ),
+    disabled_reason: Type.Union([Type.Literal('manual'), Type.Literal('failing'), Type.Null()], {
+      description: 'Why it is disabled: manual (API or portal), or failing (every delivery failed for PAYHOOKS_AUTO_DISABLE_AFTER); null while enabled.',
+    }),
+    disabled_at: Type.Union([Timestamp, Type.Null()]),
+    previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], {
+      description: 'After a rotation, until when the previous secret still signs (a second v1= in Service-Signature); null otherwise.',
+    }),
 };
 
 export const WebhookEndpointSchema = Type.Object(endpointProperties, { $id: 'WebhookEndpoint' });
@@ -54,6 +62,22 @@ const UpdateBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/**
+ * The rotate body: none, `{}`, or `{expire_previous_in}` (seconds; range checked by the
+ * service). Checked here rather than by a route schema so that a POST with no body at all, the
+ * usual call, is accepted, like the other action routes.
+ */
+export function rotateParameters(body: unknown): { expire_previous_in?: number } {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid_request', 'parameter_invalid', 'Send no body, {} or {"expire_previous_in": <seconds>}.');
+  const unknown = Object.keys(body).find((k) => k !== 'expire_previous_in');
+  if (unknown !== undefined) throw new AppError('invalid_request', 'parameter_unknown', `Unknown parameter '${unknown}': rotate_secret takes only expire_previous_in.`, { param: unknown });
+  const value = (body as { expire_previous_in?: unknown }).expire_previous_in;
+  if (value === undefined) return {};
+  if (typeof value !== 'number') throw new AppError('invalid_request', 'parameter_invalid', `expire_previous_in must be a whole number of seconds from 0 to ${MAX_EXPIRE_PREVIOUS_IN} (7 days).`, { param: 'expire_previous_in' });
+  return { expire_previous_in: value };
+}
 
 const EndpointIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false });
 
@@ -111,6 +135,29 @@ export const webhookEndpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
     '/webhook_endpoints/:id',
     { schema: { tags, security, summary: 'Update a webhook endpoint', params: EndpointIdParams, body: UpdateBody, response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(400, 401, 404, 413, 422, 429) } } },
     async (req) => ctx.endpoints.update(req.scope, endpointId(req.params.id), req.body),
+  );
+
+  app.post(
+    '/webhook_endpoints/:id/rotate_secret',
+    {
+      schema: {
+        tags, security, summary: 'Rotate the signing secret (the new whsec_ secret is returned only here; the previous one keeps signing until previous_secret_expires_at)',
+        description: `Body: none, {} or {"expire_previous_in": seconds} (0 to ${MAX_EXPIRE_PREVIOUS_IN}, default 86400 = 24 h; 0 stops the previous secret at once). Until then every attempt's Service-Signature carries one v1= per live secret, the new one first.`,
+        params: EndpointIdParams, headers: IdempotencyHeaders,
+        response: { 200: CreatedEndpoint, ...errorResponses(400, 401, 404, 409, 413, 422, 429) },
+      },
+    },
+    async (req, reply) => {
+      const id = endpointId(req.params.id);
+      const body = rotateParameters(req.body);
+      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: `/api/v1/webhook_endpoints/${id}/rotate_secret`, body }, async (tx) => ({
+        status: 200,
+        body: await ctx.endpoints.rotateSecret(req.scope, id, body.expire_previous_in, tx),
+      }));
+      if (result.replayed) void reply.header('idempotent-replayed', 'true');
+      else ctx.metrics.rotations.inc();
+      return reply.code(200).send(result.body as Static<typeof CreatedEndpoint>);
+    },
   );
 
   app.delete(

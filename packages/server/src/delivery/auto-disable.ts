@@ -1,0 +1,118 @@
+import { and, asc, eq, isNotNull, lte, sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/client.ts';
+import { merchants, webhookEndpoints } from '../db/schema.ts';
+import { toApiEndpoint } from '../endpoints/service.ts';
+import { publishEvent } from '../events/publish.ts';
+import type { DeliveryMetrics } from './metrics.ts';
+import { parkEndpointDeliveries } from './parking.ts';
+
+/** Failed attempts an endpoint needs within the window before it is disabled. */
+export const AUTO_DISABLE_MIN_FAILURES = 10;
+/** Endpoints examined per sweep; the rest wait for the next one. */
+const SWEEP_LIMIT = 100;
+
+export interface AutoDisableDeps {
+  database: Database;
+  clock: Clock;
+  logger: Logger;
+  metrics?: DeliveryMetrics | undefined;
+  /** PAYHOOKS_AUTO_DISABLE_AFTER; 0 = never. */
+  windowMs: number;
+  /** How far back a delivery attempted in the window may have been created: the whole retry schedule. */
+  scheduleMs: number;
+}
+
+/**
+ * Disables endpoints whose deliveries have all failed for the whole window: `failing_since` (kept
+ * by the recording statement: set at the first failure after a 2xx, cleared by any 2xx) is at
+ * least `windowMs` old and at least AUTO_DISABLE_MIN_FAILURES attempts failed since then. Each
+ * one, in one transaction: `disabled` with reason `failing`, its unfinished deliveries parked
+ * (they resume when it is enabled again), and a `webhook_endpoint.disabled` event published to
+ * the Platform's other endpoints of that environment subscribed to it. Several workers may
+ * sweep at once: the UPDATE re-checks `status = 'enabled'` under the row lock, so an endpoint is
+ * disabled, and announced, once. Returns the ids disabled by this call.
+ */
+export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<string[]> {
+  if (deps.windowMs <= 0) return [];
+  const now = deps.clock.now();
+  const cutoff = new Date(now.getTime() - deps.windowMs);
+  const db = deps.database.db;
+  // Through the partial index on failing_since: only endpoints that are failing right now.
+  const candidates = await db
+    .select({ id: webhookEndpoints.id, failingSince: webhookEndpoints.failingSince })
+    .from(webhookEndpoints)
+    .where(and(isNotNull(webhookEndpoints.failingSince), lte(webhookEndpoints.failingSince, cutoff), eq(webhookEndpoints.status, 'enabled'), sql`${webhookEndpoints.deletedAt} IS NULL`))
+    .orderBy(asc(webhookEndpoints.failingSince))
+    .limit(SWEEP_LIMIT);
+  const disabled: string[] = [];
+  for (const c of candidates) {
+    const since = c.failingSince!;
+    // Attempts since the run of failures began, through the endpoint's deliveries created within
+    // the retry schedule before it (older ones can only add manual replays: undercounting them
+    // never disables early). `interrupted` attempts have no known outcome and don't count.
+    const [count] = await deps.database.query<{ failed: number; succeeded: number }>(
+      `SELECT count(*) FILTER (WHERE NOT a.succeeded AND a.error_kind IS DISTINCT FROM 'interrupted')::int AS failed,
+              count(*) FILTER (WHERE a.succeeded)::int AS succeeded
+       FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id
+       WHERE d.endpoint_id = $1 AND d.created_at >= $2 AND a.started_at >= $3`,
+      [c.id, new Date(since.getTime() - deps.scheduleMs), since],
+      'auto_disable_count',
+    );
+    if (!count || Number(count.failed) < AUTO_DISABLE_MIN_FAILURES || Number(count.succeeded) > 0) continue;
+    const row = await db.transaction(async (tx) => {
+      const [updated] = await tx
+        .update(webhookEndpoints)
+        .set({ status: 'disabled', disabledReason: 'failing', disabledAt: now, updatedAt: now })
+        .where(and(eq(webhookEndpoints.id, c.id), eq(webhookEndpoints.status, 'enabled'), sql`${webhookEndpoints.deletedAt} IS NULL`, lte(webhookEndpoints.failingSince, cutoff)))
+        .returning();
+      if (!updated) return null; // another worker got there first, or it recovered meanwhile
+      await parkEndpointDeliveries(tx, updated.id);
+      // Events belong to a merchant; an endpoint belongs to the Platform: its first merchant.
+      const [merchant] = await tx.select({ id: merchants.id }).from(merchants).where(eq(merchants.platformId, updated.platformId)).orderBy(asc(merchants.createdAt), asc(merchants.id)).limit(1);
+      if (merchant) {
+        await publishEvent(tx, { type: 'webhook_endpoint.disabled', merchantId: merchant.id, environment: updated.environment, object: { ...toApiEndpoint(updated, now) } }, now);
+      }
+      return updated;
+    });
+    if (!row) continue;
+    disabled.push(row.id);
+    deps.metrics?.autoDisabled.inc();
+    deps.logger.warn(
+      { endpoint: row.id, platform: row.platformId, environment: row.environment, failing_since: since.toISOString(), failed_attempts: Number(count.failed) },
+      'webhook endpoint disabled: every delivery failed for PAYHOOKS_AUTO_DISABLE_AFTER; its deliveries are parked until it is enabled again',
+    );
+  }
+  return disabled;
+}
+
+/** Runs the sweep every `intervalMs` beside the delivery workers. */
+export class AutoDisableJob {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> = Promise.resolve();
+  private stopped = true;
+
+  constructor(private readonly deps: AutoDisableDeps & { intervalMs: number }) {}
+
+  start(): void {
+    if (!this.stopped || this.deps.windowMs <= 0) return;
+    this.stopped = false;
+    const tick = async () => {
+      try {
+        await disableFailingEndpoints(this.deps);
+      } catch (err) {
+        this.deps.logger.error({ err }, 'auto-disable sweep failed; retrying at the next interval');
+      }
+      if (!this.stopped) this.timer = setTimeout(() => (this.running = tick()), this.deps.intervalMs);
+    };
+    this.running = tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}
