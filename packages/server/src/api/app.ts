@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -43,6 +44,14 @@ export function routesOf(app: FastifyInstance): RouteInfo[] {
   return routeLists.get(app) ?? [];
 }
 
+/**
+ * Every response carries `Request-Id` (as Stripe's do): the id of the request's log lines, for
+ * a merchant to quote in a support request. Generated here, never taken from the client, so a
+ * caller can't make its lines look like another's.
+ */
+export const REQUEST_ID_HEADER = 'Request-Id';
+const newRequestId = () => `req_${randomBytes(12).toString('base64url')}`;
+
 /** Management requests are small; anything bigger is refused with a 413 before parsing. */
 export const API_BODY_LIMIT = 64 * 1024;
 
@@ -65,6 +74,8 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     loggerInstance: ctx.logger,
     bodyLimit: API_BODY_LIMIT,
     trustProxy: false,
+    requestIdHeader: false,
+    genReqId: newRequestId,
     // Malformed URLs and over-long path parameters get our error shape too.
     frameworkErrors: errorHandler as never,
     // ... and so do requests Node's HTTP parser refuses before routing.
@@ -76,6 +87,9 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url });
   });
   routeLists.set(app as unknown as FastifyInstance, routes);
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header(REQUEST_ID_HEADER, req.id);
+  });
 
   // Every body we accept is JSON; anything else is a 415, on every route.
   app.removeContentTypeParser('text/plain');

@@ -6,6 +6,8 @@ import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
 export interface ClaimedDelivery {
   id: string;
   event_id: string;
+  /** The event's type, for the attempt log line. */
+  event_type: string;
   endpoint_id: string;
   platform_id: string;
   state: DeliveryState;
@@ -65,7 +67,7 @@ WITH candidates AS (
   WHERE d.id = picked.id
   RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at
 )
-SELECT c.*, e.body, w.url, w.secret_ciphertext, w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
+SELECT c.*, e.type AS event_type, e.body, w.url, w.secret_ciphertext, w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
        w.consecutive_timeouts >= $9 AS endpoint_throttled
 FROM claimed c
 JOIN events e ON e.id = c.event_id
