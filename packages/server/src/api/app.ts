@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -24,6 +23,10 @@ import { sandboxRoutes } from './v1/sandbox.ts';
 import { PaymentSchema, CheckoutSessionSchema } from './v1/payment-schemas.ts';
 import { checkoutPageRoutes } from './checkout/page.ts';
 import { portal } from './portal/index.ts';
+import { REQUEST_ID_HEADER, newRequestId } from './request-id.ts';
+import { ListenHub } from '../devtools/listen-sessions.ts';
+import { listenSessionRoutes } from './v1/listen-sessions.ts';
+import { listenRelayRoutes } from './listen-relay.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -43,14 +46,6 @@ const routeLists = new WeakMap<FastifyInstance, RouteInfo[]>();
 export function routesOf(app: FastifyInstance): RouteInfo[] {
   return routeLists.get(app) ?? [];
 }
-
-/**
- * Every response carries `Request-Id` (as Stripe's do): the id of the request's log lines, for
- * a merchant to quote in a support request. Generated here, never taken from the client, so a
- * caller can't make its lines look like another's.
- */
-export const REQUEST_ID_HEADER = 'Request-Id';
-const newRequestId = () => `req_${randomBytes(12).toString('base64url')}`;
 
 /** Management requests are small; anything bigger is refused with a 413 before parsing. */
 export const API_BODY_LIMIT = 64 * 1024;
@@ -137,6 +132,11 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   await app.register(internalEventRoutes(ctx), { prefix: '/internal/v1' });
   await app.register(internalPaymentRoutes(ctx), { prefix: '/internal/v1' });
   await app.register(checkoutPageRoutes(ctx));
+  // `payhooks listen`: sessions live in the process holding their stream (devtools/listen-sessions.ts).
+  const listenHub = new ListenHub(ctx.database.db, ctx.secrets, ctx.clock, ctx.logger);
+  listenHub.start();
+  app.addHook('onClose', async () => listenHub.stop());
+  await app.register(listenRelayRoutes(listenHub));
 
   const limiter = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
   const failedAuth = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
@@ -159,6 +159,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
       await v1.register(paymentRoutes(ctx));
       await v1.register(checkoutSessionRoutes(ctx));
       await v1.register(sandboxRoutes(ctx));
+      await v1.register(listenSessionRoutes(ctx, listenHub));
     },
     { prefix: '/api/v1' },
   );

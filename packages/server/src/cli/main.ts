@@ -12,6 +12,7 @@ import { buildApp } from '../api/app.ts';
 import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
 import { runTrigger } from './trigger.ts';
+import { runListen } from './listen.ts';
 import { checkReceiver, formatReport } from '../devtools/check-receiver.ts';
 import { EVENT_TYPES, SECRET_PREFIX } from '@payhooks/contract';
 import { createPortalUser } from '../portal/users.ts';
@@ -166,6 +167,26 @@ export function buildCli(): Command {
         if (!opts.json) process.stdout.write(line + '\n');
       });
       if (opts.json) process.stdout.write(JSON.stringify(result) + '\n');
+    });
+
+  program
+    .command('listen')
+    .description('forward sandbox events from a running payhooks to a local receiver, signed with the session\'s own whsec_ secret (Ctrl-C ends the session)')
+    .requiredOption('--api-key <key>', 'a sandbox API key (sk_test_…)')
+    .requiredOption('--forward-to <url>', 'your local receiver, e.g. http://localhost:3000/webhooks')
+    .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')
+    .option('--events <types>', 'comma-separated event types to forward (default: every type)')
+    .action(async (opts: { apiKey: string; forwardTo: string; url: string; events?: string }) => {
+      const controller = new AbortController();
+      const stop = () => {
+        if (controller.signal.aborted) process.exit(1); // a second Ctrl-C: leave now
+        controller.abort();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+      const events = opts.events?.split(',').map((t) => t.trim()).filter(Boolean);
+      await runListen({ apiKey: opts.apiKey, forwardTo: opts.forwardTo, url: opts.url, events, signal: controller.signal, print: (line) => process.stdout.write(line + '\n') });
+      process.stdout.write('Session ended.\n');
     });
 
   program
