@@ -25,7 +25,7 @@ export function serializeRequest(req: { method?: string; url?: string; host?: st
 }
 
 /** Fields of the attempt line (delivery/attempt-log.ts) that its pretty message already says. */
-const ATTEMPT_FIELDS = 'attempt_log,event_type,event_id,delivery_id,endpoint_id,url,attempt,succeeded,status_code,error,duration_ms,next_attempt_at';
+const ATTEMPT_FIELDS = 'attempt_log,event_type,event_id,delivery_id,endpoint_id,endpoint_url,attempt,succeeded,status_code,error,duration_ms,next_attempt_at';
 
 /**
  * The service's logger. Production (the default): JSON lines. Development mode (`dev`):

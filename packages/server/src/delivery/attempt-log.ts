@@ -31,7 +31,7 @@ export function logAttempt(logger: Logger, level: 'info' | 'debug', entry: Attem
       event_id: entry.eventId,
       delivery_id: entry.deliveryId,
       endpoint_id: entry.endpointId,
-      url,
+      endpoint_url: url,
       attempt: entry.attempt,
       succeeded: result.succeeded,
       status_code: result.statusCode,

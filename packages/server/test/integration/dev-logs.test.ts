@@ -64,7 +64,7 @@ describe('attempt log line', () => {
       event_type: 'payment.succeeded',
       event_id: atDebug.event.id,
       endpoint_id: atDebug.ep.id,
-      url: receiver.url,
+      endpoint_url: receiver.url,
       attempt: 1,
       succeeded: true,
       status_code: 200,
