@@ -155,7 +155,21 @@ describe('payhooks listen', () => {
 
   it('the relay refuses requests not signed for the session (nobody else can push to a laptop)', async () => {
     const r = await fetch(`${svc.url}/listen/we_unknown`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
-    expect(r.status).toBe(410);
+    expect(r.status).toBe(404);
+    expect(((await r.json()) as any).error.code).toBe('listen_session_not_connected');
+    // A live session refuses what its secret did not sign.
+    const local = await localReceiver();
+    try {
+      const { cli, session } = await startListen(local);
+      const forged = await fetch(`${svc.url}/listen/${session}`, { method: 'POST', body: '{"id":"evt_x"}', headers: { 'content-type': 'application/json', 'service-event-id': 'evt_x', 'service-signature': `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}` } });
+      expect(forged.status).toBe(400);
+      expect(((await forged.json()) as any).error.code).toBe('listen_signature_invalid');
+      expect(cli.output()).not.toContain('-->');
+      cli.child.kill('SIGINT');
+      expect(await cli.exited).toBe(0);
+    } finally {
+      await local.close();
+    }
   });
 
   it('a session whose process died (lease not renewed) is swept', async () => {

@@ -86,7 +86,7 @@ describe.each(variants)('docs/webhooks.md snippet: %s', (_name, heading, lang, c
 
   it('spec 5.1.4, 5.1.7: refuses a tampered body, a wrong signature and a stale timestamp with 400', async () => {
     const { event } = await publish(svc.ctx, p.merchant_id, { type: 'payment.failed', object: { id: 'pay_doc', object: 'payment', status: 'failed', amount: '10.00', asset_code: 'USDC.ETH', metadata: { note: 'Zoë' } } });
-    const [{ body }] = await svc.ctx.database.query<{ body: string }>('SELECT body FROM events WHERE id = $1', [event.id]);
+    const body = (await svc.ctx.database.query<{ body: string }>('SELECT body FROM events WHERE id = $1', [event.id]))[0]!.body;
     const now = Math.floor(Date.now() / 1000);
     const post = (b: string, signature: string) =>
       fetch(url, { method: 'POST', body: b, headers: { 'content-type': 'application/json', [EVENT_ID_HEADER]: event.id, [SIGNATURE_HEADER]: signature } }).then((r) => r.status);
