@@ -60,7 +60,7 @@ export const listenSessionRoutes = (ctx: ServiceContext, hub: ListenHub): Fastif
       raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', [REQUEST_ID_HEADER]: req.id, 'x-accel-buffering': 'no' });
       streams.add(raw);
       write('session', { id: session.id, object: 'listen_session', secret: session.secret, enabled_events: enabledEvents, url: session.url });
-      req.log.info({ endpoint_id: session.id }, 'listen session opened');
+      req.log.info({ endpoint_id: session.id }, `listen session ${session.id} opened`);
       const heartbeat = setInterval(() => {
         raw.write(': heartbeat\n\n');
         hub.heartbeat(session.id).catch((err: unknown) => req.log.warn({ err }, 'renewing a listen session lease failed'));
@@ -69,7 +69,7 @@ export const listenSessionRoutes = (ctx: ServiceContext, hub: ListenHub): Fastif
         clearInterval(heartbeat);
         streams.delete(raw);
         hub.end(session.id, req.scope).then(
-          () => req.log.info({ endpoint_id: session.id }, 'listen session ended'),
+          () => req.log.info({ endpoint_id: session.id }, `listen session ${session.id} ended`),
           (err: unknown) => req.log.warn({ err, endpoint_id: session.id }, 'ending a listen session failed; its lease will expire'),
         );
       });
