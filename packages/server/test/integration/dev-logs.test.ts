@@ -109,8 +109,9 @@ describe('Request-Id header', () => {
         await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 5 }),
         await svc.api(undefined, 'GET', '/no/such/route'),
         await svc.api(undefined, 'GET', '/healthz'),
+        await svc.api(p.keys.sandbox, 'GET', '/api/v1/webhook_endpoints/%E0%A4%A'),
       ];
-      expect(responses.map((r) => r.status)).toEqual([200, 401, 404, 400, 404, 200]);
+      expect(responses.map((r) => r.status)).toEqual([200, 401, 404, 400, 404, 200, 400]);
       const ids = responses.map((r) => r.headers.get('request-id'));
       for (const id of ids) expect(id).toMatch(/^req_[A-Za-z0-9_-]{16}$/);
       expect(new Set(ids).size).toBe(ids.length);
