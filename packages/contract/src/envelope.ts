@@ -1,10 +1,19 @@
 import type { EventType } from './catalog.ts';
 
+/**
+ * The statuses of a Payment (spec 2.2 shows `succeeded`; the rest are ours, one per payment.*
+ * event type). A payment starts `created`; `succeeded`, `failed`, `cancelled` and `expired` are
+ * terminal.
+ */
+export const PAYMENT_STATUSES = ['created', 'requires_action', 'under_review', 'processing', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
+
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+
 /** The Payment resource as embedded in `data.object` of payment.* events (spec 2.2, 6.1 rule 2). */
 export interface Payment {
   id: string;
   object: 'payment';
-  status: string;
+  status: PaymentStatus;
   /** Decimal amount as a string with two decimals, e.g. `"10.00"`. */
   amount: string;
   /** `<ASSET>.<NETWORK>`, e.g. `USDC.ETH`. */

@@ -3,7 +3,7 @@
  * the merchant does not handle -> insert-or-ignore the event id -> acknowledge at once -> run the
  * work from an in-process queue, with retries. Adapters turn `handle()` into a route.
  */
-import type { WebhookEvent } from '@payhooks/contract';
+import { EVENT_TYPES, isEventType, type EventType, type WebhookEvent } from '@payhooks/contract';
 import { WebhookVerificationError } from './errors.ts';
 import type { HeadersInput, RawBody } from './input.ts';
 import type { Claim, WebhookStore } from './stores/types.ts';
@@ -56,10 +56,20 @@ export interface WebhookHandlerOptions {
    * The event types you handle. Others are acknowledged with 200 and ignored, never passed to
    * `onEvent` (spec 6.1.1: the catalog grows). Default: every type goes to `onEvent`, which must
    * ignore the ones it does not know.
+   *
+   * Only types of the catalog are accepted: a misspelt type (`payment.succeded`) is a compile
+   * error and throws when the handler is created, because otherwise every payment would be
+   * acknowledged and silently dropped.
    */
-  types?: readonly string[];
+  types?: readonly EventType[];
   /** Failures of the work or the store. Default: `console.error`. */
   onError?: (error: unknown, info: ErrorInfo) => void;
+  /**
+   * A delivery failed verification and was answered 400 (wrong secret, tampered body, stale
+   * timestamp, missing header). Default: one `console.warn` line per rejected delivery, so a
+   * receiver configured with the wrong secret does not fail silently.
+   */
+  onRejected?: (error: WebhookVerificationError) => void;
   /** Signature timestamp tolerance in seconds. Default 300 (spec 5.1.6). */
   toleranceSeconds?: number;
   /**
@@ -115,6 +125,25 @@ function defaultOnError(error: unknown, info: ErrorInfo): void {
   console.error(`[payhooks] ${info.phase} error${where}${info.willRetry ? ', will retry' : ''}:`, error);
 }
 
+function defaultOnRejected(error: WebhookVerificationError): void {
+  console.warn(
+    `[payhooks] rejected a delivery with 400: ${error.reason}: ${error.message}.` +
+      (error.reason === 'bad_signature' ? ' If every delivery is rejected, check that `secret` is this endpoint\'s whsec_ signing secret.' : ''),
+  );
+}
+
+/** Refuses types outside the catalog when the handler is created (a typo would drop payments). */
+function checkTypes(types: readonly string[] | undefined): Set<string> | null {
+  if (types === undefined) return null;
+  if (!Array.isArray(types)) throw new TypeError('payhooks: `types` must be an array of event types');
+  for (const type of types) {
+    if (typeof type !== 'string' || !isEventType(type)) {
+      throw new TypeError(`payhooks: unknown event type ${JSON.stringify(type)} in \`types\`; known types: ${EVENT_TYPES.join(', ')}`);
+    }
+  }
+  return new Set(types);
+}
+
 function unref(timer: unknown): void {
   (timer as { unref?: () => void } | undefined)?.unref?.();
 }
@@ -140,7 +169,7 @@ export function buildWebhookHandler(options: WebhookHandlerOptions, verify: Veri
   const leaseMs = positiveInt('leaseMs', options.leaseMs, 5 * 60_000);
   const pollIntervalMs = positiveInt('pollIntervalMs', options.pollIntervalMs, 5_000);
   const purgeIntervalMs = positiveInt('purgeIntervalMs', options.purgeIntervalMs, 60 * 60_000);
-  const types = options.types ? new Set(options.types) : null;
+  const types = checkTypes(options.types);
   const durable = store.durable && typeof store.claimDue === 'function';
 
   const report = (error: unknown, info: ErrorInfo) => {
@@ -296,6 +325,11 @@ export function buildWebhookHandler(options: WebhookHandlerOptions, verify: Veri
       } catch (error) {
         // Spec 5.1.7: a failed verification is answered 400 and the event is not processed.
         if (error instanceof WebhookVerificationError) {
+          try {
+            (options.onRejected ?? defaultOnRejected)(error);
+          } catch {
+            // A hook that throws must not turn the 400 into something else.
+          }
           return answer(400, { error: error.reason, message: error.message });
         }
         report(error, { phase: 'receive', willRetry: true });

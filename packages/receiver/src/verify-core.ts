@@ -56,9 +56,9 @@ export function normaliseTolerance(toleranceSeconds: number | undefined): number
   return tolerance;
 }
 
-export function nowSeconds(now: Date | number | undefined): number {
-  const ms = now === undefined ? Date.now() : typeof now === 'number' ? now : now.getTime();
-  return Math.floor(ms / 1000);
+/** The current time in epoch milliseconds: the tolerance is checked to the millisecond. */
+export function nowMs(now: Date | number | undefined): number {
+  return now === undefined ? Date.now() : typeof now === 'number' ? now : now.getTime();
 }
 
 /** What the signature check needs, extracted before any parsing of the body. */
@@ -98,12 +98,17 @@ export function readSignedRequest(body: unknown, headers: HeadersInput): SignedR
   return { header: parsed, eventIdHeader: eventId.value, bytes };
 }
 
-/** The last step of 5.1.6: the signed timestamp must be within the tolerance, in either direction. */
+/**
+ * The last step of 5.1.6: the signed timestamp must be within the tolerance, in either direction.
+ * Compared in milliseconds (`now` is epoch ms), so 300.9 s is outside a 300 s tolerance:
+ * rounding the clock down to whole seconds would stretch the window by up to a second.
+ */
 export function checkTimestamp(timestamp: number, now: number, toleranceSeconds: number): void {
-  if (Math.abs(now - timestamp) > toleranceSeconds) {
+  const offsetMs = now - timestamp * 1000;
+  if (Math.abs(offsetMs) > toleranceSeconds * 1000) {
     throw new WebhookVerificationError(
       'timestamp_out_of_tolerance',
-      `signature timestamp ${timestamp} is ${now - timestamp} s from now; the tolerance is ${toleranceSeconds} s`,
+      `signature timestamp ${timestamp} is ${(offsetMs / 1000).toFixed(3)} s from now; the tolerance is ${toleranceSeconds} s`,
     );
   }
 }

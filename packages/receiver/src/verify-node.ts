@@ -8,7 +8,7 @@ import {
   checkTimestamp,
   normaliseSecrets,
   normaliseTolerance,
-  nowSeconds,
+  nowMs,
   parseVerifiedEvent,
   readSignedRequest,
   type Verifier,
@@ -51,11 +51,11 @@ function verifyWith(
 export function verifyWebhook(options: VerifyWebhookOptions): WebhookEvent {
   const secrets = normaliseSecrets(options.secret);
   const tolerance = normaliseTolerance(options.toleranceSeconds);
-  return verifyWith(secrets, tolerance, options.body, options.headers, nowSeconds(options.now));
+  return verifyWith(secrets, tolerance, options.body, options.headers, nowMs(options.now));
 }
 
 export function nodeVerifier(secret: string | readonly string[], toleranceSeconds?: number): Verifier {
   const secrets = normaliseSecrets(secret);
   const tolerance = normaliseTolerance(toleranceSeconds);
-  return async (request, now) => verifyWith(secrets, tolerance, request.body, request.headers, nowSeconds(now));
+  return async (request, now) => verifyWith(secrets, tolerance, request.body, request.headers, nowMs(now));
 }

@@ -8,7 +8,7 @@ import {
   checkTimestamp,
   normaliseSecrets,
   normaliseTolerance,
-  nowSeconds,
+  nowMs,
   parseVerifiedEvent,
   readSignedRequest,
   type Verifier,
@@ -85,7 +85,7 @@ async function verifyWith(
 export async function verifyWebhookAsync(options: VerifyWebhookOptions): Promise<WebhookEvent> {
   const secrets = normaliseSecrets(options.secret);
   const tolerance = normaliseTolerance(options.toleranceSeconds);
-  return verifyWith(secrets.map(importKey), tolerance, options.body, options.headers, nowSeconds(options.now));
+  return verifyWith(secrets.map(importKey), tolerance, options.body, options.headers, nowMs(options.now));
 }
 
 /** A verifier whose HMAC keys are imported once and reused for every delivery. */
@@ -95,6 +95,6 @@ export function webVerifier(secret: string | readonly string[], toleranceSeconds
   let keys: Promise<CryptoKey>[] | undefined;
   return (request, now) => {
     keys ??= secrets.map(importKey);
-    return verifyWith(keys, tolerance, request.body, request.headers, nowSeconds(now));
+    return verifyWith(keys, tolerance, request.body, request.headers, nowMs(now));
   };
 }

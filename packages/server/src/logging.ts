@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 import type { Config } from './config.ts';
 import { describeDbError } from './db/faults.ts';
 
@@ -23,7 +24,15 @@ export function serializeRequest(req: { method?: string; url?: string; host?: st
   return { method: req.method, url: req.url?.split('?')[0], host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
 }
 
-export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pino.DestinationStream): Logger {
+/** Fields of the attempt line (delivery/attempt-log.ts) that its pretty message already says. */
+const ATTEMPT_FIELDS = 'attempt_log,event_type,event_id,delivery_id,endpoint_id,endpoint_url,attempt,succeeded,status_code,error,duration_ms,next_attempt_at';
+
+/**
+ * The service's logger. Production (the default): JSON lines. Development mode (`dev`):
+ * human-readable lines through pino-pretty, written synchronously to `destination` (stdout
+ * unless given), with the attempt line's structured fields folded into its message.
+ */
+export function createLogger(config: Pick<Config, 'logLevel'> & { dev?: boolean }, destination?: pino.DestinationStream): Logger {
   const options: pino.LoggerOptions = {
     level: config.logLevel,
     serializers: { err: serializeError, req: serializeRequest },
@@ -41,5 +50,10 @@ export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pin
     },
     redact: { paths: ['req.headers.authorization', '*.secret', 'secret'], censor: '[redacted]' },
   };
+  if (config.dev) {
+    const out = destination ?? 1;
+    const colorize = typeof out === 'number' ? Boolean(process.stdout.isTTY) : false;
+    return pino(options, pretty({ destination: out as never, sync: true, colorize, translateTime: 'SYS:HH:MM:ss.l', ignore: `pid,hostname,${ATTEMPT_FIELDS}` }));
+  }
   return destination ? pino(options, destination) : pino(options);
 }

@@ -23,6 +23,10 @@ import { sandboxRoutes } from './v1/sandbox.ts';
 import { PaymentSchema, CheckoutSessionSchema } from './v1/payment-schemas.ts';
 import { checkoutPageRoutes } from './checkout/page.ts';
 import { portal } from './portal/index.ts';
+import { REQUEST_ID_HEADER, newRequestId } from './request-id.ts';
+import { ListenHub } from '../devtools/listen-sessions.ts';
+import { listenSessionRoutes } from './v1/listen-sessions.ts';
+import { listenRelayRoutes } from './listen-relay.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -65,6 +69,8 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     loggerInstance: ctx.logger,
     bodyLimit: API_BODY_LIMIT,
     trustProxy: false,
+    requestIdHeader: false,
+    genReqId: newRequestId,
     // Malformed URLs and over-long path parameters get our error shape too.
     frameworkErrors: errorHandler as never,
     // ... and so do requests Node's HTTP parser refuses before routing.
@@ -76,6 +82,9 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url });
   });
   routeLists.set(app as unknown as FastifyInstance, routes);
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header(REQUEST_ID_HEADER, req.id);
+  });
 
   // Every body we accept is JSON; anything else is a 415, on every route.
   app.removeContentTypeParser('text/plain');
@@ -123,6 +132,11 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   await app.register(internalEventRoutes(ctx), { prefix: '/internal/v1' });
   await app.register(internalPaymentRoutes(ctx), { prefix: '/internal/v1' });
   await app.register(checkoutPageRoutes(ctx));
+  // `payhooks listen`: sessions live in the process holding their stream (devtools/listen-sessions.ts).
+  const listenHub = new ListenHub(ctx.database.db, ctx.secrets, ctx.clock, ctx.logger);
+  listenHub.start();
+  app.addHook('onClose', async () => listenHub.stop());
+  await app.register(listenRelayRoutes(listenHub));
 
   const limiter = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
   const failedAuth = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
@@ -145,6 +159,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
       await v1.register(paymentRoutes(ctx));
       await v1.register(checkoutSessionRoutes(ctx));
       await v1.register(sandboxRoutes(ctx));
+      await v1.register(listenSessionRoutes(ctx, listenHub));
     },
     { prefix: '/api/v1' },
   );

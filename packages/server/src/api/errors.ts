@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
 import { isUnavailable } from '../db/faults.ts';
+import { REQUEST_ID_HEADER } from './request-id.ts';
 
 interface AjvError {
   keyword: string;
@@ -106,5 +107,7 @@ export function errorHandler(err: FastifyError & { validation?: AjvError[]; vali
     req.log.error({ err }, 'unhandled error');
     appError = new AppError('internal', 'internal_error', 'Something went wrong on our side; it has been logged. Retry the request.');
   }
+  // Framework errors (a malformed URL) are answered before the onRequest hook that sets it.
+  if (!reply.hasHeader(REQUEST_ID_HEADER)) void reply.header(REQUEST_ID_HEADER, req.id);
   void reply.code(appError.status).headers(appError.headers).send(appError.toBody());
 }

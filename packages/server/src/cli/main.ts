@@ -13,7 +13,9 @@ import { startMetricsServer } from '../api/metrics-server.ts';
 import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
 import { runTrigger } from './trigger.ts';
-import { RESOURCE_EVENT_TYPES } from '@payhooks/contract';
+import { runListen } from './listen.ts';
+import { checkReceiver, formatReport } from '../devtools/check-receiver.ts';
+import { EVENT_TYPES, RESOURCE_EVENT_TYPES, SECRET_PREFIX } from '@payhooks/contract';
 import { createPortalUser } from '../portal/users.ts';
 
 /** A refused input (taken or malformed email) ends the command with its message, not a stack trace. */
@@ -175,6 +177,46 @@ export function buildCli(): Command {
         if (!opts.json) process.stdout.write(line + '\n');
       });
       if (opts.json) process.stdout.write(JSON.stringify(result) + '\n');
+    });
+
+  program
+    .command('listen')
+    .description('forward sandbox events from a running payhooks to a local receiver, signed with the session\'s own whsec_ secret (Ctrl-C ends the session)')
+    .requiredOption('--api-key <key>', 'a sandbox API key (sk_test_…)')
+    .requiredOption('--forward-to <url>', 'your local receiver, e.g. http://localhost:3000/webhooks')
+    .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')
+    .option('--events <types>', 'comma-separated event types to forward (default: every type)')
+    .action(async (opts: { apiKey: string; forwardTo: string; url: string; events?: string }) => {
+      const controller = new AbortController();
+      const stop = () => {
+        if (controller.signal.aborted) process.exit(1); // a second Ctrl-C: leave now
+        controller.abort();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+      const events = opts.events?.split(',').map((t) => t.trim()).filter(Boolean);
+      await runListen({ apiKey: opts.apiKey, forwardTo: opts.forwardTo, url: opts.url, events, signal: controller.signal, print: (line) => process.stdout.write(line + '\n') });
+      process.stdout.write('Session ended.\n');
+    });
+
+  program
+    .command('check-receiver')
+    .description('send your receiver a battery of signed and mis-signed deliveries and report, duty by duty, what it does wrong (exit 0 only when every duty holds)')
+    .argument('<url>', 'your receiver, e.g. http://localhost:3000/webhooks')
+    .requiredOption('--secret <whsec>', "the endpoint's whsec_ signing secret your receiver verifies with")
+    .option('--json', 'print one JSON object instead of the report')
+    .action(async (url: string, opts: { secret: string; json?: boolean }) => {
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        throw new ConfigError(`'${url}' is not a URL; give your receiver's full address, e.g. http://localhost:3000/webhooks.`);
+      }
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ConfigError(`The receiver URL must be http or https, not ${parsed.protocol}`);
+      if (!opts.secret.startsWith(SECRET_PREFIX) || opts.secret.length <= SECRET_PREFIX.length) throw new ConfigError(`--secret must be the endpoint's signing secret, which starts with ${SECRET_PREFIX}.`);
+      const report = await checkReceiver({ url: parsed.href, secret: opts.secret });
+      process.stdout.write((opts.json ? JSON.stringify(report) : formatReport(report)) + '\n');
+      if (!report.ok) process.exitCode = 1;
     });
 
   const admin = program.command('admin').description('operator commands');

@@ -7,6 +7,8 @@ import { interruptedAttemptsSql } from './interrupted.ts';
 export interface ClaimedDelivery {
   id: string;
   event_id: string;
+  /** The event's type, for the attempt log line. */
+  event_type: string;
   endpoint_id: string;
   platform_id: string;
   state: DeliveryState;
@@ -112,7 +114,7 @@ WITH RECURSIVE platforms AS (
 )
 SELECT c.id, c.event_id, c.endpoint_id, c.platform_id, c.state, c.attempt_count, c.automatic_attempts, c.next_attempt_at,
        c.prev_token IS NOT NULL AS interrupted,
-       e.body, w.url, w.secret_ciphertext,
+       e.type AS event_type, e.body, w.url, w.secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_expires_at END AS previous_secret_expires_at,
        w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,

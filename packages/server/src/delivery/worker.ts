@@ -18,9 +18,10 @@ interface EndpointSlot {
   timeouts: number;
 }
 import type { DeliveryMetrics } from './metrics.ts';
+import { logAttempt } from './attempt-log.ts';
 
 export interface WorkerDeps {
-  config: Pick<Config, 'retryScheduleMs' | 'endpointConcurrency' | 'workerConcurrency' | 'platformShare' | 'pollIntervalMs' | 'leaseMs'>;
+  config: Pick<Config, 'dev' | 'retryScheduleMs' | 'endpointConcurrency' | 'workerConcurrency' | 'platformShare' | 'pollIntervalMs' | 'leaseMs'>;
   database: Database;
   clock: Clock;
   secrets: SecretBox;
@@ -294,6 +295,16 @@ export class DeliveryWorker {
     const next = afterAutomaticAttempt({ succeeded: result.succeeded, automaticAttemptsBefore: row.automatic_attempts, delaysMs: config.retryScheduleMs, now: clock.now() });
     // The endpoint's slot frees as soon as the answer is in; the row stays leased until the
     // batch write lands, so no other worker can take it meanwhile.
+    logAttempt(logger, config.dev ? 'info' : 'debug', {
+      eventType: row.event_type,
+      eventId: row.event_id,
+      deliveryId: row.id,
+      endpointId: row.endpoint_id,
+      url: row.url,
+      attempt: row.attempt_count + 1,
+      result,
+      nextAttemptAt: next.nextAttemptAt,
+    });
     const recorded = this.record({ deliveryId: row.id, token, trigger: 'automatic', state: next.state, nextAttemptAt: next.nextAttemptAt, result });
     this.recording.add(recorded);
     void recorded.finally(() => this.recording.delete(recorded));

@@ -1,4 +1,4 @@
-import type { EventType } from '@payhooks/contract';
+import { PAYMENT_STATUSES, type EventType, type PaymentStatus } from '@payhooks/contract';
 
 /**
  * The payment state machine as data. Each status names the event type it emits
@@ -10,9 +10,8 @@ import type { EventType } from '@payhooks/contract';
  * ends `succeeded`, `failed`, `cancelled` (by the merchant) or `expired` (abandoned). Money only
  * settles from `processing`; cancelling or expiring is possible only before money moves.
  */
-export const PAYMENT_STATUSES = ['created', 'requires_action', 'under_review', 'processing', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
-
-export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+// The statuses are part of the wire contract (the receiver SDK types `Payment.status` with them).
+export { PAYMENT_STATUSES, type PaymentStatus };
 
 /** Every allowed transition: from -> the statuses it may move to. Terminal statuses map to []. */
 export const PAYMENT_TRANSITIONS: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {

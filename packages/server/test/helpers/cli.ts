@@ -69,6 +69,14 @@ export async function startServe(args: string[], env: Record<string, string>, ti
       reject(new Error(`payhooks serve did not start in ${timeoutMs} ms\nstdout:\n${p.stdout()}\nstderr:\n${p.stderr()}`));
     }, timeoutMs);
     const check = () => {
+      // Development mode logs pretty lines (`INFO: payhooks listening` then `url: "…"`).
+      const pretty = /INFO.*: payhooks listening\n\s+url: "([^"]+)"/.exec(p.stdout());
+      if (pretty) {
+        clearTimeout(timer);
+        p.child.stdout!.off('data', check);
+        resolve(pretty[1]!);
+        return;
+      }
       for (const line of p.stdout().split('\n')) {
         if (!line.startsWith('{')) continue;
         try {

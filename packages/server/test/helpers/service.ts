@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { ManualClock, systemClock, type Clock } from '../../src/clock.ts';
 import { createContext, type ServiceContext } from '../../src/context.ts';
@@ -25,10 +26,10 @@ export interface TestService {
  * A real service on a real database (this run's backend) listening on 127.0.0.1:0. Tests talk
  * to it over HTTP like a merchant would.
  */
-export async function startService(overrides: Partial<Config> = {}, options: { clock?: Clock; resolver?: Resolver } = {}): Promise<TestService> {
+export async function startService(overrides: Partial<Config> = {}, options: { clock?: Clock; resolver?: Resolver; logger?: Logger } = {}): Promise<TestService> {
   const testDb = await createTestDatabase();
   const config = loadConfig({}, { logLevel: 'silent', port: 0, databaseUrl: testDb.databaseUrl, dataDir: '/nonexistent', ...overrides });
-  const ctx = createContext({ config, database: testDb.database, clock: options.clock ?? systemClock, logger: createLogger(config), encryptionKey: randomBytes(32), ...(options.resolver ? { resolver: options.resolver } : {}) });
+  const ctx = createContext({ config, database: testDb.database, clock: options.clock ?? systemClock, logger: options.logger ?? createLogger(config), encryptionKey: randomBytes(32), ...(options.resolver ? { resolver: options.resolver } : {}) });
   const app = await buildApp(ctx);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return {

@@ -1,0 +1,180 @@
+import { randomBytes } from 'node:crypto';
+import { and, eq, isNull, lt, sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Db } from '../db/client.ts';
+import { webhookEndpoints } from '../db/schema.ts';
+import { newId, newSigningSecret } from '../ids.ts';
+import type { SecretBox } from '../security/encryption.ts';
+import type { Scope } from '../tenancy/scope.ts';
+import type { Clock } from '../clock.ts';
+import { parkEndpointDeliveries } from '../delivery/parking.ts';
+
+/**
+ * `payhooks listen` sessions (docs/decisions.md, "Developer tools"). A session is a sandbox
+ * webhook endpoint of the listen kind: metadata `payhooks_listen_session: "true"`, URL
+ * `<public url>/listen/<endpoint id>` (this service's own relay), subscribed to the CLI's
+ * `--events`. The delivery engine treats it like any other endpoint: it claims, signs and POSTs
+ * each delivery to the relay, and records the attempt. The relay hands the request to the CLI
+ * over the session's event stream and answers the worker with what the developer's local
+ * receiver answered (status and body), so the attempt in the log is the local receiver's.
+ *
+ * The session lives while the CLI's stream is open: closing it (Ctrl-C, a killed CLI, a dropped
+ * connection) deletes the endpoint. The stream's process renews a lease (`updated_at`) every
+ * {@link HEARTBEAT_MS}; sessions whose lease is older than {@link LEASE_MS} (their process died)
+ * are deleted by any API process's sweep.
+ */
+export const LISTEN_METADATA_KEY = 'payhooks_listen_session';
+export const HEARTBEAT_MS = 15_000;
+export const LEASE_MS = 60_000;
+/** How long the relay waits for the CLI's result: under the worker's deadline. */
+export const RELAY_WAIT_MS = 9_500;
+
+export interface ForwardRequest {
+  /** Id of this hand-over, echoed back with the result. */
+  forward_id: string;
+  event_id: string;
+  event_type: string;
+  /** The `Service-Signature` header the worker made, passed through unchanged. */
+  signature: string;
+  /** The exact bytes the worker sent (UTF-8). */
+  body: string;
+}
+
+export interface ForwardResult {
+  /** The local receiver's status, or null when it could not be reached. */
+  status_code: number | null;
+  body: string;
+  duration_ms: number;
+  error: string | null;
+}
+
+interface LiveSession {
+  scope: Scope;
+  secret: string;
+  push(request: ForwardRequest): void;
+  waiting: Map<string, (result: ForwardResult) => void>;
+}
+
+/** The sessions whose stream this process holds, by endpoint id. */
+export class ListenHub {
+  private readonly live = new Map<string, LiveSession>();
+  private sweeper: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: SecretBox,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Sweeps sessions left by dead processes now and every heartbeat. */
+  start(): void {
+    void this.sweep();
+    this.sweeper = setInterval(() => void this.sweep(), HEARTBEAT_MS);
+    this.sweeper.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
+    await Promise.all([...this.live.entries()].map(([id, s]) => this.end(id, s.scope)));
+  }
+
+  /** Creates the session's endpoint; `push` receives the deliveries to forward. */
+  async open(scope: Scope, options: { enabledEvents: string[]; publicUrl: string; push: (r: ForwardRequest) => void }): Promise<{ id: string; secret: string; url: string }> {
+    const id = newId('webhookEndpoint');
+    const secret = newSigningSecret();
+    const now = this.clock.now();
+    const url = `${options.publicUrl.replace(/\/+$/, '')}/listen/${id}`;
+    await this.db.insert(webhookEndpoints).values({
+      id,
+      platformId: scope.platformId,
+      environment: scope.environment,
+      url,
+      enabledEvents: options.enabledEvents,
+      description: 'payhooks listen session (exists while the CLI is connected)',
+      metadata: { [LISTEN_METADATA_KEY]: 'true' },
+      status: 'enabled',
+      secretCiphertext: this.secrets.encrypt(secret, id),
+      createdAt: now,
+      updatedAt: now,
+    });
+    this.live.set(id, { scope, secret, push: options.push, waiting: new Map() });
+    return { id, secret, url };
+  }
+
+  /** Renews the session's lease. */
+  async heartbeat(id: string): Promise<void> {
+    await this.db.update(webhookEndpoints).set({ updatedAt: this.clock.now() }).where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.deletedAt)));
+  }
+
+  /** Ends a session: its endpoint is deleted (its log stays readable), waiting relays answer 503. */
+  async end(id: string, scope: Scope): Promise<void> {
+    const session = this.live.get(id);
+    this.live.delete(id);
+    for (const resolve of session?.waiting.values() ?? []) resolve({ status_code: null, body: '', duration_ms: 0, error: 'the listen session ended' });
+    await this.db.transaction(async (tx) => {
+      const rows = await tx
+        .update(webhookEndpoints)
+        .set({ deletedAt: this.clock.now(), updatedAt: this.clock.now() })
+        .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.platformId, scope.platformId), isNull(webhookEndpoints.deletedAt)))
+        .returning({ id: webhookEndpoints.id });
+      if (rows.length) await parkEndpointDeliveries(tx, id);
+    });
+  }
+
+  /** Deletes sessions whose lease ran out (the process holding their stream died). */
+  async sweep(): Promise<void> {
+    try {
+      const cutoff = new Date(this.clock.now().getTime() - LEASE_MS);
+      await this.db.transaction(async (tx) => {
+        const rows = await tx
+          .update(webhookEndpoints)
+          .set({ deletedAt: this.clock.now() })
+          .where(and(sql`${webhookEndpoints.metadata} ->> ${LISTEN_METADATA_KEY} = 'true'`, isNull(webhookEndpoints.deletedAt), lt(webhookEndpoints.updatedAt, cutoff)))
+          .returning({ id: webhookEndpoints.id });
+        for (const r of rows) {
+          this.live.delete(r.id);
+          await parkEndpointDeliveries(tx, r.id);
+        }
+        if (rows.length) this.logger.info({ sessions: rows.map((r) => r.id) }, 'listen sessions whose lease expired were deleted');
+      });
+    } catch (err) {
+      this.logger.warn({ err }, 'sweeping expired listen sessions failed; next try in 15 s');
+    }
+  }
+
+  /** The live session of an endpoint id in this process, for the relay. */
+  session(id: string): { secret: string } | undefined {
+    return this.live.get(id);
+  }
+
+  /** Hands a delivery to the CLI and waits for its result (or RELAY_WAIT_MS). */
+  forward(id: string, request: Omit<ForwardRequest, 'forward_id'>): Promise<ForwardResult> {
+    const session = this.live.get(id);
+    if (!session) return Promise.resolve({ status_code: null, body: '', duration_ms: 0, error: 'no listen session' });
+    const forwardId = `fwd_${randomBytes(9).toString('base64url')}`;
+    return new Promise<ForwardResult>((resolve) => {
+      const timer = setTimeout(() => {
+        session.waiting.delete(forwardId);
+        resolve({ status_code: null, body: '', duration_ms: RELAY_WAIT_MS, error: `the payhooks listen CLI sent no result within ${RELAY_WAIT_MS} ms` });
+      }, RELAY_WAIT_MS);
+      session.waiting.set(forwardId, (result) => {
+        clearTimeout(timer);
+        session.waiting.delete(forwardId);
+        resolve(result);
+      });
+      session.push({ forward_id: forwardId, ...request });
+    });
+  }
+
+  /** The CLI's result for one hand-over; false when the session or the hand-over is unknown here. */
+  complete(id: string, scope: Scope, forwardId: string, result: ForwardResult): boolean {
+    const session = this.live.get(id);
+    if (!session || session.scope.platformId !== scope.platformId || session.scope.environment !== scope.environment) return false;
+    const resolve = session.waiting.get(forwardId);
+    if (!resolve) return false;
+    resolve(result);
+    return true;
+  }
+}

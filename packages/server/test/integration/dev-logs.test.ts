@@ -1,0 +1,126 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock, startService, type TestService } from '../helpers/service.ts';
+import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
+import { publish } from '../helpers/publish.ts';
+import { createLogger } from '../../src/logging.ts';
+
+/** Issue 12 item 3: one log line per attempt, pretty in development, JSON at debug otherwise; Request-Id on every response. */
+const clock = new ManualClock(Date.UTC(2026, 10, 22, 12, 0, 0));
+let receiver: TestReceiver;
+
+function capture() {
+  const lines: string[] = [];
+  return { lines, stream: new Writable({ write: (c, _e, cb) => (lines.push(...String(c).split('\n').filter(Boolean)), cb()) }) };
+}
+
+/** One service per mode (starting one is the slow part), each logging into its own capture. */
+interface Mode {
+  svc: TestService;
+  lines: string[];
+  key: string;
+  merchant: string;
+}
+let dev: Mode;
+let prod: Mode;
+
+async function mode(isDev: boolean): Promise<Mode> {
+  const { lines, stream } = capture();
+  const svc = await startService({ allowPrivateUrls: true, dev: isDev }, { clock, logger: createLogger({ logLevel: 'info', dev: isDev }, stream) });
+  const p = await svc.platform();
+  return { svc, lines, key: p.keys.sandbox, merchant: p.merchant_id };
+}
+
+async function run(m: Mode, status: number, url = receiver.url) {
+  receiver.behave(() => ({ status }));
+  const ep = (await m.svc.api(m.key, 'POST', '/api/v1/webhook_endpoints', { url, enabled_events: ['*'] })).body;
+  const { event } = await publish(m.svc.ctx, m.merchant, { type: 'payment.succeeded' });
+  await m.svc.ctx.createWorker().drain();
+  // Only this endpoint's line: earlier tests' endpoints receive this event too.
+  return { lines: m.lines.filter((l) => l.includes(event.id) && l.includes(ep.id)), event, ep };
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  dev = await mode(true);
+  prod = await mode(false);
+});
+afterAll(async () => {
+  await dev?.svc.close();
+  await prod?.svc.close();
+  await receiver?.close();
+});
+
+describe('attempt log line', () => {
+  it('development mode: one human-readable line per attempt with type, id, endpoint, status, duration, next attempt', async () => {
+    const { lines: line, event, ep } = await run(dev, 503);
+    expect(line).toHaveLength(1);
+    expect(() => JSON.parse(line[0]!)).toThrow(); // pretty, not JSON
+    expect(line[0]).toContain(`payment.succeeded ${event.id} -> ${ep.id} ${receiver.url}: 503 in `);
+    // 503 on the first attempt: the next one is 1 minute later (spec 8).
+    expect(line[0]).toContain(`next attempt ${new Date(clock.now().getTime() + 60_000).toISOString()}`);
+  });
+
+  it('development mode: a delivered attempt says so', async () => {
+    const { lines } = await run(dev, 200);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/: 200 in \d+ ms, delivered/);
+  });
+
+  it('production: the same fields as JSON, at debug level only', async () => {
+    const atInfo = await run(prod, 200);
+    expect(atInfo.lines).toEqual([]);
+    prod.svc.ctx.logger.level = 'debug';
+    const atDebug = await run(prod, 200);
+    prod.svc.ctx.logger.level = 'info';
+    const entries = atDebug.lines.map((l) => JSON.parse(l)).filter((e) => e.attempt_log);
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({
+      level: 20,
+      event_type: 'payment.succeeded',
+      event_id: atDebug.event.id,
+      endpoint_id: atDebug.ep.id,
+      endpoint_url: receiver.url,
+      attempt: 1,
+      succeeded: true,
+      status_code: 200,
+      error: null,
+      next_attempt_at: null,
+    });
+    expect(typeof entries[0].duration_ms).toBe('number');
+  });
+
+  it('a connection error is logged by its kind', async () => {
+    const { lines } = await run(dev, 200, 'http://127.0.0.1:1/hook');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(': connection_refused in ');
+  });
+});
+
+describe('Request-Id header', () => {
+  it('every response carries a fresh req_ id: success, 401, 404, 400', async () => {
+    const svc = prod.svc;
+    {
+      const p = { keys: { sandbox: prod.key } };
+      const responses = [
+        await svc.api(p.keys.sandbox, 'GET', '/api/v1/webhook_endpoints'),
+        await svc.api(undefined, 'GET', '/api/v1/webhook_endpoints'),
+        await svc.api(p.keys.sandbox, 'GET', '/api/v1/webhook_endpoints/we_unknown'),
+        await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 5 }),
+        await svc.api(undefined, 'GET', '/no/such/route'),
+        await svc.api(undefined, 'GET', '/healthz'),
+        await svc.api(p.keys.sandbox, 'GET', '/api/v1/webhook_endpoints/%E0%A4%A'),
+      ];
+      expect(responses.map((r) => r.status)).toEqual([200, 401, 404, 400, 404, 200, 400]);
+      const ids = responses.map((r) => r.headers.get('request-id'));
+      for (const id of ids) expect(id).toMatch(/^req_[A-Za-z0-9_-]{16}$/);
+      expect(new Set(ids).size).toBe(ids.length);
+    }
+  });
+
+  it('a client-sent Request-Id is not echoed (ids are ours)', async () => {
+    const r = await prod.svc.api(undefined, 'GET', '/healthz', undefined, { 'request-id': 'req_forged' });
+    expect(r.headers.get('request-id')).toMatch(/^req_/);
+    expect(r.headers.get('request-id')).not.toBe('req_forged');
+  });
+});

@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_ID_HEADER, SIGNATURE_HEADER, signPayload } from '@payhooks/contract';
+import { startService, type TestService } from '../helpers/service.ts';
+import { publish } from '../helpers/publish.ts';
+import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
+
+/**
+ * Issue 12 item 5: the hand-verification snippets of docs/webhooks.md, extracted from the doc and
+ * run as they are (Node.js without the SDK, Python's standard library), accept a real delivery
+ * from the delivery engine and refuse a tampered or stale one with 400.
+ */
+const DOC = readFileSync(fileURLToPath(new URL('../../../../docs/webhooks.md', import.meta.url)), 'utf8');
+
+function snippet(heading: string, lang: string): string {
+  const section = DOC.slice(DOC.indexOf(heading));
+  const m = new RegExp('```' + lang + '\\n([\\s\\S]*?)```').exec(section);
+  if (!m) throw new Error(`no ${lang} block under ${heading} in docs/webhooks.md`);
+  return m[1]!;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+let svc: TestService;
+let p: CreatedPlatform;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  svc = await startService({ allowPrivateUrls: true });
+  p = await svc.platform();
+});
+afterAll(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  await svc?.close();
+});
+
+const variants: Array<[string, string, string, string[]]> = [
+  ['Node.js (no SDK)', '### Node.js (no SDK)', 'js', [process.execPath]],
+  ['Python (standard library)', '### Python (standard library)', 'python', ['python3']],
+];
+
+describe.each(variants)('docs/webhooks.md snippet: %s', (_name, heading, lang, command) => {
+  let url: string;
+  let endpoint: { id: string; secret: string };
+
+  beforeAll(async () => {
+    endpoint = await (async () => {
+      const port = await freePort();
+      url = `http://127.0.0.1:${port}/webhooks`;
+      const r = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url, enabled_events: ['*'] });
+      return r.body;
+    })();
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-doc-'));
+    const file = join(dir, lang === 'js' ? 'receiver.mjs' : 'receiver.py');
+    writeFileSync(file, snippet(heading, lang));
+    const child = spawn(command[0]!, [file], { env: { PATH: process.env.PATH ?? '', PAYHOOKS_WEBHOOK_SECRET: endpoint.secret, PORT: new URL(url).port }, stdio: 'ignore' });
+    children.push(child);
+    // Ready when it answers (an unsigned request is a 400).
+    for (let i = 0; ; i++) {
+      const ok = await fetch(url, { method: 'POST', body: '{}' }).then((r) => r.status === 400, () => false);
+      if (ok) break;
+      if (i > 200) throw new Error(`the ${lang} snippet did not start`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+
+  it('spec 5.1: accepts a real delivery from the delivery engine (the attempt is 200, the delivery delivered)', async () => {
+    const { event } = await publish(svc.ctx, p.merchant_id, { type: 'payment.succeeded' });
+    await svc.ctx.createWorker().drain();
+    const r = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${endpoint.id}`);
+    const d = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries/${r.body.data[0].id}`);
+    expect(d.body.state).toBe('delivered');
+    expect(d.body.attempts[0]).toMatchObject({ status_code: 200, response_body: 'ok' });
+  });
+
+  it('spec 5.1.4, 5.1.7: refuses a tampered body, a wrong signature and a stale timestamp with 400', async () => {
+    const { event } = await publish(svc.ctx, p.merchant_id, { type: 'payment.failed', object: { id: 'pay_doc', object: 'payment', status: 'failed', amount: '10.00', asset_code: 'USDC.ETH', metadata: { note: 'Zoë' } } });
+    const body = (await svc.ctx.database.query<{ body: string }>('SELECT body FROM events WHERE id = $1', [event.id]))[0]!.body;
+    const now = Math.floor(Date.now() / 1000);
+    const post = (b: string, signature: string) =>
+      fetch(url, { method: 'POST', body: b, headers: { 'content-type': 'application/json', [EVENT_ID_HEADER]: event.id, [SIGNATURE_HEADER]: signature } }).then((r) => r.status);
+    // The stored bytes signed as the sender signs them are accepted (the control) ...
+    expect(await post(body!, signPayload(endpoint.secret, now, body!))).toBe(200);
+    // ... one changed byte is not,
+    expect(await post(body!.replace('10.00', '10.01'), signPayload(endpoint.secret, now, body!))).toBe(400);
+    // nor another secret's signature, nor a t more than 300 s away, nor a malformed header.
+    expect(await post(body!, signPayload('whsec_someOtherEndpointsSecret', now, body!))).toBe(400);
+    expect(await post(body!, signPayload(endpoint.secret, now - 301, body!))).toBe(400);
+    expect(await post(body!, signPayload(endpoint.secret, now + 301, body!))).toBe(400);
+    expect(await post(body!, 't=abc,v1=zz')).toBe(400);
+  });
+});

@@ -1,0 +1,163 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWebhookHandler, memoryStore, toNodeHandler, type WebhookHandler } from '../../../receiver/src/index.ts';
+import { checkReceiver, formatReport } from '../../src/devtools/check-receiver.ts';
+import { startBrokenReceiver, type Fault } from '../helpers/broken-receivers.ts';
+import { runPayhooks } from '../helpers/cli.ts';
+
+/**
+ * Issue 12 item 2: `payhooks check-receiver` against real HTTP receivers on port 0 (no
+ * database): @payhooks/receiver holds every duty, and each deliberately broken receiver is
+ * flagged for its own fault and nothing else.
+ */
+const SECRET = 'whsec_checkReceiverTestSecret0123456789abcdef';
+const ALL_DUTIES = [
+  'acknowledges_valid_event',
+  'verifies_raw_bytes',
+  'rejects_wrong_signature',
+  'rejects_tampered_body',
+  'rejects_old_timestamp',
+  'rejects_future_timestamp',
+  'rejects_missing_header',
+  'rejects_malformed_header',
+  'acknowledges_unknown_type',
+  'acknowledges_duplicate_in_sequence',
+  'acknowledges_duplicate_concurrently',
+  'accepts_second_v1_wrong',
+  'accepts_first_v1_wrong',
+];
+const REJECTIONS = ALL_DUTIES.filter((d) => d.startsWith('rejects_'));
+
+let sdk: { url: string; handler: WebhookHandler; close(): Promise<void> };
+
+beforeAll(async () => {
+  const handler = createWebhookHandler({ secret: SECRET, store: memoryStore(), onEvent: () => {}, types: ['payment.succeeded'], onRejected: () => {} });
+  const server = createServer(toNodeHandler(handler));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  sdk = {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`,
+    handler,
+    close: async () => {
+      await handler.close();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+});
+afterAll(async () => {
+  await sdk?.close();
+});
+
+const failing = (r: Awaited<ReturnType<typeof checkReceiver>>) => r.duties.filter((d) => !d.ok).map((d) => d.id).sort();
+
+describe('check-receiver', () => {
+  it('spec 4.2, 5.1, 6.1 rule 1, 6.2: @payhooks/receiver holds every duty', async () => {
+    const report = await checkReceiver({ url: sdk.url, secret: SECRET });
+    expect(report.duties.map((d) => d.id)).toEqual(ALL_DUTIES);
+    expect(failing(report)).toEqual([]);
+    expect(report.ok).toBe(true);
+    for (const d of report.duties) expect(d.fix).toBeNull();
+  });
+
+  it('the correct hand-written reference receiver holds every duty too', async () => {
+    const r = await startBrokenReceiver(SECRET, null);
+    try {
+      expect(failing(await checkReceiver({ url: r.url, secret: SECRET }))).toEqual([]);
+    } finally {
+      await r.close();
+    }
+  });
+
+  const cases: Array<[Exclude<Fault, null>, string[]]> = [
+    ['reparses_body', ['verifies_raw_bytes']],
+    ['no_timestamp_check', ['rejects_future_timestamp', 'rejects_old_timestamp']],
+    ['past_only_tolerance', ['rejects_future_timestamp']],
+    ['first_v1_only', ['accepts_first_v1_wrong']],
+    ['rejects_unknown_type', ['acknowledges_unknown_type']],
+    ['conflict_on_duplicate', ['acknowledges_duplicate_concurrently', 'acknowledges_duplicate_in_sequence']],
+    ['answers_401', [...REJECTIONS].sort()],
+    ['crashes_on_malformed_header', ['rejects_malformed_header']],
+  ];
+  it.each(cases)('a receiver that %s is flagged for exactly that', async (fault, expected) => {
+    const r = await startBrokenReceiver(SECRET, fault);
+    try {
+      const report = await checkReceiver({ url: r.url, secret: SECRET });
+      expect(failing(report)).toEqual(expected);
+      expect(report.ok).toBe(false);
+      for (const d of report.duties.filter((x) => !x.ok)) {
+        expect(d.spec).toMatch(/^\d/);
+        expect(d.fix!.length).toBeGreaterThan(20);
+      }
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('spec 4.2: a receiver with the wrong secret fails the acknowledgement duties and is told to check its secret', async () => {
+    const report = await checkReceiver({ url: sdk.url, secret: 'whsec_notTheSecretTheReceiverUses000000000000' });
+    const ack = report.duties.find((d) => d.id === 'acknowledges_valid_event')!;
+    expect(ack.ok).toBe(false);
+    expect(ack.observed).toMatch(/^answered 400/);
+    expect(ack.fix).toMatch(/whsec_ secret/);
+  });
+
+  it('spec 6.2.2: a slow acknowledgement holds the duty with a warning', async () => {
+    const r = await startBrokenReceiver(SECRET, null, 150);
+    try {
+      const report = await checkReceiver({ url: r.url, secret: SECRET, slowMs: 50 });
+      expect(report.ok).toBe(true);
+      expect(report.duties[0]!.warning).toMatch(/acknowledged after \d+ ms/);
+      expect(formatReport(report)).toMatch(/^WARN {2}a valid, correctly signed event/m);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('spec 8: no answer within the deadline fails the acknowledgement', async () => {
+    const r = await startBrokenReceiver(SECRET, null, 400);
+    try {
+      const report = await checkReceiver({ url: r.url, secret: SECRET, deadlineMs: 100 });
+      expect(report.duties[0]).toMatchObject({ id: 'acknowledges_valid_event', ok: false, observed: 'no answer within 100 ms' });
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a receiver that is not running fails every duty, with the connection error', async () => {
+    const report = await checkReceiver({ url: 'http://127.0.0.1:1/webhooks', secret: SECRET });
+    expect(failing(report)).toEqual([...ALL_DUTIES].sort());
+    expect(report.duties[0]!.observed).toMatch(/ECONNREFUSED/);
+  });
+});
+
+describe('payhooks check-receiver (CLI)', () => {
+  it('exit 0 and --json with every duty for the SDK', async () => {
+    const r = await runPayhooks(['check-receiver', sdk.url, '--secret', SECRET, '--json'], {});
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report).toMatchObject({ url: sdk.url, ok: true });
+    expect(report.duties).toHaveLength(ALL_DUTIES.length);
+  });
+
+  it('exit 1 and a report naming the fault, its spec section and the fix', async () => {
+    const broken = await startBrokenReceiver(SECRET, 'reparses_body');
+    try {
+      const r = await runPayhooks(['check-receiver', broken.url, '--secret', SECRET], {});
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/^FAIL {2}a valid event whose bytes are not what JSON.stringify makes of it .* \(spec 5\.1\.3, 5\.1\.4\): answered 400/m);
+      expect(r.stdout).toMatch(/fix: Compute the HMAC over the request body exactly as received/);
+      expect(r.stdout).toContain('1 of 13 duties fail.');
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it('bad input is refused with a message saying what to fix', async () => {
+    const noPrefix = await runPayhooks(['check-receiver', sdk.url, '--secret', 'sk_test_nope'], {});
+    expect(noPrefix.code).toBe(1);
+    expect(noPrefix.stderr).toContain('--secret must be the endpoint\'s signing secret, which starts with whsec_');
+    const badUrl = await runPayhooks(['check-receiver', 'localhost:3000', '--secret', SECRET], {});
+    expect(badUrl.code).toBe(1);
+    expect(badUrl.stderr).toMatch(/must be http or https|is not a URL/);
+  });
+});
