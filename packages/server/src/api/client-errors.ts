@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { AppError } from '../errors.ts';
+import { REQUEST_ID_HEADER, newRequestId } from './request-id.ts';
 
 /**
  * Requests Node's HTTP parser refuses before Fastify sees them (bad framing, oversized headers,
@@ -27,6 +28,6 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
   const reason = STATUS_CODES[status] ?? 'Bad Request';
   const body = JSON.stringify(appError.toBody());
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

@@ -65,11 +65,12 @@ function pct(s: string): string {
   return out;
 }
 
-function parseRaw(out: string): { status: number; contentType: string; body: any } {
+function parseRaw(out: string): { status: number; contentType: string; requestId: string; body: any } {
   const [head, ...rest] = out.split('\r\n\r\n');
   const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head!)?.[1]);
   const contentType = /\r\ncontent-type: ([^\r]+)/i.exec(head!)?.[1] ?? '';
-  return { status, contentType, body: JSON.parse(rest.join('\r\n\r\n')) };
+  const requestId = /\r\nrequest-id: ([^\r]+)/i.exec(head!)?.[1] ?? '';
+  return { status, contentType, requestId, body: JSON.parse(rest.join('\r\n\r\n')) };
 }
 
 describe('JSON bodies: Unicode and nesting', () => {
@@ -122,6 +123,7 @@ describe('requests the HTTP parser refuses get our error shape', () => {
       expect(res.contentType).toMatch(/^application\/json/);
       expectErrorShape(res.body);
       expect(res.body.error.code).toBe(code);
+      expect(res.requestId).toMatch(/^req_/);
     });
   }
 
