@@ -6,6 +6,7 @@ import { SecretBox } from './security/encryption.ts';
 import { EndpointService } from './endpoints/service.ts';
 import { EventService } from './events/service.ts';
 import { DeliveryService } from './delivery/service.ts';
+import { logAttempt } from './delivery/attempt-log.ts';
 import { BulkReplays } from './delivery/bulk-replay.ts';
 import { DeliveryMetrics } from './delivery/metrics.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
@@ -70,7 +71,9 @@ export function createContext(options: { config: Config; database: Database; clo
     publicUrl: () => ctx.publicUrl ?? `http://${config.host}:${config.port}`,
     allowHttpLive: config.dev || config.allowHttpUrls,
   });
-  const deliveries = new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics, config.endpointConcurrency);
+  const deliveries = new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics, config.endpointConcurrency, (entry) =>
+    logAttempt(logger, config.dev ? 'info' : 'debug', entry),
+  );
   const ctx: ServiceContext = {
     config,
     database,

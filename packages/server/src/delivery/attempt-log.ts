@@ -10,6 +10,8 @@ export interface AttemptLogEntry {
   attempt: number;
   result: AttemptResult;
   nextAttemptAt: Date | null;
+  /** Manual attempts (replay, resend) say so; automatic ones are the default. */
+  trigger?: 'automatic' | 'manual';
 }
 
 /**
@@ -33,12 +35,13 @@ export function logAttempt(logger: Logger, level: 'info' | 'debug', entry: Attem
       endpoint_id: entry.endpointId,
       endpoint_url: url,
       attempt: entry.attempt,
+      trigger: entry.trigger ?? 'automatic',
       succeeded: result.succeeded,
       status_code: result.statusCode,
       error: result.errorKind,
       duration_ms: result.durationMs,
       next_attempt_at: entry.nextAttemptAt?.toISOString() ?? null,
     },
-    `${entry.eventType} ${entry.eventId} -> ${entry.endpointId} ${url}: ${outcome} in ${result.durationMs} ms, ${next}`,
+    `${entry.trigger === 'manual' ? 'manual ' : ''}${entry.eventType} ${entry.eventId} -> ${entry.endpointId} ${url}: ${outcome} in ${result.durationMs} ms, ${next}`,
   );
 }

@@ -10,6 +10,7 @@ import type { Clock } from '../clock.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { recordOutcomes } from './record.ts';
+import type { AttemptLogEntry } from './attempt-log.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
 import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './schedule.ts';
 import { EndpointGate } from './endpoint-gate.ts';
@@ -114,7 +115,7 @@ WITH prev AS (
 ), interrupted AS (
   ${interruptedAttemptsSql('leased', '$7')}
 )
-SELECT l.id, l.event_id, l.endpoint_id, l.state, l.next_attempt_at, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
+SELECT l.id, l.event_id, l.endpoint_id, l.state, l.next_attempt_at, l.attempt_count, e.type AS event_type, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
        CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext
 FROM leased l JOIN events e ON e.id = l.event_id JOIN webhook_endpoints w ON w.id = l.endpoint_id`;
 
@@ -129,6 +130,8 @@ export class DeliveryService {
     private readonly leaseMs: number,
     private readonly metrics?: DeliveryMetrics,
     endpointConcurrency = 10,
+    /** Called for each manual attempt, like the worker's attempt log line (attempt-log.ts). */
+    private readonly onAttempt?: (entry: AttemptLogEntry) => void,
   ) {
     this.db = database.db;
     this.manualGate = new EndpointGate(endpointConcurrency);
@@ -195,7 +198,7 @@ export class DeliveryService {
   private async leaseAndAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<void> {
     const now = this.clock.now();
     const token = `replay:${randomBytes(8).toString('hex')}`;
-    const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; previous_secret_ciphertext: string | null; endpoint_deleted_at: Date | null }>(
+    const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; attempt_count: number; event_type: string; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; previous_secret_ciphertext: string | null; endpoint_deleted_at: Date | null }>(
       LEASE_FOR_REPLAY_SQL,
       [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now],
     );
@@ -216,6 +219,10 @@ export class DeliveryService {
       const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith });
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
       const next = afterManualAttempt({ succeeded: result.succeeded, state: row.state, nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null });
+      this.onAttempt?.({
+        eventType: row.event_type, eventId: row.event_id, deliveryId: id, endpointId: row.endpoint_id, url: row.url,
+        attempt: Number(row.attempt_count) + 1, result, nextAttemptAt: next.nextAttemptAt, trigger: 'manual',
+      });
       await recordOutcomes(this.database, [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }], this.clock.now());
     } catch (err) {
       await release(row.next_attempt_at).catch(() => {});

@@ -20,6 +20,7 @@ interface Mode {
   lines: string[];
   key: string;
   merchant: string;
+  platformId: string;
 }
 let dev: Mode;
 let prod: Mode;
@@ -28,7 +29,7 @@ async function mode(isDev: boolean): Promise<Mode> {
   const { lines, stream } = capture();
   const svc = await startService({ allowPrivateUrls: true, dev: isDev }, { clock, logger: createLogger({ logLevel: 'info', dev: isDev }, stream) });
   const p = await svc.platform();
-  return { svc, lines, key: p.keys.sandbox, merchant: p.merchant_id };
+  return { svc, lines, key: p.keys.sandbox, merchant: p.merchant_id, platformId: p.platform_id };
 }
 
 async function run(m: Mode, status: number, url = receiver.url) {
@@ -88,6 +89,16 @@ describe('attempt log line', () => {
       next_attempt_at: null,
     });
     expect(typeof entries[0].duration_ms).toBe('number');
+  });
+
+  it('a manual replay logs its line too, marked manual', async () => {
+    const { event, ep } = await run(dev, 503);
+    const [delivery] = (await dev.svc.api(dev.key, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${ep.id}`)).body.data;
+    receiver.behave(() => ({ status: 200 }));
+    await dev.svc.ctx.deliveries.replay({ platformId: dev.platformId, environment: 'sandbox', apiKeyId: 'test' }, delivery.id);
+    const manual = dev.lines.filter((l) => l.includes(event.id) && l.includes(ep.id) && l.includes('manual payment.succeeded'));
+    expect(manual).toHaveLength(1);
+    expect(manual[0]).toMatch(/: 200 in \d+ ms, delivered/);
   });
 
   it('a connection error is logged by its kind', async () => {
