@@ -14,6 +14,7 @@ import type { Resolver } from './delivery/safe-lookup.ts';
 import { PaymentService } from './payments/service.ts';
 import { CheckoutService } from './payments/checkout.ts';
 import { ExpiryJob } from './payments/expiry.ts';
+import { RetentionJob } from './db/retention.ts';
 
 /**
  * Everything a request handler or worker needs, built once at start and passed down
@@ -43,6 +44,8 @@ export interface ServiceContext {
   createWorker(): DeliveryWorker;
   /** The checkout-session expiry job that runs beside workers (not started). */
   createExpiryJob(): ExpiryJob;
+  /** Partition maintenance and purges (db/retention.ts) that run beside workers (not started). */
+  createRetentionJob(): RetentionJob;
   /** Ends bulk replays and closes what the context opened (HTTP agent); the database belongs to the caller. */
   close(): Promise<void>;
 }
@@ -85,6 +88,7 @@ export function createContext(options: { config: Config; database: Database; clo
     publicUrl: config.publicUrl,
     createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
     createExpiryJob: () => new ExpiryJob({ database, checkout, logger, intervalMs: config.expiryIntervalMs }),
+    createRetentionJob: () => new RetentionJob({ database, clock, logger, retentionMs: config.retentionMs }),
     async close() {
       await ctx.bulkReplays.close(); // attempts in flight finish and are recorded first
       await sender.close();

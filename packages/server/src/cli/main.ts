@@ -47,13 +47,17 @@ async function serve(options: { dev?: boolean; port?: string; host?: string; wor
   const worker = options.worker === false ? null : ctx.createWorker();
   // Checkout sessions past expires_at are expired by whatever runs workers.
   const expiry = options.worker === false ? null : ctx.createExpiryJob();
+  // So is retention: partitions created ahead, old weeks dropped (one process at a time).
+  const retention = options.worker === false ? null : ctx.createRetentionJob();
   const dev = cfg.dev ? await ensureDevPlatform(ctx) : null;
   const address = await app.listen({ port: cfg.port, host: cfg.host });
   await worker?.start();
   expiry?.start();
+  retention?.start();
   onStopSignal(ctx.logger, async () => {
     await app.close(); // stop taking requests first
     await expiry?.stop();
+    await retention?.stop();
     await worker?.stop(); // then let in-flight attempts finish and be recorded
     await runtime.close();
   });
@@ -76,8 +80,11 @@ async function workerCommand(options: { processes?: string }) {
   await Promise.all(workers.map((w) => w.start()));
   const expiry = runtime.ctx.createExpiryJob();
   expiry.start();
+  const retention = runtime.ctx.createRetentionJob();
+  retention.start();
   onStopSignal(runtime.ctx.logger, async () => {
     await expiry.stop();
+    await retention.stop();
     await Promise.all(workers.map((w) => w.stop()));
     await runtime.close();
   });

@@ -81,6 +81,23 @@ export const events = pgTable('events', {
 
 export type EventRow = typeof events.$inferSelect;
 
+/**
+ * Migration 0007: an event's idempotency key, unique per tenant for as long as the event is
+ * kept. Outside `events` because a unique index on a partitioned table must hold the partition
+ * key (it would be unique within one week only). Purged with the event's week.
+ */
+export const eventIdempotencyKeys = pgTable(
+  'event_idempotency_keys',
+  {
+    platformId: text('platform_id').notNull(),
+    environment: text('environment').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    eventId: text('event_id').notNull(),
+    eventCreatedAt: ts('event_created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.platformId, t.environment, t.idempotencyKey] })],
+);
+
 export type DeliveryState = 'pending' | 'delivered' | 'failed_retrying' | 'exhausted';
 
 export const webhookDeliveries = pgTable('webhook_deliveries', {
@@ -118,6 +135,8 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
   responseBody: text('response_body'),
   errorKind: text('error_kind'),
   errorMessage: text('error_message'),
+  /** 0007: the delivery's `created_at`, the partition key (an attempt is kept and dropped with its delivery's week). */
+  deliveryCreatedAt: ts('delivery_created_at').notNull(),
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;

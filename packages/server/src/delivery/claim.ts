@@ -12,6 +12,8 @@ export interface ClaimedDelivery {
   attempt_count: number;
   automatic_attempts: number;
   next_attempt_at: Date | null;
+  /** The delivery's (and its event's) creation time: the partition key (migration 0007). */
+  created_at: Date;
   body: string;
   url: string;
   secret_ciphertext: string;
@@ -37,7 +39,8 @@ export interface ClaimedDelivery {
  *   worker that dies leaves rows that become due again when the lease runs out; a worker that
  *   records a result must still hold the token (see record.ts).
  * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secret,
- *   status) so sending needs no further query.
+ *   status) so sending needs no further query. The event is joined on its partition key too
+ *   (a delivery's `created_at` is its event's), so only the event's week is probed.
  */
 const CLAIM_SQL = `
 WITH candidates AS (
@@ -63,12 +66,12 @@ WITH candidates AS (
   SET due_at = $6, lease_token = $7
   FROM picked
   WHERE d.id = picked.id
-  RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at
+  RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at, d.created_at
 )
 SELECT c.*, e.body, w.url, w.secret_ciphertext, w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
        w.consecutive_timeouts >= $9 AS endpoint_throttled
 FROM claimed c
-JOIN events e ON e.id = c.event_id
+JOIN events e ON e.id = c.event_id AND e.created_at = c.created_at
 JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
 
 export async function claimDue(

@@ -25,6 +25,8 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, '\
  * logged either, and the caller is told which ids were dropped. The attempt number is the
  * delivery's new `attempt_count`, which also orders automatic and manual attempts together.
  * Automatic attempts advance `automatic_attempts`, the budget of spec 8; manual ones don't.
+ * An attempt carries its delivery's `created_at` (the partition key, migration 0007), so it is
+ * stored and dropped with its delivery's week.
  */
 const RECORD_SQL = `
 WITH v AS (
@@ -44,7 +46,7 @@ WITH v AS (
       updated_at = $14
   FROM v
   WHERE d.id = v.id AND d.lease_token = v.token
-  RETURNING d.id, d.attempt_count, d.endpoint_id
+  RETURNING d.id, d.attempt_count, d.endpoint_id, d.created_at
 ), health AS (
   -- The circuit breaker's count (delivery/fairness.ts), per endpoint of the batch: any HTTP
   -- answer resets it, each timeout adds one. Rows are written only when something changes, so
@@ -65,9 +67,9 @@ WITH v AS (
   WHERE w.id = h.endpoint_id AND ((h.answered AND w.consecutive_timeouts > 0) OR (NOT h.answered AND h.timeouts > 0))
 )
 INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
-                               status_code, response_body, error_kind, error_message)
+                               status_code, response_body, error_kind, error_message, delivery_created_at)
 SELECT v.attempt_id, v.id, u.attempt_count, v.trigger, v.succeeded, v.started_at, v.duration_ms,
-       v.status_code, v.response_body, v.error_kind, v.error_message
+       v.status_code, v.response_body, v.error_kind, v.error_message, u.created_at
 FROM updated u JOIN v ON v.id = u.id
 RETURNING delivery_id, attempt_number, id`;
 

@@ -90,10 +90,10 @@ WITH leased AS (
   WHERE d.id = $3 AND d.platform_id = $4 AND d.environment = $5
     AND d.state = ANY($6::text[])
     AND (d.lease_token IS NULL OR d.due_at <= $7)
-  RETURNING d.id, d.event_id, d.endpoint_id, d.state, d.next_attempt_at
+  RETURNING d.id, d.event_id, d.endpoint_id, d.state, d.next_attempt_at, d.created_at
 )
 SELECT l.*, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at
-FROM leased l JOIN events e ON e.id = l.event_id JOIN webhook_endpoints w ON w.id = l.endpoint_id`;
+FROM leased l JOIN events e ON e.id = l.event_id AND e.created_at = l.created_at JOIN webhook_endpoints w ON w.id = l.endpoint_id`;
 
 export class DeliveryService {
   private readonly db: Db;

@@ -1,7 +1,7 @@
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { WILDCARD_EVENT_TYPE, type WebhookEvent } from '@payhooks/contract';
 import type { Tx } from '../db/client.ts';
-import { events, merchants, webhookEndpoints, type EventRow } from '../db/schema.ts';
+import { eventIdempotencyKeys, events, merchants, webhookEndpoints, type EventRow } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
@@ -57,15 +57,23 @@ export async function publishEvent(
   const copyNumbers = endpointIds.flatMap(() => Array.from({ length: copies }, (_, i) => i + 1));
 
   // 2. The event, its deliveries and the wake-up in one statement. With an idempotency key
-  //    already used, ON CONFLICT leaves `ev` empty, so no delivery and no NOTIFY either. The
+  //    already used, ON CONFLICT leaves `k` and so `ev` empty: no delivery and no NOTIFY either.
+  //    (The key's uniqueness lives in event_idempotency_keys: `events` is partitioned by week,
+  //    and a unique index there could only be unique within a week; migration 0007.) The
   //    NOTIFY is sent at commit, so workers never wake for a rolled-back publish.
   const id = newId('event');
   const { envelope, body } = buildEnvelope(id, input, now);
   const result = (await tx.execute(sql`
-    WITH ev AS (
-      INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at)
-      VALUES (${id}, ${platformId}, ${input.environment}, ${input.merchantId}, ${input.type}, ${body}, ${input.idempotencyKey ?? null}, ${now})
+    WITH k AS (
+      INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at)
+      SELECT ${platformId}, ${input.environment}, ${input.idempotencyKey ?? null}::text, ${id}, ${now}
+      WHERE ${input.idempotencyKey ?? null}::text IS NOT NULL
       ON CONFLICT DO NOTHING
+      RETURNING 1
+    ), ev AS (
+      INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at)
+      SELECT ${id}, ${platformId}, ${input.environment}, ${input.merchantId}, ${input.type}, ${body}, ${input.idempotencyKey ?? null}, ${now}
+      WHERE ${input.idempotencyKey ?? null}::text IS NULL OR EXISTS (SELECT 1 FROM k)
       RETURNING id
     ), d AS (
       INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count,
@@ -86,10 +94,11 @@ export async function publishEvent(
   return { event: envelope, deliveries: targetIds.length, replayed: false };
 }
 
-async function findByIdempotencyKey(tx: Tx, platformId: string, environment: string, key: string): Promise<EventRow | undefined> {
+async function findByIdempotencyKey(tx: Tx, platformId: string, environment: string, key: string): Promise<Pick<EventRow, 'body'> | undefined> {
   const [row] = await tx
-    .select()
-    .from(events)
-    .where(and(eq(events.platformId, platformId), eq(events.environment, environment as 'live'), eq(events.idempotencyKey, key)));
+    .select({ body: events.body })
+    .from(eventIdempotencyKeys)
+    .innerJoin(events, and(eq(events.id, eventIdempotencyKeys.eventId), eq(events.createdAt, eventIdempotencyKeys.eventCreatedAt)))
+    .where(and(eq(eventIdempotencyKeys.platformId, platformId), eq(eventIdempotencyKeys.environment, environment), eq(eventIdempotencyKeys.idempotencyKey, key)));
   return row;
 }
