@@ -22,7 +22,7 @@ import { IDEMPOTENCY_WINDOW_MS } from '../idempotency-window.ts';
  * DDL takes an ACCESS EXCLUSIVE lock on each parent table for a moment; `lock_timeout` makes
  * maintenance give up (and retry at the next run) rather than queue the hot path behind it.
  */
-export const WEEKS_AHEAD = 4;
+export const WEEKS_AHEAD = 2;
 const WEEK_MS = 7 * 86_400_000;
 const LOCK_KEY = 727275;
 const TABLES = [

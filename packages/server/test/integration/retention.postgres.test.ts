@@ -25,7 +25,7 @@ it('a second process skips maintenance while another one holds it, and runs once
     await other.query('COMMIT');
     const ran = await maintainPartitions(testDb.database, { now, retentionMs: 30 * 86_400_000 });
     expect(ran.ran).toBe(true);
-    expect(ran.created).toEqual(['20310106', '20310113', '20310120', '20310127', '20310203']);
+    expect(ran.created).toEqual(['20310106', '20310113', '20310120']);
   } finally {
     await other.end();
   }

@@ -25,7 +25,7 @@
 -- publish.ts), attempts only from rows that statement just updated (delivery/record.ts), and
 -- retention drops a week's attempts, deliveries and events together.
 --
--- Weeks with rows in the last 400 days and the current week to 4 weeks ahead get partitions;
+-- Weeks with rows in the last 400 days and the current week to 2 weeks ahead get partitions;
 -- anything else (very old rows, clocks far off) lands in the DEFAULT partition, which the
 -- worker purges by DELETE. The worker keeps creating weeks ahead (db/retention.ts).
 
@@ -63,7 +63,7 @@ BEGIN
     SELECT DISTINCT date_trunc('week', created_at AT TIME ZONE 'UTC') FROM events
       WHERE created_at > now() - interval '400 days'
     UNION
-    SELECT generate_series(date_trunc('week', now() AT TIME ZONE 'UTC'), date_trunc('week', now() AT TIME ZONE 'UTC') + interval '4 weeks', interval '1 week')
+    SELECT generate_series(date_trunc('week', now() AT TIME ZONE 'UTC'), date_trunc('week', now() AT TIME ZONE 'UTC') + interval '2 weeks', interval '1 week')
   LOOP
     suffix := to_char(wk, 'YYYYMMDD');
     EXECUTE format('CREATE TABLE %I PARTITION OF events_partitioned FOR VALUES FROM (%L) TO (%L)',

@@ -1,0 +1,207 @@
+/**
+ * Retention benchmark (issue 10 item 3), on real PostgreSQL with 10 million attempt rows.
+ *
+ *   npx tsx bench/retention.ts [--attempts 10000000] [--weeks 10] [--save name]
+ *
+ * 1. A scratch database at the schema before partitioning (migrations up to 0005) is filled with
+ *    set-based SQL (generate_series): `--attempts / 4` events over `--weeks` weeks ending now,
+ *    one delivery each, 4 attempts per delivery, 20 endpoints.
+ * 2. Before: claim/record latency (the worker's two hot statements, batches of 10, 200 measured
+ *    after 20 warm-up batches) with 2,200 due deliveries on top, using the statements of that
+ *    schema (bench/legacy/); then the purge of the oldest week by DELETE (timed, rolled back).
+ * 3. Migration 0007 converts the tables (timed: the copy of every row).
+ * 4. After: claim/record latency on the partitioned tables; the purge of the same week by
+ *    maintainPartitions (DROP of its three partitions); claim/record latency again.
+ * Table sizes are reported for the arithmetic in docs/performance.md.
+ *
+ * $BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres) is where the scratch
+ * database is created; it is dropped at the end.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { parseArgs } from 'node:util';
+import { openDatabase, type Database } from '../packages/server/src/db/client.ts';
+import { listMigrations, migrate } from '../packages/server/src/db/migrate.ts';
+import { claimDue } from '../packages/server/src/delivery/claim.ts';
+import { recordOutcomes } from '../packages/server/src/delivery/record.ts';
+import { claimDue as legacyClaimDue } from './legacy/claim.ts';
+import { recordOutcomes as legacyRecordOutcomes } from './legacy/record.ts';
+import { maintainPartitions, weekStart } from '../packages/server/src/db/retention.ts';
+import { createPgDatabase } from '../packages/server/test/helpers/database.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    attempts: { type: 'string', default: '10000000' },
+    weeks: { type: 'string', default: '10' },
+    save: { type: 'string' },
+  },
+});
+const ATTEMPTS = Number(args.attempts);
+const WEEKS = Number(args.weeks);
+const EVENTS = Math.floor(ATTEMPTS / 4);
+const DAY = 86_400_000;
+const WEEK = 7 * DAY;
+
+const adminUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const scratch = await createPgDatabase(adminUrl, 'payhooks_bench_retention');
+const database = await openDatabase({ databaseUrl: scratch.url, poolSize: 4 });
+const out: Record<string, unknown> = {
+  date: new Date().toISOString(),
+  machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
+  attempts: ATTEMPTS, events: EVENTS, deliveries: EVENTS, weeks: WEEKS,
+};
+const log = (msg: string) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
+const run = (text: string) => database.script((r) => r(text));
+async function timed<T>(what: string, fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t0 = performance.now();
+  const value = await fn();
+  const ms = Math.round(performance.now() - t0);
+  log(`${what}: ${ms} ms`);
+  return { ms, value };
+}
+
+// The end of the data is now; the oldest week is the one purged.
+const now = new Date();
+const firstWeek = new Date(weekStart(now).getTime() - (WEEKS - 1) * WEEK);
+const span = now.getTime() - firstWeek.getTime();
+const ts = (ms: number) => `'${new Date(ms).toISOString()}'::timestamptz`;
+
+try {
+  // 1. The schema before partitioning, and the data.
+  (out as { postgres?: unknown }).postgres = (await run('SHOW server_version'))[0]?.server_version;
+  await database.script(async (r) => {
+    await r(`CREATE TABLE payhooks_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    for (const m of listMigrations().filter((m) => m.id <= 5)) {
+      await r(m.sql);
+      await r(`INSERT INTO payhooks_migrations (id, name) VALUES (${m.id}, '${m.name}')`);
+    }
+    await r(`INSERT INTO platforms (id, name) VALUES ('plt_bench', 'Bench')`);
+    await r(`INSERT INTO merchants (id, platform_id, name) VALUES ('mch_bench', 'plt_bench', 'Bench')`);
+    await r(`INSERT INTO webhook_endpoints (id, platform_id, environment, url, enabled_events, status, secret_ciphertext)
+      SELECT 'we_bench' || lpad(g::text, 2, '0'), 'plt_bench', 'live', 'https://merchant.example/hook/' || g, '{*}', 'enabled', 'x' FROM generate_series(0, 19) g`);
+  });
+  const step = span / EVENTS;
+  const load = await timed(`load ${EVENTS} events, ${EVENTS} deliveries, ${ATTEMPTS} attempts`, async () => {
+    // Secondary indexes are built after the load (faster than maintaining them row by row).
+    const secondary = (await run(`SELECT c.relname, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE i.indrelid IN ('events'::regclass, 'webhook_deliveries'::regclass, 'delivery_attempts'::regclass)
+        AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)`)).map((r) => ({ name: String(r.relname), def: String(r.def) }));
+    for (const ix of secondary) await run(`DROP INDEX ${ix.name}`);
+    // A body of about 700 bytes, like a payment.succeeded envelope.
+    await run(`INSERT INTO events (id, platform_id, environment, merchant_id, type, body, created_at)
+      SELECT 'evt_' || lpad(g::text, 10, '0'), 'plt_bench', 'live', 'mch_bench', 'payment.succeeded',
+             '{"id":"evt_' || lpad(g::text, 10, '0') || '","object":"event","type":"payment.succeeded","api_version":"2026-01-01","data":{"object":{"id":"pay_' || md5(g::text) ||
+             '","object":"payment","status":"succeeded","amount":"125.00","asset_code":"USDC.ETH","metadata":{"order":"' || md5((g + 1)::text) || '","account":"' || md5((g + 2)::text) ||
+             '","note":"' || md5((g + 3)::text) || md5((g + 4)::text) || md5((g + 5)::text) || md5((g + 6)::text) || md5((g + 7)::text) || '"}}},"created":' || g || '}',
+             ${ts(firstWeek.getTime())} + (g * ${step}) * interval '1 millisecond'
+      FROM generate_series(1, ${EVENTS}) g`);
+    await run(`INSERT INTO webhook_deliveries (id, event_id, endpoint_id, platform_id, environment, state, attempt_count, automatic_attempts,
+                 next_attempt_at, due_at, last_attempt_at, created_at, updated_at)
+      SELECT 'whd_' || substr(e.id, 5), e.id, 'we_bench' || lpad((substr(e.id, 5)::bigint % 20)::text, 2, '0'), 'plt_bench', 'live', 'delivered', 4, 4,
+             NULL, NULL, e.created_at + interval '36 minutes', e.created_at, e.created_at + interval '36 minutes'
+      FROM events e`);
+    await run(`INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms, status_code, response_body, error_kind)
+      SELECT 'att_' || substr(d.id, 5) || k, d.id, k, 'automatic', k = 4, d.created_at + (k - 1) * interval '12 minutes', 40 + k, CASE WHEN k = 4 THEN 200 ELSE 503 END,
+             CASE WHEN k = 4 THEN '{"received":true}' ELSE 'Service Unavailable' END, CASE WHEN k = 4 THEN NULL ELSE 'http_status' END
+      FROM webhook_deliveries d CROSS JOIN generate_series(1, 4) k`);
+    for (const ix of secondary) await run(ix.def);
+    await database.query('VACUUM ANALYZE', []);
+  });
+  out.load_ms = load.ms;
+
+  const sizes = async () => {
+    const rows = await run(`SELECT t, pg_total_relation_size(t::regclass) AS bytes FROM unnest(ARRAY['events', 'webhook_deliveries', 'delivery_attempts']) t`);
+    return Object.fromEntries(rows.map((r) => [String(r.t), Number(r.bytes)]));
+  };
+  out.sizes_before = await sizes();
+  log(`sizes: ${JSON.stringify(out.sizes_before)}`);
+
+  // 2. Claim/record before partitioning.
+  out.hot_path_unpartitioned = await hotPath(database, 'unpartitioned');
+  const oldestEnd = new Date(firstWeek.getTime() + WEEK);
+  const del = await timed('purge of the oldest week by DELETE (rolled back)', () =>
+    database.script(async (r) => {
+      const counts = await r(`WITH d AS (DELETE FROM webhook_deliveries WHERE created_at < ${ts(oldestEnd.getTime())} RETURNING id, event_id),
+        a AS (DELETE FROM delivery_attempts USING d WHERE delivery_attempts.delivery_id = d.id RETURNING 1),
+        e AS (DELETE FROM events USING d WHERE events.id = d.event_id RETURNING 1)
+        SELECT (SELECT count(*) FROM a) AS attempts, (SELECT count(*) FROM d) AS deliveries, (SELECT count(*) FROM e) AS events`);
+      await r('ROLLBACK; BEGIN'); // measure, keep the rows: the same week is dropped below
+      return counts[0];
+    }),
+  );
+  out.purge_delete_ms = del.ms;
+  out.purged_rows = del.value;
+  log(`rows in that week: ${JSON.stringify(del.value)}`);
+
+  // 3. Migration 0007.
+  const mig = await timed('migration 0007 (copy into weekly partitions)', async () => {
+    await migrate(database);
+    await database.query('VACUUM ANALYZE', []);
+  });
+  out.migration_ms = mig.ms;
+  out.sizes_partitioned = await sizes();
+  out.partitions = Number((await run(`SELECT count(*) AS n FROM pg_inherits WHERE inhparent = 'delivery_attempts'::regclass`))[0]!.n);
+
+  // 4. After.
+  out.hot_path_partitioned = await hotPath(database, 'partitioned');
+  const retentionMs = now.getTime() + 60_000 - oldestEnd.getTime(); // exactly the oldest week is past the window
+  const drop = await timed('purge of the oldest week by dropping its partitions (maintainPartitions)', () => maintainPartitions(database, { now: new Date(now.getTime() + 60_000), retentionMs }));
+  out.purge_drop_ms = drop.ms;
+  out.purge_drop_result = drop.value;
+  out.hot_path_partitioned_after_purge = await hotPath(database, 'partitioned, after the purge');
+  out.sizes_after_purge = await sizes();
+} finally {
+  await database.close();
+  await scratch.drop();
+}
+
+process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+if (args.save) {
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+  writeFileSync(new URL(`./results/${args.save}.json`, import.meta.url), `${JSON.stringify(out, null, 2)}\n`);
+}
+
+/**
+ * 2,000 due deliveries (of fresh events, this week), claimed 10 at a time and recorded as
+ * delivered, like one worker's loop without the HTTP: per-statement latency percentiles.
+ */
+async function hotPath(db: Database, label: string): Promise<Record<string, number>> {
+  const claim = label === 'unpartitioned' ? legacyClaimDue : claimDue;
+  const record = label === 'unpartitioned' ? legacyRecordOutcomes : recordOutcomes;
+  const tag = `${label.replace(/\W+/g, '_')}_${Date.now()}`;
+  const at = new Date();
+  await db.script((r) =>
+    r(`WITH e AS (
+        INSERT INTO events (id, platform_id, environment, merchant_id, type, body, created_at)
+        SELECT 'evt_hot_${tag}_' || g, 'plt_bench', 'live', 'mch_bench', 'payment.succeeded', '{}', ${ts(at.getTime())} FROM generate_series(1, 2200) g RETURNING id, created_at)
+      INSERT INTO webhook_deliveries (id, event_id, endpoint_id, platform_id, environment, state, attempt_count, automatic_attempts, next_attempt_at, due_at, created_at, updated_at)
+      SELECT 'whd_hot_' || substr(e.id, 9), e.id, 'we_bench' || lpad((abs(hashtext(e.id)) % 20)::text, 2, '0'), 'plt_bench', 'live', 'pending', 0, 0, created_at, created_at, created_at, created_at FROM e`),
+  );
+  const claims: number[] = [];
+  const records: number[] = [];
+  for (let i = 0; i < 220; i++) {
+    const t = new Date();
+    const token = `bench${i}`;
+    let t0 = performance.now();
+    const rows = await claim(db, { now: t, leaseUntil: new Date(t.getTime() + 60_000), limit: 10, perEndpoint: 10, perPlatform: 10, excludeEndpoints: [], excludePlatforms: [], token });
+    if (i >= 20) claims.push(performance.now() - t0); // the first 20 batches warm up
+    if (rows.length === 0) break;
+    t0 = performance.now();
+    await record(
+      db,
+      rows.map((r) => ({
+        deliveryId: r.id, token, trigger: 'automatic' as const, state: 'delivered' as const, nextAttemptAt: null,
+        result: { succeeded: true, startedAt: t, durationMs: 3, statusCode: 200, responseBody: '{"received":true}', errorKind: null, errorMessage: null },
+      })),
+      new Date(),
+    );
+    if (i >= 20) records.push(performance.now() - t0);
+  }
+  const pct = (xs: number[], p: number) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! * 100) / 100;
+  };
+  const result = { batches: records.length, claim_p50_ms: pct(claims, 50), claim_p99_ms: pct(claims, 99), record_p50_ms: pct(records, 50), record_p99_ms: pct(records, 99) };
+  log(`claim/record (${label}): ${JSON.stringify(result)}`);
+  return result;
+}
