@@ -190,7 +190,7 @@ async function hotPath(db: Database, label: string): Promise<Record<string, numb
     await record(
       db,
       rows.map((r) => ({
-        deliveryId: r.id, token, trigger: 'automatic' as const, state: 'delivered' as const, nextAttemptAt: null,
+        deliveryId: r.id, token, createdAt: (r as { created_at?: Date }).created_at ?? new Date(0), trigger: 'automatic' as const, state: 'delivered' as const, nextAttemptAt: null,
         result: { succeeded: true, startedAt: t, durationMs: 3, statusCode: 200, responseBody: '{"received":true}', errorKind: null, errorMessage: null },
       })),
       new Date(),

@@ -100,6 +100,7 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
     attempt_count: Number(r.attempt_count),
     automatic_attempts: Number(r.automatic_attempts),
     next_attempt_at: r.next_attempt_at ? new Date(r.next_attempt_at) : null,
+    created_at: new Date(r.created_at),
     endpoint_deleted_at: r.endpoint_deleted_at ? new Date(r.endpoint_deleted_at) : null,
     endpoint_throttled: r.endpoint_throttled === true || (r.endpoint_throttled as unknown) === 't',
   };

@@ -7,6 +7,8 @@ import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
 export interface Outcome {
   deliveryId: string;
   token: string;
+  /** The delivery's `created_at` as claimed: its partition (migration 0007). */
+  createdAt: Date;
   trigger: AttemptTrigger;
   state: DeliveryState;
   nextAttemptAt: Date | null;
@@ -26,14 +28,15 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, '\
  * delivery's new `attempt_count`, which also orders automatic and manual attempts together.
  * Automatic attempts advance `automatic_attempts`, the budget of spec 8; manual ones don't.
  * An attempt carries its delivery's `created_at` (the partition key, migration 0007), so it is
- * stored and dropped with its delivery's week.
+ * stored and dropped with its delivery's week; the caller passes it (from the claim) so the update
+ * probes only that week's partition (run-time pruning) instead of every week's primary key.
  */
 const RECORD_SQL = `
 WITH v AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::boolean[], $6::timestamptz[],
-                       $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
+                       $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $16::timestamptz[])
     AS v(id, token, state, next_attempt_at, succeeded, started_at, duration_ms, status_code,
-         response_body, error_kind, error_message, attempt_id, trigger)
+         response_body, error_kind, error_message, attempt_id, trigger, created_at)
 ), updated AS (
   UPDATE webhook_deliveries d
   SET state = v.state,
@@ -45,7 +48,7 @@ WITH v AS (
       last_attempt_at = v.started_at,
       updated_at = $14
   FROM v
-  WHERE d.id = v.id AND d.lease_token = v.token
+  WHERE d.id = v.id AND d.created_at = v.created_at AND d.lease_token = v.token
   RETURNING d.id, d.attempt_count, d.endpoint_id, d.created_at
 ), health AS (
   -- The circuit breaker's count (delivery/fairness.ts), per endpoint of the batch: any HTTP
@@ -98,6 +101,7 @@ export async function recordOutcomes(database: Database, outcomes: Outcome[], no
     col((o) => o.trigger),
     now,
     THROTTLE_AFTER_TIMEOUTS,
+    col((o) => o.createdAt),
   ], 'record_outcomes');
   return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
 }

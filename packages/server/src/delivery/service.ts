@@ -172,7 +172,7 @@ export class DeliveryService {
   private async leaseAndAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<void> {
     const now = this.clock.now();
     const token = `replay:${randomBytes(8).toString('hex')}`;
-    const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; endpoint_deleted_at: Date | null }>(
+    const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; next_attempt_at: Date | null; created_at: Date; body: string; url: string; secret_ciphertext: string; endpoint_deleted_at: Date | null }>(
       LEASE_FOR_REPLAY_SQL,
       [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now],
     );
@@ -191,7 +191,7 @@ export class DeliveryService {
       const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secret: this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id) });
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
       const next = afterManualAttempt({ succeeded: result.succeeded, state: row.state, nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null });
-      await recordOutcomes(this.database, [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }], this.clock.now());
+      await recordOutcomes(this.database, [{ deliveryId: id, token, createdAt: new Date(row.created_at), trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }], this.clock.now());
     } catch (err) {
       await release(row.next_attempt_at).catch(() => {});
       throw err;

@@ -288,7 +288,7 @@ export class DeliveryWorker {
     const next = afterAutomaticAttempt({ succeeded: result.succeeded, automaticAttemptsBefore: row.automatic_attempts, delaysMs: config.retryScheduleMs, now: clock.now() });
     // The endpoint's slot frees as soon as the answer is in; the row stays leased until the
     // batch write lands, so no other worker can take it meanwhile.
-    const recorded = this.record({ deliveryId: row.id, token, trigger: 'automatic', state: next.state, nextAttemptAt: next.nextAttemptAt, result });
+    const recorded = this.record({ deliveryId: row.id, token, createdAt: row.created_at, trigger: 'automatic', state: next.state, nextAttemptAt: next.nextAttemptAt, result });
     this.recording.add(recorded);
     void recorded.finally(() => this.recording.delete(recorded));
     return result;

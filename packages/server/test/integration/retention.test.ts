@@ -42,7 +42,7 @@ async function attemptDue(outcome: (eventId: string) => { succeeded: boolean; st
     rows.map((r) => {
       const o = outcome(r.event_id);
       return {
-        deliveryId: r.id, token: 'tok', trigger: 'automatic' as const, state: o.state, nextAttemptAt: o.next,
+        deliveryId: r.id, token: 'tok', createdAt: r.created_at, trigger: 'automatic' as const, state: o.state, nextAttemptAt: o.next,
         result: { succeeded: o.succeeded, startedAt: now, durationMs: 5, statusCode: o.succeeded ? 200 : 500, responseBody: 'ok', errorKind: o.succeeded ? null : ('http_status' as never), errorMessage: null },
       };
     }),
