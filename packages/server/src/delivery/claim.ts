@@ -27,14 +27,21 @@ export interface ClaimedDelivery {
  * Claims up to `limit` due deliveries for one worker, in one statement (see fairness.ts for
  * the sharing rules it applies).
  *
- * - `candidates` takes due rows in due order from the partial index on `due_at`, locking them
- *   with SKIP LOCKED so concurrent workers never block on, or take, the same rows. Endpoints
- *   and Platforms this worker already holds at their cap are left out here, so the scan reaches
- *   other tenants' rows instead of the same saturated ones.
+ * - `platforms` lists the Platforms that have any scheduled row, by a skip scan of the
+ *   partial index on (platform_id, due_at): one index probe per Platform, however many rows
+ *   each has. A single scan in due order would read through a noisy tenant's whole backlog of
+ *   due rows (which it may not take: its share is full) before reaching anyone else's.
+ * - `eligible` keeps those with a row due now that this worker may serve (not holding their
+ *   share), oldest first, at most `limit` of them; each one's oldest row is one more probe.
+ * - `candidates` takes, per eligible Platform, its `k` oldest due rows (k spreads the
+ *   candidate budget over them, at least one endpoint's cap, at most the Platform's share),
+ *   locking them with SKIP LOCKED so concurrent workers never block on, or take, the same rows.
+ *   Endpoints this worker already holds at their cap are left out.
  * - `ranked` numbers each candidate within its endpoint and within its Platform, and reads the
  *   endpoint's throttle (a throttled endpoint gets one row per claim).
- * - `picked` keeps at most the endpoint's cap per endpoint and `platformCap` per Platform, and
- *   orders by the Platform rank first: round robin between Platforms, oldest first within each.
+ * - `picked` keeps at most the endpoint's cap per endpoint and the Platform's share per
+ *   Platform, ordered by the Platform rank first: round robin between Platforms, oldest first
+ *   within each.
  * - `claimed` leases them: `due_at` moves to the lease expiry and `lease_token` is set. A
  *   worker that dies leaves rows that become due again when the lease runs out; a worker that
  *   records a result must still hold the token (see record.ts).
@@ -43,13 +50,35 @@ export interface ClaimedDelivery {
  *   (a delivery's `created_at` is its event's), so only the event's week is probed.
  */
 const CLAIM_SQL = `
-WITH candidates AS (
-  SELECT id, endpoint_id, platform_id, due_at
-  FROM webhook_deliveries
-  WHERE due_at <= $1 AND NOT (endpoint_id = ANY($2::text[])) AND NOT (platform_id = ANY($8::text[]))
-  ORDER BY due_at
-  LIMIT $3
-  FOR UPDATE SKIP LOCKED
+WITH RECURSIVE platforms AS (
+  (SELECT platform_id FROM webhook_deliveries WHERE due_at IS NOT NULL ORDER BY platform_id LIMIT 1)
+  UNION ALL
+  SELECT (SELECT d.platform_id FROM webhook_deliveries d
+          WHERE d.due_at IS NOT NULL AND d.platform_id > p.platform_id
+          ORDER BY d.platform_id LIMIT 1)
+  FROM platforms p WHERE p.platform_id IS NOT NULL
+), eligible AS (
+  SELECT p.platform_id, o.oldest
+  FROM platforms p CROSS JOIN LATERAL (
+    SELECT d.due_at AS oldest FROM webhook_deliveries d
+    WHERE d.platform_id = p.platform_id AND d.due_at IS NOT NULL
+    ORDER BY d.due_at LIMIT 1
+  ) o
+  WHERE p.platform_id IS NOT NULL AND NOT (p.platform_id = ANY($8::text[])) AND o.oldest <= $1
+  ORDER BY o.oldest
+  LIMIT $5
+), budget AS (
+  SELECT least($10::int, greatest($4::int, ceil($3::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
+), candidates AS (
+  SELECT c.id, c.endpoint_id, c.platform_id, c.due_at
+  FROM eligible e CROSS JOIN LATERAL (
+    SELECT d.id, d.endpoint_id, d.platform_id, d.due_at
+    FROM webhook_deliveries d
+    WHERE d.platform_id = e.platform_id AND d.due_at <= $1 AND NOT (d.endpoint_id = ANY($2::text[]))
+    ORDER BY d.due_at
+    LIMIT (SELECT k FROM budget)
+    FOR UPDATE SKIP LOCKED
+  ) c
 ), ranked AS (
   SELECT c.id, c.due_at,
          row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at) AS endpoint_rank,

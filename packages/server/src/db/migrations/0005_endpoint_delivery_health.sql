@@ -6,3 +6,7 @@
 ALTER TABLE webhook_endpoints
   ADD COLUMN consecutive_timeouts integer NOT NULL DEFAULT 0,
   ADD COLUMN throttled_at timestamptz;
+
+-- The claim's skip scan over Platforms with scheduled work, and each one's due rows in order
+-- (delivery/claim.ts): a noisy tenant's backlog is never read through to reach another's.
+CREATE INDEX webhook_deliveries_platform_due_idx ON webhook_deliveries (platform_id, due_at) WHERE due_at IS NOT NULL;
