@@ -110,7 +110,9 @@ try {
   out.load_ms = load.ms;
 
   const sizes = async () => {
-    const rows = await run(`SELECT t, pg_total_relation_size(t::regclass) AS bytes FROM unnest(ARRAY['events', 'webhook_deliveries', 'delivery_attempts']) t`);
+    // Tables with their indexes and TOAST, summed over partitions (a partitioned parent itself is 0 bytes).
+    const rows = await run(`SELECT t, (SELECT sum(pg_total_relation_size(p.relid)) FROM pg_partition_tree(t::regclass) p) AS bytes
+      FROM unnest(ARRAY['events', 'webhook_deliveries', 'delivery_attempts']) t`);
     return Object.fromEntries(rows.map((r) => [String(r.t), Number(r.bytes)]));
   };
   out.sizes_before = await sizes();

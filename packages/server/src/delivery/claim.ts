@@ -44,7 +44,8 @@ export interface ClaimedDelivery {
  *   within each.
  * - `claimed` leases them: `due_at` moves to the lease expiry and `lease_token` is set. A
  *   worker that dies leaves rows that become due again when the lease runs out; a worker that
- *   records a result must still hold the token (see record.ts).
+ *   records a result must still hold the token (see record.ts). Rows are matched on
+ *   (id, created_at), the partition key, so each update probes only its row's week.
  * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secret,
  *   status) so sending needs no further query. The event is joined on its partition key too
  *   (a delivery's `created_at` is its event's), so only the event's week is probed.
@@ -70,9 +71,9 @@ WITH RECURSIVE platforms AS (
 ), budget AS (
   SELECT least($10::int, greatest($4::int, ceil($3::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
 ), candidates AS (
-  SELECT c.id, c.endpoint_id, c.platform_id, c.due_at
+  SELECT c.id, c.endpoint_id, c.platform_id, c.due_at, c.created_at
   FROM eligible e CROSS JOIN LATERAL (
-    SELECT d.id, d.endpoint_id, d.platform_id, d.due_at
+    SELECT d.id, d.endpoint_id, d.platform_id, d.due_at, d.created_at
     FROM webhook_deliveries d
     WHERE d.platform_id = e.platform_id AND d.due_at <= $1 AND NOT (d.endpoint_id = ANY($2::text[]))
     ORDER BY d.due_at
@@ -80,13 +81,13 @@ WITH RECURSIVE platforms AS (
     FOR UPDATE SKIP LOCKED
   ) c
 ), ranked AS (
-  SELECT c.id, c.due_at,
+  SELECT c.id, c.due_at, c.created_at,
          row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at) AS endpoint_rank,
          row_number() OVER (PARTITION BY c.platform_id ORDER BY c.due_at) AS platform_rank,
          w.consecutive_timeouts >= $9 AS throttled
   FROM candidates c JOIN webhook_endpoints w ON w.id = c.endpoint_id
 ), picked AS (
-  SELECT id FROM ranked
+  SELECT id, created_at FROM ranked
   WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE $4 END AND platform_rank <= $10
   ORDER BY platform_rank, due_at
   LIMIT $5
@@ -94,7 +95,7 @@ WITH RECURSIVE platforms AS (
   UPDATE webhook_deliveries d
   SET due_at = $6, lease_token = $7
   FROM picked
-  WHERE d.id = picked.id
+  WHERE d.id = picked.id AND d.created_at = picked.created_at
   RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at, d.created_at
 )
 SELECT c.*, e.body, w.url, w.secret_ciphertext, w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
