@@ -20,6 +20,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { openDatabase, type Database } from '../packages/server/src/db/client.ts';
 import { listMigrations, migrate } from '../packages/server/src/db/migrate.ts';
 import { claimDue } from '../packages/server/src/delivery/claim.ts';
@@ -40,18 +41,23 @@ const ATTEMPTS = Number(args.attempts);
 const WEEKS = Number(args.weeks);
 const EVENTS = Math.floor(ATTEMPTS / 4);
 const DAY = 86_400_000;
+/** Claim/record rounds per schema, alternating. */
+const ROUNDS = 5;
 const WEEK = 7 * DAY;
 
 const adminUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const scratch = await createPgDatabase(adminUrl, 'payhooks_bench_retention');
-const database = await openDatabase({ databaseUrl: scratch.url, poolSize: 4 });
+let database = await openDatabase({ databaseUrl: scratch.url, poolSize: 4 });
+/** The partitioned copy (made from the loaded database, then migrated). */
+let copy: { url: string; drop(): Promise<void> } | null = null;
+let after: Database | null = null;
 const out: Record<string, unknown> = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
   attempts: ATTEMPTS, events: EVENTS, deliveries: EVENTS, weeks: WEEKS,
 };
 const log = (msg: string) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
-const run = (text: string) => database.script((r) => r(text));
+const run = (text: string, db: Database = database) => db.script((r) => r(text));
 async function timed<T>(what: string, fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const t0 = performance.now();
   const value = await fn();
@@ -109,17 +115,16 @@ try {
   });
   out.load_ms = load.ms;
 
-  const sizes = async () => {
+  const sizes = async (db: Database = database) => {
     // Tables with their indexes and TOAST, summed over partitions (a partitioned parent itself is 0 bytes).
-    const rows = await run(`SELECT t, (SELECT sum(pg_total_relation_size(p.relid)) FROM pg_partition_tree(t::regclass) p) AS bytes
-      FROM unnest(ARRAY['events', 'webhook_deliveries', 'delivery_attempts']) t`);
+    const rows = await run(`SELECT t, coalesce((SELECT sum(pg_total_relation_size(p.relid)) FROM pg_partition_tree(t::regclass) p), pg_total_relation_size(t::regclass)) AS bytes
+      FROM unnest(ARRAY['events', 'webhook_deliveries', 'delivery_attempts']) t`, db);
     return Object.fromEntries(rows.map((r) => [String(r.t), Number(r.bytes)]));
   };
   out.sizes_before = await sizes();
   log(`sizes: ${JSON.stringify(out.sizes_before)}`);
 
-  // 2. Claim/record before partitioning.
-  out.hot_path_unpartitioned = await hotPath(database, 'unpartitioned');
+  // 2. The purge by DELETE, before partitioning.
   const oldestEnd = new Date(firstWeek.getTime() + WEEK);
   const del = await timed('purge of the oldest week by DELETE (rolled back)', () =>
     database.script(async (r) => {
@@ -135,26 +140,47 @@ try {
   out.purged_rows = del.value;
   log(`rows in that week: ${JSON.stringify(del.value)}`);
 
-  // 3. Migration 0007.
+  // 3. A file-level copy of the loaded database, converted by migration 0007, so both schemas
+  //    can be measured side by side (rounds alternate, so a busy machine weighs on both alike).
+  await database.close();
+  copy = await copyDatabase(scratch.url);
+  database = await openDatabase({ databaseUrl: scratch.url, poolSize: 4 });
+  after = await openDatabase({ databaseUrl: copy.url, poolSize: 4 });
+  const partitioned = after;
   const mig = await timed('migration 0007 (copy into weekly partitions)', async () => {
-    await migrate(database);
-    await database.query('VACUUM ANALYZE', []);
+    await migrate(partitioned);
+    await partitioned.query('VACUUM ANALYZE', []);
   });
   out.migration_ms = mig.ms;
-  out.sizes_partitioned = await sizes();
-  out.partitions = Number((await run(`SELECT count(*) AS n FROM pg_inherits WHERE inhparent = 'delivery_attempts'::regclass`))[0]!.n);
+  out.sizes_partitioned = await sizes(partitioned);
+  out.partitions = Number((await run(`SELECT count(*) AS n FROM pg_inherits WHERE inhparent = 'delivery_attempts'::regclass`, partitioned))[0]!.n);
 
-  // 4. After.
-  out.hot_path_partitioned = await hotPath(database, 'partitioned');
+  // 4. Claim/record on both, alternating rounds; then the purge by DROP, and again.
+  const rounds = async (label: string) => {
+    const before: Samples = { claims: [], records: [] };
+    const part: Samples = { claims: [], records: [] };
+    for (let i = 0; i < ROUNDS; i++) {
+      merge(before, await hotPath(database, 'unpartitioned'));
+      merge(part, await hotPath(partitioned, label));
+    }
+    return { unpartitioned: summary(before, 'unpartitioned'), partitioned: summary(part, label) };
+  };
+  const first = await rounds('partitioned');
+  out.hot_path_unpartitioned = first.unpartitioned;
+  out.hot_path_partitioned = first.partitioned;
   const retentionMs = now.getTime() + 60_000 - oldestEnd.getTime(); // exactly the oldest week is past the window
-  const drop = await timed('purge of the oldest week by dropping its partitions (maintainPartitions)', () => maintainPartitions(database, { now: new Date(now.getTime() + 60_000), retentionMs }));
+  const drop = await timed('purge of the oldest week by dropping its partitions (maintainPartitions)', () => maintainPartitions(partitioned, { now: new Date(now.getTime() + 60_000), retentionMs }));
   out.purge_drop_ms = drop.ms;
   out.purge_drop_result = drop.value;
-  out.hot_path_partitioned_after_purge = await hotPath(database, 'partitioned, after the purge');
-  out.sizes_after_purge = await sizes();
+  const second = await rounds('partitioned, after the purge');
+  out.hot_path_unpartitioned_second = second.unpartitioned;
+  out.hot_path_partitioned_after_purge = second.partitioned;
+  out.sizes_after_purge = await sizes(partitioned);
 } finally {
   await database.close();
+  await after?.close();
   await scratch.drop();
+  await copy?.drop();
 }
 
 process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
@@ -167,7 +193,7 @@ if (args.save) {
  * 2,000 due deliveries (of fresh events, this week), claimed 10 at a time and recorded as
  * delivered, like one worker's loop without the HTTP: per-statement latency percentiles.
  */
-async function hotPath(db: Database, label: string): Promise<Record<string, number>> {
+async function hotPath(db: Database, label: string): Promise<Samples> {
   const claim = label === 'unpartitioned' ? legacyClaimDue : claimDue;
   const record = label === 'unpartitioned' ? legacyRecordOutcomes : recordOutcomes;
   const tag = `${label.replace(/\W+/g, '_')}_${Date.now()}`;
@@ -199,11 +225,41 @@ async function hotPath(db: Database, label: string): Promise<Record<string, numb
     );
     if (i >= 20) records.push(performance.now() - t0);
   }
+  return { claims, records };
+}
+
+interface Samples { claims: number[]; records: number[] }
+function merge(into: Samples, from: Samples): void {
+  into.claims.push(...from.claims);
+  into.records.push(...from.records);
+}
+function summary(x: Samples, label: string): Record<string, number> {
   const pct = (xs: number[], p: number) => {
     const s = [...xs].sort((a, b) => a - b);
     return Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! * 100) / 100;
   };
-  const result = { batches: records.length, claim_p50_ms: pct(claims, 50), claim_p99_ms: pct(claims, 99), record_p50_ms: pct(records, 50), record_p99_ms: pct(records, 99) };
-  log(`claim/record (${label}): ${JSON.stringify(result)}`);
+  const result = { batches: x.records.length, claim_p50_ms: pct(x.claims, 50), claim_p99_ms: pct(x.claims, 99), record_p50_ms: pct(x.records, 50), record_p99_ms: pct(x.records, 99) };
+  log(`claim/record (${label}, ${ROUNDS} rounds): ${JSON.stringify(result)}`);
   return result;
+}
+
+/** CREATE DATABASE … TEMPLATE: a file-level copy (nobody may be connected to the source). */
+async function copyDatabase(sourceUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const source = new URL(sourceUrl).pathname.slice(1);
+  const name = `${source}_p`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${source}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
 }

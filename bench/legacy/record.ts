@@ -1,5 +1,5 @@
-// The claim/record statements as they were before migration 0007 (copied from main at 4cd48c5),
-// so bench/retention.ts measures the unpartitioned schema with the code that ran on it.
+// The record statement as it is on main before migration 0007 (main at 90b083f), so
+// bench/retention.ts measures the unpartitioned schema with the code that runs on it.
 import type { Database } from '../../packages/server/src/db/client.ts';
 import type { AttemptTrigger, DeliveryState } from '../../packages/server/src/db/schema.ts';
 import { newId } from '../../packages/server/src/ids.ts';
