@@ -80,14 +80,19 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
 }
 
 async function openPostgres(url: string, poolSize: number, logger: Logger): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS });
+  const pool = new pg.Pool({
+    connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS,
+    // Before the connection is first handed out. Only named prepared statements consult the plan
+    // cache, so this changes nothing else: see QueryOptions.prepare.
+    onConnect: async (client: pg.ClientBase) => {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+    },
+  });
   // Every connection gets an error listener for its whole life, idle or checked out (by
   // db.transaction, script, query): a server restart or outage then fails the statement that
   // was running, never the process. The pool drops a broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', (err) => logger.warn({ err }, 'database connection lost; it is replaced on next use'));
-    // Only named prepared statements use the plan cache: see QueryOptions.prepare.
-    client.query('SET plan_cache_mode = force_generic_plan').catch(() => {});
   });
   // Idle clients report through the pool too; the listener above has already logged it.
   pool.on('error', () => {});
