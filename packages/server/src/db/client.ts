@@ -32,7 +32,7 @@ export interface Database {
    * One parameterised statement on the raw driver, for the hot queries of the delivery engine
    * (claim, record), whose SQL is written by hand and documented where it lives.
    */
-  query<T = Record<string, unknown>>(text: string, params: unknown[], name?: string, options?: QueryOptions): Promise<T[]>;
+  query<T = Record<string, unknown>>(text: string, params: unknown[], name?: string): Promise<T[]>;
   /**
    * Calls `onNotify` on each NOTIFY on `channel`; resolves to an unsubscribe function. On
    * PostgreSQL it is also called (with '') after the listening connection came back from a
@@ -40,18 +40,6 @@ export interface Database {
    */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
-}
-
-export interface QueryOptions {
-  /**
-   * PostgreSQL: run as a named prepared statement (`name`), prepared once per connection and
-   * executed with a generic plan (`plan_cache_mode = force_generic_plan` on every pooled
-   * connection). For the delivery engine's hot statements: on the week-partitioned tables
-   * (migration 0007) planning them each time costs more than running them, since the planner
-   * considers every partition; a generic plan prunes partitions at run time instead.
-   * Ignored on PGlite.
-   */
-  prepare?: boolean;
 }
 
 export interface OpenOptions {
@@ -80,14 +68,7 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
 }
 
 async function openPostgres(url: string, poolSize: number, logger: Logger): Promise<Database> {
-  const pool = new pg.Pool({
-    connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS,
-    // Before the connection is first handed out. Only named prepared statements consult the plan
-    // cache, so this changes nothing else: see QueryOptions.prepare.
-    onConnect: async (client: pg.ClientBase) => {
-      await client.query('SET plan_cache_mode = force_generic_plan');
-    },
-  });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS });
   // Every connection gets an error listener for its whole life, idle or checked out (by
   // db.transaction, script, query): a server restart or outage then fails the statement that
   // was running, never the process. The pool drops a broken client when it is released.
@@ -118,9 +99,8 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
         client.release(broken as Error | undefined);
       }
     },
-    async query<T>(text: string, params: unknown[], name?: string, options?: QueryOptions) {
+    async query<T>(text: string, params: unknown[], name?: string) {
       try {
-        if (options?.prepare && name) return (await pool.query({ name, text, values: params })).rows as T[];
         return (await pool.query(text, params)).rows as T[];
       } catch (err) {
         throw new QueryError(name ?? statementName(text), err);

@@ -119,7 +119,7 @@ export async function claimDue(
     options.excludePlatforms,
     THROTTLE_AFTER_TIMEOUTS,
     options.perPlatform,
-  ], 'claim_due', { prepare: true });
+  ], 'claim_due');
   return rows.map(normalise);
 }
 

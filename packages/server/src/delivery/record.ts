@@ -102,6 +102,6 @@ export async function recordOutcomes(database: Database, outcomes: Outcome[], no
     now,
     THROTTLE_AFTER_TIMEOUTS,
     col((o) => o.createdAt),
-  ], 'record_outcomes', { prepare: true });
+  ], 'record_outcomes');
   return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
 }
