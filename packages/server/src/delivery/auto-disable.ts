@@ -7,6 +7,7 @@ import { toApiEndpoint } from '../endpoints/service.ts';
 import { publishEvent } from '../events/publish.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 import { parkEndpointDeliveries } from './parking.ts';
+import { PeriodicJob } from '../periodic-job.ts';
 
 /** Failed attempts an endpoint needs within the window before it is disabled. */
 export const AUTO_DISABLE_MIN_FAILURES = 10;
@@ -87,32 +88,17 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
   return disabled;
 }
 
-/** Runs the sweep every `intervalMs` beside the delivery workers. */
-export class AutoDisableJob {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> = Promise.resolve();
-  private stopped = true;
-
-  constructor(private readonly deps: AutoDisableDeps & { intervalMs: number }) {}
-
-  start(): void {
-    if (!this.stopped || this.deps.windowMs <= 0) return;
-    this.stopped = false;
-    const tick = async () => {
-      try {
-        await disableFailingEndpoints(this.deps);
-      } catch (err) {
-        this.deps.logger.error({ err }, 'auto-disable sweep failed; retrying at the next interval');
-      }
-      if (!this.stopped) this.timer = setTimeout(() => (this.running = tick()), this.deps.intervalMs);
-    };
-    this.running = tick();
+/** Runs the sweep every `intervalMs` beside the delivery workers (not at all when the window is 0). */
+export class AutoDisableJob extends PeriodicJob {
+  constructor(private readonly deps: AutoDisableDeps & { intervalMs: number }) {
+    super(
+      deps.intervalMs,
+      async () => void (await disableFailingEndpoints(deps)),
+      (err) => deps.logger.error({ err }, 'auto-disable sweep failed; retrying at the next interval'),
+    );
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+  override start(): void {
+    if (this.deps.windowMs > 0) super.start();
   }
 }

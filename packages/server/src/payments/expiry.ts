@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Database } from '../db/client.ts';
 import type { CheckoutService } from './checkout.ts';
+import { PeriodicJob } from '../periodic-job.ts';
 
 /** Sessions expired per transaction. */
 const BATCH = 100;
@@ -26,34 +27,15 @@ export async function expireDueSessions(database: Database, checkout: CheckoutSe
 }
 
 /** Runs `expireDueSessions` every `intervalMs` (at most a minute, so expiry is never later than that). */
-export class ExpiryJob {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> = Promise.resolve();
-  private stopped: boolean | null = null;
-
-  constructor(
-    private readonly deps: { database: Database; checkout: CheckoutService; logger: Logger; intervalMs: number },
-  ) {}
-
-  start(): void {
-    if (this.stopped === false) return;
-    this.stopped = false;
-    const tick = async () => {
-      try {
-        const n = await expireDueSessions(this.deps.database, this.deps.checkout);
-        if (n > 0) this.deps.logger.info({ expired: n }, 'checkout sessions expired');
-      } catch (err) {
-        this.deps.logger.error({ err }, 'checkout session expiry failed; retrying at the next interval');
-      }
-      if (!this.stopped) this.timer = setTimeout(() => (this.running = tick()), this.deps.intervalMs);
-    };
-    this.running = tick();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+export class ExpiryJob extends PeriodicJob {
+  constructor(deps: { database: Database; checkout: CheckoutService; logger: Logger; intervalMs: number }) {
+    super(
+      deps.intervalMs,
+      async () => {
+        const n = await expireDueSessions(deps.database, deps.checkout);
+        if (n > 0) deps.logger.info({ expired: n }, 'checkout sessions expired');
+      },
+      (err) => deps.logger.error({ err }, 'checkout session expiry failed; retrying at the next interval'),
+    );
   }
 }
