@@ -1,15 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPgDatabase } from '../helpers/database.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { spawnPayhooks, type Spawned } from '../helpers/spawn.ts';
+import { sharedPostgres, type SharedPostgres } from '../helpers/shared-postgres.ts';
+import type { Database } from '../../src/db/client.ts';
+import type { ServiceContext } from '../../src/context.ts';
 import { payment } from '../helpers/publish.ts';
-import { openDatabase, type Database } from '../../src/db/client.ts';
-import { migrate } from '../../src/db/migrate.ts';
-import { createContext, type ServiceContext } from '../../src/context.ts';
-import { loadConfig } from '../../src/config.ts';
-import { systemClock } from '../../src/clock.ts';
 import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { publishEvent } from '../../src/events/publish.ts';
 
@@ -17,25 +13,20 @@ import { publishEvent } from '../../src/events/publish.ts';
  * Scale-out on PostgreSQL with real `payhooks worker` processes (this file runs in the postgres
  * project only: the embedded database is single-process by design).
  */
-const key = randomBytes(32);
+let pg: SharedPostgres;
+let key: Buffer;
 let dbUrl: string;
-let drop: () => Promise<void>;
 let database: Database;
 let ctx: ServiceContext;
 const spawned: Spawned[] = [];
 
 beforeAll(async () => {
-  ({ url: dbUrl, drop } = await createPgDatabase());
-  database = await openDatabase({ databaseUrl: dbUrl });
-  await migrate(database);
-  const config = loadConfig({}, { databaseUrl: dbUrl, allowPrivateUrls: true, logLevel: 'silent' });
-  ctx = createContext({ config, database, clock: systemClock, logger: pino({ level: 'silent' }), encryptionKey: key });
+  pg = await sharedPostgres();
+  ({ key, url: dbUrl, database, ctx } = pg);
 });
 afterAll(async () => {
   for (const s of spawned) s.child.kill('SIGKILL');
-  await ctx?.close();
-  await database?.close();
-  await drop?.();
+  await pg?.close();
 });
 
 function worker(env: Record<string, string> = {}, args: string[] = []): Spawned {
