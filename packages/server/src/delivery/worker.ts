@@ -63,6 +63,8 @@ export class DeliveryWorker {
   private readonly perPlatform = new Map<string, number>();
   /** Attempts whose HTTP part is running: what PAYHOOKS_WORKER_CONCURRENCY bounds. */
   private inFlight = 0;
+  /** Some endpoint has queued rows and a free slot, but the worker-wide cap is reached. */
+  private heldBack = false;
   /** Claimed rows waiting locally for their endpoint's slot (not in flight, but leased). */
   private waiting = 0;
   private readonly limits: FairnessLimits;
@@ -225,12 +227,17 @@ export class DeliveryWorker {
         if (result) this.observeHealth(slot, result);
         if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
         else this.pump(endpointId);
-        // Rows held back by the worker-wide cap (not their endpoint's) may start now.
-        for (const [id, other] of this.perEndpoint) if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
+        // Rows held back by the worker-wide cap (not their endpoint's) may start now. Only
+        // looked for when some were: this runs on every completion.
+        if (this.heldBack) {
+          this.heldBack = false;
+          for (const [id, other] of this.perEndpoint) if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
+        }
         this.signal();
       });
       this.settled.add(p);
     }
+    if (slot.waiting.length > 0 && slot.running < slot.cap) this.heldBack = true;
   }
 
   private release(platformId: string): void {
