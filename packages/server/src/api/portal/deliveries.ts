@@ -1,4 +1,3 @@
-import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { and, eq, inArray } from 'drizzle-orm';
 import type { ServiceContext } from '../../context.ts';
@@ -6,18 +5,8 @@ import { events, webhookEndpoints } from '../../db/schema.ts';
 import { scopeOf } from '../../portal/sessions.ts';
 import type { Scope } from '../../tenancy/scope.ts';
 import { IdParams } from './ids.ts';
+import { ListDeliveriesQuery } from '../v1/webhook-deliveries.ts';
 
-const State = Type.Union(['pending', 'delivered', 'failed_retrying', 'exhausted', 'cancelled'].map((s) => Type.Literal(s)));
-const ListQuery = Type.Object(
-  {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-    starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    endpoint_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    state: Type.Optional(State),
-  },
-  { additionalProperties: false },
-);
 
 /** Event types and endpoint URLs for a page of deliveries, read in the same Scope. */
 async function labels(ctx: ServiceContext, scope: Scope, eventIds: string[], endpointIds: string[]) {
@@ -41,7 +30,7 @@ async function labels(ctx: ServiceContext, scope: Scope, eventIds: string[], end
  * event and attempts, and the manual attempts (DeliveryService.replay / resend).
  */
 export const deliveryRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  app.get('/deliveries', { schema: { querystring: ListQuery } }, async (req) => {
+  app.get('/deliveries', { schema: { querystring: ListDeliveriesQuery } }, async (req) => {
     const scope = scopeOf(req.portalSession);
     const page = await ctx.deliveries.list(scope, {
       limit: req.query.limit ?? 20,

@@ -37,7 +37,8 @@ export const DeliverySchema = Type.Object(
   { $id: 'WebhookDelivery' },
 );
 
-const ListDeliveriesQuery = Type.Object(
+/** The delivery log's filters and pages; the portal's delivery log takes the same. */
+export const ListDeliveriesQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
     starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
