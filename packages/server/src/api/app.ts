@@ -12,8 +12,10 @@ import { installJsonBodyParser } from './json-body.ts';
 import { healthRoutes } from './health.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { ErrorSchema } from './v1/schemas.ts';
-import { WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpoints.ts';
-import { DeliverySchema, webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
+import { CreatedEndpointSchema, WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpoints.ts';
+import { AttemptSchema, DeliverySchema, webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
+import { EnabledEventTypeSchema, EventSchema, EventTypeSchema } from './v1/event-schemas.ts';
+import { openApiRoutes, SECURITY_SCHEMES } from './openapi/routes.ts';
 import { eventRoutes } from './v1/events.ts';
 import { internalEventRoutes } from './internal/events.ts';
 import { internalPaymentRoutes } from './internal/payments.ts';
@@ -55,11 +57,15 @@ export const API_BODY_LIMIT = 64 * 1024;
  * `{"url": 5}` and typos are 400s that name the field. Query strings and path params are
  * strings on the wire, so they are coerced (`limit=10` -> 10).
  */
+/** Schemas referenced by name (`Type.Ref`): known to the validators, the serializers and the documents. */
+const SHARED_SCHEMAS = [ErrorSchema, EventTypeSchema, EnabledEventTypeSchema, WebhookEndpointSchema, CreatedEndpointSchema, AttemptSchema, DeliverySchema, PaymentSchema, CheckoutSessionSchema, EventSchema];
+
 function validators() {
-  const options = { allErrors: false, useDefaults: true, strict: false };
+  // `verbose`: errors carry the failing schema and value, so an enum error can name both.
+  const options = { allErrors: false, useDefaults: true, strict: false, verbose: true };
   const body = new Ajv({ ...options, coerceTypes: false, removeAdditional: false });
   const query = new Ajv({ ...options, coerceTypes: true, removeAdditional: false });
-  for (const ajv of [body, query]) ajv.addSchema([ErrorSchema, WebhookEndpointSchema, DeliverySchema, PaymentSchema, CheckoutSessionSchema]);
+  for (const ajv of [body, query]) ajv.addSchema(SHARED_SCHEMAS);
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? body : query).compile(schema);
 }
 
@@ -97,11 +103,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     const err = new AppError('not_found', 'route_not_found', `No route ${req.method} ${req.url.split('?')[0]}. See /api/v1/openapi.json.`);
     void reply.code(404).send(err.toBody());
   });
-  app.addSchema(ErrorSchema);
-  app.addSchema(WebhookEndpointSchema);
-  app.addSchema(DeliverySchema);
-  app.addSchema(PaymentSchema);
-  app.addSchema(CheckoutSessionSchema);
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
   // Hosted checkout URLs need an absolute base: PAYHOOKS_PUBLIC_URL, else where we listen.
   app.addHook('onListen', async () => {
@@ -115,18 +117,21 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   });
 
   await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'payhooks management API', version: 'v1', description: 'Webhook endpoint management (spec 4.1), payments, checkout sessions and the sandbox.' },
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'sk_live_… or sk_test_… API key' } } },
-    },
+    // One generated document of every route; openapi/document.ts splits it into the public and
+    // the operator document and completes both (errors, headers, examples, tags).
+    openapi: { openapi: '3.1.0', info: { title: 'payhooks', version: 'v1' }, components: { securitySchemes: SECURITY_SCHEMES } },
     refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
   await app.register(healthRoutes(ctx));
-  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.register(openApiRoutes(ctx));
   // Prometheus text. Like /readyz it is for the operator's network; it holds no tenant data.
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
+  app.get('/metrics', {
+    schema: {
+      tags: ['operations'], security: [], operationId: 'metrics', summary: 'Prometheus metrics (text exposition format)',
+      response: { 200: { description: 'The metrics of this process and the delivery queue.', content: { 'text/plain': { schema: { type: 'string', examples: ['# HELP payhooks_deliveries_total Deliveries by outcome.\n# TYPE payhooks_deliveries_total counter\npayhooks_deliveries_total{outcome="delivered"} 12\n'] } } } } },
+    },
+  }, async (_req, reply) =>
     reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
   );
   await app.register(internalEventRoutes(ctx), { prefix: '/internal/v1' });

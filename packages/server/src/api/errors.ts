@@ -10,6 +10,41 @@ interface AjvError {
   message?: string;
   /** Set when a `propertyNames` rule failed: the offending key. */
   propertyName?: string;
+  /** With Ajv's `verbose`: the schema holding the failed keyword, and the value it refused. */
+  parentSchema?: Record<string, unknown>;
+  data?: unknown;
+}
+
+/** At most this many allowed values are quoted in a message (every enum of the API fits). */
+const MAX_QUOTED_VALUES = 30;
+
+/**
+ * The values a field accepts when the failed rule is a closed list: an `enum`, or TypeBox's
+ * union of literals (`anyOf` of `const`s, which Ajv reports as one `const` error per branch and
+ * an `anyOf` error last, all at the same path). Null when the rule is anything else.
+ */
+function allowedValues(errors: AjvError[]): { values: unknown[]; schema?: Record<string, unknown> } | null {
+  const e = errors[0]!;
+  if (e.keyword === 'enum' && Array.isArray(e.params.allowedValues)) return { values: e.params.allowedValues, schema: e.parentSchema };
+  if (e.keyword !== 'const') return null;
+  const values: unknown[] = [];
+  for (const err of errors) {
+    if (err.instancePath !== e.instancePath) return null;
+    if (err.keyword === 'anyOf') return { values, schema: err.parentSchema };
+    if (err.keyword === 'const') values.push(err.params.allowedValue);
+    else if (err.keyword === 'enum' && Array.isArray(err.params.allowedValues)) values.push(...err.params.allowedValues);
+    else return null;
+  }
+  return null;
+}
+
+const quote = (v: unknown) => (v === null ? 'null' : typeof v === 'string' ? v : JSON.stringify(v));
+
+/** `status must be one of: pending, delivered, …`, with the value sent when it is short. */
+function enumMessage(param: string, values: unknown[], sent: unknown): string {
+  const list = values.length > MAX_QUOTED_VALUES ? `${values.slice(0, MAX_QUOTED_VALUES).map(quote).join(', ')}, …` : values.map(quote).join(', ');
+  const got = typeof sent === 'string' && sent.length <= 100 && !/[\u0000-\u001f]/.test(sent) ? ` (got '${sent}')` : '';
+  return `Invalid '${param}'${got}: ${param} must be one of: ${list}.`;
 }
 
 /** `/enabled_events/0` -> `enabled_events[0]`, `/metadata/k` -> `metadata[k]`. */
@@ -33,6 +68,11 @@ export function validationError(errors: AjvError[], part: string): AppError {
     return new AppError('invalid_request', 'parameter_missing', `Missing required parameter '${param}'.`, param ? { param } : {});
   }
   const param = paramOf(e.instancePath);
+  const allowed = param ? allowedValues(errors) : null;
+  if (allowed && param) {
+    const code = typeof allowed.schema?.['x-error-code'] === 'string' ? allowed.schema['x-error-code'] : 'parameter_invalid';
+    return new AppError('invalid_request', code, enumMessage(param, allowed.values, e.data), { param });
+  }
   if (e.propertyName !== undefined && param) {
     const key = JSON.stringify(e.propertyName.length > 50 ? `${e.propertyName.slice(0, 50)}…` : e.propertyName);
     return new AppError('invalid_request', 'parameter_invalid', `Invalid key ${key} in '${param}': a key ${e.message ?? 'is invalid'}.`, { param });

@@ -2,16 +2,17 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { publishEvent } from '../../events/publish.ts';
-import { errorResponses } from '../v1/schemas.ts';
+import { EventSchema, EventTypeSchema } from '../v1/event-schemas.ts';
+import { asStored } from '../v1/events.ts';
 import { internalAuth } from './auth.ts';
 
 const PublishBody = Type.Object(
   {
-    type: Type.String({ minLength: 1, maxLength: 100 }),
+    type: Type.Ref(EventTypeSchema),
     merchant_id: Type.String({ minLength: 1, maxLength: 64 }),
     environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')]),
-    data: Type.Object({ object: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: false }),
-    idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    data: Type.Object({ object: Type.Object({}, { additionalProperties: true, description: 'The resource the event is about, in its API shape (a Payment for payment.*, a CheckoutSession for checkout_session.*).' }) }, { additionalProperties: false }),
+    idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Publishing again with the same key returns the first event (Idempotent-Replayed: true) instead of a new one.' })),
   },
   { additionalProperties: false },
 );
@@ -24,7 +25,15 @@ export const internalEventRoutes = (ctx: ServiceContext): FastifyPluginAsyncType
   app.addHook('onRequest', internalAuth(ctx));
   app.post(
     '/events',
-    { bodyLimit: 256 * 1024, schema: { hide: true, body: PublishBody, response: { 201: Type.Object({}, { additionalProperties: true }), ...errorResponses(400, 401, 404, 413) } } },
+    {
+      bodyLimit: 256 * 1024,
+      serializerCompiler: asStored,
+      schema: {
+        tags: ['internal'], security: [{ internalToken: [] }], operationId: 'publishEvent', summary: 'Publish an event to the merchant\'s subscribed endpoints',
+        body: PublishBody,
+        response: { 201: Type.Ref(EventSchema, { description: 'The published event (or, for a repeated idempotency_key, the first one).' }) },
+      },
+    },
     async (req, reply) => {
       const b = req.body;
       const result = await ctx.database.db.transaction((tx) =>

@@ -23,7 +23,7 @@ export const internalPaymentRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
   app.addHook('onRequest', internalAuth(ctx));
   app.post(
     '/payments/:id/transitions',
-    { schema: { hide: true, params: IdParams, body: TransitionBody, response: { 200: Type.Ref(PaymentSchema), ...errorResponses(400, 401, 404, 409) } } },
+    { schema: { tags: ['internal'], security: [{ internalToken: [] }], operationId: 'transitionPayment', summary: 'Move any Platform\'s payment to a status (publishes payment.<status>)', params: IdParams, body: TransitionBody, response: { 200: Type.Ref(PaymentSchema, { description: 'The payment in its new status.' }), ...errorResponses(409) } } },
     async (req) => {
       const body: Static<typeof TransitionBody> = req.body;
       const id = paymentId(req.params.id);

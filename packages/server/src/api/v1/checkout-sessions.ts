@@ -5,8 +5,8 @@ import type { CheckoutSession } from '../../payments/objects.ts';
 import { EXPIRES_IN, sessionId } from '../../payments/checkout.ts';
 import { withIdempotency } from '../idempotency.ts';
 import { IdParams, ListOf, ListQuery, errorResponses } from './schemas.ts';
-import { CheckoutSessionSchema, IdempotencyHeaders, PaymentFields } from './payment-schemas.ts';
-import { noParameters } from './payments.ts';
+import { CheckoutSessionSchema, IdempotencyHeaders, PaymentFields, idempotentResponse } from './payment-schemas.ts';
+import { NoParameters, noParameters } from './payments.ts';
 
 const ReturnUrl = Type.String({ minLength: 1, maxLength: 2048 });
 
@@ -29,8 +29,8 @@ export const checkoutSessionRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
     '/checkout_sessions',
     {
       schema: {
-        tags, security, summary: 'Create a checkout session and its payment (publishes payment.created)', headers: IdempotencyHeaders, body: CreateBody,
-        response: { 201: Type.Ref(CheckoutSessionSchema), ...errorResponses(400, 401, 403, 409, 413, 429) },
+        tags, security, operationId: 'createCheckoutSession', summary: 'Create a checkout session and its payment (publishes payment.created)', headers: IdempotencyHeaders, body: CreateBody,
+        response: { 201: idempotentResponse(Type.Ref(CheckoutSessionSchema), 'The new checkout session; send the customer to its url.'), ...errorResponses(409) },
       },
     },
     async (req, reply) => {
@@ -46,13 +46,13 @@ export const checkoutSessionRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
 
   app.get(
     '/checkout_sessions',
-    { schema: { tags, security, summary: 'List checkout sessions (newest first)', querystring: ListQuery, response: { 200: ListOf(Type.Ref(CheckoutSessionSchema)), ...errorResponses(400, 401, 429) } } },
+    { schema: { tags, security, operationId: 'listCheckoutSessions', summary: 'List checkout sessions (newest first)', querystring: ListQuery, response: { 200: ListOf(Type.Ref(CheckoutSessionSchema), 'A page of checkout sessions.') } } },
     async (req) => ctx.checkout.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after }),
   );
 
   app.get(
     '/checkout_sessions/:id',
-    { schema: { tags, security, summary: 'Retrieve a checkout session', params: IdParams, response: { 200: Type.Ref(CheckoutSessionSchema), ...errorResponses(401, 404, 429) } } },
+    { schema: { tags, security, operationId: 'retrieveCheckoutSession', summary: 'Retrieve a checkout session', params: IdParams, response: { 200: Type.Ref(CheckoutSessionSchema, { description: 'The checkout session.' }), ...errorResponses(404) } } },
     async (req) => ctx.checkout.get(req.scope, req.params.id),
   );
 
@@ -60,8 +60,10 @@ export const checkoutSessionRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
     '/checkout_sessions/:id/expire',
     {
       schema: {
-        tags, security, summary: 'Expire an open session now (publishes checkout_session.expired, and payment.expired while the payment can expire)',
-        params: IdParams, headers: IdempotencyHeaders, response: { 200: Type.Ref(CheckoutSessionSchema), ...errorResponses(400, 401, 404, 409, 429) },
+        tags, security, operationId: 'expireCheckoutSession', summary: 'Expire an open checkout session now',
+        description: 'Publishes checkout_session.expired, and payment.expired while the payment can expire.',
+        'x-optional-body': NoParameters,
+        params: IdParams, headers: IdempotencyHeaders, response: { 200: idempotentResponse(Type.Ref(CheckoutSessionSchema), 'The expired checkout session.'), ...errorResponses(404, 409) },
       },
     },
     async (req, reply) => {

@@ -8,10 +8,11 @@ import { validateEnabledEvents } from '../../endpoints/enabled-events.ts';
 import { HEARTBEAT_MS, type ListenHub } from '../../devtools/listen-sessions.ts';
 import { RESPONSE_BODY_LIMIT } from '../../delivery/sender.ts';
 import { IdParams, errorResponses } from './schemas.ts';
+import { EnabledEventTypeSchema } from './event-schemas.ts';
 import { REQUEST_ID_HEADER } from '../request-id.ts';
 
 const OpenBody = Type.Object(
-  { enabled_events: Type.Optional(Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 100, description: 'Event types to forward; default every type (`*`).' })) },
+  { enabled_events: Type.Optional(Type.Array(Type.Ref(EnabledEventTypeSchema), { minItems: 1, maxItems: 100, description: 'Event types to forward; default every type (`*`).' })) },
   { additionalProperties: false },
 );
 
@@ -46,7 +47,18 @@ export const listenSessionRoutes = (ctx: ServiceContext, hub: ListenHub): Fastif
 
   app.post(
     '/listen_sessions',
-    { schema: { tags, security, summary: 'Open a listen session (an event stream of deliveries to forward)', body: Type.Optional(OpenBody), response: errorResponses(400, 401, 403, 429) } },
+    {
+      schema: {
+        tags, security, operationId: 'openListenSession', summary: 'Open a listen session (an event stream of deliveries to forward)',
+        description: 'Used by `payhooks listen`. Answers with a Server-Sent Events stream: one `session` event (the endpoint id, its whsec_ secret, its url), then one `delivery` event per delivery to forward, and a comment every 15 s. Closing the stream ends the session.',
+        body: Type.Optional(OpenBody),
+        'x-optional-body': true,
+        response: {
+          200: { description: 'The session\'s event stream.', content: { 'text/event-stream': { schema: { type: 'string', examples: ['event: session\ndata: {"id":"we_1","object":"listen_session","secret":"whsec_…","enabled_events":["*"],"url":"http://localhost:3000/listen/we_1"}\n\n'] } } } },
+          ...errorResponses(403, 503),
+        },
+      },
+    },
     async (req, reply) => {
       sandboxOnly(req.scope, 'payhooks listen');
       const body = (req.body ?? {}) as Static<typeof OpenBody>;
@@ -78,7 +90,7 @@ export const listenSessionRoutes = (ctx: ServiceContext, hub: ListenHub): Fastif
 
   app.post(
     '/listen_sessions/:id/results',
-    { schema: { tags, security, summary: "Report a forwarded delivery's outcome", params: IdParams, body: ResultBody, response: { 200: Type.Object({ received: Type.Boolean() }), ...errorResponses(400, 401, 404, 429) } } },
+    { schema: { tags, security, operationId: 'reportListenResult', summary: "Report a forwarded delivery's outcome", params: IdParams, body: ResultBody, response: { 200: Type.Object({ received: Type.Boolean() }, { description: 'The outcome is recorded as the attempt.' }), ...errorResponses(404) } } },
     async (req) => {
       const body = req.body as Static<typeof ResultBody>;
       const ok = hub.complete(req.params.id, req.scope, body.forward_id, body);

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { CHECKOUT_SESSION_STATUSES, PAYMENT_STATUSES } from '../../payments/state-machine.ts';
 import { Timestamp } from './schemas.ts';
 
@@ -23,7 +23,7 @@ export const PaymentSchema = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
   },
-  { $id: 'Payment' },
+  { $id: 'Payment', description: 'A payment: the object of payment.* events.' },
 );
 
 export const CheckoutSessionSchema = Type.Object(
@@ -45,7 +45,7 @@ export const CheckoutSessionSchema = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
   },
-  { $id: 'CheckoutSession' },
+  { $id: 'CheckoutSession', description: 'A hosted checkout session: the object of checkout_session.* events.' },
 );
 
 /** Strings here are checked by the domain (payments/objects.ts), which says exactly what to send. */
@@ -63,6 +63,13 @@ export const PaymentFields = {
   double_delivery: Type.Optional(Type.Boolean({ description: 'Sandbox only: deliver every event of this object twice (the double-delivery case).' })),
 };
 
+/** The `Idempotency-Key` request header of every create and action (api/idempotency.ts). */
 export const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ description: 'Same key and body within 24 h returns the first response.' })),
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Same key and body within 24 h returns the first response.' })),
 });
+
+/**
+ * A success response of an operation that takes an Idempotency-Key. The document adds the
+ * `Idempotent-Replayed` header to it (openapi/document.ts); `description` names the response.
+ */
+export const idempotentResponse = <T extends TSchema>(schema: T, description: string): T => ({ ...schema, description });

@@ -6,7 +6,7 @@ import { paymentId } from '../../payments/service.ts';
 import { AppError } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
 import { IdParams, ListOf, ListQuery, errorResponses } from './schemas.ts';
-import { IdempotencyHeaders, PaymentFields, PaymentSchema, PaymentStatusSchema } from './payment-schemas.ts';
+import { IdempotencyHeaders, PaymentFields, PaymentSchema, PaymentStatusSchema, idempotentResponse } from './payment-schemas.ts';
 
 const CreateBody = Type.Object(PaymentFields, { additionalProperties: false });
 /**
@@ -20,6 +20,8 @@ export function noParameters(body: unknown): void {
   const [first] = Object.keys(body);
   if (first !== undefined) throw new AppError('invalid_request', 'parameter_unknown', `Unknown parameter '${first}' in the body: this action takes no parameters.`, { param: first });
 }
+/** What an action's optional body may be, for the document (noParameters checks it). */
+export const NoParameters = Type.Object({}, { additionalProperties: false, description: 'No parameters: send no body or {}.' });
 const ListPaymentsQuery = Type.Composite([ListQuery, Type.Object({ status: Type.Optional(PaymentStatusSchema) })], { additionalProperties: false });
 
 /** `/api/v1/payments`: create, retrieve, list and cancel, inside the calling key's Platform and environment. */
@@ -29,7 +31,7 @@ export const paymentRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
 
   app.post(
     '/payments',
-    { schema: { tags, security, summary: 'Create a payment (publishes payment.created)', headers: IdempotencyHeaders, body: CreateBody, response: { 201: Type.Ref(PaymentSchema), ...errorResponses(400, 401, 403, 409, 413, 429) } } },
+    { schema: { tags, security, operationId: 'createPayment', summary: 'Create a payment (publishes payment.created)', headers: IdempotencyHeaders, body: CreateBody, response: { 201: idempotentResponse(Type.Ref(PaymentSchema), 'The new payment.'), ...errorResponses(409) } } },
     async (req, reply) => {
       const body: Static<typeof CreateBody> = req.body;
       const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: '/api/v1/payments', body }, async (tx) => ({
@@ -43,13 +45,13 @@ export const paymentRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
 
   app.get(
     '/payments',
-    { schema: { tags, security, summary: 'List payments (newest first)', querystring: ListPaymentsQuery, response: { 200: ListOf(Type.Ref(PaymentSchema)), ...errorResponses(400, 401, 429) } } },
+    { schema: { tags, security, operationId: 'listPayments', summary: 'List payments (newest first)', querystring: ListPaymentsQuery, response: { 200: ListOf(Type.Ref(PaymentSchema), 'A page of payments.') } } },
     async (req) => ctx.payments.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after, status: req.query.status }),
   );
 
   app.get(
     '/payments/:id',
-    { schema: { tags, security, summary: 'Retrieve a payment (the server-side check before crediting)', params: IdParams, response: { 200: Type.Ref(PaymentSchema), ...errorResponses(401, 404, 429) } } },
+    { schema: { tags, security, operationId: 'retrievePayment', summary: 'Retrieve a payment (the server-side check before crediting)', params: IdParams, response: { 200: Type.Ref(PaymentSchema, { description: 'The payment.' }), ...errorResponses(404) } } },
     async (req) => ctx.payments.get(req.scope, req.params.id),
   );
 
@@ -57,8 +59,9 @@ export const paymentRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
     '/payments/:id/cancel',
     {
       schema: {
-        tags, security, summary: 'Cancel a payment before money moves (publishes payment.cancelled)', params: IdParams, headers: IdempotencyHeaders,
-        response: { 200: Type.Ref(PaymentSchema), ...errorResponses(400, 401, 404, 409, 429) },
+        tags, security, operationId: 'cancelPayment', summary: 'Cancel a payment before money moves (publishes payment.cancelled)', params: IdParams, headers: IdempotencyHeaders,
+        'x-optional-body': NoParameters,
+        response: { 200: idempotentResponse(Type.Ref(PaymentSchema), 'The cancelled payment.'), ...errorResponses(404, 409) },
       },
     },
     async (req, reply) => {

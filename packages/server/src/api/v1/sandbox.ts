@@ -5,7 +5,7 @@ import { toPayment, type Payment } from '../../payments/objects.ts';
 import { paymentId, sandboxOnly } from '../../payments/service.ts';
 import { withIdempotency } from '../idempotency.ts';
 import { IdParams, errorResponses } from './schemas.ts';
-import { IdempotencyHeaders, PaymentSchema, PaymentStatusSchema } from './payment-schemas.ts';
+import { IdempotencyHeaders, PaymentSchema, PaymentStatusSchema, idempotentResponse } from './payment-schemas.ts';
 
 const SimulateBody = Type.Object(
   {
@@ -28,8 +28,8 @@ export const sandboxRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
     '/sandbox/payments/:id/simulate',
     {
       schema: {
-        tags, security, summary: 'Move a sandbox payment to a status (publishes payment.<status>)', params: IdParams, headers: IdempotencyHeaders, body: SimulateBody,
-        response: { 200: Type.Ref(PaymentSchema), ...errorResponses(400, 401, 403, 404, 409, 429) },
+        tags, security, operationId: 'simulateSandboxPayment', summary: 'Move a sandbox payment to a status (publishes payment.<status>)', params: IdParams, headers: IdempotencyHeaders, body: SimulateBody,
+        response: { 200: idempotentResponse(Type.Ref(PaymentSchema), 'The payment in its new status.'), ...errorResponses(403, 404, 409) },
       },
     },
     async (req, reply) => {

@@ -3,9 +3,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { IdParams, ListOf, Timestamp, errorResponses } from './schemas.ts';
 
-const State = Type.Union(['pending', 'delivered', 'failed_retrying', 'exhausted', 'cancelled'].map((s) => Type.Literal(s)));
+import { StringEnum } from './event-schemas.ts';
 
-const Attempt = Type.Object({
+export const DELIVERY_STATES = ['pending', 'delivered', 'failed_retrying', 'exhausted', 'cancelled'] as const;
+const State = StringEnum(DELIVERY_STATES, { description: 'pending: waiting for its first attempt; failed_retrying: failed, retry scheduled; exhausted: every retry failed; cancelled: its endpoint was deleted.' });
+
+export const AttemptSchema = Type.Object({
   id: Type.String({ description: 'Prefix wha_' }),
   object: Type.Literal('delivery_attempt'),
   attempt_number: Type.Integer(),
@@ -18,7 +21,7 @@ const Attempt = Type.Object({
   error_kind: Type.Union([Type.String({ description: 'http_status, timeout, connection_refused, … or interrupted: its worker stopped mid-attempt, so the receiver may have received it.' }), Type.Null()]),
   error_message: Type.Union([Type.String(), Type.Null()]),
   worker_id: Type.Union([Type.String({ description: 'The worker that held an interrupted attempt.' }), Type.Null()]),
-});
+}, { $id: 'DeliveryAttempt', description: 'One HTTP attempt of a delivery, as the delivery log records it.' });
 
 export const DeliverySchema = Type.Object(
   {
@@ -32,9 +35,9 @@ export const DeliverySchema = Type.Object(
     next_attempt_at: Type.Union([Timestamp, Type.Null()], { description: 'Null when no attempt is scheduled: finished, or parked while the endpoint is disabled.' }),
     last_attempt_at: Type.Union([Timestamp, Type.Null()]),
     created_at: Timestamp,
-    attempts: Type.Array(Attempt),
+    attempts: Type.Array(Type.Ref(AttemptSchema), { description: 'Every attempt so far, oldest first.' }),
   },
-  { $id: 'WebhookDelivery' },
+  { $id: 'WebhookDelivery', description: 'One event for one endpoint, with its attempt log.' },
 );
 
 /** The delivery log's filters and pages; the portal's delivery log takes the same. */
@@ -55,7 +58,7 @@ export const webhookDeliveryRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
   const security = [{ bearerAuth: [] }];
   app.get(
     '/webhook_deliveries',
-    { schema: { tags, security, summary: 'List deliveries with their attempts (newest first)', querystring: ListDeliveriesQuery, response: { 200: ListOf(Type.Ref(DeliverySchema)), ...errorResponses(400, 401, 429) } } },
+    { schema: { tags, security, operationId: 'listWebhookDeliveries', summary: 'List deliveries with their attempts (newest first)', querystring: ListDeliveriesQuery, response: { 200: ListOf(Type.Ref(DeliverySchema), 'A page of deliveries.') } } },
     async (req) =>
       ctx.deliveries.list(req.scope, {
         limit: req.query.limit ?? 20,
@@ -67,7 +70,7 @@ export const webhookDeliveryRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
   );
   app.get(
     '/webhook_deliveries/:id',
-    { schema: { tags, security, summary: 'Retrieve a delivery and its attempt log', params: IdParams, response: { 200: Type.Ref(DeliverySchema), ...errorResponses(401, 404, 429) } } },
+    { schema: { tags, security, operationId: 'retrieveWebhookDelivery', summary: 'Retrieve a delivery and its attempt log', params: IdParams, response: { 200: Type.Ref(DeliverySchema, { description: 'The delivery.' }), ...errorResponses(404) } } },
     async (req) => ctx.deliveries.get(req.scope, req.params.id),
   );
 };

@@ -1,14 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { EVENT_TYPES, WILDCARD_EVENT_TYPE } from '@payhooks/contract';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
 import { MAX_EXPIRE_PREVIOUS_IN } from '../../endpoints/service.ts';
 import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schemas.ts';
+import { EnabledEventTypeSchema } from './event-schemas.ts';
+import { IdempotencyHeaders, idempotentResponse } from './payment-schemas.ts';
 
-const EventTypeName = Type.String({ minLength: 1, maxLength: 100, description: `'${WILDCARD_EVENT_TYPE}' or one of: ${EVENT_TYPES.join(', ')}` });
-const EnabledEvents = Type.Array(EventTypeName, { minItems: 1, maxItems: 100 });
+const EnabledEvents = Type.Array(Type.Ref(EnabledEventTypeSchema), { minItems: 1, maxItems: 100, description: 'Event types to deliver to this endpoint, or ["*"] for every type.' });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute http(s) URL; live endpoints need https.' });
 const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
 
@@ -16,7 +16,7 @@ const endpointProperties = {
     id: Type.String({ description: 'Prefix we_' }),
     object: Type.Literal('webhook_endpoint'),
     url: Type.String(),
-    enabled_events: Type.Array(Type.String()),
+    enabled_events: Type.Array(Type.Ref(EnabledEventTypeSchema)),
     description: Description,
     metadata: Type.Record(Type.String(), Type.String()),
     status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
@@ -40,12 +40,22 @@ const endpointProperties = {
     }),
 };
 
-export const WebhookEndpointSchema = Type.Object(endpointProperties, { $id: 'WebhookEndpoint' });
+export const WebhookEndpointSchema = Type.Object(endpointProperties, { $id: 'WebhookEndpoint', description: 'A webhook endpoint: where and which events are delivered. Never carries its signing secret.' });
 
-const CreatedEndpoint = Type.Object({
-  ...endpointProperties,
-  secret: Type.String({ description: 'whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2).' }),
-});
+export const CreatedEndpointSchema = Type.Object(
+  {
+    ...endpointProperties,
+    secret: Type.String({ description: 'whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2).' }),
+  },
+  { $id: 'WebhookEndpointWithSecret', description: 'A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it.' },
+);
+const CreatedEndpoint = Type.Ref(CreatedEndpointSchema);
+
+/** The rotate body, for the document only (rotateParameters checks it: no body at all is fine). */
+export const RotateBody = Type.Object(
+  { expire_previous_in: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_EXPIRE_PREVIOUS_IN, description: 'Seconds the previous secret keeps signing (default 86400).' })) },
+  { additionalProperties: false },
+);
 
 const CreateBody = Type.Object(
   { url: Url, enabled_events: EnabledEvents, description: Type.Optional(Description), metadata: Type.Optional(Metadata) },
@@ -91,10 +101,6 @@ function endpointId(id: string): string {
   return id;
 }
 
-const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ description: 'Same key and body within 24 h returns the first response.' })),
-});
-
 /** `/api/v1/webhook_endpoints`: spec 4.1. Every handler works inside the caller's Scope. */
 export const webhookEndpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
   const tags = ['webhook_endpoints'];
@@ -104,8 +110,8 @@ export const webhookEndpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
     '/webhook_endpoints',
     {
       schema: {
-        tags, security, summary: 'Create a webhook endpoint', headers: IdempotencyHeaders, body: CreateBody,
-        response: { 200: CreatedEndpoint, 201: CreatedEndpoint, ...errorResponses(400, 401, 409, 413, 422, 429) },
+        tags, security, operationId: 'createWebhookEndpoint', summary: 'Create a webhook endpoint', headers: IdempotencyHeaders, body: CreateBody,
+        response: { 201: idempotentResponse(CreatedEndpoint, 'The endpoint, with its signing secret (shown only here).'), ...errorResponses(409, 422) },
       },
     },
     async (req, reply) => {
@@ -121,19 +127,19 @@ export const webhookEndpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
 
   app.get(
     '/webhook_endpoints',
-    { schema: { tags, security, summary: 'List webhook endpoints (newest first)', querystring: ListQuery, response: { 200: ListOf(Type.Ref(WebhookEndpointSchema)), ...errorResponses(400, 401, 429) } } },
+    { schema: { tags, security, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints (newest first)', querystring: ListQuery, response: { 200: ListOf(Type.Ref(WebhookEndpointSchema), 'A page of endpoints.') } } },
     async (req) => ctx.endpoints.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after }),
   );
 
   app.get(
     '/webhook_endpoints/:id',
-    { schema: { tags, security, summary: 'Retrieve a webhook endpoint', params: EndpointIdParams, response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(401, 404, 429) } } },
+    { schema: { tags, security, operationId: 'retrieveWebhookEndpoint', summary: 'Retrieve a webhook endpoint', params: EndpointIdParams, response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The endpoint.' }), ...errorResponses(404) } } },
     async (req) => ctx.endpoints.get(req.scope, endpointId(req.params.id)),
   );
 
   app.patch(
     '/webhook_endpoints/:id',
-    { schema: { tags, security, summary: 'Update a webhook endpoint', params: EndpointIdParams, body: UpdateBody, response: { 200: Type.Ref(WebhookEndpointSchema), ...errorResponses(400, 401, 404, 413, 422, 429) } } },
+    { schema: { tags, security, operationId: 'updateWebhookEndpoint', summary: 'Update a webhook endpoint', params: EndpointIdParams, body: UpdateBody, response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The updated endpoint.' }), ...errorResponses(404, 422) } } },
     async (req) => ctx.endpoints.update(req.scope, endpointId(req.params.id), req.body),
   );
 
@@ -141,10 +147,11 @@ export const webhookEndpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
     '/webhook_endpoints/:id/rotate_secret',
     {
       schema: {
-        tags, security, summary: 'Rotate the signing secret (the new whsec_ secret is returned only here; the previous one keeps signing until previous_secret_expires_at)',
-        description: `Body: none, {} or {"expire_previous_in": seconds} (0 to ${MAX_EXPIRE_PREVIOUS_IN}, default 86400 = 24 h; 0 stops the previous secret at once). Until then every attempt's Service-Signature carries one v1= per live secret, the new one first.`,
+        tags, security, operationId: 'rotateWebhookEndpointSecret', summary: 'Rotate the signing secret',
+        'x-optional-body': RotateBody,
+        description: `The new whsec_ secret is returned only in this response; the previous one keeps signing until previous_secret_expires_at. Body: none, {} or {"expire_previous_in": seconds} (0 to ${MAX_EXPIRE_PREVIOUS_IN}, default 86400 = 24 h; 0 stops the previous secret at once). Until then every attempt's Service-Signature carries one v1= per live secret, the new one first.`,
         params: EndpointIdParams, headers: IdempotencyHeaders,
-        response: { 200: CreatedEndpoint, ...errorResponses(400, 401, 404, 409, 413, 422, 429) },
+        response: { 200: idempotentResponse(CreatedEndpoint, 'The endpoint, with its new signing secret (shown only here).'), ...errorResponses(404, 409) },
       },
     },
     async (req, reply) => {
@@ -164,8 +171,8 @@ export const webhookEndpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTy
     '/webhook_endpoints/:id',
     {
       schema: {
-        tags, security, summary: 'Delete a webhook endpoint', params: EndpointIdParams,
-        response: { 200: Type.Object({ id: Type.String(), object: Type.Literal('webhook_endpoint'), deleted: Type.Literal(true) }), ...errorResponses(401, 404, 429) },
+        tags, security, operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint (its pending deliveries are cancelled)', params: EndpointIdParams,
+        response: { 200: Type.Object({ id: Type.String(), object: Type.Literal('webhook_endpoint'), deleted: Type.Literal(true) }, { description: 'The endpoint is deleted.' }), ...errorResponses(404) },
       },
     },
     async (req) => ctx.endpoints.delete(req.scope, endpointId(req.params.id)),

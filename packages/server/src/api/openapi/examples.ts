@@ -1,0 +1,153 @@
+/**
+ * Examples of the documents: one hand-written example per named object, and `exampleOf`, which
+ * builds the example of any other schema (lists, small inline objects) from its parts, so every
+ * response of both documents shows one. Each is checked against its schema by `redocly lint`.
+ */
+
+const AT = '2026-01-31T12:00:00Z';
+const LATER = '2026-01-31T12:00:05Z';
+
+const payment = {
+  id: 'pay_2Nf8sK3vQ1xY7rT0',
+  object: 'payment',
+  status: 'succeeded',
+  amount: '25.00',
+  asset_code: 'USDC.ETH',
+  metadata: { order_id: '1234' },
+  merchant_id: 'mch_7Hq2Lm9Xc4Vb1Nz8',
+  environment: 'live',
+  checkout_session: 'cs_5Jd8Wq2Ze6Rt3Yu9',
+  created_at: AT,
+  updated_at: LATER,
+};
+
+const checkoutSession = {
+  id: 'cs_5Jd8Wq2Ze6Rt3Yu9',
+  object: 'checkout_session',
+  status: 'complete',
+  amount: '25.00',
+  asset_code: 'USDC.ETH',
+  metadata: { order_id: '1234' },
+  payment: 'pay_2Nf8sK3vQ1xY7rT0',
+  url: 'https://payhooks.example.com/checkout/cs_5Jd8Wq2Ze6Rt3Yu9',
+  success_url: 'https://shop.example/thanks',
+  cancel_url: 'https://shop.example/cart',
+  expires_at: '2026-01-31T13:00:00Z',
+  completed_at: LATER,
+  merchant_id: 'mch_7Hq2Lm9Xc4Vb1Nz8',
+  environment: 'live',
+  created_at: AT,
+  updated_at: LATER,
+};
+
+const endpoint = {
+  id: 'we_3kT9xQ2mZ8pL4wR6',
+  object: 'webhook_endpoint',
+  url: 'https://shop.example/webhooks',
+  enabled_events: ['payment.succeeded', 'payment.failed', 'payment.expired', 'checkout_session.completed'],
+  description: 'Order fulfilment',
+  metadata: { team: 'checkout' },
+  status: 'enabled',
+  environment: 'live',
+  created_at: AT,
+  updated_at: AT,
+  delivery_health: { status: 'healthy', consecutive_timeouts: 0, throttled_since: null },
+  disabled_reason: null,
+  disabled_at: null,
+  previous_secret_expires_at: null,
+};
+
+const attempt = {
+  id: 'wha_9Pq3Rs5Tu7Vw1Xy2',
+  object: 'delivery_attempt',
+  attempt_number: 1,
+  trigger: 'automatic',
+  succeeded: true,
+  started_at: LATER,
+  duration_ms: 84,
+  status_code: 200,
+  response_body: '{"received":true}',
+  error_kind: null,
+  error_message: null,
+  worker_id: null,
+};
+
+const delivery = {
+  id: 'whd_4Lk6Mn8Bv0Cx2Za3',
+  object: 'webhook_delivery',
+  event_id: 'evt_1Qw3Er5Ty7Ui9Op0',
+  endpoint_id: endpoint.id,
+  state: 'delivered',
+  cancel_reason: null,
+  attempt_count: 1,
+  next_attempt_at: null,
+  last_attempt_at: LATER,
+  created_at: LATER,
+  attempts: [attempt],
+};
+
+const event = {
+  id: 'evt_1Qw3Er5Ty7Ui9Op0',
+  object: 'event',
+  type: 'payment.succeeded',
+  api_version: 'v1',
+  environment: 'live',
+  merchant_id: payment.merchant_id,
+  created_at: LATER,
+  data: { object: payment },
+};
+
+/** By component name (`#/components/schemas/<name>`). */
+export const COMPONENT_EXAMPLES: Record<string, unknown> = {
+  Payment: payment,
+  CheckoutSession: checkoutSession,
+  WebhookEndpoint: endpoint,
+  WebhookEndpointWithSecret: { ...endpoint, secret: 'whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d' },
+  DeliveryAttempt: attempt,
+  WebhookDelivery: delivery,
+  Event: event,
+  EventType: 'payment.succeeded',
+  EnabledEventType: 'payment.succeeded',
+};
+
+type Schema = Record<string, unknown>;
+
+/** An example valid against `schema`; `schemas` resolves `#/components/schemas/…` references. */
+export function exampleOf(schema: Schema | undefined, schemas: Record<string, Schema>, depth = 0): unknown {
+  if (!schema || depth > 12) return null;
+  if (schema.example !== undefined) return schema.example;
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  if (typeof schema.$ref === 'string') {
+    const name = schema.$ref.replace('#/components/schemas/', '');
+    return name in COMPONENT_EXAMPLES ? COMPONENT_EXAMPLES[name] : exampleOf(schemas[name], schemas, depth + 1);
+  }
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  if (schema.default !== undefined) return schema.default;
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const branches = schema[key];
+    if (Array.isArray(branches)) {
+      const branch = (branches as Schema[]).find((b) => b.type !== 'null') ?? branches[0];
+      return exampleOf(branch as Schema, schemas, depth + 1);
+    }
+  }
+  const type = Array.isArray(schema.type) ? (schema.type as string[]).find((t) => t !== 'null') : schema.type;
+  switch (type) {
+    case 'object': {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) out[k] = exampleOf(v, schemas, depth + 1);
+      return out;
+    }
+    case 'array':
+      return schema.items ? [exampleOf(schema.items as Schema, schemas, depth + 1)] : [];
+    case 'string':
+      return 'string';
+    case 'integer':
+    case 'number':
+      return typeof schema.minimum === 'number' ? schema.minimum : 0;
+    case 'boolean':
+      return true;
+    default:
+      return null;
+  }
+}
