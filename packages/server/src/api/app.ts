@@ -16,6 +16,7 @@ import { CreatedEndpointSchema, WebhookEndpointSchema, webhookEndpointRoutes } f
 import { AttemptSchema, DeliverySchema, webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
 import { EnabledEventTypeSchema, EventSchema, EventTypeSchema } from './v1/event-schemas.ts';
 import { openApiRoutes, SECURITY_SCHEMES } from './openapi/routes.ts';
+import { documentRoute } from './openapi/overlays.ts';
 import { eventRoutes } from './v1/events.ts';
 import { internalEventRoutes } from './internal/events.ts';
 import { internalPaymentRoutes } from './internal/payments.ts';
@@ -88,6 +89,9 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url });
   });
   routeLists.set(app as unknown as FastifyInstance, routes);
+  // Routes without TypeBox response schemas (portal API, checkout pages, listen relay) get
+  // their document entry from openapi/overlays.ts.
+  app.addHook('onRoute', documentRoute);
   app.addHook('onRequest', async (req, reply) => {
     void reply.header(REQUEST_ID_HEADER, req.id);
   });

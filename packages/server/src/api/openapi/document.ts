@@ -98,6 +98,11 @@ const ERRORS: Record<string, ErrorDoc> = {
     description: 'A fault on our side, logged with the request id (X-Request-Id). Retry; a write with the same Idempotency-Key applies once.',
     example: { type: 'api_error', code: 'internal_error', message: 'Something went wrong on our side; it has been logged. Retry the request.' },
   },
+  502: {
+    name: 'BadGateway',
+    description: 'payhooks listen could not forward the delivery to the local receiver (recorded as the attempt\'s answer).',
+    example: { type: 'api_error', code: 'listen_forward_failed', message: 'payhooks listen could not forward the delivery: connect ECONNREFUSED 127.0.0.1:4242' },
+  },
   503: {
     name: 'Unavailable',
     description: `The database is unreachable for now: retry after Retry-After (${UNAVAILABLE_RETRY_AFTER_S} s), with the same Idempotency-Key for a write.`,

@@ -122,6 +122,7 @@ export function exampleOf(schema: Schema | undefined, schemas: Record<string, Sc
     return name in COMPONENT_EXAMPLES ? COMPONENT_EXAMPLES[name] : exampleOf(schemas[name], schemas, depth + 1);
   }
   if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.allOf)) return Object.assign({}, ...(schema.allOf as Schema[]).map((s) => exampleOf(s, schemas, depth + 1)));
   if (Array.isArray(schema.enum)) return schema.enum[0];
   if (schema.default !== undefined) return schema.default;
   for (const key of ['anyOf', 'oneOf'] as const) {

@@ -32,7 +32,8 @@ export async function portal(root: FastifyInstance, ctx: ServiceContext, options
 }
 
 async function portalScope(app: FastifyInstance, ctx: ServiceContext, options: { dist?: string | undefined }): Promise<void> {
-  // The portal's routes are not part of the machine API's OpenAPI document.
+  // The portal's page and assets are not in the OpenAPI documents; its JSON API is, from
+  // api/openapi/overlays.ts (whose entries override this).
   app.addHook('onRoute', (route) => {
     route.schema = { ...(route.schema ?? {}), hide: true };
   });
