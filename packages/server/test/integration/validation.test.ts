@@ -200,7 +200,7 @@ describe('each field of create and update', () => {
     ['enabled_events empty', { enabled_events: [] }, 400, 'parameter_invalid', 'enabled_events'],
     ['enabled_events over 100 entries', { enabled_events: Array(101).fill('*') }, 400, 'parameter_invalid', 'enabled_events'],
     ['enabled_events with a number', { enabled_events: ['*', 5] }, 400, 'parameter_invalid', 'enabled_events[1]'],
-    ['enabled_events with an empty type', { enabled_events: [''] }, 400, 'parameter_invalid', 'enabled_events[0]'],
+    ['spec 6.1: enabled_events with an empty type', { enabled_events: [''] }, 400, 'event_type_unknown', 'enabled_events[0]'],
     ['enabled_events with a nested array', { enabled_events: [['*']] }, 400, 'parameter_invalid', 'enabled_events[0]'],
     ['spec 6.1: enabled_events with a type outside the catalog', { enabled_events: ['payment.succeeded', 'payment.refunded'] }, 400, 'event_type_unknown', 'enabled_events[1]'],
     ['spec 6.1: enabled_events with a NUL type', { enabled_events: ['payment\u0000'] }, 400, 'event_type_unknown', 'enabled_events[0]'],
@@ -403,5 +403,26 @@ describe('no input gives a 500', () => {
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+describe('errors on closed lists (enums) name the allowed values', () => {
+  it('a body field (update status)', async () => {
+    const res = await svc.api(p.keys.sandbox, 'PATCH', `${COLLECTION}/${endpointId}`, { status: 'paused' });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'parameter_invalid', param: 'status', message: "Invalid 'status' (got 'paused'): status must be one of: enabled, disabled." });
+  });
+
+  it('a query parameter (the delivery log filter)', async () => {
+    const res = await svc.api(p.keys.sandbox, 'GET', '/api/v1/webhook_deliveries?state=done');
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'parameter_invalid', param: 'state', message: "Invalid 'state' (got 'done'): state must be one of: pending, delivered, failed_retrying, exhausted, cancelled." });
+  });
+
+  it('spec 6.1: an event type filter outside the catalog', async () => {
+    const res = await svc.api(p.keys.sandbox, 'GET', '/api/v1/events?type=payment.refunded');
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'event_type_unknown', param: 'type' });
+    expect(res.body.error.message).toContain('type must be one of: payment.created, payment.requires_action,');
   });
 });

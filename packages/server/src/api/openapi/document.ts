@@ -36,7 +36,8 @@ interface ErrorDoc {
   headers?: Record<string, string>;
 }
 
-const ERRORS: Record<string, ErrorDoc> = {
+// A function, not a constant: app.ts (API_BODY_LIMIT) imports this module through routes.ts.
+const errorDocs = (): Record<string, ErrorDoc> => ({
   400: {
     name: 'BadRequest',
     description: 'The request is invalid: a parameter is missing, unknown or malformed, the body is not JSON, or the path is not a valid URL. `param` names the field; for a closed list the message lists the allowed values.',
@@ -109,7 +110,7 @@ const ERRORS: Record<string, ErrorDoc> = {
     example: { type: 'api_error', code: 'unavailable', message: `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_S} s (retry a write with the same idempotency key, so it applies once).` },
     headers: { 'Retry-After': 'RetryAfter' },
   },
-};
+});
 
 const HEADERS = {
   RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 }, example: UNAVAILABLE_RETRY_AFTER_S },
@@ -175,7 +176,7 @@ function completeOperation(op: Json, method: string, path: string, schemas: Reco
   for (const status of commonStatuses(security, method, path)) op.responses[status] ??= { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   for (const [status, response] of Object.entries<Json>(op.responses)) {
     if (Number(status) >= 400 && isErrorRef(response)) {
-      const doc = ERRORS[status];
+      const doc = errorDocs()[status];
       if (!doc) throw new Error(`no documented error response for ${status} (${method.toUpperCase()} ${path})`);
       op.responses[status] = { $ref: `#/components/responses/${doc.name}` };
       continue;
@@ -192,7 +193,7 @@ function completeOperation(op: Json, method: string, path: string, schemas: Reco
 
 function errorComponents(): Json {
   return Object.fromEntries(
-    Object.values(ERRORS).map((e) => [
+    Object.values(errorDocs()).map((e) => [
       e.name,
       {
         description: e.description,

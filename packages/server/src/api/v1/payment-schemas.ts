@@ -65,7 +65,8 @@ export const PaymentFields = {
 
 /** The `Idempotency-Key` request header of every create and action (api/idempotency.ts). */
 export const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Same key and body within 24 h returns the first response.' })),
+  // Its format is checked by withIdempotency (code idempotency_key_invalid), not here.
+  'idempotency-key': Type.Optional(Type.String({ description: 'Same key and body within 24 h returns the first response.' })),
 });
 
 /**
