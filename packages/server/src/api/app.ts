@@ -30,6 +30,7 @@ import { REQUEST_ID_HEADER, newRequestId } from './request-id.ts';
 import { ListenHub } from '../devtools/listen-sessions.ts';
 import { listenSessionRoutes } from './v1/listen-sessions.ts';
 import { listenRelayRoutes } from './listen-relay.ts';
+import { API_BODY_LIMIT } from './body-limit.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -50,8 +51,8 @@ export function routesOf(app: FastifyInstance): RouteInfo[] {
   return routeLists.get(app) ?? [];
 }
 
-/** Management requests are small; anything bigger is refused with a 413 before parsing. */
-export const API_BODY_LIMIT = 64 * 1024;
+// Management requests are small; anything bigger is refused with a 413 before parsing.
+export { API_BODY_LIMIT };
 
 /**
  * Bodies are validated strictly: no type coercion and no silent removal of unknown fields, so

@@ -880,7 +880,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is larger than the route accepts (NaN KiB for management requests). */
+        /** @description The body is larger than the route accepts (64 KiB for management requests). */
         PayloadTooLarge: {
             headers: {
                 [name: string]: unknown;

@@ -1,4 +1,4 @@
-import { API_BODY_LIMIT } from '../app.ts';
+import { API_BODY_LIMIT } from '../body-limit.ts';
 import { UNAVAILABLE_RETRY_AFTER_S } from '../errors.ts';
 import { IDEMPOTENCY_WINDOW_MS } from '../idempotency.ts';
 import { exampleOf } from './examples.ts';
@@ -36,7 +36,6 @@ interface ErrorDoc {
   headers?: Record<string, string>;
 }
 
-// A function, not a constant: app.ts (API_BODY_LIMIT) imports this module through routes.ts.
 const errorDocs = (): Record<string, ErrorDoc> => ({
   400: {
     name: 'BadRequest',
