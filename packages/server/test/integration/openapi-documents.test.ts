@@ -89,6 +89,7 @@ describe('the OpenAPI documents', () => {
   it('give every operation an operationId, a summary, declared tags, and an example for every response', () => {
     for (const doc of [docs.public, docs.operator]) {
       expect(doc.openapi).toBe('3.1.0');
+      expect(JSON.stringify(doc)).not.toMatch(/\bNaN\b|\bundefined\b|Default Response/);
       expect(doc.servers).toEqual([expect.objectContaining({ url: svc.url })]);
       const tags = new Set(doc.tags.map((t: Doc) => t.name));
       for (const { path, method, op } of operations(doc)) {
