@@ -80,6 +80,7 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
   'POST /portal/api/endpoints/:id/rotate_secret': portal('portalRotateSecret', 'Roll the signing secret', { 200: json('The endpoint, with its new signing secret (shown only here).', ref('WebhookEndpointWithSecret')) }, { 'x-optional-body': { type: 'object', additionalProperties: false, properties: { expire_previous_in: { type: 'integer', minimum: 0 } } } }),
   'POST /portal/api/endpoints/:id/test_event': portal('portalSendTestEvent', 'Send a test event to a sandbox endpoint', {
     201: json('The test event and its delivery.', obj({ object: { type: 'string', const: 'test_event' }, event_id: { type: 'string' }, type: ref('EventType'), delivery_id: { type: 'string' } })),
+    409: error,
   }),
   'POST /portal/api/endpoints/:id/bulk_replays': portal('portalStartBulkReplay', 'Replay every failed delivery since a time', { 202: json('The job, started.', BulkReplay), 409: error }),
   'GET /portal/api/bulk_replays/:id': portal('portalBulkReplay', 'Progress of a bulk replay', { 200: json('The job.', BulkReplay) }),
