@@ -137,6 +137,7 @@ describe('the OpenAPI documents', () => {
     expect(create.responses['201'].headers['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
     for (const name of ['TooManyRequests', 'Unavailable']) expect(pub.components.responses[name].headers['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
     expect(docs.operator.paths['/readyz'].get.responses['503'].headers['Retry-After']).toBeDefined();
+    expect(docs.operator.paths['/internal/v1/events'].post.responses['201'].headers['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
     expect(Object.keys(pub.components.securitySchemes).sort()).toEqual(['bearerAuth', 'portalSession']);
     expect(pub.components.securitySchemes.portalSession).toMatchObject({ type: 'apiKey', in: 'cookie' });
     expect(Object.keys(docs.operator.components.securitySchemes)).toEqual(['internalToken']);

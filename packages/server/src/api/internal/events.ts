@@ -30,6 +30,7 @@ export const internalEventRoutes = (ctx: ServiceContext): FastifyPluginAsyncType
       serializerCompiler: asStored,
       schema: {
         tags: ['internal'], security: [{ internalToken: [] }], operationId: 'publishEvent', summary: 'Publish an event to the merchant\'s subscribed endpoints',
+        'x-idempotent-replayed': true,
         body: PublishBody,
         response: { 201: Type.Ref(EventSchema, { description: 'The published event (or, for a repeated idempotency_key, the first one).' }) },
       },

@@ -165,6 +165,9 @@ function completeOperation(op: Json, method: string, path: string, schemas: Reco
       return p;
     });
   }
+  // Idempotent by a body field rather than the header (internal publishing): replays say so too.
+  if (op['x-idempotent-replayed'] === true) idempotent = true;
+  delete op['x-idempotent-replayed'];
   // A body that may be left out entirely (actions): documented, not required.
   const optional = op['x-optional-body'];
   if (optional !== undefined) {
@@ -241,7 +244,7 @@ function prune(doc: Json): void {
   for (const name of Object.keys(doc.components.securitySchemes ?? {})) if (!used.has(name)) delete doc.components.securitySchemes[name];
 }
 
-const PUBLIC_DESCRIPTION = `The payhooks API: webhook endpoints and their delivery log, events, payments, checkout sessions and the sandbox (under \`/api/v1\`, with an API key), plus the Merchant Portal's JSON API (a cookie session) and the hosted checkout pages.
+const PUBLIC_DESCRIPTION = `The payhooks API: webhook endpoints and their delivery log, events, payments, checkout sessions and the sandbox (under \`/api/v1\`, with an API key), plus the Merchant Portal's JSON API (a cookie session) and the relay of \`payhooks listen\`. The hosted checkout page a session's \`url\` points to is HTML for the customer's browser, not part of this document.
 
 Errors are JSON \`{"error": {"type", "code", "message", "param"}}\` with a stable machine-readable \`code\`. Lists are newest first, paged with \`limit\` and \`starting_after\`. Creates and actions take an \`Idempotency-Key\`. Requests Node's HTTP parser refuses before routing are answered with the same error body: 408 \`request_timeout\` (headers too slow), 431 \`headers_too_large\` (over 16 KiB of headers), 400 \`malformed_http\`.
 
