@@ -24,11 +24,11 @@ export function renderChart(title: string, subtitle: string, bars: Bar[], groups
   const text = (x: number, y: number, s: string, attrs = '') => out.push(`<text x="${x}" y="${y}" ${attrs}>${esc(s)}</text>`);
 
   // Left panel: throughput, horizontal bars.
-  const left = { x: 20, y: 70, w: 440 };
+  const left = { x: 20, y: 80, w: 440 };
   const labelW = 190;
   const barH = 22;
   const max = Math.max(...bars.map((b) => b.value), 1);
-  text(left.x, left.y - 12, 'Throughput, deliveries/s (higher is better)', 'font-weight="bold"');
+  text(left.x, 66, 'Throughput, deliveries/s (higher is better)', 'font-weight="bold"');
   bars.forEach((b, i) => {
     const y = left.y + i * (barH + 8);
     const w = ((left.w - labelW - 60) * b.value) / max;
@@ -39,8 +39,8 @@ export function renderChart(title: string, subtitle: string, bars: Bar[], groups
   const leftH = left.y + bars.length * (barH + 8);
 
   // Right panel: latency, grouped vertical bars (p50, p95, p99) per offered rate and system.
-  const right = { x: 500, y: 70, w: 460, h: 260 };
-  text(right.x, right.y - 12, 'Latency publish commit -> receiver, ms (lower is better)', 'font-weight="bold"');
+  const right = { x: 500, y: 95, w: 460, h: 240 };
+  text(right.x, 66, 'Latency publish commit -> receiver, ms (lower is better)', 'font-weight="bold"');
   const series: Array<{ label: string; kind: 'payhooks' | 'baseline'; v: { p50: number; p95: number; p99: number } }> = [];
   for (const g of groups) {
     series.push({ label: `${g.label} payhooks`, kind: 'payhooks', v: g.payhooks });

@@ -77,7 +77,9 @@ async function run(req: PublishRequest): Promise<void> {
     const utils = await makeWorkerUtils({ connectionString: req.databaseUrl, maxPoolSize: Math.max(concurrency, 64) + 1 } as never);
     await utils.migrate(); // graphile-worker's schema, before anything is added
     publish = graphilePublisher(req, utils);
-    close = () => utils.release();
+    close = async () => {
+      await utils.release();
+    };
   } else {
     const db = await openDatabase({ databaseUrl: req.databaseUrl, dataDir: undefined, poolSize: Math.max(concurrency, 64) + 1 });
     publish = await payhooksPublisher(req, db);

@@ -213,6 +213,25 @@ function latencies(env: Env, commits: Map<string, number>, paths: string[]): { v
 const pathOf = (url: string) => new URL(url).pathname;
 
 /**
+ * Waits until every (event, endpoint) of `commits` arrived, or `timeoutMs`: counting arrivals
+ * alone would let stragglers of an earlier phase stand in for this one's.
+ */
+async function waitForAll(env: Env, commits: Map<string, number>, paths: string[], timeoutMs: number): Promise<boolean> {
+  const deadline = now() + timeoutMs;
+  const missing = new Set<string>();
+  for (const id of commits.keys()) for (const p of paths) missing.add(`${id}|${p}`);
+  for (;;) {
+    for (const key of missing) if (env.receivers.arrivals.at.has(key)) missing.delete(key);
+    if (missing.size === 0) return true;
+    if (now() > deadline) {
+      env.log(`  ! ${missing.size} of ${commits.size * paths.length} deliveries had not arrived after ${timeoutMs / 1000} s`);
+      return false;
+    }
+    await sleep(50);
+  }
+}
+
+/**
  * A running worker (or the baseline) and events published one per transaction at fixed rates,
  * each to `endpoints` endpoints; latency = publish commit -> the receiver has the request.
  */
@@ -230,20 +249,20 @@ export async function latency(env: Env, o: { target: 'payhooks' | 'graphile'; en
     db.sampler.start([]);
     const workers = o.target === 'payhooks' ? await startWorkers(env, db, 1, BENCH_WORKER_ENV) : [await startBaseline(db)];
     for (const w of workers) db.sampler.addWorker(w.pid);
-    const paths = urls.map(pathOf);
     const out: LatencyResult[] = [];
     // Warm-up (connections, JIT), not measured.
-    await publish(env, { mode: 'rate', target: o.target, databaseUrl: db.url, merchantId, endpoints, ratePerS: Math.max(1, o.ratesPerS[0]! / o.endpoints), seconds: o.warmupS });
+    const paths = urls.map(pathOf);
+    const warm = await publish(env, { mode: 'rate', target: o.target, databaseUrl: db.url, merchantId, endpoints, ratePerS: Math.max(1, o.ratesPerS[0]! / o.endpoints), seconds: o.warmupS });
+    await waitForAll(env, warm.commits, paths, 30_000);
     for (const rate of o.ratesPerS) {
-      await sleep(500);
+      await sleep(200);
       env.receivers.arrivals.reset();
       const eventsPerS = rate / o.endpoints;
       env.log(`  ${o.target}: ${rate} deliveries/s (${round(eventsPerS, 1)} events/s x ${o.endpoints} endpoints) for ${o.seconds} s`);
       const t1 = now();
       const pub = await publish(env, { mode: 'rate', target: o.target, databaseUrl: db.url, merchantId, endpoints, ratePerS: eventsPerS, seconds: o.seconds });
       const expected = pub.published * o.endpoints;
-      const complete = await env.receivers.arrivals.waitFor(expected, 30_000);
-      if (!complete) env.log(`  ! ${env.receivers.arrivals.count} of ${expected} arrived within 30 s of the last publish`);
+      await waitForAll(env, pub.commits, paths, 30_000);
       await db.sampler.sample();
       const t2 = Math.max(env.receivers.arrivals.last, t1 + 1);
       const lat = latencies(env, pub.commits, paths);
@@ -285,8 +304,7 @@ export async function pipeline(env: Env, o: { endpoints: number; events: number;
     env.receivers.arrivals.reset();
     const pub = await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: o.events, batch: 50, concurrency: 4 });
     const total = o.events * o.endpoints;
-    const complete = await env.receivers.arrivals.waitFor(total, o.timeoutMs);
-    if (!complete) env.log(`  ! only ${env.receivers.arrivals.count} of ${total} arrived`);
+    await waitForAll(env, pub.commits, urls.map(pathOf), o.timeoutMs);
     await sleep(300);
     const lat = latencies(env, pub.commits, urls.map(pathOf));
     await worker!.kill();
@@ -369,7 +387,7 @@ export async function isolation(env: Env, o: { healthy: number; events: number; 
       await sleep(300);
       a.reset();
       const pub = await publish(env, { mode: 'rate', target: 'payhooks', databaseUrl: db.url, merchantId, ratePerS: o.ratePerS / o.healthy, seconds: o.seconds });
-      await a.waitFor(pub.published * o.healthy, 30_000);
+      await waitForAll(env, pub.commits, urls.map(pathOf), 30_000);
       const lat = latencies(env, pub.commits, urls.map(pathOf));
       await worker!.kill(); // the dead endpoint's connections are cut with it
       return { healthy_throughput_per_s: throughput, healthy_latency_ms: percentiles(lat.values), delivered };
