@@ -31,8 +31,8 @@ const RECEIVERS = 5;
 
 /** Sizes: full run (figures) and --quick (smoke). Deliveries = events x endpoints. */
 const SIZE = QUICK
-  ? { ceiling: 3000, backlog1: 1000, backlog10: 0, backlog100: 10, pipeline: 100, latencyS: 2, warmupS: 1, isoEvents: 200, isoRate: 250, isoS: 2, fanoutRuns: 1, publish: 300, timeoutMs: 60_000 }
-  : { ceiling: 20_000, backlog1: 20_000, backlog10: 2000, backlog100: 200, pipeline: 2000, latencyS: 15, warmupS: 2, isoEvents: 2000, isoRate: 250, isoS: 10, fanoutRuns: 3, publish: 5000, timeoutMs: 180_000 };
+  ? { ceiling: 3000, backlog1: 1000, backlog10: 0, backlog100: 10, pipeline: 100, latencyS: 2, warmupS: 1, isoEvents: 200, isoRate: 250, isoS: 2, isoRounds: 1, fanoutRuns: 1, publish: 300, timeoutMs: 60_000 }
+  : { ceiling: 20_000, backlog1: 20_000, backlog10: 2000, backlog100: 200, pipeline: 2000, latencyS: 15, warmupS: 2, isoEvents: 2000, isoRate: 250, isoS: 10, isoRounds: 2, fanoutRuns: 3, publish: 5000, timeoutMs: 180_000 };
 
 const T0 = performance.now();
 const log = (line: string) => process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(1).padStart(5)} s] ${line}\n`);
@@ -94,7 +94,7 @@ async function main() {
     log('latency: baseline at the same rates');
     const baseLat = await latency(env, { target: 'graphile', endpoints: 10, ratesPerS: [100, half], seconds: SIZE.latencyS, warmupS: SIZE.warmupS });
     log('isolation: 5 healthy endpoints, alone and beside one that never answers');
-    const iso = await isolation(env, { healthy: 5, events: SIZE.isoEvents, ratePerS: SIZE.isoRate, seconds: SIZE.isoS, timeoutMs: SIZE.timeoutMs });
+    const iso = await isolation(env, { healthy: 5, events: SIZE.isoEvents, ratePerS: SIZE.isoRate, seconds: SIZE.isoS, rounds: SIZE.isoRounds, timeoutMs: SIZE.timeoutMs });
     log('fan-out: one event to 1,000 endpoints');
     const fan = await fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs: SIZE.timeoutMs });
 

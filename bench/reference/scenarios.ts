@@ -355,14 +355,17 @@ export async function publishRate(env: Env, o: { endpoints: number; events: numb
 }
 
 export interface IsolationPhase {
+  /** Mean over the rounds. */
   healthy_throughput_per_s: number;
+  rounds_per_s: number[];
+  /** Over every round's fixed-rate phase together. */
   healthy_latency_ms: Percentiles;
-  delivered: number;
 }
 
 export interface IsolationResult {
   healthy_endpoints: number;
   never_answering_endpoints: number;
+  rounds: number;
   alone: IsolationPhase;
   beside_never_answering: IsolationPhase;
   /** 1 - beside / alone, of the healthy endpoints' backlog throughput. */
@@ -372,11 +375,12 @@ export interface IsolationResult {
 
 /**
  * Healthy endpoints alone, then beside an endpoint that takes the request and never answers
- * (every event goes to all of them). Each phase: a backlog drain (throughput) and then a fixed
- * rate (latency). Worker defaults, so the per-endpoint cap is what keeps them apart.
+ * (every event goes to all of them), alternated for `rounds` rounds so a change in the machine's
+ * load hits both sides alike. Each phase: a backlog drain (throughput) and then a fixed rate
+ * (latency). Worker defaults, so the per-endpoint cap is what keeps them apart.
  */
-export async function isolation(env: Env, o: { healthy: number; events: number; ratePerS: number; seconds: number; timeoutMs: number }): Promise<IsolationResult> {
-  const phase = async (withDead: boolean): Promise<IsolationPhase> => {
+export async function isolation(env: Env, o: { healthy: number; events: number; ratePerS: number; seconds: number; rounds: number; timeoutMs: number }): Promise<IsolationResult> {
+  const phase = async (withDead: boolean): Promise<{ throughput: number; latencies: number[] }> => {
     const db = await scratch(env, true);
     try {
       const urls = Array.from({ length: o.healthy }, (_, i) => env.receivers.url(i));
@@ -388,29 +392,40 @@ export async function isolation(env: Env, o: { healthy: number; events: number; 
       const [worker] = await startWorkers(env, db, 1, DEFAULT_WORKER_ENV);
       await a.waitFor(o.events * o.healthy, o.timeoutMs);
       const throughput = perSecond(a.count - 1, a.last - a.first);
-      const delivered = a.count;
-      await sleep(300);
+      await sleep(1000); // the backlog's last outcomes recorded before the timed phase
       a.reset();
       const pub = await publish(env, { mode: 'rate', target: 'payhooks', databaseUrl: db.url, merchantId, ratePerS: o.ratePerS / o.healthy, seconds: o.seconds });
       await waitForAll(env, pub.commits, urls.map(pathOf), 30_000);
       const lat = latencies(env, pub.commits, urls.map(pathOf));
       await worker!.kill(); // the dead endpoint's connections are cut with it
-      return { healthy_throughput_per_s: throughput, healthy_latency_ms: percentiles(lat.values), delivered };
+      return { throughput, latencies: lat.values };
     } finally {
       await drop(env, db);
     }
   };
-  env.log('  healthy endpoints alone');
-  const alone = await phase(false);
-  env.log('  beside a never-answering endpoint');
-  const beside = await phase(true);
+  const alone: Array<{ throughput: number; latencies: number[] }> = [];
+  const beside: Array<{ throughput: number; latencies: number[] }> = [];
+  for (let r = 1; r <= o.rounds; r++) {
+    env.log(`  round ${r}/${o.rounds}: healthy endpoints alone`);
+    alone.push(await phase(false));
+    env.log(`  round ${r}/${o.rounds}: beside a never-answering endpoint`);
+    beside.push(await phase(true));
+  }
+  const summary = (xs: Array<{ throughput: number; latencies: number[] }>): IsolationPhase => ({
+    healthy_throughput_per_s: Math.round(xs.reduce((sum, x) => sum + x.throughput, 0) / xs.length),
+    rounds_per_s: xs.map((x) => x.throughput),
+    healthy_latency_ms: percentiles(xs.flatMap((x) => x.latencies)),
+  });
+  const a = summary(alone);
+  const b = summary(beside);
   return {
     healthy_endpoints: o.healthy,
     never_answering_endpoints: 1,
-    alone,
-    beside_never_answering: beside,
-    throughput_loss: round(1 - beside.healthy_throughput_per_s / alone.healthy_throughput_per_s, 3),
-    p99_ratio: round(beside.healthy_latency_ms.p99 / alone.healthy_latency_ms.p99, 2),
+    rounds: o.rounds,
+    alone: a,
+    beside_never_answering: b,
+    throughput_loss: round(1 - b.healthy_throughput_per_s / a.healthy_throughput_per_s, 3),
+    p99_ratio: round(b.healthy_latency_ms.p99 / a.healthy_latency_ms.p99, 2),
   };
 }
 
