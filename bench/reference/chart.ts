@@ -40,13 +40,15 @@ export function renderChart(title: string, subtitle: string, bars: Bar[], groups
 
   // Right panel: latency, grouped vertical bars (p50, p95, p99) per offered rate and system.
   const right = { x: 500, y: 95, w: 460, h: 240 };
-  text(right.x, 66, 'Latency publish commit -> receiver, ms (lower is better)', 'font-weight="bold"');
+  text(right.x, 66, 'Latency, publish commit -> receiver, ms (lower is better)', 'font-weight="bold"');
   const series: Array<{ label: string; kind: 'payhooks' | 'baseline'; v: { p50: number; p95: number; p99: number } }> = [];
   for (const g of groups) {
     series.push({ label: `${g.label} payhooks`, kind: 'payhooks', v: g.payhooks });
     if (g.baseline) series.push({ label: `${g.label} baseline`, kind: 'baseline', v: g.baseline });
   }
-  const lmax = Math.max(...series.map((s) => s.v.p99), 1);
+  // Log scale from 1 ms: a few ms at 100/s and seconds at a saturated rate both stay readable.
+  const lmax = Math.log10(Math.max(10, ...series.map((s) => s.v.p99)) * 1.2);
+  const heightOf = (v: number) => (right.h * Math.log10(Math.max(1, v))) / lmax;
   const colW = right.w / Math.max(1, series.length);
   const base = right.y + right.h;
   out.push(`<line x1="${right.x}" y1="${base}" x2="${right.x + right.w}" y2="${base}" stroke="#333"/>`);
@@ -54,7 +56,7 @@ export function renderChart(title: string, subtitle: string, bars: Bar[], groups
     const x0 = right.x + i * colW + 6;
     const bw = (colW - 16) / 3;
     (['p50', 'p95', 'p99'] as const).forEach((k, j) => {
-      const h = (right.h * s.v[k]) / lmax;
+      const h = heightOf(s.v[k]);
       const opacity = [1, 0.7, 0.45][j];
       out.push(`<rect x="${(x0 + j * bw).toFixed(1)}" y="${(base - h).toFixed(1)}" width="${(bw - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[s.kind]}" fill-opacity="${opacity}"/>`);
       text(x0 + j * bw + bw / 2 - 1, base - h - 4, fmt(s.v[k]), 'font-size="10" text-anchor="middle"');
@@ -66,7 +68,7 @@ export function renderChart(title: string, subtitle: string, bars: Bar[], groups
       return lines;
     }, []).forEach((line, k) => text(x0 + (colW - 16) / 2, base + 16 + k * 13, line, 'font-size="11" text-anchor="middle"'));
   });
-  text(right.x, base + 60, 'bars per system: p50, p95, p99 (lighter = higher percentile)', 'font-size="11" fill="#555"');
+  text(right.x, base + 60, 'log scale from 1 ms; bars per system: p50, p95, p99 (lighter = higher percentile)', 'font-size="11" fill="#555"');
 
   const H = Math.max(leftH, base + 70) + 20;
   const legend = (['ceiling', 'payhooks', 'baseline'] as const)

@@ -55,21 +55,26 @@ export async function startWorker(options: { databaseUrl: string; encryptionKeyH
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
+  let timer: NodeJS.Timeout | undefined;
   const ready = new Promise<void>((resolve, reject) => {
     const onData = (d: Buffer) => {
       out += d;
       if (out.includes('workers started')) {
         child.stdout!.off('data', onData);
         out = '';
+        clearTimeout(timer);
         resolve();
       }
       if (out.length > 100_000) out = out.slice(-10_000);
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', (d) => (out = (out + d).slice(-20_000)));
-    child.once('exit', (code) => reject(new Error(`payhooks worker exited with ${code} before it started:\n${out.slice(-4000)}`)));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`payhooks worker exited with ${code} before it started:\n${out.slice(-4000)}`));
+    });
     // A CLI that words its start line differently still runs: go on, the drain is timed by arrivals.
-    setTimeout(() => {
+    timer = setTimeout(() => {
       process.stderr.write(`bench: payhooks worker did not log "workers started" within 20 s; going on\n`);
       resolve();
     }, 20_000).unref();
