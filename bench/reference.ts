@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { renderChart } from './reference/chart.ts';
 import { machineInfo } from './reference/machine.ts';
-import { forkTs, runMigrate } from './reference/processes.ts';
+import { forkTs, killAll, runMigrate } from './reference/processes.ts';
 import { startReceivers } from './reference/receivers.ts';
 import { backlog, BENCH_WORKER_ENV, ceiling, fanout, IN_FLIGHT, isolation, latency, pipeline, publishRate, type Env } from './reference/scenarios.ts';
 import { now, round } from './reference/stats.ts';
@@ -59,7 +59,7 @@ async function main() {
   };
   const cleanup = async () => {
     env.receivers.stop();
-    env.publisher.kill('SIGKILL');
+    killAll(); // the publisher, and workers of a scenario that failed
     for (const name of [...env.databases, template]) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
     await admin.end();
   };

@@ -16,6 +16,19 @@ export interface Child {
   kill(): Promise<void>;
 }
 
+/** Every child still running, so a failed run leaves none behind. */
+const live = new Set<ChildProcess>();
+
+export function killAll(): void {
+  for (const c of live) c.kill('SIGKILL');
+}
+
+function track(c: ChildProcess): ChildProcess {
+  live.add(c);
+  c.once('exit', () => live.delete(c));
+  return c;
+}
+
 function childOf(process: ChildProcess): Child {
   const exited = new Promise<void>((resolve) => process.once('exit', () => resolve()));
   return {
@@ -42,7 +55,7 @@ export async function runMigrate(databaseUrl: string): Promise<void> {
  * CLI's info line), so the drain that follows measures delivery, not start-up.
  */
 export async function startWorker(options: { databaseUrl: string; encryptionKeyHex: string; env: Record<string, string>; name: string }): Promise<Child> {
-  const child = spawn(process.execPath, [CLI, 'worker'], {
+  const child = track(spawn(process.execPath, [CLI, 'worker'], {
     env: {
       ...baseEnv(),
       DATABASE_URL: options.databaseUrl,
@@ -53,7 +66,7 @@ export async function startWorker(options: { databaseUrl: string; encryptionKeyH
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let out = '';
   let timer: NodeJS.Timeout | undefined;
   const ready = new Promise<void>((resolve, reject) => {
@@ -88,11 +101,13 @@ export async function startWorker(options: { databaseUrl: string; encryptionKeyH
 
 /** A child running a TypeScript entry (tsx), talking over IPC. */
 export function forkTs(entry: string, env: Record<string, string> = {}): ChildProcess {
-  return fork(fileURLToPath(new URL(entry, import.meta.url)), [], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...baseEnv(), ...env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  return track(
+    fork(fileURLToPath(new URL(entry, import.meta.url)), [], {
+      execArgv: ['--import', 'tsx'],
+      env: { ...baseEnv(), ...env },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
 }
 
 /** Sends `request` to a child and resolves with its first message of type `type`. */
