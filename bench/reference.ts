@@ -70,8 +70,6 @@ async function main() {
     tplUrl.pathname = `/${template}`;
     await runMigrate(tplUrl.toString()); // `payhooks migrate`: whatever schema this checkout has
 
-    log('ceiling: bare undici client, no database');
-    const ceil = await ceiling(env, { requests: SIZE.ceiling });
     log('publish rate: publishEvent alone');
     const publish1 = await publishRate(env, { endpoints: 1, events: SIZE.publish });
     const publish10 = await publishRate(env, { endpoints: 10, events: Math.round(SIZE.publish / 2) });
@@ -80,12 +78,16 @@ async function main() {
     // (not in --quick: it is the one figure the others don't need)
     if (!QUICK) log('backlog: 10 endpoints');
     const b10 = QUICK ? null : await backlog(env, { target: 'payhooks', endpoints: 10, events: SIZE.backlog10, timeoutMs: SIZE.timeoutMs });
+    // The three headline throughputs back to back, so a change in the machine's load between
+    // them is as small as it can be.
+    log('ceiling: bare undici client, no database');
+    const ceil = await ceiling(env, { requests: SIZE.ceiling });
     log('backlog: 100 endpoints');
     const b100 = await backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, timeoutMs: SIZE.timeoutMs });
-    log('scale-out: 100 endpoints, 2 worker processes');
-    const b100x2 = await backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, workers: 2, timeoutMs: SIZE.timeoutMs });
     log('baseline: graphile-worker, 100 endpoints');
     const base100 = await backlog(env, { target: 'graphile', endpoints: 100, events: SIZE.backlog100, timeoutMs: SIZE.timeoutMs });
+    log('scale-out: 100 endpoints, 2 worker processes');
+    const b100x2 = await backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, workers: 2, timeoutMs: SIZE.timeoutMs });
     log('pipeline: publisher process + worker, 10 endpoints');
     const pipe = await pipeline(env, { endpoints: 10, events: SIZE.pipeline, timeoutMs: SIZE.timeoutMs });
     const half = Math.max(100, Math.round(b100.throughput_per_s / 2 / 10) * 10);
