@@ -1,0 +1,214 @@
+/**
+ * The reference benchmark (`npm run bench`): payhooks against the ceiling (a bare undici client,
+ * no database) and the baseline (graphile-worker, a job per delivery, tuned per its docs), every
+ * figure in the same run, on real PostgreSQL, with the worker(s) as real `payhooks worker`
+ * processes, five receiver processes and a publisher process. bench/README.md says what each
+ * figure is and how it is measured.
+ *
+ *   npm run bench [-- --quick] [-- --json]
+ *
+ * --quick: small sizes, the whole run in about a minute (a smoke run, not figures to quote).
+ * --json: print one JSON object on stdout instead of the table (progress goes to stderr).
+ * Results: bench/results/<YYYY-MM-DD>.json and .svg (`-quick` suffix with --quick).
+ * PostgreSQL: $BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres); scratch
+ * databases are created on it and dropped at the end.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { renderChart } from './reference/chart.ts';
+import { machineInfo } from './reference/machine.ts';
+import { forkTs, killAll, runMigrate } from './reference/processes.ts';
+import { startReceivers } from './reference/receivers.ts';
+import { backlog, BENCH_WORKER_ENV, ceiling, fanout, IN_FLIGHT, isolation, latency, pipeline, publishRate, type Env } from './reference/scenarios.ts';
+import { now, round } from './reference/stats.ts';
+
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } } });
+const QUICK = args.quick!;
+const RECEIVERS = 5;
+
+/** Sizes: full run (figures) and --quick (smoke). Deliveries = events x endpoints. */
+const SIZE = QUICK
+  ? { ceiling: 3000, backlog1: 1000, backlog10: 0, backlog100: 10, pipeline: 100, latencyS: 2, warmupS: 1, isoEvents: 200, isoRate: 250, isoS: 2, isoRounds: 1, fanoutRuns: 1, publish: 300, timeoutMs: 60_000 }
+  : { ceiling: 20_000, backlog1: 20_000, backlog10: 2000, backlog100: 200, pipeline: 2000, latencyS: 15, warmupS: 2, isoEvents: 2000, isoRate: 250, isoS: 10, isoRounds: 2, fanoutRuns: 3, publish: 5000, timeoutMs: 180_000 };
+
+const T0 = performance.now();
+const log = (line: string) => process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(1).padStart(5)} s] ${line}\n`);
+
+async function main() {
+  const started = now();
+  const adminUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  const { rows } = await admin.query<{ server_version: string }>('SHOW server_version');
+  const machine = machineInfo(rows[0]!.server_version);
+  log(`reference benchmark${QUICK ? ' (--quick)' : ''}: ${machine.cpu}, ${machine.cores} cores, load ${machine.load_average_start.join(' ')}`);
+
+  const template = `payhooks_bench_tpl_${randomBytes(5).toString('hex')}`;
+  const env: Env = {
+    admin,
+    adminUrl,
+    template,
+    receivers: await startReceivers(RECEIVERS),
+    publisher: forkTs('./publisher.ts', { PGAPPNAME: 'bench-publisher' }),
+    encryptionKey: randomBytes(32),
+    log,
+    databases: [],
+  };
+  const cleanup = async () => {
+    env.receivers.stop();
+    killAll(); // the publisher, and workers of a scenario that failed
+    for (const name of [...env.databases, template]) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await admin.end();
+  };
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  try {
+    await admin.query(`CREATE DATABASE ${template} TEMPLATE template0`);
+    const tplUrl = new URL(adminUrl);
+    tplUrl.pathname = `/${template}`;
+    await runMigrate(tplUrl.toString()); // `payhooks migrate`: whatever schema this checkout has
+
+    log('publish rate: publishEvent alone');
+    const publish1 = await publishRate(env, { endpoints: 1, events: SIZE.publish });
+    const publish10 = await publishRate(env, { endpoints: 10, events: Math.round(SIZE.publish / 2) });
+    log('backlog: 1 endpoint');
+    const b1 = await backlog(env, { target: 'payhooks', endpoints: 1, events: SIZE.backlog1, timeoutMs: SIZE.timeoutMs });
+    // (not in --quick: it is the one figure the others don't need)
+    if (!QUICK) log('backlog: 10 endpoints');
+    const b10 = QUICK ? null : await backlog(env, { target: 'payhooks', endpoints: 10, events: SIZE.backlog10, timeoutMs: SIZE.timeoutMs });
+    // The three headline throughputs back to back, so a change in the machine's load between
+    // them is as small as it can be.
+    log('ceiling: bare undici client, no database');
+    const ceil = await ceiling(env, { requests: SIZE.ceiling });
+    log('backlog: 100 endpoints');
+    const b100 = await backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, timeoutMs: SIZE.timeoutMs });
+    log('baseline: graphile-worker, 100 endpoints');
+    const base100 = await backlog(env, { target: 'graphile', endpoints: 100, events: SIZE.backlog100, timeoutMs: SIZE.timeoutMs });
+    log('scale-out: 100 endpoints, 2 worker processes');
+    const b100x2 = await backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, workers: 2, timeoutMs: SIZE.timeoutMs });
+    log('pipeline: publisher process + worker, 10 endpoints');
+    const pipe = await pipeline(env, { endpoints: 10, events: SIZE.pipeline, timeoutMs: SIZE.timeoutMs });
+    const half = Math.max(100, Math.round(b100.throughput_per_s / 2 / 10) * 10);
+    log(`latency: 100/s and ${half}/s (half the 100-endpoint backlog throughput), 10 endpoints per event`);
+    const lat = await latency(env, { target: 'payhooks', endpoints: 10, ratesPerS: [100, half], seconds: SIZE.latencyS, warmupS: SIZE.warmupS });
+    log('latency: baseline at the same rates');
+    const baseLat = await latency(env, { target: 'graphile', endpoints: 10, ratesPerS: [100, half], seconds: SIZE.latencyS, warmupS: SIZE.warmupS });
+    log('isolation: 5 healthy endpoints, alone and beside one that never answers');
+    const iso = await isolation(env, { healthy: 5, events: SIZE.isoEvents, ratePerS: SIZE.isoRate, seconds: SIZE.isoS, rounds: SIZE.isoRounds, timeoutMs: SIZE.timeoutMs });
+    log('fan-out: one event to 1,000 endpoints');
+    const fan = await fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs: SIZE.timeoutMs });
+
+    machine.load_average_end = loadavg().map((l) => +l.toFixed(2));
+    const workerRss = Math.max(b1.worker_peak_rss_mib, b10?.worker_peak_rss_mib ?? 0, b100.worker_peak_rss_mib, b100x2.worker_peak_rss_mib);
+    const latHalf = lat[1]!;
+    const result = {
+      date: new Date().toISOString(),
+      quick: QUICK,
+      duration_s: round((now() - started) / 1000, 1),
+      machine,
+      setup: {
+        receivers: RECEIVERS,
+        in_flight: IN_FLIGHT,
+        worker_env: BENCH_WORKER_ENV,
+        note: 'Everything (PostgreSQL, receivers, publisher, workers) shares this machine; figures are indicative and compare only within one run.',
+      },
+      // The headline figures (the --json contract).
+      ceiling_per_s: ceil.per_s,
+      throughput_per_s: b100.throughput_per_s,
+      baseline_per_s: base100.throughput_per_s,
+      throughput_vs_ceiling: round(b100.throughput_per_s / ceil.per_s, 2),
+      throughput_vs_baseline: round(b100.throughput_per_s / base100.throughput_per_s, 2),
+      latency_ms: { p50: latHalf.latency_ms.p50, p95: latHalf.latency_ms.p95, p99: latHalf.latency_ms.p99 },
+      latency_at_per_s: half,
+      publish_per_s: publish1.batched_events_per_s,
+      isolation_throughput_loss: iso.throughput_loss,
+      fanout_1000_ms: fan.last_arrival_ms,
+      worker_rss_mb: workerRss,
+      cpu_ms_per_delivery: b100.cpu_per_delivery,
+      // Every figure.
+      figures: {
+        ceiling: ceil,
+        publish: { endpoints_1: publish1, endpoints_10: publish10 },
+        backlog: { endpoints_1: b1, endpoints_10: b10, endpoints_100: b100 },
+        scale_out: { one_process: b100, two_processes: b100x2, ratio: round(b100x2.throughput_per_s / b100.throughput_per_s, 2) },
+        baseline: { backlog_endpoints_100: base100, latency: baseLat },
+        pipeline: pipe,
+        latency: lat,
+        isolation: iso,
+        fanout: fan,
+      },
+    };
+
+    const day = result.date.slice(0, 10);
+    const stem = `${day}${QUICK ? '-quick' : ''}`;
+    const dir = new URL('./results/', import.meta.url);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(new URL(`${stem}.json`, dir), JSON.stringify(result, null, 2) + '\n');
+    const svg = renderChart(
+      `payhooks reference benchmark, ${day}${QUICK ? ' (quick)' : ''}`,
+      `${machine.cpu}, ${machine.cores} cores, PostgreSQL ${machine.postgres}, node ${machine.node}, commit ${machine.git_commit.slice(0, 7)}, load ${machine.load_average_start.join('/')}; ${IN_FLIGHT} in flight; indicative`,
+      [
+        { label: 'ceiling (no database)', value: ceil.per_s, kind: 'ceiling' },
+        { label: 'backlog, 1 endpoint', value: b1.throughput_per_s, kind: 'payhooks' },
+        ...(b10 ? [{ label: 'backlog, 10 endpoints', value: b10.throughput_per_s, kind: 'payhooks' as const }] : []),
+        { label: 'backlog, 100 endpoints', value: b100.throughput_per_s, kind: 'payhooks' },
+        { label: 'backlog, 100 ep., 2 workers', value: b100x2.throughput_per_s, kind: 'payhooks' },
+        { label: 'pipeline, 10 endpoints', value: pipe.throughput_per_s, kind: 'payhooks' },
+        { label: 'baseline, 100 endpoints', value: base100.throughput_per_s, kind: 'baseline' },
+      ],
+      lat.map((l, i) => ({ label: `${l.offered_deliveries_per_s}/s`, payhooks: l.latency_ms, baseline: baseLat[i]?.latency_ms })),
+    );
+    writeFileSync(new URL(`${stem}.svg`, dir), svg);
+
+    if (args.json) process.stdout.write(JSON.stringify(result) + '\n');
+    else process.stdout.write(table(result) + `\nbench/results/${stem}.json, bench/results/${stem}.svg (${result.duration_s} s)\n`);
+  } finally {
+    await cleanup();
+  }
+}
+
+type Result = Record<string, any>;
+
+function table(r: Result): string {
+  const f = r.figures;
+  const lat = (l: { p50: number; p95: number; p99: number }) => `${l.p50} / ${l.p95} / ${l.p99} ms`;
+  const cpu = (c: { worker_ms: number; postgres_ms: number }) => `worker ${c.worker_ms} ms, PostgreSQL ${c.postgres_ms} ms`;
+  const rows: [string, string][] = [
+    ['ceiling: bare undici, 50 in flight, 5 receivers', `${r.ceiling_per_s}/s`],
+    ['baseline: graphile-worker (tuned), 100 endpoints', `${r.baseline_per_s}/s`],
+    ['backlog, 1 endpoint', `${f.backlog.endpoints_1.throughput_per_s}/s (${f.backlog.endpoints_1.deliveries} deliveries)`],
+    ...(f.backlog.endpoints_10 ? [['backlog, 10 endpoints', `${f.backlog.endpoints_10.throughput_per_s}/s (${f.backlog.endpoints_10.deliveries})`] as [string, string]] : []),
+    ['backlog, 100 endpoints (throughput)', `${r.throughput_per_s}/s (${f.backlog.endpoints_100.deliveries}): ${r.throughput_vs_ceiling} of ceiling, ${r.throughput_vs_baseline}x baseline`],
+    ['scale-out: 2 worker processes, 100 endpoints', `${f.scale_out.two_processes.throughput_per_s}/s (${f.scale_out.ratio}x one), ${f.scale_out.two_processes.duplicates} duplicates`],
+    ['pipeline: publisher process + worker, 10 endpoints', `${f.pipeline.throughput_per_s}/s, latency ${lat(f.pipeline.latency_ms)}`],
+    ...f.latency.map((l: Result, i: number): [string, string] => [
+      `latency p50/p95/p99 at ${l.offered_deliveries_per_s}/s`,
+      `payhooks ${lat(l.latency_ms)}; baseline ${lat(f.baseline.latency[i].latency_ms)}`,
+    ]),
+    ['publishEvent, 1 endpoint/event', `${f.publish.endpoints_1.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_1.single_events_per_s} (1/tx)`],
+    ['publishEvent, 10 endpoints/event', `${f.publish.endpoints_10.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_10.single_events_per_s} (1/tx)`],
+    ['isolation: healthy throughput alone / beside', `${f.isolation.alone.healthy_throughput_per_s}/s / ${f.isolation.beside_never_answering.healthy_throughput_per_s}/s (loss ${round(r.isolation_throughput_loss * 100, 1)}%)`],
+    ['isolation: healthy p99 alone / beside', `${f.isolation.alone.healthy_latency_ms.p99} / ${f.isolation.beside_never_answering.healthy_latency_ms.p99} ms`],
+    ['fan-out: 1 event to 1,000 endpoints, last arrival', `${r.fanout_1000_ms} ms (first ${f.fanout.first_arrival_ms} ms)`],
+    ['worker peak RSS (VmHWM)', `${r.worker_rss_mb} MiB`],
+    ['CPU per delivery, 100-endpoint backlog', cpu(r.cpu_ms_per_delivery)],
+    ['CPU per delivery, baseline backlog', cpu(f.baseline.backlog_endpoints_100.cpu_per_delivery)],
+    ['CPU per delivery, latency run at half load', `${cpu(f.latency[1].cpu_per_delivery)}; baseline ${cpu(f.baseline.latency[1].cpu_per_delivery)}`],
+  ];
+  const w = Math.max(...rows.map(([k]) => k.length));
+  const m = r.machine;
+  return [
+    `payhooks reference benchmark ${r.date}${r.quick ? ' (--quick: smoke sizes)' : ''}`,
+    `${m.cpu}, ${m.cores} cores, ${m.memory_gib} GiB, node ${m.node}, PostgreSQL ${m.postgres}, commit ${m.git_commit.slice(0, 10)}${m.git_dirty ? '+dirty' : ''}`,
+    `load average ${m.load_average_start.join(' ')} at start, ${m.load_average_end.join(' ')} at end (shared machine: indicative figures)`,
+    '',
+    ...rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`),
+  ].join('\n');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,138 @@
+/**
+ * The publisher process of the reference benchmark: publishes events the way the payment
+ * service would, in a process of its own, and reports each event's commit time to the parent.
+ *
+ * target 'payhooks': `publishEvent` in a transaction (the outbox; endpoints fan out inside).
+ * target 'graphile': the baseline, one graphile-worker job per delivery, added with one
+ *   `addJobs` call per event (a team's natural "enqueue a job per endpoint").
+ * mode 'burst': as fast as possible, `concurrency` transactions of `batch` events at a time.
+ * mode 'rate': one event per transaction on a fixed schedule (`ratePerS`), up to 64 in flight.
+ */
+import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
+import { openDatabase, type Database } from '../../packages/server/src/db/client.ts';
+import { publishEvent } from '../../packages/server/src/events/publish.ts';
+
+export interface PublishRequest {
+  mode: 'burst' | 'rate';
+  target: 'payhooks' | 'graphile';
+  databaseUrl: string;
+  merchantId: string;
+  /** graphile only: where each event goes, and the secrets to sign with. */
+  endpoints?: Array<{ id: string; url: string; secret: string }>;
+  events?: number;
+  batch?: number;
+  concurrency?: number;
+  ratePerS?: number;
+  seconds?: number;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let seq = 0;
+
+function object(i: number) {
+  return { id: `pay_${i}`, object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: `ord_${i}` } };
+}
+
+type PublishBatch = (n: number) => Promise<string[]>;
+
+async function payhooksPublisher(req: PublishRequest, db: Database): Promise<PublishBatch> {
+  return (n) =>
+    db.db.transaction(async (tx) => {
+      const ids: string[] = [];
+      for (let k = 0; k < n; k++) {
+        const i = seq++;
+        const r = await publishEvent(tx, { type: 'payment.succeeded', merchantId: req.merchantId, environment: 'sandbox', object: object(i) }, new Date());
+        ids.push(r.event.id);
+      }
+      return ids;
+    });
+}
+
+function graphilePublisher(req: PublishRequest, utils: WorkerUtils): PublishBatch {
+  const endpoints = req.endpoints ?? [];
+  return async (n) => {
+    const ids: string[] = [];
+    const specs = [];
+    for (let k = 0; k < n; k++) {
+      const i = seq++;
+      const id = `evt_gw_${process.pid}_${i}`;
+      const body = JSON.stringify({
+        id, object: 'event', type: 'payment.succeeded', api_version: '2026-01-01', environment: 'sandbox',
+        merchant_id: req.merchantId, created_at: new Date().toISOString().slice(0, 19) + 'Z', data: { object: object(i) },
+      });
+      for (const e of endpoints) specs.push({ identifier: 'deliver', payload: { event_id: id, endpoint_id: e.id, url: e.url, secret: e.secret, body } });
+      ids.push(id);
+    }
+    await utils.addJobs(specs);
+    return ids;
+  };
+}
+
+async function run(req: PublishRequest): Promise<void> {
+  let close: () => Promise<void>;
+  let publish: PublishBatch;
+  const concurrency = req.concurrency ?? 4;
+  if (req.target === 'graphile') {
+    const utils = await makeWorkerUtils({ connectionString: req.databaseUrl, maxPoolSize: Math.max(concurrency, 64) + 1 } as never);
+    await utils.migrate(); // graphile-worker's schema, before anything is added
+    publish = graphilePublisher(req, utils);
+    close = async () => {
+      await utils.release();
+    };
+  } else {
+    const db = await openDatabase({ databaseUrl: req.databaseUrl, dataDir: undefined, poolSize: Math.max(concurrency, 64) + 1 });
+    publish = await payhooksPublisher(req, db);
+    close = () => db.close();
+  }
+  let pending: [string, number][] = [];
+  const flush = () => {
+    if (pending.length) process.send!({ type: 'commits', list: pending });
+    pending = [];
+  };
+  const timer = setInterval(flush, 50);
+  const record = (ids: string[]) => {
+    const t = now();
+    for (const id of ids) pending.push([id, t]);
+  };
+  const t0 = now();
+  let published = 0;
+  if (req.mode === 'burst') {
+    const total = req.events ?? 1000;
+    const batch = req.batch ?? 50;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < total) {
+          const n = Math.min(batch, total - next);
+          next += n;
+          record(await publish(n));
+          published += n;
+        }
+      }),
+    );
+  } else {
+    // Fixed schedule: event k is due at t0 + k / rate, whether or not earlier ones committed.
+    const rate = req.ratePerS ?? 100;
+    const total = Math.round(rate * (req.seconds ?? 10));
+    let inFlight = 0;
+    const all: Promise<void>[] = [];
+    for (let k = 0; k < total; k++) {
+      const due = t0 + (k * 1000) / rate;
+      if (due > now()) await sleep(due - now());
+      while (inFlight >= 64) await sleep(1);
+      inFlight++;
+      all.push(publish(1).then((ids) => (record(ids), published++, inFlight--, undefined)));
+    }
+    await Promise.all(all);
+  }
+  const ms = now() - t0;
+  clearInterval(timer);
+  flush();
+  await close();
+  process.send!({ type: 'done', published, ms, t0 });
+}
+
+process.on('message', (req: PublishRequest) => {
+  run(req).catch((err) => process.send!({ type: 'error', message: String(err?.stack ?? err) }));
+});

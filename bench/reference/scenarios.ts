@@ -1,0 +1,491 @@
+/**
+ * The scenarios of the reference benchmark. Each one gets a scratch database cloned from a
+ * migrated template, real `payhooks worker` processes (or the graphile-worker baseline process),
+ * the shared receiver processes, and the shared publisher process.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import pg from 'pg';
+import { pino } from 'pino';
+import { openDatabase } from '../../packages/server/src/db/client.ts';
+import { loadConfig } from '../../packages/server/src/config.ts';
+import { systemClock } from '../../packages/server/src/clock.ts';
+import { createContext } from '../../packages/server/src/context.ts';
+import { createPlatform } from '../../packages/server/src/tenancy/platforms.ts';
+import { ask, forkTs, startWorker, childOf, type Child } from './processes.ts';
+import type { PublishRequest } from './publisher.ts';
+import type { Receivers } from './receivers.ts';
+import { ProcSampler } from './sampler.ts';
+import { now, percentiles, perSecond, round, sleep, type Percentiles } from './stats.ts';
+
+/** 50 attempts in flight whatever the number of endpoints: the ceiling's and the baseline's concurrency. */
+export const IN_FLIGHT = 50;
+/** Worker settings of the throughput and latency scenarios (one Platform; see bench/README.md). */
+export const BENCH_WORKER_ENV = {
+  PAYHOOKS_WORKER_CONCURRENCY: String(IN_FLIGHT),
+  PAYHOOKS_ENDPOINT_CONCURRENCY: String(IN_FLIGHT),
+  PAYHOOKS_PLATFORM_SHARE: '1',
+};
+/** Isolation and fan-out run the worker with its shipped defaults: the per-endpoint cap is what isolates. */
+export const DEFAULT_WORKER_ENV = {};
+
+export interface Env {
+  admin: pg.Client;
+  adminUrl: string;
+  template: string;
+  receivers: Receivers;
+  publisher: ChildProcess;
+  encryptionKey: Buffer;
+  log: (line: string) => void;
+  /** Every database made, dropped at the end. */
+  databases: string[];
+}
+
+interface Scratch {
+  name: string;
+  url: string;
+  sampler: ProcSampler;
+}
+
+async function scratch(env: Env, fromTemplate: boolean): Promise<Scratch> {
+  const name = `payhooks_bench_${randomBytes(5).toString('hex')}`;
+  await env.admin.query(`CREATE DATABASE ${name} TEMPLATE ${fromTemplate ? env.template : 'template0'}`);
+  env.databases.push(name);
+  const url = new URL(env.adminUrl);
+  url.pathname = `/${name}`;
+  return { name, url: url.toString(), sampler: new ProcSampler(env.admin, name) };
+}
+
+async function drop(env: Env, db: Scratch): Promise<void> {
+  db.sampler.stop();
+  await env.admin.query(`DROP DATABASE IF EXISTS ${db.name} WITH (FORCE)`);
+  env.databases = env.databases.filter((n) => n !== db.name);
+}
+
+export interface Endpoint {
+  id: string;
+  url: string;
+  secret: string;
+}
+
+/** A Platform with `urls.length` endpoints subscribed to every event, made through the service's own functions. */
+async function setupPlatform(env: Env, db: Scratch, urls: string[]): Promise<{ merchantId: string; endpoints: Endpoint[] }> {
+  const database = await openDatabase({ databaseUrl: db.url, dataDir: undefined, poolSize: 8 });
+  try {
+    const config = loadConfig({}, { databaseUrl: db.url, allowPrivateUrls: true, logLevel: 'silent' });
+    const ctx = createContext({ config, database, clock: systemClock, logger: pino({ level: 'silent' }), encryptionKey: env.encryptionKey });
+    const platform = await createPlatform(database.db, 'bench');
+    const scope = { platformId: platform.platform_id, environment: 'sandbox' as const, apiKeyId: 'bench' };
+    const endpoints: Endpoint[] = new Array(urls.length);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        while (next < urls.length) {
+          const i = next++;
+          const e = await ctx.endpoints.create(scope, { url: urls[i]!, enabled_events: ['*'] });
+          endpoints[i] = { id: e.id, url: urls[i]!, secret: e.secret };
+        }
+      }),
+    );
+    await ctx.close();
+    return { merchantId: platform.merchant_id, endpoints };
+  } finally {
+    await database.close();
+  }
+}
+
+/** Runs one publish request in the publisher process; resolves with each event's commit time. */
+async function publish(env: Env, req: PublishRequest): Promise<{ commits: Map<string, number>; ms: number; published: number; startedAt: number }> {
+  const commits = new Map<string, number>();
+  const startedAt = now();
+  const done = await ask<{ published: number; ms: number; t0: number }>(env.publisher, req, 'done', (m) => {
+    if (m?.type === 'commits') for (const [id, t] of m.list as [string, number][]) commits.set(id, t);
+  });
+  return { commits, ms: done.ms, published: done.published, startedAt: done.t0 ?? startedAt };
+}
+
+function startBaseline(db: Scratch): Promise<Child> {
+  const child = forkTs('./baseline-worker.ts', { BENCH_DATABASE_URL: db.url, BENCH_CONCURRENCY: String(IN_FLIGHT), PGAPPNAME: 'bench-worker-baseline' });
+  return ask(child, { type: 'hello' }, 'ready').then(() => childOf(child));
+}
+
+async function startWorkers(env: Env, db: Scratch, count: number, workerEnv: Record<string, string>): Promise<Child[]> {
+  return Promise.all(Array.from({ length: count }, (_, i) => startWorker({ databaseUrl: db.url, encryptionKeyHex: env.encryptionKey.toString('hex'), env: workerEnv, name: String(i) })));
+}
+
+export interface CpuPerDelivery {
+  worker_ms: number;
+  postgres_ms: number;
+}
+
+function cpuPer(db: Scratch, t1: number, t2: number, deliveries: number): CpuPerDelivery {
+  const w = db.sampler.window(t1, t2);
+  return { worker_ms: round(w.worker / Math.max(1, deliveries), 3), postgres_ms: round(w.pgWorker / Math.max(1, deliveries), 3) };
+}
+
+export interface DrainResult {
+  target: 'payhooks' | 'graphile-worker';
+  endpoints: number;
+  events: number;
+  deliveries: number;
+  worker_processes: number;
+  /** Events/s while publishing the backlog (no worker running). */
+  publish_per_s: number;
+  /** Deliveries/s from the first to the last arrival at the receivers. */
+  throughput_per_s: number;
+  drain_s: number;
+  delivered: number;
+  duplicates: number;
+  cpu_per_delivery: CpuPerDelivery;
+  worker_peak_rss_mib: number;
+}
+
+/**
+ * A backlog of `events` x `endpoints` deliveries published with no worker running, then drained
+ * by `workers` worker processes (or the baseline). Throughput: deliveries from the first to the
+ * last arrival, so process start-up is not counted.
+ */
+export async function backlog(env: Env, o: { target: 'payhooks' | 'graphile'; endpoints: number; events: number; workers?: number; timeoutMs: number }): Promise<DrainResult> {
+  const db = await scratch(env, o.target === 'payhooks');
+  try {
+    const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
+    let merchantId = 'mer_baseline';
+    let endpoints: Endpoint[];
+    if (o.target === 'payhooks') ({ merchantId, endpoints } = await setupPlatform(env, db, urls));
+    else endpoints = urls.map((url, i) => ({ id: `we_${i}`, url, secret: `whsec_${randomBytes(24).toString('base64url')}` }));
+    const total = o.events * o.endpoints;
+    env.log(`  publishing ${o.events} events x ${o.endpoints} endpoints (${o.target})`);
+    // Batches of 50 events per transaction; with 100 endpoints an event is 100 rows, so fewer at a time.
+    const pub = await publish(env, { mode: 'burst', target: o.target, databaseUrl: db.url, merchantId, endpoints, events: o.events, batch: o.endpoints >= 100 ? 5 : 50, concurrency: 4 });
+    env.receivers.arrivals.reset();
+    db.sampler.start([]);
+    const workers = o.target === 'payhooks' ? await startWorkers(env, db, o.workers ?? 1, BENCH_WORKER_ENV) : [await startBaseline(db)];
+    const allReady = workers.length > 1 ? now() : 0;
+    for (const w of workers) db.sampler.addWorker(w.pid);
+    const a = env.receivers.arrivals;
+    const complete = await a.waitFor(total, o.timeoutMs);
+    if (!complete) env.log(`  ! only ${a.count} of ${total} deliveries arrived within ${o.timeoutMs / 1000} s`);
+    await sleep(300); // a duplicate sent late still shows up
+    await db.sampler.sample();
+    // With several processes, count only from the moment all of them are running.
+    const times = [...a.at.values()].filter((t) => t >= allReady).sort((x, y) => x - y);
+    const first = times[0] ?? a.first;
+    const counted = times.length || a.count;
+    const drainMs = a.last - first;
+    const result: DrainResult = {
+      target: o.target === 'payhooks' ? 'payhooks' : 'graphile-worker',
+      endpoints: o.endpoints,
+      events: o.events,
+      deliveries: total,
+      worker_processes: workers.length,
+      publish_per_s: perSecond(pub.published, pub.ms),
+      throughput_per_s: perSecond(counted - 1, drainMs),
+      drain_s: round(drainMs / 1000),
+      delivered: a.count,
+      duplicates: a.duplicates,
+      cpu_per_delivery: cpuPer(db, first, a.last, counted),
+      worker_peak_rss_mib: db.sampler.peakRssMib(),
+    };
+    await Promise.all(workers.map((w) => w.kill()));
+    return result;
+  } finally {
+    await drop(env, db);
+  }
+}
+
+export interface LatencyResult {
+  offered_deliveries_per_s: number;
+  events_per_s: number;
+  seconds: number;
+  deliveries: number;
+  delivered: number;
+  latency_ms: Percentiles;
+  cpu_per_delivery: CpuPerDelivery;
+}
+
+/** Publish commit -> receiver for every (event, endpoint) of `commits`. */
+function latencies(env: Env, commits: Map<string, number>, paths: string[]): { values: number[]; delivered: number } {
+  const values: number[] = [];
+  for (const [id, committed] of commits) {
+    for (const p of paths) {
+      const at = env.receivers.arrivals.at.get(`${id}|${p}`);
+      if (at !== undefined) values.push(at - committed);
+    }
+  }
+  return { values, delivered: values.length };
+}
+
+const pathOf = (url: string) => new URL(url).pathname;
+
+/**
+ * Waits until every (event, endpoint) of `commits` arrived, or `timeoutMs`: counting arrivals
+ * alone would let stragglers of an earlier phase stand in for this one's.
+ */
+async function waitForAll(env: Env, commits: Map<string, number>, paths: string[], timeoutMs: number): Promise<boolean> {
+  const deadline = now() + timeoutMs;
+  const missing = new Set<string>();
+  for (const id of commits.keys()) for (const p of paths) missing.add(`${id}|${p}`);
+  for (;;) {
+    for (const key of missing) if (env.receivers.arrivals.at.has(key)) missing.delete(key);
+    if (missing.size === 0) return true;
+    if (now() > deadline) {
+      env.log(`  ! ${missing.size} of ${commits.size * paths.length} deliveries had not arrived after ${timeoutMs / 1000} s`);
+      return false;
+    }
+    await sleep(50);
+  }
+}
+
+/**
+ * A running worker (or the baseline) and events published one per transaction at fixed rates,
+ * each to `endpoints` endpoints; latency = publish commit -> the receiver has the request.
+ */
+export async function latency(env: Env, o: { target: 'payhooks' | 'graphile'; endpoints: number; ratesPerS: number[]; seconds: number; warmupS: number }): Promise<LatencyResult[]> {
+  const db = await scratch(env, o.target === 'payhooks');
+  try {
+    const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
+    let merchantId = 'mer_baseline';
+    let endpoints: Endpoint[];
+    if (o.target === 'payhooks') ({ merchantId, endpoints } = await setupPlatform(env, db, urls));
+    else {
+      endpoints = urls.map((url, i) => ({ id: `we_${i}`, url, secret: `whsec_${randomBytes(24).toString('base64url')}` }));
+      await publish(env, { mode: 'burst', target: 'graphile', databaseUrl: db.url, merchantId, endpoints: [], events: 0 }); // creates graphile's schema
+    }
+    db.sampler.start([]);
+    const workers = o.target === 'payhooks' ? await startWorkers(env, db, 1, BENCH_WORKER_ENV) : [await startBaseline(db)];
+    for (const w of workers) db.sampler.addWorker(w.pid);
+    const out: LatencyResult[] = [];
+    // Warm-up (connections, JIT), not measured.
+    const paths = urls.map(pathOf);
+    const warm = await publish(env, { mode: 'rate', target: o.target, databaseUrl: db.url, merchantId, endpoints, ratePerS: Math.max(1, o.ratesPerS[0]! / o.endpoints), seconds: o.warmupS });
+    await waitForAll(env, warm.commits, paths, 30_000);
+    for (const rate of o.ratesPerS) {
+      await sleep(200);
+      env.receivers.arrivals.reset();
+      const eventsPerS = rate / o.endpoints;
+      env.log(`  ${o.target}: ${rate} deliveries/s (${round(eventsPerS, 1)} events/s x ${o.endpoints} endpoints) for ${o.seconds} s`);
+      const t1 = now();
+      const pub = await publish(env, { mode: 'rate', target: o.target, databaseUrl: db.url, merchantId, endpoints, ratePerS: eventsPerS, seconds: o.seconds });
+      const expected = pub.published * o.endpoints;
+      await waitForAll(env, pub.commits, paths, 30_000);
+      await db.sampler.sample();
+      const t2 = Math.max(env.receivers.arrivals.last, t1 + 1);
+      const lat = latencies(env, pub.commits, paths);
+      out.push({
+        offered_deliveries_per_s: rate,
+        events_per_s: round(eventsPerS, 1),
+        seconds: o.seconds,
+        deliveries: expected,
+        delivered: lat.delivered,
+        latency_ms: percentiles(lat.values),
+        cpu_per_delivery: cpuPer(db, t1, t2, lat.delivered),
+      });
+    }
+    await Promise.all(workers.map((w) => w.kill()));
+    return out;
+  } finally {
+    await drop(env, db);
+  }
+}
+
+export interface PipelineResult {
+  endpoints: number;
+  events: number;
+  deliveries: number;
+  publish_per_s: number;
+  /** Deliveries/s from the first publish to the last arrival. */
+  throughput_per_s: number;
+  latency_ms: Percentiles;
+  duplicates: number;
+}
+
+/** A running worker while the publisher process publishes a burst (4 transactions of 50 events at a time). */
+export async function pipeline(env: Env, o: { endpoints: number; events: number; timeoutMs: number }): Promise<PipelineResult> {
+  const db = await scratch(env, true);
+  try {
+    const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
+    const { merchantId } = await setupPlatform(env, db, urls);
+    const [worker] = await startWorkers(env, db, 1, BENCH_WORKER_ENV);
+    env.receivers.arrivals.reset();
+    const pub = await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: o.events, batch: 50, concurrency: 4 });
+    const total = o.events * o.endpoints;
+    await waitForAll(env, pub.commits, urls.map(pathOf), o.timeoutMs);
+    await sleep(300);
+    const lat = latencies(env, pub.commits, urls.map(pathOf));
+    await worker!.kill();
+    return {
+      endpoints: o.endpoints,
+      events: o.events,
+      deliveries: total,
+      publish_per_s: perSecond(pub.published, pub.ms),
+      throughput_per_s: perSecond(env.receivers.arrivals.count, env.receivers.arrivals.last - pub.startedAt),
+      latency_ms: percentiles(lat.values),
+      duplicates: env.receivers.arrivals.duplicates,
+    };
+  } finally {
+    await drop(env, db);
+  }
+}
+
+export interface PublishRate {
+  endpoints_per_event: number;
+  /** Transactions of 50 events, 4 at a time. */
+  batched_events_per_s: number;
+  /** One event per transaction, 8 at a time. */
+  single_events_per_s: number;
+}
+
+/** `publishEvent` alone (no worker running): batched and one event per transaction. */
+export async function publishRate(env: Env, o: { endpoints: number; events: number }): Promise<PublishRate> {
+  const db = await scratch(env, true);
+  try {
+    const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
+    const { merchantId } = await setupPlatform(env, db, urls);
+    await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: 200, batch: 50, concurrency: 4 }); // warm-up
+    const batched = await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: o.events, batch: 50, concurrency: 4 });
+    const single = await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: Math.round(o.events / 2), batch: 1, concurrency: 8 });
+    return {
+      endpoints_per_event: o.endpoints,
+      batched_events_per_s: perSecond(batched.published, batched.ms),
+      single_events_per_s: perSecond(single.published, single.ms),
+    };
+  } finally {
+    await drop(env, db);
+  }
+}
+
+export interface IsolationPhase {
+  /** Mean over the rounds. */
+  healthy_throughput_per_s: number;
+  rounds_per_s: number[];
+  /** Over every round's fixed-rate phase together. */
+  healthy_latency_ms: Percentiles;
+}
+
+export interface IsolationResult {
+  healthy_endpoints: number;
+  never_answering_endpoints: number;
+  rounds: number;
+  alone: IsolationPhase;
+  beside_never_answering: IsolationPhase;
+  /** 1 - beside / alone, of the healthy endpoints' backlog throughput. */
+  throughput_loss: number;
+  p99_ratio: number;
+}
+
+/**
+ * Healthy endpoints alone, then beside an endpoint that takes the request and never answers
+ * (every event goes to all of them), alternated for `rounds` rounds so a change in the machine's
+ * load hits both sides alike. Each phase: a backlog drain (throughput) and then a fixed rate
+ * (latency). Worker defaults, so the per-endpoint cap is what keeps them apart.
+ */
+export async function isolation(env: Env, o: { healthy: number; events: number; ratePerS: number; seconds: number; rounds: number; timeoutMs: number }): Promise<IsolationResult> {
+  const phase = async (withDead: boolean): Promise<{ throughput: number; latencies: number[] }> => {
+    const db = await scratch(env, true);
+    try {
+      const urls = Array.from({ length: o.healthy }, (_, i) => env.receivers.url(i));
+      const all = withDead ? [...urls, env.receivers.url(o.healthy, 'dead/')] : urls;
+      const { merchantId } = await setupPlatform(env, db, all);
+      await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: o.events, batch: 50, concurrency: 4 });
+      const a = env.receivers.arrivals;
+      a.reset();
+      const [worker] = await startWorkers(env, db, 1, DEFAULT_WORKER_ENV);
+      await a.waitFor(o.events * o.healthy, o.timeoutMs);
+      const throughput = perSecond(a.count - 1, a.last - a.first);
+      await sleep(1000); // the backlog's last outcomes recorded before the timed phase
+      a.reset();
+      const pub = await publish(env, { mode: 'rate', target: 'payhooks', databaseUrl: db.url, merchantId, ratePerS: o.ratePerS / o.healthy, seconds: o.seconds });
+      await waitForAll(env, pub.commits, urls.map(pathOf), 30_000);
+      const lat = latencies(env, pub.commits, urls.map(pathOf));
+      await worker!.kill(); // the dead endpoint's connections are cut with it
+      return { throughput, latencies: lat.values };
+    } finally {
+      await drop(env, db);
+    }
+  };
+  const alone: Array<{ throughput: number; latencies: number[] }> = [];
+  const beside: Array<{ throughput: number; latencies: number[] }> = [];
+  for (let r = 1; r <= o.rounds; r++) {
+    env.log(`  round ${r}/${o.rounds}: healthy endpoints alone`);
+    alone.push(await phase(false));
+    env.log(`  round ${r}/${o.rounds}: beside a never-answering endpoint`);
+    beside.push(await phase(true));
+  }
+  const summary = (xs: Array<{ throughput: number; latencies: number[] }>): IsolationPhase => ({
+    healthy_throughput_per_s: Math.round(xs.reduce((sum, x) => sum + x.throughput, 0) / xs.length),
+    rounds_per_s: xs.map((x) => x.throughput),
+    healthy_latency_ms: percentiles(xs.flatMap((x) => x.latencies)),
+  });
+  const a = summary(alone);
+  const b = summary(beside);
+  return {
+    healthy_endpoints: o.healthy,
+    never_answering_endpoints: 1,
+    rounds: o.rounds,
+    alone: a,
+    beside_never_answering: b,
+    throughput_loss: round(1 - b.healthy_throughput_per_s / a.healthy_throughput_per_s, 3),
+    p99_ratio: round(b.healthy_latency_ms.p99 / a.healthy_latency_ms.p99, 2),
+  };
+}
+
+export interface FanoutResult {
+  endpoints: number;
+  runs_ms: number[];
+  /** Median over the runs: publish commit -> the last of the endpoints has the request. */
+  last_arrival_ms: number;
+  first_arrival_ms: number;
+}
+
+/** One event to `endpoints` endpoints, connections warmed by a first event; time to the last arrival. */
+export async function fanout(env: Env, o: { endpoints: number; runs: number; timeoutMs: number }): Promise<FanoutResult> {
+  const db = await scratch(env, true);
+  try {
+    const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
+    env.log(`  creating ${o.endpoints} endpoints`);
+    const { merchantId } = await setupPlatform(env, db, urls);
+    const [worker] = await startWorkers(env, db, 1, DEFAULT_WORKER_ENV);
+    const a = env.receivers.arrivals;
+    const runs: number[] = [];
+    const firsts: number[] = [];
+    for (let r = -1; r < o.runs; r++) {
+      a.reset();
+      const pub = await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: 1, batch: 1, concurrency: 1 });
+      const complete = await a.waitFor(o.endpoints, o.timeoutMs);
+      if (!complete) env.log(`  ! ${a.count} of ${o.endpoints} arrived`);
+      const committed = [...pub.commits.values()][0]!;
+      if (r >= 0) {
+        runs.push(Math.round(a.last - committed));
+        firsts.push(Math.round(a.first - committed));
+      }
+      await sleep(200);
+    }
+    await worker!.kill();
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    return { endpoints: o.endpoints, runs_ms: runs, last_arrival_ms: median(runs), first_arrival_ms: median(firsts) };
+  } finally {
+    await drop(env, db);
+  }
+}
+
+export interface CeilingResult {
+  requests: number;
+  in_flight: number;
+  per_s: number;
+  errors: number;
+}
+
+/** A bare undici client, 50 in flight, to the same receivers (round robin over 100 paths). */
+export async function ceiling(env: Env, o: { requests: number }): Promise<CeilingResult> {
+  const { fork } = await import('node:child_process');
+  const child = fork(new URL('./ceiling-client.mjs', import.meta.url), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const body = JSON.stringify({
+    id: 'evt_0000000000000000000000', object: 'event', type: 'payment.succeeded', api_version: '2026-01-01', environment: 'sandbox',
+    merchant_id: 'mer_000000000000000000', created_at: '2026-01-01T00:00:00Z',
+    data: { object: { id: 'pay_0', object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: 'ord_0' } } },
+  });
+  const urls = Array.from({ length: 100 }, (_, i) => env.receivers.url(i, 'c'));
+  const done = await ask<{ ms: number; total: number; errors: number }>(child, { urls, total: o.requests, concurrency: IN_FLIGHT, body, warmup: Math.min(2000, o.requests / 5) }, 'done');
+  child.kill();
+  return { requests: o.requests, in_flight: IN_FLIGHT, per_s: perSecond(done.total, done.ms), errors: done.errors };
+}
