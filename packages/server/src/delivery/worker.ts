@@ -19,6 +19,7 @@ interface EndpointSlot {
 }
 import type { DeliveryMetrics } from './metrics.ts';
 import { logAttempt } from './attempt-log.ts';
+import { SigningKeys } from './signing-keys.ts';
 
 export interface WorkerDeps {
   config: Pick<Config, 'dev' | 'retryScheduleMs' | 'endpointConcurrency' | 'workerConcurrency' | 'platformShare' | 'pollIntervalMs' | 'leaseMs'>;
@@ -75,9 +76,12 @@ export class DeliveryWorker {
   private pending: Array<{ outcome: Outcome; done: () => void }> = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** Signing secrets decrypted by earlier attempts (a new ciphertext after a rotation is a miss). */
+  private readonly keys: SigningKeys;
 
   constructor(private readonly deps: WorkerDeps) {
     this.limits = fairnessLimits(deps.config);
+    this.keys = new SigningKeys(deps.secrets);
   }
 
   async start(): Promise<void> {
@@ -285,12 +289,13 @@ export class DeliveryWorker {
 
   /** Sends one claimed delivery and queues its outcome; null when it could not be sent. */
   private async attempt(row: ClaimedDelivery, token: string): Promise<AttemptResult | null> {
-    const { sender, clock, secrets, config, metrics, logger } = this.deps;
+    const { sender, clock, config, metrics, logger } = this.deps;
+    const { keys } = this;
     let signWith: string[];
     try {
-      signWith = [secrets.decrypt(row.secret_ciphertext, row.endpoint_id)];
+      signWith = [keys.decrypt(row.secret_ciphertext, row.endpoint_id)];
       // During a rotation's overlap the claim joined the previous secret too (expiry checked there).
-      if (row.previous_secret_ciphertext) signWith.push(secrets.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
+      if (row.previous_secret_ciphertext) signWith.push(keys.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
     } catch (err) {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.
