@@ -51,6 +51,7 @@ const MODE = args.mode === 'backlog' ? 'backlog' : 'pipeline';
 /** pipeline only: publish one event per transaction at this many events/s (latency at a set load). */
 const RATE = args.rate === undefined ? undefined : Number(args.rate);
 
+const claimsOf = (w: object) => Number((w as { claims?: number }).claims ?? (w as { claimSeq?: number }).claimSeq);
 const now = () => performance.timeOrigin + performance.now();
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -131,6 +132,7 @@ async function main() {
     await Promise.all(inFlight);
   };
   const cpu0 = MODE === 'backlog' ? null : process.cpuUsage();
+  const claimsBefore = workers.reduce((n, w) => n + claimsOf(w), 0);
   if (RATE !== undefined && MODE === 'pipeline') await paced();
   else await Promise.all(Array.from({ length: PUBLISHERS }, publisher));
   const publishMs = now() - tPublish;
@@ -140,9 +142,11 @@ async function main() {
     await Promise.all(workers.map((w) => w.start()));
   }
   const cpuStart = cpu0 ?? process.cpuUsage();
+  const claims0 = MODE === 'backlog' ? workers.reduce((n, w) => n + claimsOf(w), 0) : claimsBefore;
   await done;
   const totalMs = now() - t0;
   const cpu = process.cpuUsage(cpuStart);
+  const claims = workers.reduce((n, w) => n + claimsOf(w), 0) - claims0;
   clearInterval(sampler);
   await Promise.all(workers.map((w) => w.stop()));
 
@@ -169,6 +173,8 @@ async function main() {
     peak_rss_mib: Math.round(peakRss / 2 ** 20),
     /** CPU of this process (user + system) per delivery while delivering: the workers' cost (backlog); with publishing too (pipeline). */
     cpu_ms_per_delivery: +((cpu.user + cpu.system) / 1000 / TOTAL).toFixed(3),
+    /** Claim statements per delivery while delivering (older workers don't count them: null). */
+    claims_per_delivery: Number.isNaN(claims) ? null : +(claims / TOTAL).toFixed(3),
     load_average: loadavg().map((l) => +l.toFixed(2)),
   };
   console.log(JSON.stringify(result, null, 2));

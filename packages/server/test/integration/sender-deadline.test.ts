@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sender, RESPONSE_BODY_LIMIT } from '../../src/delivery/sender.ts';
@@ -26,7 +26,7 @@ async function raw(response: string): Promise<string> {
 }
 
 /** An HTTP server that answers each request with `handle`. */
-async function http(handle: Parameters<typeof createServer>[0]): Promise<string> {
+async function http(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
   const server: Server = createServer(handle);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   servers.push({ close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) });
@@ -105,7 +105,7 @@ describe('one attempt (spec 3.2, 8: a 2xx within 10 s acknowledges)', () => {
     let seen: { headers: Record<string, unknown>; body: string } | null = null;
     const url = await http((req, res) => {
       let body = '';
-      req.on('data', (c) => (body += c));
+      req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
         seen = { headers: req.headers, body };
         res.writeHead(200).end();
