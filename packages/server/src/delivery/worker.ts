@@ -292,6 +292,8 @@ export class DeliveryWorker {
 
   /** Gives queued (unstarted) rows back to the database as due now. */
   private async handBack(rows: Array<{ row: ClaimedDelivery; token: string }>): Promise<void> {
+    // Due again now: the next completion looks for them (another worker may take them first).
+    if (rows.length > 0) this.moreMayBeDue = true;
     const byToken = new Map<string, string[]>();
     for (const w of rows) {
       this.waiting--;
