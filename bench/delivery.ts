@@ -16,7 +16,7 @@
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { openDatabase } from '../packages/server/src/db/client.ts';
@@ -37,6 +37,7 @@ const { values: args } = parseArgs({
     publishers: { type: 'string', default: '4' },
     mode: { type: 'string', default: 'pipeline' },
     'receiver-delay-ms': { type: 'string', default: '0' },
+    rate: { type: 'string' },
     save: { type: 'string' },
   },
 });
@@ -47,7 +48,10 @@ const TOTAL = EVENTS * ENDPOINTS;
 const PUBLISHERS = Number(args.publishers);
 /** pipeline: workers run while events are published. backlog: publish all, then start workers. */
 const MODE = args.mode === 'backlog' ? 'backlog' : 'pipeline';
+/** pipeline only: publish one event per transaction at this many events/s (latency at a set load). */
+const RATE = args.rate === undefined ? undefined : Number(args.rate);
 
+const claimsOf = (w: object) => Number((w as { claims?: number }).claims ?? (w as { claimSeq?: number }).claimSeq);
 const now = () => performance.timeOrigin + performance.now();
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -109,15 +113,40 @@ async function main() {
       for (const id of ids) published.set(id, committed);
     }
   };
-  await Promise.all(Array.from({ length: PUBLISHERS }, publisher));
+  const publishOne = async (i: number) => {
+    const r = await database.db.transaction((tx) => publishEvent(tx, {
+      type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox',
+      object: { id: `pay_${i}`, object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: `ord_${i}` } },
+    }, new Date()));
+    published.set(r.event.id, now());
+  };
+  /** Paced publishing: event i is published at tPublish + i / RATE, each in its own transaction. */
+  const paced = async () => {
+    const inFlight = new Set<Promise<void>>();
+    for (let i = 0; i < EVENTS; i++) {
+      const wait = tPublish + (i * 1000) / RATE! - now();
+      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+      const p1 = publishOne(i).finally(() => inFlight.delete(p1));
+      inFlight.add(p1);
+    }
+    await Promise.all(inFlight);
+  };
+  const cpu0 = MODE === 'backlog' ? null : process.cpuUsage();
+  const claimsBefore = workers.reduce((n, w) => n + claimsOf(w), 0);
+  if (RATE !== undefined && MODE === 'pipeline') await paced();
+  else await Promise.all(Array.from({ length: PUBLISHERS }, publisher));
   const publishMs = now() - tPublish;
   const t0 = MODE === 'backlog' ? now() : tPublish;
   if (MODE === 'backlog') {
     for (const id of published.keys()) published.set(id, t0); // latency = time in the backlog
     await Promise.all(workers.map((w) => w.start()));
   }
+  const cpuStart = cpu0 ?? process.cpuUsage();
+  const claims0 = MODE === 'backlog' ? workers.reduce((n, w) => n + claimsOf(w), 0) : claimsBefore;
   await done;
   const totalMs = now() - t0;
+  const cpu = process.cpuUsage(cpuStart);
+  const claims = workers.reduce((n, w) => n + claimsOf(w), 0) - claims0;
   clearInterval(sampler);
   await Promise.all(workers.map((w) => w.stop()));
 
@@ -133,7 +162,7 @@ async function main() {
   const result = {
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
-    params: { db: args.db, mode: MODE, events: EVENTS, endpoints: ENDPOINTS, deliveries: TOTAL, workers: WORKERS, publishers: PUBLISHERS, receiver_delay_ms: Number(args['receiver-delay-ms']) },
+    params: { db: args.db, mode: MODE, rate: RATE ?? null, events: EVENTS, endpoints: ENDPOINTS, deliveries: TOTAL, workers: WORKERS, publishers: PUBLISHERS, receiver_delay_ms: Number(args['receiver-delay-ms']) },
     publish_events_per_s: Math.round(EVENTS / (publishMs / 1000)),
     /** pipeline: from the first publish to the last arrival; backlog: from worker start. */
     deliveries_per_s: Math.round(TOTAL / (totalMs / 1000)),
@@ -142,6 +171,11 @@ async function main() {
     duplicates,
     attempts_logged: Number(attempts),
     peak_rss_mib: Math.round(peakRss / 2 ** 20),
+    /** CPU of this process (user + system) per delivery while delivering: the workers' cost (backlog); with publishing too (pipeline). */
+    cpu_ms_per_delivery: +((cpu.user + cpu.system) / 1000 / TOTAL).toFixed(3),
+    /** Claim statements per delivery while delivering (older workers don't count them: null). */
+    claims_per_delivery: Number.isNaN(claims) ? null : +(claims / TOTAL).toFixed(3),
+    load_average: loadavg().map((l) => +l.toFixed(2)),
   };
   console.log(JSON.stringify(result, null, 2));
   if (args.save) {

@@ -8,7 +8,6 @@ import { openRuntime } from '../runtime.ts';
 import { createLogger } from '../logging.ts';
 import { waitForDatabase } from '../db/wait.ts';
 import { describeDbError } from '../db/faults.ts';
-import { buildApp } from '../api/app.ts';
 import { startMetricsServer } from '../api/metrics-server.ts';
 import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
@@ -46,6 +45,9 @@ async function serve(options: { dev?: boolean; port?: string; host?: string; wor
   if (cfg.dev && !cfg.internalToken) cfg.internalToken = devInternalToken(cfg.dataDir);
   const runtime = await openRuntime({ config: cfg });
   const { ctx } = runtime;
+  // Loaded here, not at the top: the HTTP API (Fastify, every route, the portal) is about 20 MiB
+  // that `payhooks worker` and the admin commands never use.
+  const { buildApp } = await import('../api/app.ts');
   const app = await buildApp(ctx);
   const worker = options.worker === false ? null : ctx.createWorker();
   // Checkout sessions past expires_at are expired by whatever runs workers.

@@ -1,6 +1,7 @@
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, signPayloadWithSecrets } from '@payhooks/contract';
 import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from './safe-lookup.ts';
+import { DeadlineQueue, type Deadline } from './deadlines.ts';
 
 /** Bytes of a response body kept for the delivery log. */
 export const RESPONSE_BODY_LIMIT = 16 * 1024;
@@ -47,6 +48,10 @@ export interface SenderOptions {
  */
 export class Sender {
   private readonly agent: Agent;
+  /** The attempt deadline, one timer for all attempts (they all last at most `timeoutMs`). */
+  private readonly deadlines: DeadlineQueue;
+  /** The response-body grace after the status arrives, one timer likewise. */
+  private readonly bodyGraces = new DeadlineQueue(BODY_GRACE_MS);
 
   constructor(private readonly options: SenderOptions) {
     this.agent = new Agent({
@@ -58,62 +63,44 @@ export class Sender {
       bodyTimeout: options.timeoutMs,
       connect: { lookup: safeLookup(options.resolver, options.allowPrivate) },
     });
+    this.deadlines = new DeadlineQueue(options.timeoutMs);
   }
 
   async send(req: SendRequest): Promise<AttemptResult> {
     const startedAt = this.options.now();
     const t0 = performance.now();
-    const elapsed = () => Math.round(performance.now() - t0);
-    const fail = (errorKind: ErrorKind, errorMessage: string, statusCode: number | null = null, responseBody: string | null = null): AttemptResult => ({
-      succeeded: false, startedAt, durationMs: elapsed(), statusCode, responseBody, errorKind, errorMessage,
-    });
-
     let url: URL;
     try {
       url = new URL(req.url);
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http(s)');
       if (!this.options.allowPrivate) checkLiteralHost(url.hostname);
     } catch (err) {
+      const fail = (errorKind: ErrorKind, errorMessage: string) => failed(startedAt, Math.round(performance.now() - t0), errorKind, errorMessage);
       if (err instanceof ForbiddenAddressError) return fail('forbidden_address', err.message);
       return fail('invalid_url', `The endpoint URL is not a valid http(s) URL: ${req.url}`);
     }
 
     const bytes = Buffer.from(req.body, 'utf8');
     const timestamp = Math.floor(this.options.now().getTime() / 1000);
-    const controller = new AbortController();
-    const deadline = setTimeout(() => controller.abort(), this.options.timeoutMs);
-    try {
-      const res = await request(url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        signal: controller.signal,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': USER_AGENT,
-          [EVENT_ID_HEADER]: req.eventId,
-          [SIGNATURE_HEADER]: signPayloadWithSecrets(req.secrets, timestamp, bytes),
+    return new Promise<AttemptResult>((resolve) => {
+      const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, resolve);
+      handler.deadline = this.deadlines.add(() => handler.timeUp());
+      this.agent.dispatch(
+        {
+          origin: url.origin,
+          path: url.search ? `${url.pathname}${url.search}` : url.pathname,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': USER_AGENT,
+            [EVENT_ID_HEADER]: req.eventId,
+            [SIGNATURE_HEADER]: signPayloadWithSecrets(req.secrets, timestamp, bytes),
+          },
+          body: bytes,
         },
-        body: bytes,
-      });
-      const durationMs = elapsed();
-      const remaining = this.options.timeoutMs - durationMs;
-      const responseBody = await readCapped(res.body, Math.max(0, Math.min(BODY_GRACE_MS, remaining)));
-      const ok = res.statusCode >= 200 && res.statusCode < 300;
-      return {
-        succeeded: ok,
-        startedAt,
-        durationMs,
-        statusCode: res.statusCode,
-        responseBody,
-        errorKind: ok ? null : 'http_status',
-        errorMessage: ok ? null : `The endpoint answered HTTP ${res.statusCode}; only a 2xx acknowledges a delivery.`,
-      };
-    } catch (err) {
-      if (controller.signal.aborted) return fail('timeout', `No answer within ${this.options.timeoutMs} ms (spec 8: acknowledge within 10 s).`);
-      return classify(err, fail);
-    } finally {
-      clearTimeout(deadline);
-    }
+        handler,
+      );
+    });
   }
 
   async close(): Promise<void> {
@@ -121,24 +108,108 @@ export class Sender {
   }
 }
 
-/** Reads up to RESPONSE_BODY_LIMIT bytes for the log, for at most `ms`, then drops the rest. */
-async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, ms: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const timeUp = new Promise<'time'>((resolve) => (timer = setTimeout(() => resolve('time'), ms)));
-  const read = (async () => {
-    for await (const chunk of body) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= RESPONSE_BODY_LIMIT) break;
-    }
-    return 'done' as const;
-  })().catch(() => 'done' as const);
-  await Promise.race([read, timeUp]);
-  clearTimeout(timer);
-  body.destroy();
-  return Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8');
+function failed(startedAt: Date, durationMs: number, errorKind: ErrorKind, errorMessage: string): AttemptResult {
+  return { succeeded: false, startedAt, durationMs, statusCode: null, responseBody: null, errorKind, errorMessage };
+}
+
+/**
+ * One attempt as undici's low-level dispatch handler: the status, then up to
+ * RESPONSE_BODY_LIMIT bytes of the body for the log, straight from the connection. This spares
+ * `request()`'s per-response Readable stream, async iterator, AbortController and timers (its
+ * cost showed in profiles of a busy worker). The attempt ends, once:
+ *
+ * - at the deadline (shared timer): with no status yet, a `timeout`; after the status, with the
+ *   body bytes read so far (the deadline covers the whole attempt, body included);
+ * - BODY_GRACE_MS after the status, with the bytes read so far (shared timer);
+ * - at the body's end, or once RESPONSE_BODY_LIMIT bytes are in (the rest is not read);
+ * - on a connection error: classified (refused, reset, DNS, TLS, forbidden address...).
+ *
+ * Ending before the body's end aborts the request, which closes that connection.
+ */
+class AttemptHandler {
+  deadline: Deadline | null = null;
+  private grace: Deadline | null = null;
+  private abortRequest: ((err?: Error) => void) | null = null;
+  private done = false;
+  private statusCode: number | null = null;
+  private durationMs = 0;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly startedAt: Date,
+    private readonly t0: number,
+    private readonly timeoutMs: number,
+    private readonly graces: DeadlineQueue,
+    private readonly resolve: (result: AttemptResult) => void,
+  ) {}
+
+  onConnect(abort: (err?: Error) => void): void {
+    // The deadline may have passed while the request waited for its connection.
+    if (this.done) abort();
+    else this.abortRequest = abort;
+  }
+
+  onHeaders(statusCode: number, _headers: unknown, _resume: () => void): boolean {
+    // 1xx (e.g. 100 Continue) is not an answer: wait for the final status within the deadline.
+    if (this.done || statusCode < 200) return true;
+    this.statusCode = statusCode;
+    this.durationMs = Math.round(performance.now() - this.t0);
+    this.grace = this.graces.add(() => this.end(true));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.done) return true;
+    const room = RESPONSE_BODY_LIMIT - this.size;
+    this.chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+    this.size += Math.min(chunk.length, room);
+    if (this.size >= RESPONSE_BODY_LIMIT) this.end(true);
+    return true;
+  }
+
+  onComplete(): void {
+    this.end(false);
+  }
+
+  onError(err: Error): void {
+    if (this.done) return;
+    // An error after the status (the body broke off): the answer stands, with what was read.
+    if (this.statusCode !== null) return this.end(false);
+    this.finish(classify(err, (kind, message) => failed(this.startedAt, Math.round(performance.now() - this.t0), kind, message)));
+  }
+
+  timeUp(): void {
+    if (this.done) return;
+    if (this.statusCode !== null) return this.end(true);
+    this.finish(failed(this.startedAt, Math.round(performance.now() - this.t0), 'timeout', `No answer within ${this.timeoutMs} ms (spec 8: acknowledge within 10 s).`));
+    this.abortRequest?.();
+  }
+
+  /** Ends with the status and the body read so far; `abort` drops the rest of the response. */
+  private end(abort: boolean): void {
+    if (this.done) return;
+    const statusCode = this.statusCode!;
+    const ok = statusCode >= 200 && statusCode < 300;
+    this.finish({
+      succeeded: ok,
+      startedAt: this.startedAt,
+      durationMs: this.durationMs,
+      statusCode,
+      responseBody: (this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)).toString('utf8'),
+      errorKind: ok ? null : 'http_status',
+      errorMessage: ok ? null : `The endpoint answered HTTP ${statusCode}; only a 2xx acknowledges a delivery.`,
+    });
+    if (abort) this.abortRequest?.();
+  }
+
+  private finish(result: AttemptResult): void {
+    this.done = true;
+    this.deadline?.cancel();
+    this.grace?.cancel();
+    this.chunks.length = 0;
+    this.resolve(result);
+  }
 }
 
 function classify(err: unknown, fail: (kind: ErrorKind, message: string) => AttemptResult): AttemptResult {

@@ -19,6 +19,7 @@ interface EndpointSlot {
 }
 import type { DeliveryMetrics } from './metrics.ts';
 import { logAttempt } from './attempt-log.ts';
+import { SigningKeys } from './signing-keys.ts';
 
 export interface WorkerDeps {
   config: Pick<Config, 'dev' | 'retryScheduleMs' | 'endpointConcurrency' | 'workerConcurrency' | 'platformShare' | 'pollIntervalMs' | 'leaseMs'>;
@@ -63,6 +64,13 @@ export class DeliveryWorker {
   private readonly perPlatform = new Map<string, number>();
   /** Attempts whose HTTP part is running: what PAYHOOKS_WORKER_CONCURRENCY bounds. */
   private inFlight = 0;
+  /**
+   * The last claim may have left due rows behind (it was full, it skipped endpoints or
+   * Platforms at their cap, or it could not run at the worker's cap): a finished attempt then
+   * claims again. Otherwise a completion doesn't: at low rates that second claim would find
+   * nothing, doubling the claims per delivery; new work announces itself by NOTIFY.
+   */
+  private moreMayBeDue = true;
   /** Some endpoint has queued rows and a free slot, but the worker-wide cap is reached. */
   private heldBack = false;
   /** Claimed rows waiting locally for their endpoint's slot (not in flight, but leased). */
@@ -75,9 +83,17 @@ export class DeliveryWorker {
   private pending: Array<{ outcome: Outcome; done: () => void }> = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** Signing secrets decrypted by earlier attempts (a new ciphertext after a rotation is a miss). */
+  private readonly keys: SigningKeys;
+
+  /** Claims this worker has made (each one statement), for the benchmark and tests. */
+  get claims(): number {
+    return this.claimSeq;
+  }
 
   constructor(private readonly deps: WorkerDeps) {
     this.limits = fairnessLimits(deps.config);
+    this.keys = new SigningKeys(deps.secrets);
   }
 
   async start(): Promise<void> {
@@ -131,10 +147,13 @@ export class DeliveryWorker {
         if (free > 0) {
           claimed = await this.claim(free);
           full = claimed === Math.min(free, 100);
+        } else {
+          this.moreMayBeDue = true;
         }
         if (this.claimFailures > 0) this.deps.logger.info({ failures: this.claimFailures }, 'claiming deliveries works again');
         this.claimFailures = 0;
       } catch (err) {
+        this.moreMayBeDue = true;
         // One line per outage, not one per poll: the wake-up listener wakes us when it is over.
         if (this.claimFailures++ === 0) this.deps.logger.error({ err }, 'claiming deliveries failed; retrying every poll interval and on reconnect');
         else this.deps.logger.debug({ err, failures: this.claimFailures }, 'claiming deliveries failed again');
@@ -181,6 +200,7 @@ export class DeliveryWorker {
       excludePlatforms: fullPlatforms,
       token,
     });
+    this.moreMayBeDue = mayHaveLeftRows(rows, { limit: Math.min(free, 100), endpointCap, excluded: saturated.length + fullPlatforms.length > 0 });
     const park: string[] = [];
     const cancel: string[] = [];
     for (const row of rows) {
@@ -233,7 +253,7 @@ export class DeliveryWorker {
           this.heldBack = false;
           for (const [id, other] of this.perEndpoint) if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
         }
-        this.signal();
+        if (this.moreMayBeDue) this.signal();
       });
       this.settled.add(p);
     }
@@ -272,6 +292,8 @@ export class DeliveryWorker {
 
   /** Gives queued (unstarted) rows back to the database as due now. */
   private async handBack(rows: Array<{ row: ClaimedDelivery; token: string }>): Promise<void> {
+    // Due again now: the next completion looks for them (another worker may take them first).
+    if (rows.length > 0) this.moreMayBeDue = true;
     const byToken = new Map<string, string[]>();
     for (const w of rows) {
       this.waiting--;
@@ -285,12 +307,13 @@ export class DeliveryWorker {
 
   /** Sends one claimed delivery and queues its outcome; null when it could not be sent. */
   private async attempt(row: ClaimedDelivery, token: string): Promise<AttemptResult | null> {
-    const { sender, clock, secrets, config, metrics, logger } = this.deps;
+    const { sender, clock, config, metrics, logger } = this.deps;
+    const { keys } = this;
     let signWith: string[];
     try {
-      signWith = [secrets.decrypt(row.secret_ciphertext, row.endpoint_id)];
+      signWith = [keys.decrypt(row.secret_ciphertext, row.endpoint_id)];
       // During a rotation's overlap the claim joined the previous secret too (expiry checked there).
-      if (row.previous_secret_ciphertext) signWith.push(secrets.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
+      if (row.previous_secret_ciphertext) signWith.push(keys.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
     } catch (err) {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.
@@ -361,4 +384,17 @@ export class DeliveryWorker {
   private async releaseWaiting(): Promise<void> {
     await this.handBack([...this.perEndpoint.values()].flatMap((slot) => slot.waiting.splice(0)));
   }
+}
+
+/**
+ * Whether a claim may have left due rows in the database that this worker could take once a
+ * slot frees: it took its limit; or some endpoint got a full cap's worth (one while throttled)
+ * or the claim took at least one endpoint cap of rows (each Platform's candidate window is at
+ * least that wide, so a smaller answer means the due rows ran out); or endpoints or Platforms
+ * at their cap were left out of it. Erring towards "yes" costs one empty claim; erring towards
+ * "no" would leave work until the next NOTIFY or poll.
+ */
+export function mayHaveLeftRows(rows: readonly Pick<ClaimedDelivery, 'endpoint_id' | 'endpoint_throttled'>[], options: { limit: number; endpointCap: number; excluded: boolean }): boolean {
+  if (options.excluded || rows.length >= options.limit || rows.length >= options.endpointCap) return true;
+  return rows.some((r) => r.endpoint_throttled);
 }

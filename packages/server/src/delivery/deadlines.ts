@@ -1,0 +1,77 @@
+/**
+ * Deadlines that all lie the same fixed delay after they are set, served by ONE timer.
+ *
+ * Every delivery attempt has the same deadline (and every response body the same grace), so
+ * deadlines expire in the order they were set: a FIFO list is a sorted list. Setting one is an
+ * append and cancelling one a flag (cancelled entries at the front are dropped at once), instead
+ * of a `setTimeout`/`clearTimeout` pair per attempt. The timer is unref'd: it never keeps the
+ * process alive on its own (the attempt's socket does while it runs).
+ */
+export interface Deadline {
+  cancel(): void;
+}
+
+interface Entry extends Deadline {
+  at: number;
+  fire: (() => void) | null;
+  next: Entry | null;
+}
+
+export class DeadlineQueue {
+  private head: Entry | null = null;
+  private tail: Entry | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly delayMs: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Calls `fire` once `delayMs` from now, unless cancelled first. */
+  add(fire: () => void): Deadline {
+    const entry: Entry = {
+      at: this.now() + this.delayMs,
+      fire,
+      next: null,
+      cancel: () => {
+        entry.fire = null;
+        this.dropCancelled();
+      },
+    };
+    if (this.tail) this.tail.next = entry;
+    else this.head = entry;
+    this.tail = entry;
+    if (this.timer === null) this.arm();
+    return entry;
+  }
+
+  private dropCancelled(): void {
+    while (this.head && this.head.fire === null) this.head = this.head.next;
+    if (this.head === null) {
+      this.tail = null;
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+    }
+  }
+
+  private arm(): void {
+    if (!this.head) return;
+    this.timer = setTimeout(() => this.expire(), Math.max(0, this.head.at - this.now()));
+    this.timer.unref();
+  }
+
+  private expire(): void {
+    this.timer = null;
+    const now = this.now();
+    while (this.head && (this.head.fire === null || this.head.at <= now)) {
+      const entry = this.head;
+      this.head = entry.next;
+      if (this.head === null) this.tail = null;
+      const fire = entry.fire;
+      entry.fire = null;
+      fire?.();
+    }
+    // `fire` may have added entries (and armed a timer) meanwhile.
+    if (this.timer === null) this.arm();
+  }
+}
