@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import ipaddr from 'ipaddr.js';
 import { embeddedIpv4, isForbiddenAddress } from '../../src/security/ip-ranges.ts';
 
-/** SSRF guard: which literal addresses a webhook may never reach (ARCHITECTURE.md, Security). */
+/** SSRF guard: which literal addresses a webhook may never reach (docs/architecture.md). */
 describe('isForbiddenAddress', () => {
   it.each([
     ['127.0.0.1', 'IPv4 loopback'],
