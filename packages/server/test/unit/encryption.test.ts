@@ -83,6 +83,55 @@ describe('SecretBox (signing secrets at rest, AES-256-GCM)', () => {
     }
   });
 
+  it('format checks come first: a box not of the form v1.<12-byte iv>.<16-byte tag>.<ct> is refused as unrecognised, before any decryption', () => {
+    const sealed = box.encrypt(SECRET, 'we_1');
+    const [, iv, tag, ct] = sealed.split('.') as [string, string, string, string];
+    const unrecognised = [
+      ['', 'empty'],
+      [`${iv}.${tag}.${ct}`, 'no version'],
+      [`v2.${iv}.${tag}.${ct}`, 'another version'],
+      [`V1.${iv}.${tag}.${ct}`, 'version in upper case'],
+      [`v1..${tag}.${ct}`, 'empty iv'],
+      [`v1.${iv}..${ct}`, 'empty tag'],
+      [`v1.${iv}.${tag}`, 'no ciphertext part'],
+      [`v1.${iv}.${tag}.${ct}.x`, 'a fifth part'],
+      [withPart(sealed, 1, (b) => b.subarray(0, 11)), '11-byte iv'],
+      [withPart(sealed, 1, (b) => Buffer.concat([b, Buffer.from([0])])), '13-byte iv'],
+      [withPart(sealed, 2, (b) => b.subarray(0, 15)), '15-byte tag'],
+      [withPart(sealed, 2, (b) => Buffer.concat([b, Buffer.from([0])])), '17-byte tag'],
+    ] as const;
+    for (const [bad, why] of unrecognised) expect(() => box.decrypt(bad, 'we_1'), why).toThrow(/^Unrecognised ciphertext format\.$/);
+  });
+
+  it('a well-formed box that was tampered with fails authentication, not the format check', () => {
+    const sealed = box.encrypt(SECRET, 'we_1');
+    for (const part of [1, 2, 3] as const) {
+      expect(() => box.decrypt(flipBit(sealed, part), 'we_1'), `part ${part}`).toThrow(/unable to authenticate data/i);
+    }
+    expect(() => box.decrypt(sealed, 'we_2')).toThrow(/unable to authenticate data/i);
+  });
+
+  it('an empty plaintext seals to an empty ciphertext part, which is well-formed', () => {
+    const sealed = box.encrypt('', 'we_1');
+    expect(sealed.split('.')).toHaveLength(4);
+    expect(sealed.split('.')[3]).toBe('');
+    expect(box.decrypt(sealed, 'we_1')).toBe('');
+  });
+
+  it('tags: bound to purpose and data, verified in constant time, refusing any other candidate', () => {
+    const t = box.tag('csrf', 'cs_1');
+    expect(t).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(box.tag('csrf', 'cs_1')).toBe(t);
+    expect(box.verifyTag('csrf', 'cs_1', t)).toBe(true);
+    expect(box.verifyTag('csrf', 'cs_2', t)).toBe(false);
+    expect(box.verifyTag('other', 'cs_1', t)).toBe(false);
+    expect(box.verifyTag('csrf', 'cs_1', t.slice(0, -1))).toBe(false);
+    expect(box.verifyTag('csrf', 'cs_1', `${t}A`)).toBe(false);
+    expect(box.verifyTag('csrf', 'cs_1', '')).toBe(false);
+    expect(box.tag('csrf', 'cs_1')).not.toBe(box.tag('csrf2', 'cs_1'));
+    expect(new SecretBox(randomBytes(32)).verifyTag('csrf', 'cs_1', t)).toBe(false);
+  });
+
   it('needs a 32-byte key', () => {
     expect(() => new SecretBox(randomBytes(16))).toThrow(ConfigError);
     expect(() => new SecretBox(randomBytes(33))).toThrow(ConfigError);
