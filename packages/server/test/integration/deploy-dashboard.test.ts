@@ -32,7 +32,7 @@ beforeAll(async () => {
   const res = await fetch(`${svc.url}/metrics`);
   expect(res.status).toBe(200);
   scrape = await res.text();
-});
+}, 180_000);
 afterAll(async () => {
   await receiver?.close();
   await svc?.close();

@@ -134,7 +134,7 @@ describe('SecretBox (signing secrets at rest, AES-256-GCM)', () => {
 
   it('needs a 32-byte key', () => {
     expect(() => new SecretBox(randomBytes(16))).toThrow(ConfigError);
-    expect(() => new SecretBox(randomBytes(33))).toThrow(ConfigError);
+    expect(() => new SecretBox(randomBytes(33))).toThrow(/^The encryption key must be 32 bytes \(64 hex characters\)\.$/);
   });
 });
 
@@ -167,9 +167,29 @@ describe('resolveEncryptionKey', () => {
     expect(first).toHaveLength(32);
     const file = join(dir, 'encryption.key');
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(readFileSync(file, 'utf8').trim()).toBe(first.toString('hex'));
+    expect(readFileSync(file, 'utf8')).toBe(`${first.toString('hex')}\n`);
     const second = resolveEncryptionKey({ configured: undefined, databaseUrl: undefined, dataDir: dir, dev: false });
     expect(second.equals(first)).toBe(true);
+  });
+
+  it.each([
+    ['zz' + 'ab'.repeat(32), 'junk before 64 hex characters'],
+    ['ab'.repeat(32) + 'zz', 'junk after 64 hex characters'],
+    ['ab'.repeat(32) + 'a', '65 hex characters'],
+    ['ab'.repeat(31) + 'a', '63 hex characters'],
+  ])('embedded: a key file holding %j (%s) is refused, naming the file', (content) => {
+    dir = mkdtempSync(join(tmpdir(), 'payhooks-key-'));
+    const file = join(dir, 'encryption.key');
+    writeFileSync(file, `${content}\n`);
+    expect(() => resolveEncryptionKey({ configured: undefined, databaseUrl: undefined, dataDir: dir!, dev: false })).toThrow(
+      `${file} does not hold 64 hex characters; restore it from a backup.`,
+    );
+  });
+
+  it('embedded: a key file with upper-case hex and surrounding whitespace is read', () => {
+    dir = mkdtempSync(join(tmpdir(), 'payhooks-key-'));
+    writeFileSync(join(dir, 'encryption.key'), `  ${'AB'.repeat(32)}\r\n`);
+    expect(resolveEncryptionKey({ configured: undefined, databaseUrl: undefined, dataDir: dir, dev: false }).toString('hex')).toBe('ab'.repeat(32));
   });
 
   it('embedded: a damaged key file is a ConfigError, not a new key', () => {
