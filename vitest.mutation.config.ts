@@ -18,6 +18,7 @@ export default defineConfig({
         (name) => `packages/server/test/unit/${name}.test.ts`,
       ),
       'packages/receiver/test/verify.test.ts',
+      'packages/receiver/test/verify-inputs.test.ts',
       'packages/receiver/test/sharpening.test.ts',
     ],
     testTimeout: 30_000,
