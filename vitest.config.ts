@@ -1,8 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 // Three kinds of run: pure unit tests, the server's integration suite on real PostgreSQL,
-// and the same integration suite again on embedded PGlite (ARCHITECTURE.md: "Tests run the
-// same suite on both"). The receiver SDK's tests use real PostgreSQL and Redis themselves.
+// and the same integration suite again on embedded PGlite (docs/architecture.md, Storage: one
+// suite on both). The receiver SDK's tests use real PostgreSQL and Redis themselves.
 const integration = ['packages/server/test/integration/**/*.test.ts'];
 
 export default defineConfig({

@@ -1,13 +1,19 @@
-// npm start: PAYHOOKS_WEBHOOK_SECRET=whsec_... DATABASE_URL=postgres://... PORT=4242
-import pg from 'pg';
+// npm start: PAYHOOKS_WEBHOOK_SECRET=whsec_... [DATABASE_URL=postgres://.../receiver_express] [PORT=4242]
 import { createReceiver } from './src/app.js';
+import { DEFAULT_DATABASE_URL, openDatabase } from './src/database.js';
 
 const secret = process.env.PAYHOOKS_WEBHOOK_SECRET;
 if (!secret) {
   console.error('Set PAYHOOKS_WEBHOOK_SECRET to the endpoint\'s whsec_ signing secret (comma-separated during a rotation).');
   process.exit(1);
 }
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' });
+let pool;
+try {
+  pool = await openDatabase(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
+} catch (error) {
+  console.error(`The receiver could not open its database: ${error.message}. Check that PostgreSQL runs and DATABASE_URL (default ${DEFAULT_DATABASE_URL}) is right.`);
+  process.exit(1);
+}
 const { app, webhooks } = await createReceiver({ pool, secret: secret.split(',').map((s) => s.trim()) });
 
 const server = app.listen(Number(process.env.PORT ?? 4242), () => {

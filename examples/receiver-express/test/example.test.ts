@@ -145,4 +145,45 @@ describe('examples/receiver-express', () => {
       await new Promise((r) => child.once('exit', r));
     }
   });
+
+  it('`npm start` uses a database of its own: by default receiver_express, never `postgres`; a missing one is created', async () => {
+    const { DEFAULT_DATABASE_URL } = await import('../src/database.js');
+    expect(new URL(DEFAULT_DATABASE_URL).pathname).toBe('/receiver_express');
+    const fresh = `${database}_new`;
+    const freshUrl = DATABASE_URL.replace(/\/[^/]*$/, `/${fresh}`);
+    const child: ChildProcess = spawn(process.execPath, ['server.js'], {
+      cwd: EXAMPLE_DIR,
+      env: { ...process.env, NODE_OPTIONS: '', PORT: '0', DATABASE_URL: freshUrl, PAYHOOKS_WEBHOOK_SECRET: SECRET },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const freshPool = new pg.Pool({ connectionString: freshUrl, max: 1 });
+    try {
+      let output = '';
+      child.stdout!.on('data', (c) => (output += c));
+      child.stderr!.on('data', (c) => (output += c));
+      await waitFor(() => /listening on/.test(output), 20_000, 'the example server to start');
+      expect(output).toContain(`created database ${fresh}`);
+      const webhookUrl = output.match(/http:\/\/localhost:(\d+)\/webhooks\/payhooks/)![0];
+      const account = `acct_${randomBytes(4).toString('hex')}`;
+      const d = delivery(paymentEvent({}, { metadata: { account } }));
+      expect((await post(webhookUrl, d.body, d.headers)).status).toBe(200);
+      // The credit and the receiver's tables are in the new database.
+      await waitFor(async () => (await freshPool.query('SELECT 1 FROM ledger_entries WHERE account = $1', [account])).rowCount === 1, 5_000, 'the credit');
+      const { rows } = await freshPool.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name IN ('payhooks_events', 'payhooks_credits', 'ledger_entries')`);
+      expect(rows[0].n).toBe(3);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      await freshPool.end();
+      for (let i = 0; ; i++) {
+        try {
+          await admin.query(`DROP DATABASE IF EXISTS "${fresh}"`);
+          break;
+        } catch (error) {
+          if (i >= 50) throw error;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    }
+  });
 });

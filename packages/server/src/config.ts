@@ -22,6 +22,8 @@ export interface Config {
   /** Management API requests per second per API key (token bucket), and the bucket size. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Redis holding the rate-limit counters shared by every API process; undefined = per process. */
+  redisUrl: string | undefined;
   /** Bearer token for the internal API (`/internal/v1/…`); unset disables it. */
   internalToken: string | undefined;
   /** Delays between attempts, ms; length + 1 = total attempts. Spec 8 by default. */
@@ -138,6 +140,12 @@ export const SETTINGS = [
   { key: 'logLevel', env: 'PAYHOOKS_LOG_LEVEL', default: 'info', doc: `Log level: ${LOG_LEVELS.join(', ')}.`, parse: (raw: string, env: string) => ((LOG_LEVELS as readonly string[]).includes(raw) ? (raw as Config['logLevel']) : fail(env, raw, `one of ${LOG_LEVELS.join(', ')}`)) },
   { key: 'rateLimitPerSecond', env: 'PAYHOOKS_RATE_LIMIT', default: '100', doc: 'Management API requests per second per API key.', parse: int(1, 1_000_000) },
   { key: 'rateLimitBurst', env: 'PAYHOOKS_RATE_LIMIT_BURST', default: '200', doc: 'Requests an API key may make in a burst above the rate.', parse: int(1, 1_000_000) },
+  {
+    key: 'redisUrl', env: 'PAYHOOKS_REDIS_URL', default: undefined,
+    doc: 'Redis URL (`redis://host:6379`) holding the API rate-limit counters, so all API processes share one limit per key and address. Unset: each process limits on its own. Unreachable at start: the process exits.',
+    // Never echo the value: it may hold a password.
+    parse: (raw: string, env: string) => (/^rediss?:\/\/[^/]/.test(raw) ? raw : fail(env, '(hidden)', 'a redis:// or rediss:// URL such as redis://127.0.0.1:6379')),
+  },
   { key: 'internalToken', env: 'PAYHOOKS_INTERNAL_TOKEN', default: undefined, doc: 'Bearer token for the internal API (event publishing, payment transitions); unset disables it. At least 32 characters. Development mode generates one into the data dir (`internal-token`).', parse: (raw: string, env: string) => (raw.length >= 32 ? raw : fail(env, '(hidden)', 'at least 32 characters (`openssl rand -hex 32`)')) },
   {
     key: 'retryScheduleMs', env: 'PAYHOOKS_RETRY_SCHEDULE', default: RETRY_DELAYS_MS.map(formatDuration).join(','),

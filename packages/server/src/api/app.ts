@@ -10,7 +10,7 @@ import { errorHandler } from './errors.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { healthRoutes } from './health.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { connectRedis, installRateLimits } from './rate-limit.ts';
 import { ErrorSchema } from './v1/schemas.ts';
 import { CreatedEndpointSchema, WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpoints.ts';
 import { AttemptSchema, DeliverySchema, webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
@@ -128,6 +128,11 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
+  // Rate limits: shared through Redis across API processes when PAYHOOKS_REDIS_URL is set.
+  const redis = ctx.config.redisUrl ? await connectRedis(ctx.config.redisUrl, ctx.logger) : null;
+  if (redis) app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())));
+  const rateLimits = await installRateLimits(app as unknown as FastifyInstance, { redis, logger: ctx.logger });
+
   await app.register(healthRoutes(ctx));
   await app.register(openApiRoutes(ctx));
   // Prometheus text. Like /readyz it is for the operator's network; it holds no tenant data.
@@ -148,8 +153,9 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   app.addHook('onClose', async () => listenHub.stop());
   await app.register(listenRelayRoutes(listenHub));
 
-  const limiter = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
-  const failedAuth = new RateLimiter(ctx.config.rateLimitPerSecond, ctx.config.rateLimitBurst);
+  const rule = { perSecond: ctx.config.rateLimitPerSecond, burst: ctx.config.rateLimitBurst };
+  const perKey = rateLimits.limit('api-key', rule, (req) => req.scope.apiKeyId, 'Too many requests for this API key');
+  const failedAuth = rateLimits.limit('failed-auth', rule, (req) => req.ip, 'Too many requests with an invalid API key from this address');
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', async (req) => {
@@ -158,10 +164,10 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
         } catch (err) {
           // Failed authentications are limited per client address, so guessing keys (or
           // flooding with bad ones) costs the caller a 429 after the same budget a key gets.
-          if (err instanceof AppError && err.kind === 'authentication') failedAuth.take(`ip:${req.ip}`);
+          if (err instanceof AppError && err.kind === 'authentication') await failedAuth(req);
           throw err;
         }
-        limiter.take(req.scope.apiKeyId);
+        await perKey(req);
       });
       await v1.register(webhookEndpointRoutes(ctx));
       await v1.register(webhookDeliveryRoutes(ctx));

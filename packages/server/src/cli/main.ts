@@ -9,7 +9,7 @@ import { createLogger } from '../logging.ts';
 import { waitForDatabase } from '../db/wait.ts';
 import { describeDbError } from '../db/faults.ts';
 import { startMetricsServer } from '../api/metrics-server.ts';
-import { createApiKey, createPlatform, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
+import { createApiKey, createPlatform, listApiKeys, listPlatforms, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
 import { runTrigger } from './trigger.ts';
 import { runListen } from './listen.ts';
@@ -267,6 +267,30 @@ export function buildCli(): Command {
       });
       if (opts.json) process.stdout.write(JSON.stringify({ id: key.id, environment: key.environment, key: key.key }) + '\n');
       else process.stdout.write(`Key ${key.id} (${key.environment}): ${key.key}\nStore it now: it is not shown again.\n`);
+    });
+  admin
+    .command('list-platforms')
+    .description('list the Platforms: id, name, creation time and unrevoked keys per environment')
+    .option('--json', 'print one JSON array')
+    .action(async (opts: { json?: boolean }) => {
+      const list = await withRuntime(({ ctx }) => listPlatforms(ctx.database.db));
+      if (opts.json) process.stdout.write(JSON.stringify(list) + '\n');
+      else if (list.length === 0) process.stdout.write('No Platforms yet; create one with `payhooks admin create-platform --name NAME`.\n');
+      else for (const p of list) process.stdout.write(`${p.id}  ${p.created_at}  live keys ${p.active_keys.live}, sandbox keys ${p.active_keys.sandbox}  ${p.name}\n`);
+    });
+  admin
+    .command('list-keys')
+    .description('list API keys by id and prefix (never the key: only its hash is stored), with revocation times')
+    .option('--platform <id>', 'only this Platform (plt_…)')
+    .option('--json', 'print one JSON array')
+    .action(async (opts: { platform?: string; json?: boolean }) => {
+      const list = await withRuntime(async ({ ctx }) => {
+        if (opts.platform !== undefined && !(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
+        return listApiKeys(ctx.database.db, opts.platform);
+      });
+      if (opts.json) process.stdout.write(JSON.stringify(list) + '\n');
+      else if (list.length === 0) process.stdout.write('No API keys.\n');
+      else for (const k of list) process.stdout.write(`${k.id}  ${k.prefix}…  ${k.environment.padEnd(7)}  ${k.platform_id}  created ${k.created_at}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}\n`);
     });
   admin
     .command('revoke-key')

@@ -29,8 +29,9 @@ export class SecretBox {
 
   decrypt(box: string, associatedData: string): string {
     const parts = box.split('.');
-    const [version, iv, tag, ct] = parts;
-    if (parts.length !== 4 || version !== 'v1' || !iv || !tag || ct === undefined) throw new Error('Unrecognised ciphertext format.');
+    if (parts.length !== 4 || parts[0] !== 'v1') throw new Error('Unrecognised ciphertext format.');
+    const [, iv, tag, ct] = parts as [string, string, string, string];
+    // An empty or mis-sized part fails here too (the ciphertext part may be empty: "" sealed).
     const ivBytes = Buffer.from(iv, 'base64url');
     const tagBytes = Buffer.from(tag, 'base64url');
     // GCM would otherwise verify a truncated tag against its prefix (4 bytes = 2^32 forgery work).

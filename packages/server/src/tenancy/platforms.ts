@@ -1,4 +1,4 @@
-import { and, eq, isNull, or } from 'drizzle-orm';
+import { and, asc, count, eq, isNull, or } from 'drizzle-orm';
 import { apiKeys, merchants, platforms, type Environment } from '../db/schema.ts';
 import type { Db, Queryable } from '../db/client.ts';
 import { newId } from '../ids.ts';
@@ -69,4 +69,57 @@ export async function revokeApiKey(db: Db, idOrPrefix: string, now: Date): Promi
   // Revoking again keeps the first revocation time (it is the audit record of when access ended).
   await db.update(apiKeys).set({ revokedAt: now }).where(and(eq(apiKeys.id, key.id), isNull(apiKeys.revokedAt)));
   return { revoked: key };
+}
+
+export interface PlatformSummary {
+  id: string;
+  name: string;
+  created_at: string;
+  /** Keys not revoked, per environment. */
+  active_keys: { live: number; sandbox: number };
+}
+
+/** Every Platform, oldest first, with how many unrevoked keys it has (`payhooks admin list-platforms`). */
+export async function listPlatforms(db: Queryable): Promise<PlatformSummary[]> {
+  const rows = await db.select({ id: platforms.id, name: platforms.name, createdAt: platforms.createdAt }).from(platforms).orderBy(asc(platforms.createdAt), asc(platforms.id));
+  const counts = await db
+    .select({ platformId: apiKeys.platformId, environment: apiKeys.environment, n: count() })
+    .from(apiKeys)
+    .where(isNull(apiKeys.revokedAt))
+    .groupBy(apiKeys.platformId, apiKeys.environment);
+  return rows.map((p) => {
+    const active = { live: 0, sandbox: 0 };
+    for (const c of counts) if (c.platformId === p.id) active[c.environment] = Number(c.n);
+    return { id: p.id, name: p.name, created_at: p.createdAt.toISOString(), active_keys: active };
+  });
+}
+
+export interface KeySummary {
+  id: string;
+  platform_id: string;
+  environment: Environment;
+  /** The first characters of the key (`sk_live_AbCd`): enough to recognise it, never the key. */
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+/**
+ * API keys by id and display prefix, oldest first (`payhooks admin list-keys`). Only the hash of
+ * a key is stored, so the key itself can't be shown; this is what `revoke-key` takes.
+ */
+export async function listApiKeys(db: Queryable, platformId?: string): Promise<KeySummary[]> {
+  const rows = await db
+    .select({ id: apiKeys.id, platformId: apiKeys.platformId, environment: apiKeys.environment, prefix: apiKeys.prefix, createdAt: apiKeys.createdAt, revokedAt: apiKeys.revokedAt })
+    .from(apiKeys)
+    .where(platformId === undefined ? undefined : eq(apiKeys.platformId, platformId))
+    .orderBy(asc(apiKeys.platformId), asc(apiKeys.createdAt), asc(apiKeys.id));
+  return rows.map((k) => ({
+    id: k.id,
+    platform_id: k.platformId,
+    environment: k.environment,
+    prefix: k.prefix,
+    created_at: k.createdAt.toISOString(),
+    revoked_at: k.revokedAt?.toISOString() ?? null,
+  }));
 }

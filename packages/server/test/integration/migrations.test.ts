@@ -5,7 +5,7 @@ import { openDatabase, type Database } from '../../src/db/client.ts';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import * as schema from '../../src/db/schema.ts';
 
-/** ARCHITECTURE.md, Storage: numbered SQL migrations, applied at start and by `payhooks migrate`. */
+/** docs/architecture.md, Storage: numbered SQL migrations, applied at start and by `payhooks migrate`. */
 
 let testDb: TestDatabase;
 

@@ -129,6 +129,7 @@ describe('bad values give a ConfigError naming the variable', () => {
     ['PAYHOOKS_RATE_LIMIT', ['0', 'abc', '1.5', '1000001']],
     ['PAYHOOKS_RATE_LIMIT_BURST', ['0', 'many']],
     ['PAYHOOKS_INTERNAL_TOKEN', ['short', 'x'.repeat(31)]],
+    ['PAYHOOKS_REDIS_URL', ['localhost:6379', 'http://cache:6379', 'redis://', 'redis:///0']],
     ['PAYHOOKS_RETRY_SCHEDULE', ['soon', '1x', '1s,,2s', '1s;2s', '1.5s', '-1s', Array(21).fill('1s').join(',')]],
     ['PAYHOOKS_ATTEMPT_TIMEOUT', ['10', '99ms', '61s', 'ten seconds']],
     ['PAYHOOKS_ENDPOINT_CONCURRENCY', ['0', '1001']],

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { isForbiddenAddress } from '../../src/security/ip-ranges.ts';
+import ipaddr from 'ipaddr.js';
+import { embeddedIpv4, isForbiddenAddress } from '../../src/security/ip-ranges.ts';
 
-/** SSRF guard: which literal addresses a webhook may never reach (ARCHITECTURE.md, Security). */
+/** SSRF guard: which literal addresses a webhook may never reach (docs/architecture.md). */
 describe('isForbiddenAddress', () => {
   it.each([
     ['127.0.0.1', 'IPv4 loopback'],
@@ -83,5 +84,66 @@ describe('isForbiddenAddress', () => {
 
   it.each(['localhost', 'example.com', '', '127.1', '0x7f000001', '2130706433', '1.2.3.4.5', ':::1', '[::1]'])('refuses %j: not a literal address', (s) => {
     expect(isForbiddenAddress(s)).toBe(true);
+  });
+
+  it.each([
+    ['::ffff:0:8.8.8.8', 'IPv4-translated public'],
+    ['::8.8.8.8', 'IPv4-compatible public'],
+    ['64:ff9b::8.8.8.8', 'NAT64 of a public address, dotted'],
+    ['0:0:0:0:0:ffff:0808:0808', 'IPv4-mapped public, long form with leading zeros'],
+  ])('allows %s (%s): judged by the IPv4 address it carries', (ip) => {
+    expect(isForbiddenAddress(ip)).toBe(false);
+  });
+
+  it.each([
+    ['::ffff:10.1.2.3', '::ffff:a01:203', 'IPv4-mapped private'],
+    ['::ffff:100.64.0.1', '::ffff:6440:1', 'IPv4-mapped carrier-grade NAT'],
+    ['64:ff9b::10.0.0.1', '64:ff9b::a00:1', 'NAT64 private'],
+    ['64:ff9b::192.168.0.1', '64:ff9b::c0a8:1', 'NAT64 private 192.168/16'],
+    ['64:ff9b::0.0.0.0', '64:ff9b::', 'NAT64 unspecified'],
+  ])('refuses %s and %s (%s): the embedded IPv4 address is private', (dotted, hex) => {
+    expect(isForbiddenAddress(dotted)).toBe(true);
+    expect(isForbiddenAddress(hex)).toBe(true);
+  });
+
+  it('NAT64 and IPv4-mapped only unwrap their exact /96: a neighbouring prefix is plain IPv6', () => {
+    // 64:ff9b:0:0:0:1::/96 is not the well-known NAT64 prefix: its low 32 bits are not an IPv4
+    // destination, and the address is public IPv6.
+    expect(isForbiddenAddress('64:ff9b::1:7f00:1')).toBe(false);
+    expect(isForbiddenAddress('::fffe:7f00:1')).toBe(false);
+    expect(isForbiddenAddress('1::ffff:7f00:1')).toBe(false);
+  });
+
+  it.each([
+    ['2606:4700:4700::1111%eth-0', 'public IPv6 with a zone id ipaddr.js cannot read'],
+    ['2606:4700:4700::1111%a.b', 'public IPv6, zone id with a dot'],
+    ['2606:4700:4700::1111%x:y', 'public IPv6, zone id with a colon'],
+  ])('fails closed on %j (%s): Node calls it IPv6, the parser refuses it', (ip) => {
+    expect(isForbiddenAddress(ip)).toBe(true);
+  });
+
+  it('a zone id ipaddr.js reads does not change the verdict', () => {
+    expect(isForbiddenAddress('2606:4700:4700::1111%eth0')).toBe(false);
+    expect(isForbiddenAddress('fe80::1%25')).toBe(true);
+  });
+});
+
+describe('embeddedIpv4', () => {
+  const carried = (ip: string) => embeddedIpv4(ipaddr.IPv6.parse(ip))?.toString() ?? null;
+  it.each([
+    ['::ffff:1.2.3.4', '1.2.3.4'],
+    ['::ffff:102:304', '1.2.3.4'],
+    ['::1.2.3.4', '1.2.3.4'],
+    ['::ffff:0:1.2.3.4', '1.2.3.4'],
+    ['64:ff9b::1.2.3.4', '1.2.3.4'],
+    ['64:ff9b::fffe:fdfc', '255.254.253.252'],
+    ['2002:102:304::1', '1.2.3.4'],
+    ['2002:fffe:fdfc:1::', '255.254.253.252'],
+  ])('%s carries %s', (ip, v4) => {
+    expect(carried(ip)).toBe(v4);
+  });
+
+  it.each(['2606:4700:4700::1111', '64:ff9b:1::102:304', '2001::102:304', 'fe80::1.2.3.4', '::1:0:102:304'])('%s carries none', (ip) => {
+    expect(carried(ip)).toBeNull();
   });
 });

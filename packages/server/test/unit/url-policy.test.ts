@@ -89,6 +89,8 @@ describe('validateEndpointUrl', () => {
     'https://api.localhost./h',
     'https://metadata.google.internal/h',
     'https://metadata.google.internal./h',
+    'https://localhost../h',
+    'https://api.internal.../h',
   ])('refuses private or loopback host %s with 422 url_not_allowed', (url) => {
     expect(rejection(url, 'sandbox')).toEqual({ status: 422, code: 'url_not_allowed', param: 'url' });
     expect(rejection(url, 'live')).toEqual({ status: 422, code: 'url_not_allowed', param: 'url' });
@@ -113,5 +115,19 @@ describe('validateEndpointUrl', () => {
     for (const url of ['https://localhost.example.com/h', 'https://internal.example.com/h', 'https://mylocalhost.com/h']) {
       expect(validateEndpointUrl(url, 'live', strict)).toBe(url);
     }
+  });
+
+  it.each([
+    ['https://example.com/' + 'a'.repeat(MAX_URL_LENGTH), 'live', /^url must be at most 2048 characters\.$/],
+    ['https://example.com/a b', 'live', /^url must not contain spaces or control characters; percent-encode them\.$/],
+    ['example.com/h', 'live', /^url must be an absolute http:\/\/ or https:\/\/ URL\.$/],
+    ['ftp://example.com/h', 'live', /^url must use http or https\.$/],
+    ['https://u:p@example.com/h', 'live', /^url must not contain credentials \(user:password@\); authenticate with the signature instead\.$/],
+    ['https://example.com/h#x', 'live', /^url must not contain a #fragment\.$/],
+    ['http://example.com/h', 'live', /^Live endpoints must use https\. Use a sandbox key for plain-http testing\.$/],
+    ['https://[::1]/h', 'sandbox', /^url points at a private or local address \(::1\); webhooks are delivered over the public internet\.$/],
+    ['https://LocalHost./h', 'sandbox', /^url points at a private or local address \(localhost\); /],
+  ] as const)('%s: the message says what is wrong and what to do', (url, environment, message) => {
+    expect(() => validateEndpointUrl(url, environment, strict)).toThrow(message);
   });
 });

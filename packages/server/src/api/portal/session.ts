@@ -5,7 +5,6 @@ import { AppError } from '../../errors.ts';
 import { decoyHash, verifyPassword } from '../../portal/passwords.ts';
 import { findUserByEmail } from '../../portal/users.ts';
 import type { PortalSession, SessionStore } from '../../portal/sessions.ts';
-import { RateLimiter } from '../rate-limit.ts';
 import { SESSION_COOKIE, cookieOptions } from './security.ts';
 
 const SignInBody = Type.Object(
@@ -33,15 +32,17 @@ export function sessionView(session: PortalSession) {
  */
 export const SIGN_IN_LIMITS = { perAddress: { perSecond: 10 / 60, burst: 30 }, perEmail: { perSecond: 5 / 60, burst: 10 } };
 
+const signInEmail = (body: { email: string }) => body.email.trim().toLowerCase();
+
 /** `/portal/api/session`: sign in, who am I, switch environment, sign out. */
 export const sessionRoutes = (ctx: ServiceContext, sessions: SessionStore): FastifyPluginAsyncTypebox => async (app) => {
-  const perAddress = new RateLimiter(SIGN_IN_LIMITS.perAddress.perSecond, SIGN_IN_LIMITS.perAddress.burst, undefined, 'Too many sign-in attempts from this address');
-  const perEmail = new RateLimiter(SIGN_IN_LIMITS.perEmail.perSecond, SIGN_IN_LIMITS.perEmail.burst, undefined, 'Too many sign-in attempts for this account');
+  const perAddress = app.rateLimits.limit('sign-in-address', SIGN_IN_LIMITS.perAddress, (req) => req.ip, 'Too many sign-in attempts from this address');
+  const perEmail = app.rateLimits.limit('sign-in-email', SIGN_IN_LIMITS.perEmail, (req) => signInEmail(req.body as { email: string }), 'Too many sign-in attempts for this account');
 
   app.post('/session', { schema: { body: SignInBody }, config: { public: true } }, async (req, reply) => {
-    const email = req.body.email.trim().toLowerCase();
-    perAddress.take(`ip:${req.ip}`);
-    perEmail.take(`email:${email}`);
+    const email = signInEmail(req.body);
+    await perAddress(req);
+    await perEmail(req);
     const user = await findUserByEmail(ctx.database.db, email);
     // An unknown email costs the same scrypt as a wrong password, and gets the same answer.
     const ok = await verifyPassword(req.body.password, user?.passwordHash ?? (await decoyHash()));
