@@ -1,3 +1,4 @@
+import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 // Three kinds of run: pure unit tests, the server's integration suite on real PostgreSQL,
@@ -5,8 +6,16 @@ import { defineConfig } from 'vitest/config';
 // same suite on both"). The receiver SDK's tests use real PostgreSQL and Redis themselves.
 const integration = ['packages/server/test/integration/**/*.test.ts'];
 
+// The workspace packages' `@payhooks/source` export condition points at their TypeScript
+// sources, so tests run what is in src/ (never a stale dist/). Spawned `payhooks` processes run
+// the compiled CLI, which test/global-setup.ts brings up to date first.
+const conditions = ['@payhooks/source'];
+
 export default defineConfig({
+  resolve: { conditions: [...conditions, ...defaultClientConditions] },
+  ssr: { resolve: { conditions: [...conditions, ...defaultServerConditions] } },
   test: {
+    globalSetup: ['packages/server/test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     maxWorkers: 3,
