@@ -35,6 +35,11 @@ export default defineConfig({
       },
       {
         extends: true,
+        // The three publishable packages packed, installed from their tarballs and run.
+        test: { name: 'package', include: ['packages/server/test/package/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 360_000 },
+      },
+      {
+        extends: true,
         test: { name: 'receiver', include: ['packages/receiver/test/**/*.test.ts', 'examples/**/test/**/*.test.ts'] },
       },
     ],

@@ -9,10 +9,12 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const src = join(root, 'src/db/migrations');
 const out = join(root, 'dist/db/migrations');
-// Clean first: a migration renamed or removed in src must not linger in dist.
-rmSync(out, { recursive: true, force: true });
+// Copy over, then drop what src no longer has (a migration renamed or removed): never an empty
+// directory in between, since a `payhooks` process started meanwhile (tests) reads it.
 mkdirSync(out, { recursive: true });
-for (const file of readdirSync(src)) if (file.endsWith('.sql')) cpSync(join(src, file), join(out, file));
+const sql = readdirSync(src).filter((file) => file.endsWith('.sql'));
+for (const file of sql) cpSync(join(src, file), join(out, file));
+for (const file of readdirSync(out)) if (!sql.includes(file)) rmSync(join(out, file), { force: true });
 
 if (process.argv.includes('--portal')) {
   const portal = join(root, '../portal-ui/dist');
