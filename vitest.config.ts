@@ -1,3 +1,4 @@
+import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 // Three kinds of run: pure unit tests, the server's integration suite on real PostgreSQL,
@@ -5,8 +6,16 @@ import { defineConfig } from 'vitest/config';
 // suite on both). The receiver SDK's tests use real PostgreSQL and Redis themselves.
 const integration = ['packages/server/test/integration/**/*.test.ts'];
 
+// The workspace packages' `@payhooks/source` export condition points at their TypeScript
+// sources, so tests run what is in src/ (never a stale dist/). Spawned `payhooks` processes run
+// the compiled CLI, which test/global-setup.ts brings up to date first.
+const conditions = ['@payhooks/source'];
+
 export default defineConfig({
+  resolve: { conditions: [...conditions, ...defaultClientConditions] },
+  ssr: { resolve: { conditions: [...conditions, ...defaultServerConditions] } },
   test: {
+    globalSetup: ['packages/server/test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     maxWorkers: 3,
@@ -23,6 +32,11 @@ export default defineConfig({
         extends: true,
         // *.postgres.test.ts need several processes on one database: PostgreSQL only.
         test: { name: 'pglite', include: integration, exclude: ['**/*.postgres.test.ts'], env: { PAYHOOKS_TEST_DB: 'pglite' } },
+      },
+      {
+        extends: true,
+        // The three publishable packages packed, installed from their tarballs and run.
+        test: { name: 'package', include: ['packages/server/test/package/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 360_000 },
       },
       {
         extends: true,

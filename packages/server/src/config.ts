@@ -60,8 +60,13 @@ interface Setting<K extends keyof Config> {
   parse: (raw: string, env: string) => Config[K];
 }
 
-function fail(env: string, raw: string, want: string): never {
-  throw new ConfigError(`${env}=${JSON.stringify(raw)} is not valid: expected ${want}.`);
+/**
+ * `name` is the environment variable (`PAYHOOKS_PORT="abc"`) or, when the value came from a
+ * command-line flag, the flag as the user typed it (`--port abc`).
+ */
+function fail(name: string, raw: string, want: string): never {
+  const given = name.startsWith('--') ? `${name} ${/^[^\s"']+$/.test(raw) ? raw : JSON.stringify(raw)}` : `${name}=${JSON.stringify(raw)}`;
+  throw new ConfigError(`${given} is not valid: expected ${want}.`);
 }
 
 const int = (min: number, max: number) => (raw: string, env: string): number => {
@@ -179,13 +184,21 @@ export const SETTINGS = [
   { key: 'dbWaitMs', env: 'PAYHOOKS_DB_WAIT', default: '60s', doc: 'How long a command started while PostgreSQL is unreachable waits for it (retrying with backoff, one log line per try) before exiting; 0s = fail at once.', parse: durationIn(0, 86_400_000) },
 ] as const satisfies readonly Setting<keyof Config>[];
 
+/** Settings given as command-line flags (`serve --port 8080`): they win over the environment, and errors name the flag. */
+export type ConfigFlags = Partial<Record<keyof Config, { flag: string; value: string }>>;
+
 /**
- * Reads every setting from `env` (default `process.env`), applies `overrides` (CLI flags and
- * tests).
+ * Reads every setting from `env` (default `process.env`) or its flag in `flags`, then applies
+ * `overrides` (`--dev`, tests).
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}, flags: ConfigFlags = {}): Config {
   const out: Record<string, unknown> = {};
   for (const s of SETTINGS as readonly Setting<keyof Config>[]) {
+    const flag = flags[s.key];
+    if (flag) {
+      out[s.key] = s.parse(flag.value, flag.flag);
+      continue;
+    }
     const raw = env[s.env];
     const value = raw !== undefined && raw !== '' ? raw : s.default;
     out[s.key] = value === undefined ? undefined : s.parse(value, s.env);
@@ -226,4 +239,10 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
 /** Markdown rows for the README's configuration table. */
 export function settingsTable(): string {
   return SETTINGS.map((s) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : `\`${s.default}\``} | ${s.doc} |`).join('\n');
+}
+
+/** The settings for `payhooks --help`: each variable, its default, and what it does. */
+export function settingsHelp(): string {
+  const width = Math.max(...SETTINGS.map((s) => s.env.length));
+  return SETTINGS.map((s) => `  ${s.env.padEnd(width)}  ${s.doc.replaceAll('`', '')}${s.default === undefined ? '' : ` (default: ${s.default})`}`).join('\n');
 }

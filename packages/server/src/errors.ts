@@ -56,8 +56,9 @@ export class AppError extends Error {
 
 /** Raised at start when a setting is missing or malformed; the CLI prints it and exits 1. */
 export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
+  /** `cause`: the underlying failure, printed (with its stack) only at log level debug or trace. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'ConfigError';
   }
 }

@@ -72,7 +72,7 @@ export async function openRuntime(
   const encryptionKey = resolveEncryptionKey({ configured: config.encryptionKey, databaseUrl: config.databaseUrl, dataDir: config.dataDir, dev: config.dev });
   const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: poolSizeFor(options.workers ?? 1), logger }));
   try {
-    if (!options.database) await waitForDatabase(database, { maxWaitMs: config.dbWaitMs, logger });
+    if (!options.database) await waitForDatabase(database, { maxWaitMs: config.dbWaitMs, logger, url: config.databaseUrl });
     if (options.migrate !== false) {
       const applied = await migrate(database);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');

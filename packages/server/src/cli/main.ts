@@ -1,139 +1,27 @@
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { pino } from 'pino';
-import { loadConfig, type Config } from '../config.ts';
-import { AppError, ConfigError } from '../errors.ts';
-import { openDatabase } from '../db/client.ts';
-import { migrate } from '../db/migrate.ts';
-import { openRuntime } from '../runtime.ts';
-import { createLogger } from '../logging.ts';
-import { waitForDatabase } from '../db/wait.ts';
+import { RESOURCE_EVENT_TYPES } from '@payhooks/contract';
+import { settingsHelp } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import { describeDbError } from '../db/faults.ts';
-import { startMetricsServer } from '../api/metrics-server.ts';
-import { createApiKey, createPlatform, listApiKeys, listPlatforms, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
-import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
-import { runTrigger } from './trigger.ts';
-import { runListen } from './listen.ts';
-import { checkReceiver, formatReport } from '../devtools/check-receiver.ts';
-import { EVENT_TYPES, RESOURCE_EVENT_TYPES, SECRET_PREFIX } from '@payhooks/contract';
-import { createPortalUser } from '../portal/users.ts';
 
-/** A refused input (taken or malformed email) ends the command with its message, not a stack trace. */
-async function asConfigError<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof AppError) throw new ConfigError(err.message);
-    throw err;
-  }
-}
-
-/** Config from the environment, with `--dev` applied on top. Exits 1 with the reason if invalid. */
-function config(overrides: Partial<Config> = {}): Config {
-  return loadConfig(process.env, overrides);
-}
-
-async function serve(options: { dev?: boolean; port?: string; host?: string; worker?: boolean }) {
-  const env = { ...process.env };
-  if (options.port !== undefined) env.PAYHOOKS_PORT = options.port;
-  if (options.host !== undefined) env.PAYHOOKS_HOST = options.host;
-  const cfg = loadConfig(env, options.dev ? { dev: true } : {});
-  if (options.worker === false && !cfg.databaseUrl) {
-    throw new ConfigError(
-      'serve --no-worker needs PostgreSQL: the embedded database can be opened by this process only, so no worker could ever deliver its events. Drop --no-worker, or set DATABASE_URL and run `payhooks worker` beside it.',
-    );
-  }
-  if (cfg.dev && !cfg.internalToken) cfg.internalToken = devInternalToken(cfg.dataDir);
-  const runtime = await openRuntime({ config: cfg });
-  const { ctx } = runtime;
-  // Loaded here, not at the top: the HTTP API (Fastify, every route, the portal) is about 20 MiB
-  // that `payhooks worker` and the admin commands never use.
-  const { buildApp } = await import('../api/app.ts');
-  const app = await buildApp(ctx);
-  const worker = options.worker === false ? null : ctx.createWorker();
-  // Checkout sessions past expires_at are expired by whatever runs workers.
-  const expiry = options.worker === false ? null : ctx.createExpiryJob();
-  const autoDisable = options.worker === false ? null : ctx.createAutoDisableJob();
-  const dev = cfg.dev ? await ensureDevPlatform(ctx) : null;
-  const address = await app.listen({ port: cfg.port, host: cfg.host });
-  await worker?.start();
-  expiry?.start();
-  autoDisable?.start();
-  onStopSignal(ctx.logger, async () => {
-    await app.close(); // stop taking requests first
-    await expiry?.stop();
-    await autoDisable?.stop();
-    await worker?.stop(); // then let in-flight attempts finish and be recorded
-    await runtime.close();
-  });
-  if (dev) process.stdout.write(devBanner(address, dev.platform, ctx) + '\n');
-  ctx.logger.info({ url: address, database: ctx.database.kind, dev: cfg.dev, worker: worker !== null }, 'payhooks listening');
-}
-
-/** `payhooks worker`: delivery workers only, for scaling out on PostgreSQL. */
-async function workerCommand(options: { processes?: string }) {
-  const cfg = config();
-  if (!cfg.databaseUrl) {
-    throw new ConfigError(
-      'payhooks worker needs PostgreSQL: set DATABASE_URL. The embedded database can be opened by one process only, so with it `payhooks serve` runs the worker in-process.',
-    );
-  }
-  const count = options.processes === undefined ? 1 : Number(options.processes);
-  if (!Number.isInteger(count) || count < 1 || count > 64) throw new ConfigError('--workers must be a whole number from 1 to 64.');
-  const runtime = await openRuntime({ config: cfg, workers: count });
-  const workers = Array.from({ length: count }, () => runtime.ctx.createWorker());
-  await Promise.all(workers.map((w) => w.start()));
-  const expiry = runtime.ctx.createExpiryJob();
-  expiry.start();
-  const autoDisable = runtime.ctx.createAutoDisableJob();
-  autoDisable.start();
-  // Attempt counters live in this process: without a listener they could not be scraped.
-  const metrics = cfg.metricsPort === undefined ? null : await startMetricsServer(runtime.ctx, { host: cfg.host, port: cfg.metricsPort });
-  onStopSignal(runtime.ctx.logger, async () => {
-    await metrics?.close();
-    await expiry.stop();
-    await autoDisable.stop();
-    await Promise.all(workers.map((w) => w.stop()));
-    await runtime.close();
-  });
-  runtime.ctx.logger.info({ workers: workers.map((w) => w.id), metrics: metrics?.url ?? null }, 'payhooks workers started');
-}
-
-/** SIGTERM/SIGINT: run `shutdown` once (drain), then exit 0. A second signal exits at once. */
-function onStopSignal(logger: { info: (o: object, m: string) => void }, shutdown: () => Promise<void>) {
-  let stopping = false;
-  const handler = (signal: string) => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    logger.info({ signal }, 'draining, then exiting');
-    shutdown().then(
-      () => process.exit(0),
-      (err) => {
-        process.stderr.write(`payhooks: shutdown failed: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => handler('SIGTERM'));
-  process.on('SIGINT', () => handler('SIGINT'));
-}
-
-/**
- * Admin commands open the database without starting a server. Their stdout is the result
- * (`--json` output is parsed by scripts), so their logs go to stderr.
+/*
+ * The command tree only. Each command imports its implementation when it runs, so `--help`,
+ * `--version` and the HTTP-only commands (trigger, listen) never load Fastify, the database
+ * drivers or PGlite (docs/decisions.md: the CLI starts in well under 300 ms).
  */
-async function withRuntime<T>(fn: (rt: Awaited<ReturnType<typeof openRuntime>>) => Promise<T>): Promise<T> {
-  const cfg = config({ logLevel: process.env.PAYHOOKS_LOG_LEVEL ? config().logLevel : 'warn' });
-  const logger = createLogger(cfg, pino.destination({ fd: 2, sync: true }));
-  const rt = await openRuntime({ config: cfg, logger });
-  try {
-    return await fn(rt);
-  } finally {
-    await rt.close();
-  }
+
+function version(): string {
+  // ../../package.json from src/cli/ and from dist/cli/ alike.
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 export function buildCli(): Command {
-  const program = new Command('payhooks').description('payhooks: signed, retried, logged webhooks for a payment service').showHelpAfterError();
+  const program = new Command('payhooks')
+    .description('payhooks: signed, retried, logged webhooks for a payment service')
+    .version(version(), '-V, --version', 'print the version')
+    .showHelpAfterError()
+    .addHelpText('after', `\nEnvironment variables (flags given to a command override them):\n${settingsHelp()}\n`);
 
   program
     .command('serve')
@@ -142,29 +30,18 @@ export function buildCli(): Command {
     .option('--port <port>', 'port (overrides PAYHOOKS_PORT)')
     .option('--host <host>', 'host (overrides PAYHOOKS_HOST)')
     .option('--no-worker', 'do not run a delivery worker in this process')
-    .action(serve);
+    .action(async (opts: { dev?: boolean; port?: string; host?: string; worker?: boolean }) => (await import('./serve.ts')).serve(opts));
 
   program
     .command('worker')
     .description('run delivery workers only (PostgreSQL; start as many processes as you like)')
     .option('--workers <n>', 'worker loops in this process', '1')
-    .action((opts: { workers: string }) => workerCommand({ processes: opts.workers }));
+    .action(async (opts: { workers: string }) => (await import('./worker.ts')).workerCommand({ processes: opts.workers }));
 
   program
     .command('migrate')
     .description('apply pending database migrations and exit')
-    .action(async () => {
-      const cfg = config();
-      const logger = createLogger(cfg, pino.destination({ fd: 2, sync: true }));
-      const database = await openDatabase({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, logger });
-      try {
-        await waitForDatabase(database, { maxWaitMs: cfg.dbWaitMs, logger });
-        const applied = await migrate(database);
-        process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
-      } finally {
-        await database.close();
-      }
-    });
+    .action(async () => (await import('./admin.ts')).migrateCommand());
 
   program
     .command('trigger')
@@ -175,6 +52,7 @@ export function buildCli(): Command {
     .option('--double-delivery', 'deliver each event twice to every endpoint (the double-delivery case)')
     .option('--json', 'print one JSON object instead of progress lines')
     .action(async (type: string, opts: { apiKey: string; url: string; doubleDelivery?: boolean; json?: boolean }) => {
+      const { runTrigger } = await import('./trigger.ts');
       const result = await runTrigger(type, { apiKey: opts.apiKey, url: opts.url, doubleDelivery: opts.doubleDelivery === true }, (line) => {
         if (!opts.json) process.stdout.write(line + '\n');
       });
@@ -189,6 +67,7 @@ export function buildCli(): Command {
     .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')
     .option('--events <types>', 'comma-separated event types to forward (default: every type)')
     .action(async (opts: { apiKey: string; forwardTo: string; url: string; events?: string }) => {
+      const { runListen } = await import('./listen.ts');
       const controller = new AbortController();
       const stop = () => {
         if (controller.signal.aborted) process.exit(1); // a second Ctrl-C: leave now
@@ -207,19 +86,7 @@ export function buildCli(): Command {
     .argument('<url>', 'your receiver, e.g. http://localhost:3000/webhooks')
     .requiredOption('--secret <whsec>', "the endpoint's whsec_ signing secret your receiver verifies with")
     .option('--json', 'print one JSON object instead of the report')
-    .action(async (url: string, opts: { secret: string; json?: boolean }) => {
-      let parsed: URL;
-      try {
-        parsed = new URL(url);
-      } catch {
-        throw new ConfigError(`'${url}' is not a URL; give your receiver's full address, e.g. http://localhost:3000/webhooks.`);
-      }
-      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ConfigError(`The receiver URL must be http or https, not ${parsed.protocol}`);
-      if (!opts.secret.startsWith(SECRET_PREFIX) || opts.secret.length <= SECRET_PREFIX.length) throw new ConfigError(`--secret must be the endpoint's signing secret, which starts with ${SECRET_PREFIX}.`);
-      const report = await checkReceiver({ url: parsed.href, secret: opts.secret });
-      process.stdout.write((opts.json ? JSON.stringify(report) : formatReport(report)) + '\n');
-      if (!report.ok) process.exitCode = 1;
-    });
+    .action(async (url: string, opts: { secret: string; json?: boolean }) => (await import('./check-receiver.ts')).checkReceiverCommand(url, opts));
 
   const admin = program.command('admin').description('operator commands');
   admin
@@ -228,81 +95,49 @@ export function buildCli(): Command {
     .requiredOption('--name <name>', 'display name of the Platform')
     .option('--email <email>', "the first portal user's email (default: admin+<platform id>@payhooks.local)")
     .option('--json', 'print one JSON object')
-    .action(async (opts: { name: string; email?: string; json?: boolean }) => {
-      const name = opts.name.trim();
-      if (!name || name.length > 200) throw new ConfigError('--name must be 1 to 200 characters.');
-      const created = await withRuntime(({ ctx }) => asConfigError(() => createPlatform(ctx.database.db, name, { portalEmail: opts.email })));
-      if (opts.json) process.stdout.write(JSON.stringify(created) + '\n');
-      else
-        process.stdout.write(
-          `Platform ${created.platform_id}\nMerchant ${created.merchant_id}\nSandbox key ${created.keys.sandbox}\nLive key    ${created.keys.live}\n` +
-            `Portal user ${created.portal.email}\nPassword    ${created.portal.password}\n` +
-            'Store the keys and the password now: they are not shown again.\n',
-        );
-    });
+    .action(async (opts: { name: string; email?: string; json?: boolean }) => (await import('./admin.ts')).createPlatformCommand(opts));
   admin
     .command('create-user')
     .description('create a Merchant Portal user for a Platform (its password is printed once)')
     .requiredOption('--platform <id>', 'Platform id (plt_…)')
     .requiredOption('--email <email>', 'the email the user signs in with')
     .option('--json', 'print one JSON object')
-    .action(async (opts: { platform: string; email: string; json?: boolean }) => {
-      const user = await withRuntime(async ({ ctx }) => {
-        if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
-        return asConfigError(() => createPortalUser(ctx.database.db, opts.platform, opts.email));
-      });
-      if (opts.json) process.stdout.write(JSON.stringify(user) + '\n');
-      else process.stdout.write(`Portal user ${user.id} (${user.email}) of ${user.platform_id}\nPassword ${user.password}\nStore it now: it is not shown again.\n`);
-    });
+    .action(async (opts: { platform: string; email: string; json?: boolean }) => (await import('./admin.ts')).createUserCommand(opts));
   admin
     .command('create-key')
     .description('create another API key for a Platform (printed once)')
     .requiredOption('--platform <id>', 'Platform id (plt_…)')
     .addOption(new Option('--environment <env>', 'key environment').choices(['live', 'sandbox']).makeOptionMandatory())
     .option('--json', 'print one JSON object')
-    .action(async (opts: { platform: string; environment: 'live' | 'sandbox'; json?: boolean }) => {
-      const key = await withRuntime(async ({ ctx }) => {
-        if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
-        return createApiKey(ctx.database.db, opts.platform, opts.environment);
-      });
-      if (opts.json) process.stdout.write(JSON.stringify({ id: key.id, environment: key.environment, key: key.key }) + '\n');
-      else process.stdout.write(`Key ${key.id} (${key.environment}): ${key.key}\nStore it now: it is not shown again.\n`);
-    });
+    .action(async (opts: { platform: string; environment: 'live' | 'sandbox'; json?: boolean }) => (await import('./admin.ts')).createKeyCommand(opts));
   admin
     .command('list-platforms')
     .description('list the Platforms: id, name, creation time and unrevoked keys per environment')
     .option('--json', 'print one JSON array')
-    .action(async (opts: { json?: boolean }) => {
-      const list = await withRuntime(({ ctx }) => listPlatforms(ctx.database.db));
-      if (opts.json) process.stdout.write(JSON.stringify(list) + '\n');
-      else if (list.length === 0) process.stdout.write('No Platforms yet; create one with `payhooks admin create-platform --name NAME`.\n');
-      else for (const p of list) process.stdout.write(`${p.id}  ${p.created_at}  live keys ${p.active_keys.live}, sandbox keys ${p.active_keys.sandbox}  ${p.name}\n`);
-    });
+    .action(async (opts: { json?: boolean }) => (await import('./admin.ts')).listPlatformsCommand(opts));
   admin
     .command('list-keys')
     .description('list API keys by id and prefix (never the key: only its hash is stored), with revocation times')
     .option('--platform <id>', 'only this Platform (plt_…)')
     .option('--json', 'print one JSON array')
-    .action(async (opts: { platform?: string; json?: boolean }) => {
-      const list = await withRuntime(async ({ ctx }) => {
-        if (opts.platform !== undefined && !(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
-        return listApiKeys(ctx.database.db, opts.platform);
-      });
-      if (opts.json) process.stdout.write(JSON.stringify(list) + '\n');
-      else if (list.length === 0) process.stdout.write('No API keys.\n');
-      else for (const k of list) process.stdout.write(`${k.id}  ${k.prefix}…  ${k.environment.padEnd(7)}  ${k.platform_id}  created ${k.created_at}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}\n`);
-    });
+    .action(async (opts: { platform?: string; json?: boolean }) => (await import('./admin.ts')).listKeysCommand(opts));
   admin
     .command('revoke-key')
     .description('revoke an API key by id (key_…), full key, or its 12-character prefix (sk_live_AbCd)')
     .argument('<key>', 'key id, key, or key prefix')
-    .action(async (idOrPrefix: string) => {
-      const result = await withRuntime(({ ctx }) => revokeApiKey(ctx.database.db, idOrPrefix, ctx.clock.now()));
-      if ('revoked' in result) process.stdout.write(`revoked ${result.revoked.id} (${result.revoked.prefix}…)\n`);
-      else if (result.error === 'ambiguous') throw new ConfigError(`${result.matches} keys match '${idOrPrefix}'; give the key id (key_…) instead.`);
-      else throw new ConfigError(`No API key matches '${idOrPrefix}'.`);
-    });
+    .action(async (idOrPrefix: string) => (await import('./admin.ts')).revokeKeyCommand(idOrPrefix));
   return program;
+}
+
+/** The underlying error's stack, for PAYHOOKS_LOG_LEVEL=debug or trace only. */
+function debugDetail(err: unknown): string {
+  const level = process.env.PAYHOOKS_LOG_LEVEL;
+  if (level !== 'debug' && level !== 'trace') return '';
+  const cause = err instanceof Error && err.cause !== undefined ? err.cause : err;
+  const db = describeDbError(cause);
+  // A database error's text may carry query parameters: its summary only, as in the logs.
+  const text = db ? db.message : cause instanceof Error ? (cause.stack ?? cause.message) : String(cause);
+  return `payhooks: (debug) ${text}\n`;
 }
 
 /**
@@ -321,8 +156,10 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildCli().parseAsync(argv);
   } catch (err) {
+    // A start that can't go on (a setting, the database, the address): one line saying what to
+    // do, exit 1; the stack only at debug level.
     if (err instanceof ConfigError) {
-      process.stderr.write(`payhooks: ${err.message}\n`);
+      process.stderr.write(`payhooks: ${err.message}\n${debugDetail(err)}`);
       process.exit(1);
     }
     // A database failure prints its statement and SQLSTATE, never the query's parameters.

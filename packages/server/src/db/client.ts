@@ -1,7 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
@@ -231,6 +230,9 @@ class WakeListener {
 }
 
 async function openPglite(dataDir: string | undefined): Promise<Database> {
+  // Loaded here, not at the top: PGlite (a WebAssembly PostgreSQL) takes a while to load, and a
+  // PostgreSQL deployment or a command that opens no database never needs it.
+  const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
   let unlock = () => {};
   let client: PGlite;
   if (dataDir) {

@@ -5,8 +5,16 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 import { securityHeaders } from './security.ts';
 
-/** Where `npm install` (portal-ui's `prepare` script) builds the UI. */
-export const DEFAULT_PORTAL_DIST = fileURLToPath(new URL('../../../../portal-ui/dist', import.meta.url));
+/**
+ * Where the built UI is: in the repository, where `npm install` (portal-ui's `prepare` script)
+ * builds it, the same path from src/api/portal/ and dist/api/portal/; in the published package,
+ * dist/portal-ui/, copied there before packing (scripts/copy-assets.js --portal).
+ */
+const PORTAL_DIST_CANDIDATES = [
+  fileURLToPath(new URL('../../../../portal-ui/dist', import.meta.url)),
+  fileURLToPath(new URL('../../portal-ui', import.meta.url)),
+];
+export const DEFAULT_PORTAL_DIST = PORTAL_DIST_CANDIDATES.find((dir) => existsSync(join(dir, 'index.html'))) ?? PORTAL_DIST_CANDIDATES[0]!;
 
 export const NOT_BUILT_MESSAGE =
   'The Merchant Portal UI is not built yet. Build it with `npm run build -w packages/portal-ui` (npm install does this for you), then restart payhooks.';
