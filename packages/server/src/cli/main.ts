@@ -51,15 +51,19 @@ async function serve(options: { dev?: boolean; port?: string; host?: string; wor
   // Checkout sessions past expires_at are expired by whatever runs workers.
   const expiry = options.worker === false ? null : ctx.createExpiryJob();
   const autoDisable = options.worker === false ? null : ctx.createAutoDisableJob();
+  // So is retention: partitions created ahead, old weeks dropped (one process at a time).
+  const retention = options.worker === false ? null : ctx.createRetentionJob();
   const dev = cfg.dev ? await ensureDevPlatform(ctx) : null;
   const address = await app.listen({ port: cfg.port, host: cfg.host });
   await worker?.start();
   expiry?.start();
   autoDisable?.start();
+  retention?.start();
   onStopSignal(ctx.logger, async () => {
     await app.close(); // stop taking requests first
     await expiry?.stop();
     await autoDisable?.stop();
+    await retention?.stop();
     await worker?.stop(); // then let in-flight attempts finish and be recorded
     await runtime.close();
   });
@@ -84,12 +88,15 @@ async function workerCommand(options: { processes?: string }) {
   expiry.start();
   const autoDisable = runtime.ctx.createAutoDisableJob();
   autoDisable.start();
+  const retention = runtime.ctx.createRetentionJob();
+  retention.start();
   // Attempt counters live in this process: without a listener they could not be scraped.
   const metrics = cfg.metricsPort === undefined ? null : await startMetricsServer(runtime.ctx, { host: cfg.host, port: cfg.metricsPort });
   onStopSignal(runtime.ctx.logger, async () => {
     await metrics?.close();
     await expiry.stop();
     await autoDisable.stop();
+    await retention.stop();
     await Promise.all(workers.map((w) => w.stop()));
     await runtime.close();
   });
