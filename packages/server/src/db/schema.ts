@@ -1,4 +1,4 @@
-import { boolean, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, boolean, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp } from 'drizzle-orm/pg-core';
 
 /**
  * drizzle mirror of the numbered SQL migrations in ./migrations (the SQL is the source of
@@ -127,6 +127,8 @@ export const deliveryQueue = pgTable('delivery_queue', {
   leaseToken: text('lease_token'),
   /** When the current lease was taken (start of the attempt a takeover logs as interrupted). */
   leasedAt: ts('leased_at'),
+  /** Order of arrival: rows due at the same instant are taken in publish order. */
+  seq: bigint('seq', { mode: 'number' }).generatedByDefaultAsIdentity(),
 });
 
 /**

@@ -87,25 +87,25 @@ WITH RECURSIVE platforms AS (
 ), budget AS (
   SELECT least($10::int, greatest($4::int, ceil($3::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
 ), candidates AS (
-  SELECT c.delivery_id, c.delivery_created_at, c.endpoint_id, c.platform_id, c.due_at, c.lease_token, c.leased_at
+  SELECT c.delivery_id, c.delivery_created_at, c.endpoint_id, c.platform_id, c.due_at, c.seq, c.lease_token, c.leased_at
   FROM eligible e CROSS JOIN LATERAL (
-    SELECT q.delivery_id, q.delivery_created_at, q.endpoint_id, q.platform_id, q.due_at, q.lease_token, q.leased_at
+    SELECT q.delivery_id, q.delivery_created_at, q.endpoint_id, q.platform_id, q.due_at, q.seq, q.lease_token, q.leased_at
     FROM delivery_queue q
     WHERE q.platform_id = e.platform_id AND q.due_at <= $1 AND NOT (q.endpoint_id = ANY($2::text[]))
-    ORDER BY q.due_at
+    ORDER BY q.due_at, q.seq
     LIMIT (SELECT k FROM budget)
     FOR UPDATE SKIP LOCKED
   ) c
 ), ranked AS (
-  SELECT c.delivery_id, c.delivery_created_at, c.due_at, c.lease_token AS prev_token, c.leased_at AS prev_leased_at,
-         row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at) AS endpoint_rank,
-         row_number() OVER (PARTITION BY c.platform_id ORDER BY c.due_at) AS platform_rank,
+  SELECT c.delivery_id, c.delivery_created_at, c.due_at, c.seq, c.lease_token AS prev_token, c.leased_at AS prev_leased_at,
+         row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at, c.seq) AS endpoint_rank,
+         row_number() OVER (PARTITION BY c.platform_id ORDER BY c.due_at, c.seq) AS platform_rank,
          w.consecutive_timeouts >= $9 AS throttled
   FROM candidates c JOIN webhook_endpoints w ON w.id = c.endpoint_id
 ), picked AS (
   SELECT delivery_id, delivery_created_at, prev_token, prev_leased_at FROM ranked
   WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE $4 END AND platform_rank <= $10
-  ORDER BY platform_rank, due_at
+  ORDER BY platform_rank, due_at, seq
   LIMIT $5
 ), claimed AS (
   UPDATE delivery_queue q
