@@ -116,6 +116,8 @@ WITH d AS (
   INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, lease_token, leased_at)
   SELECT f.id, f.created_at, f.event_id, f.endpoint_id, f.platform_id, $2, $1, $7 FROM free f
   ON CONFLICT (delivery_id) DO UPDATE SET due_at = excluded.due_at, lease_token = excluded.lease_token, leased_at = excluded.leased_at
+    -- Re-checked on the row as it is now: a concurrent replay or claim that leased it meanwhile keeps it.
+    WHERE delivery_queue.lease_token IS NULL OR delivery_queue.due_at <= $7
   RETURNING delivery_id
 ), bumped AS (
   UPDATE webhook_deliveries d
