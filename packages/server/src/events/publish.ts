@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { WILDCARD_EVENT_TYPE, type WebhookEvent } from '@payhooks/contract';
 import type { Tx } from '../db/client.ts';
 import { eventIdempotencyKeys, events, type EventRow } from '../db/schema.ts';
@@ -86,9 +86,21 @@ async function publishStatement(
   now: Date,
   ids: string[],
 ): Promise<PublishRow> {
+  const result = (await tx.execute(publishSql(input, id, body, now, ids))) as unknown as { rows: PublishRow[] };
+  return result.rows[0]!;
+}
+
+/** The publishing statement (exported for EXPLAIN in benchmarks). */
+export function publishSql(
+  input: EventInput & { idempotencyKey?: string | undefined; copies: 1 | 2; onlyEndpointId?: string | undefined },
+  id: string,
+  body: string,
+  now: Date,
+  ids: string[],
+): SQL {
   const key = input.idempotencyKey ?? null;
   const only = input.onlyEndpointId ?? null;
-  const result = (await tx.execute(sql`
+  return sql`
     WITH m AS (
       SELECT platform_id FROM merchants WHERE id = ${input.merchantId}
     ), fan AS (
@@ -133,8 +145,7 @@ async function publishStatement(
     )
     SELECT (SELECT platform_id FROM m) AS platform_id, (SELECT count(*) FROM fan)::int AS needed,
            (SELECT count(*) FROM ev)::int AS inserted, (SELECT count(*) FROM q)::int AS deliveries,
-           (SELECT body FROM prior LIMIT 1) AS prior_body, (SELECT count(*) FROM n)::int AS notified`)) as unknown as { rows: PublishRow[] };
-  return result.rows[0]!;
+           (SELECT body FROM prior LIMIT 1) AS prior_body, (SELECT count(*) FROM n)::int AS notified`;
 }
 
 async function findByIdempotencyKey(tx: Tx, platformId: string, environment: string, key: string): Promise<Pick<EventRow, 'body'> | undefined> {
