@@ -48,6 +48,8 @@ export interface Config {
   expiryIntervalMs: number;
   /** How long every delivery to an endpoint must fail before it is disabled, ms; 0 = never. */
   autoDisableAfterMs: number;
+  /** How long events, deliveries and attempts are kept, ms (at least 7 days; db/retention.ts). */
+  retentionMs: number;
   /** Port of `payhooks worker`'s Prometheus listener (`/metrics`); undefined = none. */
   metricsPort: number | undefined;
 }
@@ -122,6 +124,20 @@ function publicUrl(raw: string, env: string): string {
   return raw.replace(/\/+$/, '');
 }
 
+/** The shortest retention: longer than the whole retry schedule (about 2.6 days), with margin. */
+export const MIN_RETENTION_MS = 7 * 86_400_000;
+
+function retention(raw: string, env: string): number {
+  const ms = parseDuration(raw, env);
+  if (ms < MIN_RETENTION_MS) {
+    throw new ConfigError(
+      `${env}=${raw} is too short: events, deliveries and attempts must be kept at least 7 days, longer than the whole retry schedule ` +
+        `(1m+5m+30m+2h+12h+24h+24h, about 2.6 days), so no delivery is purged while it is still being retried. Set ${env}=7d or more (default 30d).`,
+    );
+  }
+  return ms;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SETTINGS = [
@@ -180,6 +196,11 @@ export const SETTINGS = [
     doc: 'Disable an endpoint whose deliveries have all failed for this long (at least 10 failed attempts, no 2xx), with `disabled_reason: "failing"`; its deliveries park until it is enabled again. `0` turns auto-disable off.',
     parse: (raw: string, env: string) => (raw.trim() === '0' ? 0 : durationIn(1000, 365 * 86_400_000)(raw, env)),
   },
+  {
+    key: 'retentionMs', env: 'PAYHOOKS_RETENTION', default: '30d',
+    doc: 'How long events, deliveries and their attempts are kept (at least 7d). The worker drops whole weeks once all of a week is older than this, so rows stay up to 7 days longer; never a week with a delivery still due. Expired idempotency keys go after 24h.',
+    parse: retention,
+  },
   { key: 'metricsPort', env: 'PAYHOOKS_METRICS_PORT', default: undefined, doc: '`payhooks worker` serves Prometheus `/metrics` on this port (bound to PAYHOOKS_HOST; 0 = any free port, logged at start); unset: no listener. `serve` has `/metrics` on its HTTP port.', parse: int(0, 65535) },
   { key: 'dbWaitMs', env: 'PAYHOOKS_DB_WAIT', default: '60s', doc: 'How long a command started while PostgreSQL is unreachable waits for it (retrying with backoff, one log line per try) before exiting; 0s = fail at once.', parse: durationIn(0, 86_400_000) },
 ] as const satisfies readonly Setting<keyof Config>[];
@@ -225,6 +246,16 @@ function checkCombinations(c: Config): void {
         'a claimed delivery can wait up to one attempt deadline behind its endpoint\'s attempts in flight, then take a full deadline of its own, and must still be recorded; ' +
         'with a shorter lease another worker resends it meanwhile and the outcome is lost. ' +
         `Set PAYHOOKS_LEASE above ${formatDuration(minLease)} (2 x the attempt timeout + ${formatDuration(RECORD_MARGIN_MS)}) or lower PAYHOOKS_ATTEMPT_TIMEOUT.`,
+    );
+  }
+  // A custom schedule (tests, sandboxes) longer than the retention would purge deliveries whose
+  // schedule still runs: the last attempt must be due well inside the window.
+  const scheduleMs = c.retryScheduleMs.reduce((a, b) => a + b, 0);
+  if (scheduleMs + 86_400_000 > c.retentionMs) {
+    throw new ConfigError(
+      `PAYHOOKS_RETENTION=${formatDuration(c.retentionMs)} is too short for PAYHOOKS_RETRY_SCHEDULE (${formatDuration(scheduleMs)} in all): ` +
+        'a delivery could be purged while it is still being retried. ' +
+        `Set PAYHOOKS_RETENTION above ${formatDuration(scheduleMs + 86_400_000)} (the schedule + 1d) or shorten the schedule.`,
     );
   }
 }

@@ -16,6 +16,7 @@ import { PaymentService } from './payments/service.ts';
 import { CheckoutService } from './payments/checkout.ts';
 import { ExpiryJob } from './payments/expiry.ts';
 import { AutoDisableJob } from './delivery/auto-disable.ts';
+import { RetentionJob } from './db/retention.ts';
 
 /**
  * Everything a request handler or worker needs, built once at start and passed down
@@ -47,6 +48,8 @@ export interface ServiceContext {
   createExpiryJob(): ExpiryJob;
   /** The auto-disable sweep that runs beside workers (not started; a no-op when turned off). */
   createAutoDisableJob(): AutoDisableJob;
+  /** Partition maintenance and purges (db/retention.ts) that run beside workers (not started). */
+  createRetentionJob(): RetentionJob;
   /** Ends bulk replays and closes what the context opened (HTTP agent); the database belongs to the caller. */
   close(): Promise<void>;
 }
@@ -91,6 +94,7 @@ export function createContext(options: { config: Config; database: Database; clo
     publicUrl: config.publicUrl,
     createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
     createExpiryJob: () => new ExpiryJob({ database, checkout, logger, intervalMs: config.expiryIntervalMs }),
+    createRetentionJob: () => new RetentionJob({ database, clock, logger, retentionMs: config.retentionMs }),
     createAutoDisableJob: () =>
       new AutoDisableJob({
         database, clock, logger, metrics,

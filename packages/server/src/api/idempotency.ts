@@ -6,7 +6,9 @@ import { AppError } from '../errors.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Scope } from '../tenancy/scope.ts';
 
-export const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
+import { IDEMPOTENCY_WINDOW_MS } from '../idempotency-window.ts';
+
+export { IDEMPOTENCY_WINDOW_MS };
 
 export interface StoredResponse {
   status: number;

@@ -36,6 +36,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   // Checkout sessions past expires_at are expired by whatever runs workers.
   const expiry = options.worker === false ? null : ctx.createExpiryJob();
   const autoDisable = options.worker === false ? null : ctx.createAutoDisableJob();
+  // So is retention: partitions created ahead, old weeks dropped (one process at a time).
+  const retention = options.worker === false ? null : ctx.createRetentionJob();
   let address: string;
   let app: Awaited<ReturnType<typeof buildApp>>;
   let dev: Awaited<ReturnType<typeof ensureDevPlatform>> | null;
@@ -55,10 +57,12 @@ export async function serve(options: ServeOptions): Promise<void> {
   await worker?.start();
   expiry?.start();
   autoDisable?.start();
+  retention?.start();
   onStopSignal(ctx.logger, async () => {
     await app.close(); // stop taking requests first
     await expiry?.stop();
     await autoDisable?.stop();
+    await retention?.stop();
     await worker?.stop(); // then let in-flight attempts finish and be recorded
     await runtime.close();
   });

@@ -21,12 +21,15 @@ export async function workerCommand(options: { processes?: string }): Promise<vo
   expiry.start();
   const autoDisable = runtime.ctx.createAutoDisableJob();
   autoDisable.start();
+  const retention = runtime.ctx.createRetentionJob();
+  retention.start();
   // Attempt counters live in this process: without a listener they could not be scraped.
   const metrics = cfg.metricsPort === undefined ? null : await startMetricsServer(runtime.ctx, { host: cfg.host, port: cfg.metricsPort });
   onStopSignal(runtime.ctx.logger, async () => {
     await metrics?.close();
     await expiry.stop();
     await autoDisable.stop();
+    await retention.stop();
     await Promise.all(workers.map((w) => w.stop()));
     await runtime.close();
   });

@@ -100,7 +100,9 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
     },
     async query<T>(text: string, params: unknown[], name?: string) {
       try {
-        return (await pool.query(text, params)).rows as T[];
+        // A named statement is parsed and planned once per connection (prepared), then executed
+        // by name; hot statements (claim, record) are named. Unnamed ones are parsed every time.
+        return (await (name ? pool.query({ name, text, values: params }) : pool.query(text, params))).rows as T[];
       } catch (err) {
         throw new QueryError(name ?? statementName(text), err);
       }

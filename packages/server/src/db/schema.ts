@@ -1,4 +1,4 @@
-import { boolean, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, boolean, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp } from 'drizzle-orm/pg-core';
 
 /**
  * drizzle mirror of the numbered SQL migrations in ./migrations (the SQL is the source of
@@ -103,8 +103,6 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   attemptCount: integer('attempt_count').notNull(),
   automaticAttempts: integer('automatic_attempts').notNull(),
   nextAttemptAt: ts('next_attempt_at'),
-  dueAt: ts('due_at'),
-  leaseToken: text('lease_token'),
   lastAttemptAt: ts('last_attempt_at'),
   createdAt: ts('created_at').notNull(),
   updatedAt: ts('updated_at').notNull(),
@@ -112,9 +110,43 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   copy: smallint('copy').notNull().default(1),
   /** 0006: why a `cancelled` delivery ended (`endpoint_deleted`). */
   cancelReason: text('cancel_reason'),
-  /** 0006: when the current lease was taken (start of the attempt a takeover logs as interrupted). */
-  leasedAt: ts('leased_at'),
 });
+
+/**
+ * 0007: the work to do, one row per delivery with an attempt coming (see the migration). The
+ * claim scans only this table; a delivery without a row is finished or parked.
+ */
+export const deliveryQueue = pgTable('delivery_queue', {
+  deliveryId: text('delivery_id').primaryKey(),
+  deliveryCreatedAt: ts('delivery_created_at').notNull(),
+  eventId: text('event_id').notNull(),
+  endpointId: text('endpoint_id').notNull(),
+  platformId: text('platform_id').notNull(),
+  /** When a worker may take it: the schedule, or its lease's expiry while leased. */
+  dueAt: ts('due_at').notNull(),
+  leaseToken: text('lease_token'),
+  /** When the current lease was taken (start of the attempt a takeover logs as interrupted). */
+  leasedAt: ts('leased_at'),
+  /** Order of arrival: rows due at the same instant are taken in publish order. */
+  seq: bigint('seq', { mode: 'number' }).generatedByDefaultAsIdentity(),
+});
+
+/**
+ * 0007: an event's idempotency key, unique per tenant for as long as the event is kept. Outside
+ * `events` because a unique index on a partitioned table must hold the partition key (it would
+ * be unique within one week only). Purged with the event's week.
+ */
+export const eventIdempotencyKeys = pgTable(
+  'event_idempotency_keys',
+  {
+    platformId: text('platform_id').notNull(),
+    environment: text('environment').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    eventId: text('event_id').notNull(),
+    eventCreatedAt: ts('event_created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.platformId, t.environment, t.idempotencyKey] })],
+);
 
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 
@@ -134,6 +166,8 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
   errorMessage: text('error_message'),
   /** 0006: the worker that held the attempt (set on `interrupted` attempts). */
   workerId: text('worker_id'),
+  /** 0007: the delivery's `created_at`, the partition key (an attempt leaves with its delivery's week). */
+  deliveryCreatedAt: ts('delivery_created_at').notNull(),
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;

@@ -56,7 +56,7 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
     const [count] = await deps.database.query<{ failed: number; succeeded: number }>(
       `SELECT count(*) FILTER (WHERE NOT a.succeeded AND a.error_kind IS DISTINCT FROM 'interrupted')::int AS failed,
               count(*) FILTER (WHERE a.succeeded)::int AS succeeded
-       FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id
+       FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id AND a.delivery_created_at = d.created_at
        WHERE d.endpoint_id = $1 AND d.created_at >= $2 AND a.started_at >= $3`,
       [c.id, new Date(since.getTime() - deps.scheduleMs), since],
       'auto_disable_count',

@@ -6,6 +6,8 @@ import { interruptedAttemptsSql } from './interrupted.ts';
 /** A claimed delivery with everything needed to attempt it, from one statement. */
 export interface ClaimedDelivery {
   id: string;
+  /** The delivery's (and its event's) creation time: its week's partition (migration 0007). */
+  created_at: Date;
   event_id: string;
   /** The event's type, for the attempt log line. */
   event_type: string;
@@ -33,8 +35,12 @@ export interface ClaimedDelivery {
  * Claims up to `limit` due deliveries for one worker, in one statement (see fairness.ts for
  * the sharing rules it applies).
  *
- * - `platforms` lists the Platforms that have any scheduled row, by a skip scan of the
- *   partial index on (platform_id, due_at): one index probe per Platform, however many rows
+ * Everything until `claimed` reads and writes only `delivery_queue` (migration 0007): the small,
+ * unpartitioned table of deliveries with an attempt coming. The partitioned tables are reached
+ * by their full primary key (id, created_at) only, so a generic plan stays good.
+ *
+ * - `platforms` lists the Platforms that have any queued row, by a skip scan of the
+ *   index on (platform_id, due_at): one index probe per Platform, however many rows
  *   each has. A single scan in due order would read through a noisy tenant's whole backlog of
  *   due rows (which it may not take: its share is full) before reaching anyone else's.
  * - `eligible` keeps those with a row due now that this worker may serve (not holding their
@@ -48,32 +54,32 @@ export interface ClaimedDelivery {
  * - `picked` keeps at most the endpoint's cap per endpoint and the Platform's share per
  *   Platform, ordered by the Platform rank first: round robin between Platforms, oldest first
  *   within each.
- * - `claimed` leases them: `due_at` moves to the lease expiry and `lease_token` is set. A
+ * - `claimed` leases them in the queue: `due_at` moves to the lease expiry and `lease_token` is set. A
  *   worker that dies leaves rows that become due again when the lease runs out; a worker that
  *   records a result must still hold the token (see record.ts).
  * - `interrupted`: a row taken over from an expired lease (it still has a `lease_token`) was
  *   claimed by a worker that never recorded an outcome: it may have died mid-attempt, after the
  *   receiver got the request. That attempt is logged as `interrupted` (no status code, the
  *   worker from the old token, started when its lease was taken; see interrupted.ts) and
- *   counted in `attempt_count`, not in the automatic budget. Only takeovers pay for this; a normal claim's
- *   row has no token and the CTE inserts nothing.
+ *   counted in `attempt_count` (`bumped`), not in the automatic budget. Only takeovers pay for
+ *   this; a normal claim's row has no token and neither CTE writes anything.
  * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secrets,
  *   status) so sending needs no further query.
  */
 const CLAIM_SQL = `
 WITH RECURSIVE platforms AS (
-  (SELECT platform_id FROM webhook_deliveries WHERE due_at IS NOT NULL ORDER BY platform_id LIMIT 1)
+  (SELECT platform_id FROM delivery_queue ORDER BY platform_id LIMIT 1)
   UNION ALL
-  SELECT (SELECT d.platform_id FROM webhook_deliveries d
-          WHERE d.due_at IS NOT NULL AND d.platform_id > p.platform_id
-          ORDER BY d.platform_id LIMIT 1)
+  SELECT (SELECT q.platform_id FROM delivery_queue q
+          WHERE q.platform_id > p.platform_id
+          ORDER BY q.platform_id LIMIT 1)
   FROM platforms p WHERE p.platform_id IS NOT NULL
 ), eligible AS (
   SELECT p.platform_id, o.oldest
   FROM platforms p CROSS JOIN LATERAL (
-    SELECT d.due_at AS oldest FROM webhook_deliveries d
-    WHERE d.platform_id = p.platform_id AND d.due_at IS NOT NULL
-    ORDER BY d.due_at LIMIT 1
+    SELECT q.due_at AS oldest FROM delivery_queue q
+    WHERE q.platform_id = p.platform_id
+    ORDER BY q.due_at LIMIT 1
   ) o
   WHERE p.platform_id IS NOT NULL AND NOT (p.platform_id = ANY($8::text[])) AND o.oldest <= $1
   ORDER BY o.oldest
@@ -81,38 +87,46 @@ WITH RECURSIVE platforms AS (
 ), budget AS (
   SELECT least($10::int, greatest($4::int, ceil($3::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
 ), candidates AS (
-  SELECT c.id, c.endpoint_id, c.platform_id, c.due_at, c.lease_token, c.leased_at
+  SELECT c.delivery_id, c.delivery_created_at, c.endpoint_id, c.platform_id, c.due_at, c.seq, c.lease_token, c.leased_at
   FROM eligible e CROSS JOIN LATERAL (
-    SELECT d.id, d.endpoint_id, d.platform_id, d.due_at, d.lease_token, d.leased_at
-    FROM webhook_deliveries d
-    WHERE d.platform_id = e.platform_id AND d.due_at <= $1 AND NOT (d.endpoint_id = ANY($2::text[]))
-    ORDER BY d.due_at
+    SELECT q.delivery_id, q.delivery_created_at, q.endpoint_id, q.platform_id, q.due_at, q.seq, q.lease_token, q.leased_at
+    FROM delivery_queue q
+    WHERE q.platform_id = e.platform_id AND q.due_at <= $1 AND NOT (q.endpoint_id = ANY($2::text[]))
+    ORDER BY q.due_at, q.seq
     LIMIT (SELECT k FROM budget)
     FOR UPDATE SKIP LOCKED
   ) c
 ), ranked AS (
-  SELECT c.id, c.due_at, c.lease_token AS prev_token, c.leased_at AS prev_leased_at,
-         row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at) AS endpoint_rank,
-         row_number() OVER (PARTITION BY c.platform_id ORDER BY c.due_at) AS platform_rank,
+  SELECT c.delivery_id, c.delivery_created_at, c.due_at, c.seq, c.lease_token AS prev_token, c.leased_at AS prev_leased_at,
+         row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at, c.seq) AS endpoint_rank,
+         row_number() OVER (PARTITION BY c.platform_id ORDER BY c.due_at, c.seq) AS platform_rank,
          w.consecutive_timeouts >= $9 AS throttled
   FROM candidates c JOIN webhook_endpoints w ON w.id = c.endpoint_id
 ), picked AS (
-  SELECT id, prev_token, prev_leased_at FROM ranked
+  SELECT delivery_id, delivery_created_at, prev_token, prev_leased_at FROM ranked
   WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE $4 END AND platform_rank <= $10
-  ORDER BY platform_rank, due_at
+  ORDER BY platform_rank, due_at, seq
   LIMIT $5
 ), claimed AS (
-  UPDATE webhook_deliveries d
-  SET due_at = $6, lease_token = $7, leased_at = $1,
-      attempt_count = d.attempt_count + CASE WHEN picked.prev_token IS NULL THEN 0 ELSE 1 END
+  UPDATE delivery_queue q
+  SET due_at = $6, lease_token = $7, leased_at = $1
   FROM picked
-  WHERE d.id = picked.id
-  RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at,
+  WHERE q.delivery_id = picked.delivery_id
+  RETURNING q.delivery_id AS id, q.delivery_created_at AS created_at, q.event_id, q.endpoint_id, q.platform_id,
             picked.prev_token, picked.prev_leased_at
+), bumped AS (
+  -- Takeovers only: the interrupted attempt counts in attempt_count (a normal claim writes
+  -- nothing outside the queue).
+  UPDATE webhook_deliveries d
+  SET attempt_count = d.attempt_count + 1
+  FROM claimed c
+  WHERE c.prev_token IS NOT NULL AND d.id = c.id AND d.created_at = c.created_at
+  RETURNING d.id, d.created_at, d.attempt_count, c.prev_token, c.prev_leased_at
 ), interrupted AS (
-  ${interruptedAttemptsSql('claimed', '$1')}
+  ${interruptedAttemptsSql('bumped', '$1')}
 )
-SELECT c.id, c.event_id, c.endpoint_id, c.platform_id, c.state, c.attempt_count, c.automatic_attempts, c.next_attempt_at,
+SELECT c.id, c.created_at, c.event_id, c.endpoint_id, c.platform_id, d.state,
+       coalesce(b.attempt_count, d.attempt_count) AS attempt_count, d.automatic_attempts, d.next_attempt_at,
        c.prev_token IS NOT NULL AS interrupted,
        e.type AS event_type, e.body, w.url, w.secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
@@ -120,7 +134,9 @@ SELECT c.id, c.event_id, c.endpoint_id, c.platform_id, c.state, c.attempt_count,
        w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
        w.consecutive_timeouts >= $9 AS endpoint_throttled
 FROM claimed c
-JOIN events e ON e.id = c.event_id
+JOIN webhook_deliveries d ON d.id = c.id AND d.created_at = c.created_at
+LEFT JOIN bumped b ON b.id = c.id
+JOIN events e ON e.id = c.event_id AND e.created_at = c.created_at
 JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
 
 export async function claimDue(
@@ -149,6 +165,7 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
     attempt_count: Number(r.attempt_count),
     automatic_attempts: Number(r.automatic_attempts),
     next_attempt_at: r.next_attempt_at ? new Date(r.next_attempt_at) : null,
+    created_at: new Date(r.created_at),
     endpoint_deleted_at: r.endpoint_deleted_at ? new Date(r.endpoint_deleted_at) : null,
     endpoint_throttled: r.endpoint_throttled === true || (r.endpoint_throttled as unknown) === 't',
     interrupted: r.interrupted === true || (r.interrupted as unknown) === 't',
@@ -158,13 +175,17 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
 
 /**
  * Gives claimed rows back without attempting them: with `dueAt` null the endpoint is disabled,
- * so the rows wait parked with no due time until it is enabled again; with a time, a draining
- * worker hands unstarted rows back as due then.
+ * so the rows leave the queue (parked: they come back when it is enabled again, parking.ts);
+ * with a time, a draining worker hands unstarted rows back as due then.
  */
 export async function releaseClaims(database: Database, options: { ids: string[]; token: string; dueAt: Date | null }): Promise<void> {
   if (options.ids.length === 0) return;
+  if (options.dueAt === null) {
+    await database.query(`DELETE FROM delivery_queue WHERE delivery_id = ANY($1::text[]) AND lease_token = $2`, [options.ids, options.token], 'park_claims');
+    return;
+  }
   await database.query(
-    `UPDATE webhook_deliveries SET due_at = $1, lease_token = NULL WHERE id = ANY($2::text[]) AND lease_token = $3`,
+    `UPDATE delivery_queue SET due_at = $1, lease_token = NULL, leased_at = NULL WHERE delivery_id = ANY($2::text[]) AND lease_token = $3`,
     [options.dueAt, options.ids, options.token],
     'release_claims',
   );
@@ -172,14 +193,18 @@ export async function releaseClaims(database: Database, options: { ids: string[]
 
 /**
  * Ends claimed rows whose endpoint was deleted: `cancelled` (terminal) with the reason, no
- * schedule. Rows in flight when the endpoint was deleted reach this on their next claim.
+ * schedule, out of the queue. Rows in flight when the endpoint was deleted reach this on their
+ * next claim.
  */
 export async function cancelClaims(database: Database, options: { ids: string[]; token: string; now: Date }): Promise<void> {
   if (options.ids.length === 0) return;
   await database.query(
-    `UPDATE webhook_deliveries SET state = 'cancelled', cancel_reason = 'endpoint_deleted', next_attempt_at = NULL, due_at = NULL,
-            lease_token = NULL, updated_at = $3
-     WHERE id = ANY($1::text[]) AND lease_token = $2 AND state IN ('pending', 'failed_retrying')`,
+    `WITH q AS (
+       DELETE FROM delivery_queue WHERE delivery_id = ANY($1::text[]) AND lease_token = $2
+       RETURNING delivery_id, delivery_created_at
+     )
+     UPDATE webhook_deliveries d SET state = 'cancelled', cancel_reason = 'endpoint_deleted', next_attempt_at = NULL, updated_at = $3
+     FROM q WHERE d.id = q.delivery_id AND d.created_at = q.delivery_created_at AND d.state IN ('pending', 'failed_retrying')`,
     [options.ids, options.token, options.now],
     'cancel_claims',
   );

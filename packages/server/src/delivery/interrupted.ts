@@ -2,7 +2,8 @@
  * The log entry for an attempt whose holder stopped before recording it (spec 2.4: the log
  * shows every attempt that may have reached the receiver). Used where a lease is taken over,
  * in the claim statement (claim.ts) and in a manual replay's lease (service.ts), as a CTE over
- * `source`: rows with `id`, the new `attempt_count`, and the old lease's `prev_token` and
+ * `source`: rows with `id`, `created_at` (the delivery's, the attempt's partition key), the new
+ * `attempt_count`, and the old lease's `prev_token` and
  * `prev_leased_at` (NULL `prev_token`: no takeover, nothing inserted).
  *
  * - No status code or body: nothing is known of the answer.
@@ -18,12 +19,12 @@ export const INTERRUPTED_MESSAGE =
 
 export function interruptedAttemptsSql(source: string, nowParam: string): string {
   return `INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
-                                 status_code, response_body, error_kind, error_message, worker_id)
+                                 status_code, response_body, error_kind, error_message, worker_id, delivery_created_at)
   SELECT 'wha_' || md5(s.id || s.prev_token), s.id, s.attempt_count,
          CASE WHEN s.prev_token LIKE 'replay:%' THEN 'manual' ELSE 'automatic' END,
          false, coalesce(s.prev_leased_at, ${nowParam}), 0, NULL, NULL, 'interrupted',
          '${INTERRUPTED_MESSAGE}',
-         split_part(s.prev_token, ':', 1)
+         split_part(s.prev_token, ':', 1), s.created_at
   FROM ${source} s WHERE s.prev_token IS NOT NULL
   ON CONFLICT DO NOTHING
   RETURNING delivery_id`;

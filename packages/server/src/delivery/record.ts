@@ -20,7 +20,8 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, '\
  * Records a batch of attempt outcomes in one statement: moves each delivery to its new state
  * and schedule and appends its attempt to the log (spec 2.4), atomically.
  *
- * `updated` only touches rows whose `lease_token` still matches, so a worker whose lease ran
+ * Only deliveries whose queue row still holds the caller's `lease_token` are written
+ * (`finished`, `retried`), so a worker whose lease ran
  * out (and whose row another worker took) can't overwrite the newer state; its attempt is not
  * logged either, and the caller is told which ids were dropped. The attempt number is the
  * delivery's new `attempt_count`, which also orders automatic and manual attempts together.
@@ -32,19 +33,31 @@ WITH v AS (
                        $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
     AS v(id, token, state, next_attempt_at, succeeded, started_at, duration_ms, status_code,
          response_body, error_kind, error_message, attempt_id, trigger)
+), finished AS (
+  -- The lease is checked on the queue row: a finished delivery leaves the queue, a retry's row
+  -- moves to its next due time. Either way the row's \`delivery_created_at\` gives the partition.
+  DELETE FROM delivery_queue q USING v
+  WHERE q.delivery_id = v.id AND q.lease_token = v.token AND v.next_attempt_at IS NULL
+  RETURNING q.delivery_id, q.delivery_created_at
+), retried AS (
+  UPDATE delivery_queue q
+  SET due_at = v.next_attempt_at, lease_token = NULL, leased_at = NULL
+  FROM v
+  WHERE q.delivery_id = v.id AND q.lease_token = v.token AND v.next_attempt_at IS NOT NULL
+  RETURNING q.delivery_id, q.delivery_created_at
+), held AS (
+  SELECT delivery_id, delivery_created_at FROM finished UNION ALL SELECT delivery_id, delivery_created_at FROM retried
 ), updated AS (
   UPDATE webhook_deliveries d
   SET state = v.state,
       next_attempt_at = v.next_attempt_at,
-      due_at = v.next_attempt_at,
       attempt_count = d.attempt_count + 1,
       automatic_attempts = d.automatic_attempts + CASE WHEN v.trigger = 'automatic' THEN 1 ELSE 0 END,
-      lease_token = NULL,
       last_attempt_at = v.started_at,
       updated_at = $14
-  FROM v
-  WHERE d.id = v.id AND d.lease_token = v.token
-  RETURNING d.id, d.attempt_count, d.endpoint_id
+  FROM held h JOIN v ON v.id = h.delivery_id
+  WHERE d.id = h.delivery_id AND d.created_at = h.delivery_created_at
+  RETURNING d.id, d.attempt_count, d.endpoint_id, d.created_at
 ), health AS (
   -- The circuit breaker's count (delivery/fairness.ts), per endpoint of the batch: any HTTP
   -- answer resets it, each timeout adds one. Rows are written only when something changes, so
@@ -71,9 +84,9 @@ WITH v AS (
                                   OR (h.succeeded AND w.failing_since IS NOT NULL) OR (NOT h.succeeded AND w.failing_since IS NULL))
 )
 INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
-                               status_code, response_body, error_kind, error_message)
+                               status_code, response_body, error_kind, error_message, delivery_created_at)
 SELECT v.attempt_id, v.id, u.attempt_count, v.trigger, v.succeeded, v.started_at, v.duration_ms,
-       v.status_code, v.response_body, v.error_kind, v.error_message
+       v.status_code, v.response_body, v.error_kind, v.error_message, u.created_at
 FROM updated u JOIN v ON v.id = u.id
 RETURNING delivery_id, attempt_number, id`;
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { and, asc, eq, inArray, type SQL } from 'drizzle-orm';
 import { formatEventTimestamp } from '@payhooks/contract';
 import type { Db } from '../db/client.ts';
-import { deliveryAttempts, webhookDeliveries, type AttemptRow, type DeliveryRow, type DeliveryState } from '../db/schema.ts';
+import { deliveryAttempts, deliveryQueue, webhookDeliveries, type AttemptRow, type DeliveryRow, type DeliveryState } from '../db/schema.ts';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
 import type { Database } from '../db/client.ts';
@@ -70,7 +70,7 @@ function toApiAttempt(a: AttemptRow): ApiAttempt {
   };
 }
 
-function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[]): ApiDelivery {
+function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[], queued: Set<string>): ApiDelivery {
   return {
     id: d.id,
     object: 'webhook_delivery',
@@ -79,14 +79,16 @@ function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[]): ApiDelivery {
     state: d.state,
     cancel_reason: d.cancelReason,
     attempt_count: d.attemptCount,
-    // Parked (endpoint disabled): no due time. The schedule is kept for when it resumes, but
-    // no attempt is coming, so none is shown.
-    next_attempt_at: d.dueAt === null ? null : iso(d.nextAttemptAt),
+    // Parked (endpoint disabled): unfinished but out of the queue. The schedule is kept for when
+    // it resumes, but no attempt is coming, so none is shown.
+    next_attempt_at: isUnfinished(d.state) && !queued.has(d.id) ? null : iso(d.nextAttemptAt),
     last_attempt_at: iso(d.lastAttemptAt),
     created_at: formatEventTimestamp(d.createdAt),
     attempts: attempts.map(toApiAttempt),
   };
 }
+
+const isUnfinished = (state: DeliveryState) => state === 'pending' || state === 'failed_retrying';
 
 const inScope = (scope: Scope) => and(eq(webhookDeliveries.platformId, scope.platformId), eq(webhookDeliveries.environment, scope.environment));
 
@@ -97,27 +99,41 @@ const inScope = (scope: Scope) => and(eq(webhookDeliveries.platformId, scope.pla
  * the old holder's attempt as interrupted, as a worker's claim does (interrupted.ts).
  */
 const LEASE_FOR_REPLAY_SQL = `
-WITH prev AS (
-  SELECT d.id, d.lease_token, d.leased_at
+WITH d AS (
+  SELECT d.id, d.created_at, d.event_id, d.endpoint_id, d.platform_id, d.state, d.next_attempt_at, d.attempt_count
   FROM webhook_deliveries d
-  WHERE d.id = $3 AND d.platform_id = $4 AND d.environment = $5
-    AND d.state = ANY($6::text[])
-    AND (d.lease_token IS NULL OR d.due_at <= $7)
-  FOR UPDATE
+  WHERE d.id = $3 AND d.platform_id = $4 AND d.environment = $5 AND d.state = ANY($6::text[])
+), prev AS (
+  SELECT q.delivery_id, q.lease_token, q.leased_at, q.due_at
+  FROM delivery_queue q JOIN d ON q.delivery_id = d.id
+  FOR UPDATE OF q
+), free AS (
+  -- Not queued (finished, or parked), queued and not leased, or its lease has run out.
+  SELECT d.*, prev.lease_token AS prev_token, prev.leased_at AS prev_leased_at, prev.delivery_id IS NOT NULL AS was_queued
+  FROM d LEFT JOIN prev ON true
+  WHERE prev.delivery_id IS NULL OR prev.lease_token IS NULL OR prev.due_at <= $7
 ), leased AS (
+  INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, lease_token, leased_at)
+  SELECT f.id, f.created_at, f.event_id, f.endpoint_id, f.platform_id, $2, $1, $7 FROM free f
+  ON CONFLICT (delivery_id) DO UPDATE SET due_at = excluded.due_at, lease_token = excluded.lease_token, leased_at = excluded.leased_at
+    -- Re-checked on the row as it is now: a concurrent replay or claim that leased it meanwhile keeps it.
+    WHERE delivery_queue.lease_token IS NULL OR delivery_queue.due_at <= $7
+  RETURNING delivery_id
+), bumped AS (
   UPDATE webhook_deliveries d
-  SET lease_token = $1, due_at = $2, leased_at = $7,
-      attempt_count = d.attempt_count + CASE WHEN prev.lease_token IS NULL THEN 0 ELSE 1 END
-  FROM prev
-  WHERE d.id = prev.id
-  RETURNING d.id, d.event_id, d.endpoint_id, d.state, d.next_attempt_at, d.attempt_count,
-            prev.lease_token AS prev_token, prev.leased_at AS prev_leased_at
+  SET attempt_count = d.attempt_count + 1
+  FROM free f
+  WHERE f.prev_token IS NOT NULL AND d.id = f.id AND d.created_at = f.created_at
+  RETURNING d.id, d.created_at, d.attempt_count, f.prev_token, f.prev_leased_at
 ), interrupted AS (
-  ${interruptedAttemptsSql('leased', '$7')}
+  ${interruptedAttemptsSql('bumped', '$7')}
 )
-SELECT l.id, l.event_id, l.endpoint_id, l.state, l.next_attempt_at, l.attempt_count, e.type AS event_type, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
+SELECT f.id, f.event_id, f.endpoint_id, f.state, f.next_attempt_at, f.was_queued,
+       coalesce((SELECT b.attempt_count FROM bumped b), f.attempt_count) AS attempt_count,
+       e.type AS event_type, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
        CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext
-FROM leased l JOIN events e ON e.id = l.event_id JOIN webhook_endpoints w ON w.id = l.endpoint_id`;
+FROM free f JOIN leased l ON l.delivery_id = f.id
+JOIN events e ON e.id = f.event_id AND e.created_at = f.created_at JOIN webhook_endpoints w ON w.id = f.endpoint_id`;
 
 export class DeliveryService {
   private readonly db: Db;
@@ -143,14 +159,23 @@ export class DeliveryService {
     if (options.eventId) filters.push(eq(webhookDeliveries.eventId, options.eventId));
     if (options.state) filters.push(eq(webhookDeliveries.state, options.state));
     const { rows, hasMore } = await pageOf<DeliveryRow>(this.db, webhookDeliveries, and(...filters), { ...options, what: 'webhook delivery' });
-    const attempts = await this.attemptsOf(rows.map((r) => r.id));
-    return listPage(rows.map((r) => toApiDelivery(r, attempts.get(r.id) ?? [])), hasMore);
+    const [attempts, queued] = await Promise.all([this.attemptsOf(rows.map((r) => r.id)), this.queuedOf(rows)]);
+    return listPage(rows.map((r) => toApiDelivery(r, attempts.get(r.id) ?? [], queued)), hasMore);
   }
 
   async get(scope: Scope, id: string): Promise<ApiDelivery> {
     const [row] = await this.db.select().from(webhookDeliveries).where(and(inScope(scope), eq(webhookDeliveries.id, id)));
     if (!row) throw notFound('webhook delivery', id);
-    return toApiDelivery(row, (await this.attemptsOf([id])).get(id) ?? []);
+    const [attempts, queued] = await Promise.all([this.attemptsOf([id]), this.queuedOf([row])]);
+    return toApiDelivery(row, attempts.get(id) ?? [], queued);
+  }
+
+  /** Which unfinished ones have a queue row (the others are parked). */
+  private async queuedOf(rows: DeliveryRow[]): Promise<Set<string>> {
+    const ids = rows.filter((r) => isUnfinished(r.state)).map((r) => r.id);
+    if (ids.length === 0) return new Set();
+    const found = await this.db.select({ id: deliveryQueue.deliveryId }).from(deliveryQueue).where(inArray(deliveryQueue.deliveryId, ids));
+    return new Set(found.map((r) => r.id));
   }
 
   private async attemptsOf(ids: string[]): Promise<Map<string, AttemptRow[]>> {
@@ -198,7 +223,7 @@ export class DeliveryService {
   private async leaseAndAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<void> {
     const now = this.clock.now();
     const token = `replay:${randomBytes(8).toString('hex')}`;
-    const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; attempt_count: number; event_type: string; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; previous_secret_ciphertext: string | null; endpoint_deleted_at: Date | null }>(
+    const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; attempt_count: number; was_queued: boolean; event_type: string; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; previous_secret_ciphertext: string | null; endpoint_deleted_at: Date | null }>(
       LEASE_FOR_REPLAY_SQL,
       [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now],
     );
@@ -207,8 +232,13 @@ export class DeliveryService {
       if (!allowed.includes(current.state)) throw new AppError('conflict', refusedCode, `${refused}; this one is ${current.state}.`);
       throw new AppError('conflict', 'delivery_in_flight', 'An attempt of this delivery is in flight right now; retry in a few seconds.');
     }
-    // Gives the lease back untouched: parked (no due time) for a deleted endpoint, else due as before.
-    const release = (dueAt: Date | null) => this.database.query(`UPDATE webhook_deliveries SET lease_token = NULL, due_at = $3 WHERE id = $1 AND lease_token = $2`, [id, token, dueAt]);
+    // Gives the lease back untouched: out of the queue for a deleted endpoint or a delivery that
+    // was not queued (finished, or parked), else due as before.
+    const wasQueued = row.was_queued === true || (row.was_queued as unknown) === 't';
+    const release = (dueAt: Date | null) =>
+      dueAt === null || !wasQueued
+        ? this.database.query(`DELETE FROM delivery_queue WHERE delivery_id = $1 AND lease_token = $2`, [id, token])
+        : this.database.query(`UPDATE delivery_queue SET lease_token = NULL, leased_at = NULL, due_at = $3 WHERE delivery_id = $1 AND lease_token = $2`, [id, token, dueAt]);
     if (row.endpoint_deleted_at) {
       await release(null);
       throw new AppError('conflict', 'endpoint_deleted', 'The endpoint of this delivery was deleted; it can no longer be replayed.');

@@ -22,7 +22,7 @@ SELECT d.endpoint_id,
        count(*)::int AS attempts,
        (count(*) FILTER (WHERE a.succeeded))::int AS succeeded
 FROM webhook_deliveries d
-JOIN delivery_attempts a ON a.delivery_id = d.id
+JOIN delivery_attempts a ON a.delivery_id = d.id AND a.delivery_created_at = d.created_at
 WHERE d.platform_id = $1 AND d.environment = $2 AND d.endpoint_id = ANY($3::text[])
   AND a.started_at > $4::timestamptz - interval '24 hours'
   AND (d.last_attempt_at IS NULL OR d.last_attempt_at > $4::timestamptz - interval '24 hours')

@@ -105,7 +105,7 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       await receiver.waitFor(100);
       a.child.kill('SIGKILL');
       expect(await a.exited).toBe('SIGKILL');
-      const [leased] = await database.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE lease_token IS NOT NULL AND platform_id = $1', [p.platform_id]);
+      const [leased] = await database.query<{ n: string }>('SELECT count(*) AS n FROM delivery_queue WHERE lease_token IS NOT NULL AND platform_id = $1', [p.platform_id]);
       expect(Number(leased!.n)).toBeGreaterThan(0); // the dead worker held work
       const b = worker({ PAYHOOKS_LEASE: '6s', PAYHOOKS_ATTEMPT_TIMEOUT: '2s' });
       await until(async () => (await states(p.platform_id)).delivered === 500, 60_000, '500 delivered after SIGKILL');
@@ -132,9 +132,9 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       // What was in flight finished and is recorded as delivered; nothing is left leased.
       expect(s.delivered).toBe(receiver.requests.length);
       expect(s.delivered! + (s.pending ?? 0)).toBe(10);
-      const [leased] = await database.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE lease_token IS NOT NULL AND platform_id = $1', [p.platform_id]);
+      const [leased] = await database.query<{ n: string }>('SELECT count(*) AS n FROM delivery_queue WHERE lease_token IS NOT NULL AND platform_id = $1', [p.platform_id]);
       expect(Number(leased!.n)).toBe(0);
-      const [due] = await database.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE due_at <= now() AND platform_id = $1', [p.platform_id]);
+      const [due] = await database.query<{ n: string }>('SELECT count(*) AS n FROM delivery_queue WHERE due_at <= now() AND platform_id = $1', [p.platform_id]);
       expect(Number(due!.n)).toBe(s.pending ?? 0);
     } finally {
       await receiver.close();

@@ -138,6 +138,7 @@ describe('bad values give a ConfigError naming the variable', () => {
     ['PAYHOOKS_POLL_INTERVAL', ['9ms', '61s', '1']],
     ['PAYHOOKS_LEASE', ['999ms', '2h']],
     ['PAYHOOKS_DB_WAIT', ['soon', '10', '-1s', '2d']],
+    ['PAYHOOKS_RETENTION', ['30', 'a month', '6d', '167h', '0d']],
     ['PAYHOOKS_AUTO_DISABLE_AFTER', ['5', 'off', '-1d', '999ms', '366d']],
     ['PAYHOOKS_METRICS_PORT', ['abc', '-1', '65536', '9464x']],
   ];
@@ -257,5 +258,28 @@ describe('settings that cannot work together are refused (issue 9)', () => {
   it('PAYHOOKS_DB_WAIT takes a duration; 0s means fail at once', () => {
     expect(loadConfig({ PAYHOOKS_DB_WAIT: '0s' }).dbWaitMs).toBe(0);
     expect(loadConfig({ PAYHOOKS_DB_WAIT: '5m' }).dbWaitMs).toBe(300_000);
+  });
+});
+
+describe('PAYHOOKS_RETENTION (issue 10 item 3)', () => {
+  it('defaults to 30 days', () => {
+    expect(loadConfig({}).retentionMs).toBe(30 * 86_400_000);
+  });
+
+  it('7 days is the minimum: it outlasts the whole default retry schedule (about 2.6 days); below it is refused saying what to set', () => {
+    expect(RETRY_DELAYS_MS.reduce((a, b) => a + b, 0)).toBeLessThan(7 * 86_400_000 - 86_400_000);
+    expect(loadConfig({ PAYHOOKS_RETENTION: '7d' }).retentionMs).toBe(7 * 86_400_000);
+    expect(loadConfig({ PAYHOOKS_RETENTION: '168h' }).retentionMs).toBe(7 * 86_400_000);
+    const err = configError({ PAYHOOKS_RETENTION: '6d' });
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.message).toContain('PAYHOOKS_RETENTION=6d is too short');
+    expect(err.message).toContain('Set PAYHOOKS_RETENTION=7d or more');
+  });
+
+  it('a custom retry schedule that would outlast the retention is refused, saying what to set', () => {
+    const err = configError({ PAYHOOKS_RETENTION: '7d', PAYHOOKS_RETRY_SCHEDULE: '7d' });
+    expect(err.message).toContain('PAYHOOKS_RETRY_SCHEDULE');
+    expect(err.message).toContain('Set PAYHOOKS_RETENTION above 8d');
+    expect(loadConfig({ PAYHOOKS_RETENTION: '9d', PAYHOOKS_RETRY_SCHEDULE: '7d' }).retentionMs).toBe(9 * 86_400_000);
   });
 });

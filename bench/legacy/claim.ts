@@ -1,0 +1,187 @@
+/** main's statement before migration 0007 (the "before" side of bench/retention.ts), run unnamed as main ran it. */
+import type { Database } from '../../packages/server/src/db/client.ts';
+import type { DeliveryState, EndpointStatus } from '../../packages/server/src/db/schema.ts';
+import { THROTTLE_AFTER_TIMEOUTS } from '../../packages/server/src/delivery/fairness.ts';
+import { interruptedAttemptsSql } from './interrupted.ts';
+
+/** A claimed delivery with everything needed to attempt it, from one statement. */
+export interface ClaimedDelivery {
+  id: string;
+  event_id: string;
+  /** The event's type, for the attempt log line. */
+  event_type: string;
+  endpoint_id: string;
+  platform_id: string;
+  state: DeliveryState;
+  attempt_count: number;
+  automatic_attempts: number;
+  next_attempt_at: Date | null;
+  body: string;
+  url: string;
+  secret_ciphertext: string;
+  /** The replaced secret while it still signs (rotation), else null. */
+  previous_secret_ciphertext: string | null;
+  previous_secret_expires_at: Date | null;
+  endpoint_status: EndpointStatus;
+  endpoint_deleted_at: Date | null;
+  /** The endpoint is throttled to one attempt at a time (fairness.ts). */
+  endpoint_throttled: boolean;
+  /** Taken over from an expired lease: an `interrupted` attempt was logged for the old holder. */
+  interrupted: boolean;
+}
+
+/**
+ * Claims up to `limit` due deliveries for one worker, in one statement (see fairness.ts for
+ * the sharing rules it applies).
+ *
+ * - `platforms` lists the Platforms that have any scheduled row, by a skip scan of the
+ *   partial index on (platform_id, due_at): one index probe per Platform, however many rows
+ *   each has. A single scan in due order would read through a noisy tenant's whole backlog of
+ *   due rows (which it may not take: its share is full) before reaching anyone else's.
+ * - `eligible` keeps those with a row due now that this worker may serve (not holding their
+ *   share), oldest first, at most `limit` of them; each one's oldest row is one more probe.
+ * - `candidates` takes, per eligible Platform, its `k` oldest due rows (k spreads the
+ *   candidate budget over them, at least one endpoint's cap, at most the Platform's share),
+ *   locking them with SKIP LOCKED so concurrent workers never block on, or take, the same rows.
+ *   Endpoints this worker already holds at their cap are left out.
+ * - `ranked` numbers each candidate within its endpoint and within its Platform, and reads the
+ *   endpoint's throttle (a throttled endpoint gets one row per claim).
+ * - `picked` keeps at most the endpoint's cap per endpoint and the Platform's share per
+ *   Platform, ordered by the Platform rank first: round robin between Platforms, oldest first
+ *   within each.
+ * - `claimed` leases them: `due_at` moves to the lease expiry and `lease_token` is set. A
+ *   worker that dies leaves rows that become due again when the lease runs out; a worker that
+ *   records a result must still hold the token (see record.ts).
+ * - `interrupted`: a row taken over from an expired lease (it still has a `lease_token`) was
+ *   claimed by a worker that never recorded an outcome: it may have died mid-attempt, after the
+ *   receiver got the request. That attempt is logged as `interrupted` (no status code, the
+ *   worker from the old token, started when its lease was taken; see interrupted.ts) and
+ *   counted in `attempt_count`, not in the automatic budget. Only takeovers pay for this; a normal claim's
+ *   row has no token and the CTE inserts nothing.
+ * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secrets,
+ *   status) so sending needs no further query.
+ */
+const CLAIM_SQL = `
+WITH RECURSIVE platforms AS (
+  (SELECT platform_id FROM webhook_deliveries WHERE due_at IS NOT NULL ORDER BY platform_id LIMIT 1)
+  UNION ALL
+  SELECT (SELECT d.platform_id FROM webhook_deliveries d
+          WHERE d.due_at IS NOT NULL AND d.platform_id > p.platform_id
+          ORDER BY d.platform_id LIMIT 1)
+  FROM platforms p WHERE p.platform_id IS NOT NULL
+), eligible AS (
+  SELECT p.platform_id, o.oldest
+  FROM platforms p CROSS JOIN LATERAL (
+    SELECT d.due_at AS oldest FROM webhook_deliveries d
+    WHERE d.platform_id = p.platform_id AND d.due_at IS NOT NULL
+    ORDER BY d.due_at LIMIT 1
+  ) o
+  WHERE p.platform_id IS NOT NULL AND NOT (p.platform_id = ANY($8::text[])) AND o.oldest <= $1
+  ORDER BY o.oldest
+  LIMIT $5
+), budget AS (
+  SELECT least($10::int, greatest($4::int, ceil($3::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
+), candidates AS (
+  SELECT c.id, c.endpoint_id, c.platform_id, c.due_at, c.lease_token, c.leased_at
+  FROM eligible e CROSS JOIN LATERAL (
+    SELECT d.id, d.endpoint_id, d.platform_id, d.due_at, d.lease_token, d.leased_at
+    FROM webhook_deliveries d
+    WHERE d.platform_id = e.platform_id AND d.due_at <= $1 AND NOT (d.endpoint_id = ANY($2::text[]))
+    ORDER BY d.due_at
+    LIMIT (SELECT k FROM budget)
+    FOR UPDATE SKIP LOCKED
+  ) c
+), ranked AS (
+  SELECT c.id, c.due_at, c.lease_token AS prev_token, c.leased_at AS prev_leased_at,
+         row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at) AS endpoint_rank,
+         row_number() OVER (PARTITION BY c.platform_id ORDER BY c.due_at) AS platform_rank,
+         w.consecutive_timeouts >= $9 AS throttled
+  FROM candidates c JOIN webhook_endpoints w ON w.id = c.endpoint_id
+), picked AS (
+  SELECT id, prev_token, prev_leased_at FROM ranked
+  WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE $4 END AND platform_rank <= $10
+  ORDER BY platform_rank, due_at
+  LIMIT $5
+), claimed AS (
+  UPDATE webhook_deliveries d
+  SET due_at = $6, lease_token = $7, leased_at = $1,
+      attempt_count = d.attempt_count + CASE WHEN picked.prev_token IS NULL THEN 0 ELSE 1 END
+  FROM picked
+  WHERE d.id = picked.id
+  RETURNING d.id, d.event_id, d.endpoint_id, d.platform_id, d.state, d.attempt_count, d.automatic_attempts, d.next_attempt_at,
+            picked.prev_token, picked.prev_leased_at
+), interrupted AS (
+  ${interruptedAttemptsSql('claimed', '$1')}
+)
+SELECT c.id, c.event_id, c.endpoint_id, c.platform_id, c.state, c.attempt_count, c.automatic_attempts, c.next_attempt_at,
+       c.prev_token IS NOT NULL AS interrupted,
+       e.type AS event_type, e.body, w.url, w.secret_ciphertext,
+       CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
+       CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_expires_at END AS previous_secret_expires_at,
+       w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
+       w.consecutive_timeouts >= $9 AS endpoint_throttled
+FROM claimed c
+JOIN events e ON e.id = c.event_id
+JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
+
+export async function claimDue(
+  database: Database,
+  options: { now: Date; leaseUntil: Date; limit: number; perEndpoint: number; perPlatform: number; excludeEndpoints: string[]; excludePlatforms: string[]; token: string },
+): Promise<ClaimedDelivery[]> {
+  const rows = await database.query<ClaimedDelivery>(CLAIM_SQL, [
+    options.now,
+    options.excludeEndpoints,
+    options.limit * 4, // scan a little further than we take, so per-endpoint caps don't starve the batch
+    options.perEndpoint,
+    options.limit,
+    options.leaseUntil,
+    options.token,
+    options.excludePlatforms,
+    THROTTLE_AFTER_TIMEOUTS,
+    options.perPlatform,
+  ]);
+  return rows.map(normalise);
+}
+
+/** PGlite and node-postgres agree on types here except that counts may arrive as strings. */
+function normalise(r: ClaimedDelivery): ClaimedDelivery {
+  return {
+    ...r,
+    attempt_count: Number(r.attempt_count),
+    automatic_attempts: Number(r.automatic_attempts),
+    next_attempt_at: r.next_attempt_at ? new Date(r.next_attempt_at) : null,
+    endpoint_deleted_at: r.endpoint_deleted_at ? new Date(r.endpoint_deleted_at) : null,
+    endpoint_throttled: r.endpoint_throttled === true || (r.endpoint_throttled as unknown) === 't',
+    interrupted: r.interrupted === true || (r.interrupted as unknown) === 't',
+    previous_secret_expires_at: r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at) : null,
+  };
+}
+
+/**
+ * Gives claimed rows back without attempting them: with `dueAt` null the endpoint is disabled,
+ * so the rows wait parked with no due time until it is enabled again; with a time, a draining
+ * worker hands unstarted rows back as due then.
+ */
+export async function releaseClaims(database: Database, options: { ids: string[]; token: string; dueAt: Date | null }): Promise<void> {
+  if (options.ids.length === 0) return;
+  await database.query(
+    `UPDATE webhook_deliveries SET due_at = $1, lease_token = NULL WHERE id = ANY($2::text[]) AND lease_token = $3`,
+    [options.dueAt, options.ids, options.token],
+    'release_claims',
+  );
+}
+
+/**
+ * Ends claimed rows whose endpoint was deleted: `cancelled` (terminal) with the reason, no
+ * schedule. Rows in flight when the endpoint was deleted reach this on their next claim.
+ */
+export async function cancelClaims(database: Database, options: { ids: string[]; token: string; now: Date }): Promise<void> {
+  if (options.ids.length === 0) return;
+  await database.query(
+    `UPDATE webhook_deliveries SET state = 'cancelled', cancel_reason = 'endpoint_deleted', next_attempt_at = NULL, due_at = NULL,
+            lease_token = NULL, updated_at = $3
+     WHERE id = ANY($1::text[]) AND lease_token = $2 AND state IN ('pending', 'failed_retrying')`,
+    [options.ids, options.token, options.now],
+    'cancel_claims',
+  );
+}

@@ -1,0 +1,108 @@
+/** main's statement before migration 0007 (the "before" side of bench/retention.ts), run unnamed as main ran it. */
+import type { Database } from '../../packages/server/src/db/client.ts';
+import type { AttemptTrigger, DeliveryState } from '../../packages/server/src/db/schema.ts';
+import { newId } from '../../packages/server/src/ids.ts';
+import type { AttemptResult } from '../../packages/server/src/delivery/sender.ts';
+import { THROTTLE_AFTER_TIMEOUTS } from '../../packages/server/src/delivery/fairness.ts';
+
+export interface Outcome {
+  deliveryId: string;
+  token: string;
+  trigger: AttemptTrigger;
+  state: DeliveryState;
+  nextAttemptAt: Date | null;
+  result: AttemptResult;
+}
+
+/** Postgres text can't hold NUL; a receiver's body may. */
+const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, '\uFFFD'));
+
+/**
+ * Records a batch of attempt outcomes in one statement: moves each delivery to its new state
+ * and schedule and appends its attempt to the log (spec 2.4), atomically.
+ *
+ * `updated` only touches rows whose `lease_token` still matches, so a worker whose lease ran
+ * out (and whose row another worker took) can't overwrite the newer state; its attempt is not
+ * logged either, and the caller is told which ids were dropped. The attempt number is the
+ * delivery's new `attempt_count`, which also orders automatic and manual attempts together.
+ * Automatic attempts advance `automatic_attempts`, the budget of spec 8; manual ones don't.
+ */
+const RECORD_SQL = `
+WITH v AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::boolean[], $6::timestamptz[],
+                       $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
+    AS v(id, token, state, next_attempt_at, succeeded, started_at, duration_ms, status_code,
+         response_body, error_kind, error_message, attempt_id, trigger)
+), updated AS (
+  UPDATE webhook_deliveries d
+  SET state = v.state,
+      next_attempt_at = v.next_attempt_at,
+      due_at = v.next_attempt_at,
+      attempt_count = d.attempt_count + 1,
+      automatic_attempts = d.automatic_attempts + CASE WHEN v.trigger = 'automatic' THEN 1 ELSE 0 END,
+      lease_token = NULL,
+      last_attempt_at = v.started_at,
+      updated_at = $14
+  FROM v
+  WHERE d.id = v.id AND d.lease_token = v.token
+  RETURNING d.id, d.attempt_count, d.endpoint_id
+), health AS (
+  -- The circuit breaker's count (delivery/fairness.ts), per endpoint of the batch: any HTTP
+  -- answer resets it, each timeout adds one. Rows are written only when something changes, so
+  -- healthy endpoints cost nothing here.
+  SELECT u.endpoint_id,
+         bool_or(v.status_code IS NOT NULL) AS answered,
+         count(*) FILTER (WHERE v.error_kind = 'timeout')::int AS timeouts,
+         bool_or(v.succeeded) AS succeeded,
+         min(v.started_at) FILTER (WHERE NOT v.succeeded) AS first_failure
+  FROM updated u JOIN v ON v.id = u.id
+  GROUP BY u.endpoint_id
+), breaker AS (
+  -- Also the auto-disable clock (delivery/auto-disable.ts): any 2xx clears \`failing_since\`, the
+  -- first failure after one sets it. Both are written only when they change.
+  UPDATE webhook_endpoints w
+  SET consecutive_timeouts = CASE WHEN h.answered THEN 0 ELSE w.consecutive_timeouts + h.timeouts END,
+      throttled_at = CASE
+        WHEN h.answered THEN NULL
+        WHEN w.consecutive_timeouts + h.timeouts >= $15 THEN coalesce(w.throttled_at, $14)
+        ELSE w.throttled_at END,
+      failing_since = CASE WHEN h.succeeded THEN NULL ELSE coalesce(w.failing_since, h.first_failure) END
+  FROM health h
+  WHERE w.id = h.endpoint_id AND ((h.answered AND w.consecutive_timeouts > 0) OR (NOT h.answered AND h.timeouts > 0)
+                                  OR (h.succeeded AND w.failing_since IS NOT NULL) OR (NOT h.succeeded AND w.failing_since IS NULL))
+)
+INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
+                               status_code, response_body, error_kind, error_message)
+SELECT v.attempt_id, v.id, u.attempt_count, v.trigger, v.succeeded, v.started_at, v.duration_ms,
+       v.status_code, v.response_body, v.error_kind, v.error_message
+FROM updated u JOIN v ON v.id = u.id
+RETURNING delivery_id, attempt_number, id`;
+
+export interface RecordedAttempt {
+  delivery_id: string;
+  attempt_number: number;
+  id: string;
+}
+
+export async function recordOutcomes(database: Database, outcomes: Outcome[], now: Date): Promise<RecordedAttempt[]> {
+  if (outcomes.length === 0) return [];
+  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+  const rows = await database.query<RecordedAttempt>(RECORD_SQL, [
+    col((o) => o.deliveryId),
+    col((o) => o.token),
+    col((o) => o.state),
+    col((o) => o.nextAttemptAt),
+    col((o) => o.result.succeeded),
+    col((o) => o.result.startedAt),
+    col((o) => o.result.durationMs),
+    col((o) => o.result.statusCode),
+    col((o) => clean(o.result.responseBody)),
+    col((o) => o.result.errorKind),
+    col((o) => clean(o.result.errorMessage)),
+    col(() => newId('deliveryAttempt')),
+    col((o) => o.trigger),
+    now,
+    THROTTLE_AFTER_TIMEOUTS,
+  ]);
+  return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
+}

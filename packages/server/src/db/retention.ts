@@ -1,0 +1,235 @@
+import type { Logger } from 'pino';
+import type { Database } from './client.ts';
+import type { Clock } from '../clock.ts';
+import { IDEMPOTENCY_WINDOW_MS } from '../idempotency-window.ts';
+import { PeriodicJob } from '../periodic-job.ts';
+
+/**
+ * Retention (migration 0007): `events`, `webhook_deliveries` and `delivery_attempts` are
+ * partitioned by week (Monday 00:00 UTC to the next; attempts by their delivery's creation
+ * time), and a week's three partitions are named `<table>_pYYYYMMDD` after its Monday.
+ *
+ * Each run, step by step, each step its own short transaction:
+ * 1. creates the weeks from the current one to `WEEKS_AHEAD` ahead, so inserts never wait on
+ *    DDL and never fall into the default partition in normal operation;
+ * 2. drops every week that ended at least `retentionMs` ago, attempts, deliveries and event
+ *    together, unless a delivery of that week is still in `delivery_queue` (an attempt due or in
+ *    flight: a worker backlog older than the window). That week waits for a later run and is
+ *    reported. A parked delivery (its endpoint disabled, so out of the queue) does not hold its
+ *    week: it leaves with it, like the finished ones;
+ * 3. purges the DEFAULT partitions (rows outside every week: very old imports, clocks far off)
+ *    by DELETE with the same rules (normally they are empty);
+ * 4. deletes the event idempotency keys of purged events, and API `Idempotency-Key` records
+ *    older than their 24 h window.
+ *
+ * One process at a time: every step takes a transaction-level advisory lock with
+ * `pg_try_advisory_xact_lock`; a process that doesn't get it stops its run (another is doing
+ * the work). Steps are idempotent, so two runs interleaving would be harmless anyway.
+ *
+ * Creating or dropping a partition takes an ACCESS EXCLUSIVE lock on the parent table for a
+ * moment; while it waits for one, the hot path's statements would queue behind it.
+ * `lock_timeout` makes the step give up quickly instead (it is retried at the next run).
+ */
+export const WEEKS_AHEAD = 2;
+export const WEEK_MS = 7 * 86_400_000;
+/** How long a maintenance step may wait for a table lock before giving up until the next run. */
+export const DDL_LOCK_TIMEOUT_MS = 500;
+const LOCK_KEY = 727275;
+const TABLES = [
+  { name: 'delivery_attempts', key: 'delivery_created_at' },
+  { name: 'webhook_deliveries', key: 'created_at' },
+  { name: 'events', key: 'created_at' },
+] as const;
+
+export interface MaintenanceResult {
+  /** False when another process held the maintenance lock (it does the work). */
+  ran: boolean;
+  /** Week starts (YYYYMMDD) whose partitions were created. */
+  created: string[];
+  /** Week starts whose partitions were dropped. */
+  dropped: string[];
+  /** Old weeks kept because deliveries in them are still queued, with how many. */
+  keptBusy: { week: string; queued: number }[];
+  /** Steps that gave up on a table lock (retried at the next run). */
+  lockTimeouts: string[];
+  /** Rows deleted from the default partitions (attempts + deliveries + events). */
+  defaultRowsDeleted: number;
+  eventKeysDeleted: number;
+  idempotencyKeysDeleted: number;
+}
+
+/** Monday 00:00 UTC of the week holding `t`. */
+export function weekStart(t: Date): Date {
+  const day = new Date(Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), t.getUTCDate()));
+  const sinceMonday = (day.getUTCDay() + 6) % 7;
+  return new Date(day.getTime() - sinceMonday * 86_400_000);
+}
+
+export const weekSuffix = (week: Date) => week.toISOString().slice(0, 10).replace(/-/g, '');
+const weekOf = (suffix: string) => new Date(`${suffix.slice(0, 4)}-${suffix.slice(4, 6)}-${suffix.slice(6, 8)}T00:00:00Z`);
+const lit = (d: Date) => `'${d.toISOString()}'::timestamptz`;
+const isTrue = (v: unknown) => v === true || v === 't';
+
+class Skipped extends Error {}
+
+function isLockTimeout(err: unknown): boolean {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: string }).code === '55P03') return true;
+  }
+  return false;
+}
+
+export async function maintainPartitions(database: Database, options: { now: Date; retentionMs: number }): Promise<MaintenanceResult> {
+  const result: MaintenanceResult = {
+    ran: true, created: [], dropped: [], keptBusy: [], lockTimeouts: [], defaultRowsDeleted: 0, eventKeysDeleted: 0, idempotencyKeysDeleted: 0,
+  };
+  const cutoff = new Date(options.now.getTime() - options.retentionMs);
+
+  /** One step in its own transaction, under the advisory lock; false when it gave up on a lock. */
+  const step = async <T>(name: string, fn: (run: (sql: string) => Promise<Record<string, unknown>[]>) => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await database.script(async (run) => {
+        const [lock] = await run(`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`);
+        if (!isTrue(lock?.ok)) throw new Skipped();
+        await run(`SET LOCAL lock_timeout = '${DDL_LOCK_TIMEOUT_MS}ms'`);
+        return fn(run);
+      });
+    } catch (err) {
+      if (err instanceof Skipped) {
+        result.ran = false;
+        return undefined;
+      }
+      if (isLockTimeout(err)) {
+        result.lockTimeouts.push(name);
+        return undefined;
+      }
+      throw err;
+    }
+  };
+
+  const existing = new Set(
+    (await database.query<{ relname: string }>(
+      `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'webhook_deliveries'::regclass`, [],
+    ))
+      .map((r) => /^webhook_deliveries_p(\d{8})$/.exec(String(r.relname))?.[1])
+      .filter((s): s is string => s !== undefined),
+  );
+
+  // 1. Weeks ahead. A week whose range already has rows in a default partition can't be
+  //    created (PostgreSQL refuses); those rows stay in the default and age out by DELETE.
+  const first = weekStart(options.now);
+  for (let i = 0; i <= WEEKS_AHEAD && result.ran; i++) {
+    const week = new Date(first.getTime() + i * WEEK_MS);
+    const suffix = weekSuffix(week);
+    if (existing.has(suffix)) continue;
+    const end = new Date(week.getTime() + WEEK_MS);
+    const made = await step(`create ${suffix}`, async (run) => {
+      const [clash] = await run(
+        TABLES.map((t) => `SELECT 1 FROM ${t.name}_default WHERE ${t.key} >= ${lit(week)} AND ${t.key} < ${lit(end)}`).join(' UNION ALL ') + ' LIMIT 1',
+      );
+      if (clash) return false;
+      for (const t of [...TABLES].reverse()) {
+        await run(`CREATE TABLE IF NOT EXISTS ${t.name}_p${suffix} PARTITION OF ${t.name} FOR VALUES FROM (${lit(week)}) TO (${lit(end)})`);
+      }
+      return true;
+    });
+    if (made) result.created.push(suffix);
+  }
+
+  // 2. Whole weeks past the window. The week's partitions are locked first, so a manual replay
+  //    can't queue one of its deliveries between the check and the drop.
+  for (const suffix of [...existing].sort()) {
+    if (!result.ran) break;
+    const start = weekOf(suffix);
+    const end = new Date(start.getTime() + WEEK_MS);
+    if (end > cutoff) continue;
+    const outcome = await step(`drop ${suffix}`, async (run) => {
+      await run(`LOCK TABLE ${TABLES.map((t) => `${t.name}_p${suffix}`).join(', ')} IN ACCESS EXCLUSIVE MODE`);
+      const [busy] = await run(`SELECT count(*) AS n FROM delivery_queue WHERE delivery_created_at >= ${lit(start)} AND delivery_created_at < ${lit(end)}`);
+      const queued = Number(busy?.n ?? 0);
+      if (queued > 0) return { queued };
+      for (const t of TABLES) await run(`DROP TABLE IF EXISTS ${t.name}_p${suffix}`);
+      return { queued: 0 };
+    });
+    if (!outcome) continue;
+    if (outcome.queued > 0) result.keptBusy.push({ week: suffix, queued: outcome.queued });
+    else result.dropped.push(suffix);
+  }
+  if (!result.ran) return result;
+
+  // 3. The default partitions, row by row (normally empty). A queued delivery keeps itself, its
+  //    attempts and its event.
+  const deleted = await step('purge default partitions', (run) =>
+    run(`
+      WITH d AS (
+        DELETE FROM webhook_deliveries_default d WHERE d.created_at < ${lit(cutoff)}
+          AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.delivery_id = d.id)
+        RETURNING d.id, d.created_at
+      ), a AS (
+        DELETE FROM delivery_attempts_default a USING d WHERE a.delivery_id = d.id AND a.delivery_created_at = d.created_at RETURNING 1
+      ), e AS (
+        DELETE FROM events_default e WHERE e.created_at < ${lit(cutoff)}
+          AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.event_id = e.id)
+        RETURNING 1
+      )
+      SELECT (SELECT count(*) FROM d) + (SELECT count(*) FROM a) + (SELECT count(*) FROM e) AS n`),
+  );
+  result.defaultRowsDeleted = Number(deleted?.[0]?.n ?? 0);
+
+  // 4. Idempotency keys: an event's goes with its event; an API request's after its 24 h window.
+  const keys = await step('idempotency keys', async (run) => {
+    const [events] = await run(`WITH k AS (
+        DELETE FROM event_idempotency_keys k WHERE k.event_created_at < ${lit(cutoff)}
+          AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = k.event_id AND e.created_at = k.event_created_at)
+        RETURNING 1)
+      SELECT count(*) AS n FROM k`);
+    const [api] = await run(`WITH k AS (DELETE FROM idempotency_keys WHERE created_at <= ${lit(new Date(options.now.getTime() - IDEMPOTENCY_WINDOW_MS))} RETURNING 1)
+      SELECT count(*) AS n FROM k`);
+    return { events: Number(events?.n ?? 0), api: Number(api?.n ?? 0) };
+  });
+  result.eventKeysDeleted = keys?.events ?? 0;
+  result.idempotencyKeysDeleted = keys?.api ?? 0;
+  return result;
+}
+
+/** How often the worker runs maintenance (at start, then on this timer). */
+export const RETENTION_INTERVAL_MS = 3_600_000;
+
+interface RetentionDeps {
+  database: Database;
+  clock: Clock;
+  logger: Logger;
+  retentionMs: number;
+}
+
+/** One maintenance run, logged: what changed, weeks kept for queued deliveries, lock give-ups. */
+export async function runRetention(deps: RetentionDeps): Promise<MaintenanceResult> {
+  const result = await maintainPartitions(deps.database, { now: deps.clock.now(), retentionMs: deps.retentionMs });
+  const { logger } = deps;
+  if (result.created.length || result.dropped.length || result.defaultRowsDeleted || result.eventKeysDeleted || result.idempotencyKeysDeleted) {
+    logger.info(result, 'retention: partitions maintained');
+  }
+  if (result.keptBusy.length) {
+    logger.warn({ weeks: result.keptBusy }, 'retention: weeks past the window kept because deliveries in them still have attempts due or in flight; dropped once they finish');
+  }
+  if (result.lockTimeouts.length) {
+    logger.warn({ steps: result.lockTimeouts, lockTimeoutMs: DDL_LOCK_TIMEOUT_MS }, 'retention: gave up waiting for a table lock (busy); retrying at the next run');
+  }
+  return result;
+}
+
+/** Runs maintenance beside the workers: at start, then every hour. */
+export class RetentionJob extends PeriodicJob {
+  constructor(private readonly deps: RetentionDeps & { intervalMs?: number }) {
+    super(
+      deps.intervalMs ?? RETENTION_INTERVAL_MS,
+      async () => void (await runRetention(deps)),
+      (err) => deps.logger.error({ err }, 'retention maintenance failed; retrying at the next interval'),
+    );
+  }
+
+  /** One run, now (tests call this with a ManualClock). */
+  runOnce(): Promise<MaintenanceResult> {
+    return runRetention(this.deps);
+  }
+}
