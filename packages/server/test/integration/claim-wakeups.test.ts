@@ -40,7 +40,7 @@ async function until(what: string, done: () => boolean | Promise<boolean>): Prom
 }
 
 const settled = async () => {
-  const [row] = await svc.ctx.database.query<{ n: string }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'pending' OR lease_token IS NOT NULL`, []);
+  const [row] = await svc.ctx.database.query<{ n: string }>(`SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') + (SELECT count(*) FROM delivery_queue WHERE lease_token IS NOT NULL) AS n`, []);
   return Number(row!.n) === 0;
 };
 
