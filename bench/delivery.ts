@@ -98,7 +98,8 @@ async function main() {
     for (;;) {
       const from = next;
       if (from >= EVENTS) return;
-      const to = (next = Math.min(EVENTS, from + 50));
+      next = Math.min(EVENTS, from + 50);
+      const to = next;
       const ids: string[] = [];
       await database.db.transaction(async (tx) => {
         for (let i = from; i < to; i++) {
@@ -180,7 +181,7 @@ async function main() {
   console.log(JSON.stringify(result, null, 2));
   if (args.save) {
     mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-    writeFileSync(new URL(`./results/${args.save}.json`, import.meta.url), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(new URL(`./results/${args.save}.json`, import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
   }
   receiver.send('stop');
   await ctx.close();

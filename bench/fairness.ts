@@ -116,7 +116,7 @@ async function main() {
   console.log(JSON.stringify(result, null, 2));
   if (args.save) {
     mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-    writeFileSync(new URL(`./results/${args.save}.json`, import.meta.url), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(new URL(`./results/${args.save}.json`, import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
   }
   receiver.kill('SIGKILL'); // cuts the held connections, so the worker's drain doesn't wait on them
   await worker.stop();

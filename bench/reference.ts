@@ -145,7 +145,7 @@ async function main() {
     const stem = `${day}${QUICK ? '-quick' : ''}`;
     const dir = new URL('./results/', import.meta.url);
     mkdirSync(dir, { recursive: true });
-    writeFileSync(new URL(`${stem}.json`, dir), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(new URL(`${stem}.json`, dir), `${JSON.stringify(result, null, 2)}\n`);
     const svg = renderChart(
       `payhooks reference benchmark, ${day}${QUICK ? ' (quick)' : ''}`,
       `${machine.cpu}, ${machine.cores} cores, PostgreSQL ${machine.postgres}, node ${machine.node}, commit ${machine.git_commit.slice(0, 7)}, load ${machine.load_average_start.join('/')}; ${IN_FLIGHT} in flight; indicative`,
@@ -162,8 +162,8 @@ async function main() {
     );
     writeFileSync(new URL(`${stem}.svg`, dir), svg);
 
-    if (args.json) process.stdout.write(JSON.stringify(result) + '\n');
-    else process.stdout.write(table(result) + `\nbench/results/${stem}.json, bench/results/${stem}.svg (${result.duration_s} s)\n`);
+    if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else process.stdout.write(`${table(result)}\nbench/results/${stem}.json, bench/results/${stem}.svg (${result.duration_s} s)\n`);
   } finally {
     await cleanup();
   }

@@ -63,10 +63,12 @@ export function renderChart(title: string, subtitle: string, bars: Bar[], groups
     });
     s.label.split(' ').reduce<string[]>((lines, w) => {
       const last = lines.at(-1);
-      if (last !== undefined && (last + ' ' + w).length <= 16) lines[lines.length - 1] = last + ' ' + w;
+      if (last !== undefined && (`${last} ${w}`).length <= 16) lines[lines.length - 1] = `${last} ${w}`;
       else lines.push(w);
       return lines;
-    }, []).forEach((line, k) => text(x0 + (colW - 16) / 2, base + 16 + k * 13, line, 'font-size="11" text-anchor="middle"'));
+    }, []).forEach((line, k) => {
+      text(x0 + (colW - 16) / 2, base + 16 + k * 13, line, 'font-size="11" text-anchor="middle"');
+    });
   });
   text(right.x, base + 60, 'log scale from 1 ms; bars per system: p50, p95, p99 (lighter = higher percentile)', 'font-size="11" fill="#555"');
 

@@ -59,7 +59,7 @@ function graphilePublisher(req: PublishRequest, utils: WorkerUtils): PublishBatc
       const id = `evt_gw_${process.pid}_${i}`;
       const body = JSON.stringify({
         id, object: 'event', type: 'payment.succeeded', api_version: '2026-01-01', environment: 'sandbox',
-        merchant_id: req.merchantId, created_at: new Date().toISOString().slice(0, 19) + 'Z', data: { object: object(i) },
+        merchant_id: req.merchantId, created_at: `${new Date().toISOString().slice(0, 19)}Z`, data: { object: object(i) },
       });
       for (const e of endpoints) specs.push({ identifier: 'deliver', payload: { event_id: id, endpoint_id: e.id, url: e.url, secret: e.secret, body } });
       ids.push(id);
@@ -122,7 +122,13 @@ async function run(req: PublishRequest): Promise<void> {
       if (due > now()) await sleep(due - now());
       while (inFlight >= 64) await sleep(1);
       inFlight++;
-      all.push(publish(1).then((ids) => (record(ids), published++, inFlight--, undefined)));
+      all.push(
+        publish(1).then((ids) => {
+          record(ids);
+          published++;
+          inFlight--;
+        }),
+      );
     }
     await Promise.all(all);
   }

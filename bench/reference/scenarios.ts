@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import pg from 'pg';
+import type pg from 'pg';
 import { pino } from 'pino';
 import { openDatabase } from '../../packages/server/src/db/client.ts';
 import { loadConfig } from '../../packages/server/src/config.ts';

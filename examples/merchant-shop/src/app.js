@@ -52,7 +52,7 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
 
   const app = express();
   app.disable('x-powered-by');
-  app.use((req, res, next) => {
+  app.use((_req, res, next) => {
     res.set({ 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'same-origin' });
     next();
   });
@@ -63,7 +63,7 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
 
   app.use(express.static(PUBLIC_DIR, { index: false }));
 
-  app.get('/', (req, res) => {
+  app.get('/', (_req, res) => {
     res.type('html').send(productsPage(PRODUCTS));
   });
 
@@ -129,11 +129,11 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
     res.type('html').send(orderPage(order));
   });
 
-  app.get('/ledger', async (req, res) => {
+  app.get('/ledger', async (_req, res) => {
     res.type('html').send(ledgerPage(await ledger(pool)));
   });
 
-  app.use((req, res) => {
+  app.use((_req, res) => {
     res.status(404).type('html').send(errorPage('Not found', 'There is no such page.'));
   });
   // Express 5 passes rejected promises here. Nothing about the error reaches the page.

@@ -180,6 +180,7 @@ describe('examples/receiver-express', () => {
           await admin.query(`DROP DATABASE IF EXISTS "${fresh}"`);
           break;
         } catch (error) {
+          // biome-ignore lint/correctness/noUnsafeFinally: a database that cannot be dropped after 50 tries must fail the run
           if (i >= 50) throw error;
           await new Promise((r) => setTimeout(r, 100));
         }

@@ -46,7 +46,7 @@ const platform = await createPlatform(database.db, 'Acme Shop', { portalEmail: '
 const scope = { platformId: platform.platform_id, environment: 'sandbox' as const, apiKeyId: 'screenshots' };
 const healthy = await receiver(() => ({ status: 200, body: '{"received":true}' }));
 const failing = await receiver(() => ({ status: 500, body: '{"error":"database unavailable"}' }));
-const orders = await ctx.endpoints.create(scope, { url: healthy.url, enabled_events: ['payment.succeeded', 'payment.failed', 'payment.expired', 'checkout_session.completed'], description: 'Order fulfilment' });
+await ctx.endpoints.create(scope, { url: healthy.url, enabled_events: ['payment.succeeded', 'payment.failed', 'payment.expired', 'checkout_session.completed'], description: 'Order fulfilment' });
 const ledger = await ctx.endpoints.create(scope, { url: failing.url, enabled_events: ['*'], description: 'Ledger sync (down)' });
 let n = 0;
 for (const type of ['payment.succeeded', 'payment.failed', 'payment.succeeded', 'checkout_session.completed', 'payment.expired', 'payment.succeeded']) {

@@ -37,6 +37,7 @@ export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refresh
     }
   }, [endpointId, eventId, state, cursors]);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new refreshKey is how the page asks for a reload
   useEffect(() => {
     void load();
   }, [load, refreshKey]);

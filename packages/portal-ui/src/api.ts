@@ -115,7 +115,7 @@ export class ApiError extends Error {
 
 let csrfToken = '';
 /** Called whenever a session arrives, so later mutations carry its token. */
-export function useCsrf(token: string): void {
+export function setCsrfToken(token: string): void {
   csrfToken = token;
 }
 

@@ -51,6 +51,7 @@ export function SuccessChart({ stats }: { stats: Stats }) {
           const total = (h.attempts / max) * height;
           const ok = (h.succeeded / max) * height;
           return (
+            // biome-ignore lint/suspicious/noArrayIndexKey: the 24 hourly buckets are fixed positions; the index is their identity
             <g key={i}>
               <rect x={i * (w + gap)} y={0} width={w} height={height} className="chart-bg" />
               <rect x={i * (w + gap)} y={height - total} width={w} height={total - ok} className="chart-fail" />

@@ -140,7 +140,9 @@ describe('creditOnce on Redis when a crediting process died', () => {
     const paymentId = uniqueId('pay_');
     await redis.set(store.creditKey(paymentId), 'pending:from-a-dead-process');
     let ran = false;
-    await expect(store.creditOnce(paymentId, () => void (ran = true))).rejects.toBeInstanceOf(CreditInProgressError);
+    await expect(store.creditOnce(paymentId, () => {
+      ran = true;
+    })).rejects.toBeInstanceOf(CreditInProgressError);
     expect(ran).toBe(false);
   });
 });

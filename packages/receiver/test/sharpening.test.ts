@@ -5,7 +5,7 @@ import {
   memoryStore,
   verifyWebhook,
   verifyWebhookAsync,
-  WebhookVerificationError,
+  type WebhookVerificationError,
   type Payment,
   type WebhookHandler,
 } from '../src/index.ts';

@@ -73,7 +73,7 @@ describe.each(paths)('verifyWebhook via %s', (_name, verify) => {
   it('spec 5.1.4: rejects re-serialised JSON (bad_signature), the bytes the sender signed are what counts', async () => {
     const event = paymentEvent();
     const d = delivery(event);
-    const reserialised = [JSON.stringify(JSON.parse(d.body), null, 2), JSON.stringify(JSON.parse(d.body)) + '\n'];
+    const reserialised = [JSON.stringify(JSON.parse(d.body), null, 2), `${JSON.stringify(JSON.parse(d.body))}\n`];
     for (const body of reserialised) {
       expect(await reason(verify({ body, headers: d.headers, secret: SECRET }))).toBe('bad_signature');
     }
@@ -239,6 +239,6 @@ describe('verifyWebhook (sync)', () => {
     const event = paymentEvent();
     const d = delivery(event);
     expect(verifyWebhook({ body: d.body, headers: d.headers, secret: SECRET }).id).toBe(event.id);
-    expect(() => verifyWebhook({ body: d.body + ' ', headers: d.headers, secret: SECRET })).toThrow(WebhookVerificationError);
+    expect(() => verifyWebhook({ body: `${d.body} `, headers: d.headers, secret: SECRET })).toThrow(WebhookVerificationError);
   });
 });

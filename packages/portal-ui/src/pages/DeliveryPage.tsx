@@ -74,7 +74,7 @@ export function DeliveryPage({ id }: { id: string }) {
       )}
 
       <h2>Event body</h2>
-      <pre className="code" aria-label="Event body">{prettyJson(delivery.event_body)}</pre>
+      <pre className="code" data-testid="event-body">{prettyJson(delivery.event_body)}</pre>
     </>
   );
 }

@@ -18,6 +18,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
   const [refreshKey, setRefreshKey] = useState(0);
 
   const reload = () => api.endpoint(id).then(setEndpoint, setError);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: load once per endpoint id; reload is a new function every render
   useEffect(() => {
     void reload();
   }, [id]);
@@ -110,6 +111,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
           <h2 id="confirm-title">Delete this endpoint?</h2>
           <p>It stops receiving events at once. Its delivery log stays readable. This can’t be undone.</p>
           <div className="actions">
+            {/* biome-ignore lint/a11y/noAutofocus: the dialog replaces the button just pressed; focus moves into it so keyboard users can confirm or press Escape */}
             <button type="button" className="danger" autoFocus disabled={busy} onClick={() => void act(async () => { await api.deleteEndpoint(id); navigate('/webhooks/endpoints'); })}>Delete endpoint</button>
             <button type="button" onClick={() => setConfirmDelete(false)}>Cancel</button>
           </div>
@@ -187,14 +189,14 @@ function SecretPanel({ secret }: { secret: string }) {
     }
   };
   return (
-    <div className="card secret" role="region" aria-label="Signing secret">
+    <section className="card secret" aria-label="Signing secret">
       <h2>Signing secret</h2>
       <p><strong>Copy it now: you won’t see this again.</strong> Your receiver verifies every delivery’s Service-Signature with it.</p>
       <div className="secret-row">
         <input ref={ref} readOnly value={secret} aria-label="Signing secret" className="mono" onFocus={(e) => e.target.select()} />
         <button type="button" className="primary" onClick={() => void copy()}>{copied ? 'Copied' : 'Copy'}</button>
       </div>
-    </div>
+    </section>
   );
 }
 
@@ -245,8 +247,9 @@ function BulkReplayForm({ endpointId, onProgress }: { endpointId: string; onProg
   const [job, setJob] = useState<BulkReplay | null>(null);
   const [error, setError] = useState<unknown>(null);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: poll per job state; onProgress is a new function every parent render
   useEffect(() => {
-    if (!job || job.status !== 'running') return;
+    if (job?.status !== 'running') return;
     const t = setTimeout(() => {
       api.bulkReplayStatus(job.id).then((j) => {
         setJob(j);

@@ -18,7 +18,7 @@ export function EventPage({ id }: { id: string }) {
       <p className="meta mono small">{event.id} · created <Time iso={event.created_at} /></p>
       <DeliveryLog eventId={id} showEndpoint />
       <h2>Event body</h2>
-      <pre className="code" aria-label="Event body">{prettyJson(event.body)}</pre>
+      <pre className="code" data-testid="event-body">{prettyJson(event.body)}</pre>
     </>
   );
 }

@@ -12,6 +12,7 @@ import {
 
 /** The part of node-postgres (`pg`) the store uses; a `pg.Pool` fits, as do pg-compatible pools. */
 export interface PgQueryable {
+  // biome-ignore lint/suspicious/noExplicitAny: as in pg's QueryResult; a narrower row type would stop pg-compatible pools fitting
   query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
 }
 export interface PgPoolClientLike extends PgQueryable {
@@ -40,6 +41,7 @@ export interface PgStoreOptions<P extends PgPoolLike> {
  */
 export type PgTransactionClient<P> = P extends {
   connect(): Promise<infer C>;
+  // biome-ignore lint/suspicious/noExplicitAny: matches pg's callback overload whatever its arguments
   connect(callback: (...args: any[]) => void): void;
 }
   ? C

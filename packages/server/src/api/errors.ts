@@ -43,6 +43,7 @@ const quote = (v: unknown) => (v === null ? 'null' : typeof v === 'string' ? v :
 /** `status must be one of: pending, delivered, …`, with the value sent when it is short. */
 function enumMessage(param: string, values: unknown[], sent: unknown): string {
   const list = values.length > MAX_QUOTED_VALUES ? `${values.slice(0, MAX_QUOTED_VALUES).map(quote).join(', ')}, …` : values.map(quote).join(', ');
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a value with control characters is not echoed back in the message
   const got = typeof sent === 'string' && sent.length <= 100 && !/[\u0000-\u001f]/.test(sent) ? ` (got '${sent}')` : '';
   return `Invalid '${param}'${got}: ${param} must be one of: ${list}.`;
 }

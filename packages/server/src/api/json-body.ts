@@ -33,11 +33,13 @@ export function checkJsonValue(value: unknown): AppError | null {
     }
     if (v === null || typeof v !== 'object') continue;
     if (path.length >= MAX_JSON_DEPTH) {
-      const at = pathOf(path.slice(0, 3)) + '…';
+      const at = `${pathOf(path.slice(0, 3))}…`;
       return new AppError('invalid_request', 'nesting_too_deep', `The body is nested more than ${MAX_JSON_DEPTH} levels deep (under '${at}'); flatten it.`, { param: pathOf(path) });
     }
     if (Array.isArray(v)) {
-      v.forEach((item, i) => stack.push({ v: item, path: [...path, i] }));
+      v.forEach((item, i) => {
+        stack.push({ v: item, path: [...path, i] });
+      });
       continue;
     }
     for (const [k, item] of Object.entries(v)) {

@@ -52,7 +52,7 @@ export async function createPlatformCommand(opts: { name: string; email?: string
   const name = opts.name.trim();
   if (!name || name.length > 200) throw new ConfigError('--name must be 1 to 200 characters.');
   const created = await withRuntime(({ ctx }) => asConfigError(() => createPlatform(ctx.database.db, name, { portalEmail: opts.email })));
-  if (opts.json) process.stdout.write(JSON.stringify(created) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify(created)}\n`);
   else
     process.stdout.write(
       `Platform ${created.platform_id}\nMerchant ${created.merchant_id}\nSandbox key ${created.keys.sandbox}\nLive key    ${created.keys.live}\n` +
@@ -66,7 +66,7 @@ export async function createUserCommand(opts: { platform: string; email: string;
     if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
     return asConfigError(() => createPortalUser(ctx.database.db, opts.platform, opts.email));
   });
-  if (opts.json) process.stdout.write(JSON.stringify(user) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify(user)}\n`);
   else process.stdout.write(`Portal user ${user.id} (${user.email}) of ${user.platform_id}\nPassword ${user.password}\nStore it now: it is not shown again.\n`);
 }
 
@@ -75,7 +75,7 @@ export async function createKeyCommand(opts: { platform: string; environment: 'l
     if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
     return createApiKey(ctx.database.db, opts.platform, opts.environment);
   });
-  if (opts.json) process.stdout.write(JSON.stringify({ id: key.id, environment: key.environment, key: key.key }) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify({ id: key.id, environment: key.environment, key: key.key })}\n`);
   else process.stdout.write(`Key ${key.id} (${key.environment}): ${key.key}\nStore it now: it is not shown again.\n`);
 }
 
@@ -89,7 +89,7 @@ export async function revokeKeyCommand(idOrPrefix: string): Promise<void> {
 /** `admin list-platforms`: what exists, for an operator who lost track (no secrets). */
 export async function listPlatformsCommand(opts: { json?: boolean }): Promise<void> {
   const list = await withRuntime(({ ctx }) => listPlatforms(ctx.database.db));
-  if (opts.json) process.stdout.write(JSON.stringify(list) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify(list)}\n`);
   else if (list.length === 0) process.stdout.write('No Platforms yet; create one with `payhooks admin create-platform --name NAME`.\n');
   else for (const p of list) process.stdout.write(`${p.id}  ${p.created_at}  live keys ${p.active_keys.live}, sandbox keys ${p.active_keys.sandbox}  ${p.name}\n`);
 }
@@ -100,7 +100,7 @@ export async function listKeysCommand(opts: { platform?: string; json?: boolean 
     if (opts.platform !== undefined && !(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
     return listApiKeys(ctx.database.db, opts.platform);
   });
-  if (opts.json) process.stdout.write(JSON.stringify(list) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify(list)}\n`);
   else if (list.length === 0) process.stdout.write('No API keys.\n');
   else
     for (const k of list)

@@ -54,9 +54,9 @@ export function buildCli(): Command {
     .action(async (type: string, opts: { apiKey: string; url: string; doubleDelivery?: boolean; json?: boolean }) => {
       const { runTrigger } = await import('./trigger.ts');
       const result = await runTrigger(type, { apiKey: opts.apiKey, url: opts.url, doubleDelivery: opts.doubleDelivery === true }, (line) => {
-        if (!opts.json) process.stdout.write(line + '\n');
+        if (!opts.json) process.stdout.write(`${line}\n`);
       });
-      if (opts.json) process.stdout.write(JSON.stringify(result) + '\n');
+      if (opts.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     });
 
   program
@@ -76,7 +76,7 @@ export function buildCli(): Command {
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
       const events = opts.events?.split(',').map((t) => t.trim()).filter(Boolean);
-      await runListen({ apiKey: opts.apiKey, forwardTo: opts.forwardTo, url: opts.url, events, signal: controller.signal, print: (line) => process.stdout.write(line + '\n') });
+      await runListen({ apiKey: opts.apiKey, forwardTo: opts.forwardTo, url: opts.url, events, signal: controller.signal, print: (line) => process.stdout.write(`${line}\n`) });
       process.stdout.write('Session ended.\n');
     });
 

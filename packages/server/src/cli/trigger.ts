@@ -31,14 +31,19 @@ export interface TriggerResult {
 
 class HttpError extends Error {}
 
+/** Answers are JSON; each call names the fields it reads (the server's API tests pin them). */
 interface Client {
-  post(path: string, body?: unknown): Promise<any>;
-  get(path: string): Promise<any>;
+  post<T = { id: string }>(path: string, body?: unknown): Promise<T>;
+  get<T>(path: string): Promise<T>;
+}
+
+interface ApiErrorBody {
+  error?: { code?: string; message?: string };
 }
 
 function client(options: TriggerOptions): Client {
   const base = options.url.replace(/\/+$/, '');
-  const call = async (method: string, path: string, body?: unknown) => {
+  const call = async (method: string, path: string, body?: unknown): Promise<unknown> => {
     const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}` };
     // A fresh key per request: if this CLI is ever re-run after a network error, the server
     // answers a repeated request instead of acting twice.
@@ -51,7 +56,7 @@ function client(options: TriggerOptions): Client {
       throw new HttpError(`cannot reach payhooks at ${base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}. Is it running (payhooks serve)? Pass its address with --url.`);
     }
     const text = await res.text();
-    let json: any;
+    let json: ApiErrorBody | null;
     try {
       json = JSON.parse(text);
     } catch {
@@ -60,7 +65,10 @@ function client(options: TriggerOptions): Client {
     if (!res.ok) throw new HttpError(`${method} ${path}: HTTP ${res.status} ${json?.error?.code ?? ''}: ${json?.error?.message ?? text}`);
     return json;
   };
-  return { post: (path, body) => call('POST', path, body), get: (path) => call('GET', path) };
+  return {
+    post: <T>(path: string, body?: unknown) => call('POST', path, body) as Promise<T>,
+    get: <T>(path: string) => call('GET', path) as Promise<T>,
+  };
 }
 
 /**
@@ -107,7 +115,7 @@ export async function runTrigger(type: string, options: TriggerOptions, log: (li
   let sessionId: string | null = null;
   try {
     if (type.startsWith('checkout_session.')) {
-      const session = await api.post('/api/v1/checkout_sessions', { ...SESSION, metadata, ...double });
+      const session = await api.post<{ id: string; payment: string; url: string }>('/api/v1/checkout_sessions', { ...SESSION, metadata, ...double });
       sessionId = session.id;
       paymentId = session.payment;
       log(`created checkout session ${session.id} (payment ${session.payment})`);
@@ -134,8 +142,8 @@ export async function runTrigger(type: string, options: TriggerOptions, log: (li
     }
     // The events those steps emitted, oldest first.
     const ids = new Set([paymentId, ...(sessionId ? [sessionId] : [])]);
-    const page = await api.get('/api/v1/events?limit=100');
-    const events: TriggeredEvent[] = (page.data as Array<{ id: string; type: string; data: { object: { id: string } } }>)
+    const page = await api.get<{ data: Array<{ id: string; type: string; data: { object: { id: string } } }> }>('/api/v1/events?limit=100');
+    const events: TriggeredEvent[] = page.data
       .filter((e) => ids.has(e.data.object.id))
       .reverse()
       .map((e) => ({ id: e.id, type: e.type, object_id: e.data.object.id }));

@@ -145,7 +145,10 @@ class WakeListener {
   async subscribe(channel: string, onNotify: Subscriber): Promise<() => Promise<void>> {
     let subs = this.channels.get(channel);
     const fresh = !subs;
-    if (!subs) this.channels.set(channel, (subs = new Set()));
+    if (!subs) {
+      subs = new Set();
+      this.channels.set(channel, subs);
+    }
     const sub: Subscriber = (payload) => onNotify(payload);
     subs.add(sub);
     const client = this.client;
@@ -154,7 +157,8 @@ class WakeListener {
     } else if (!client) {
       // The first subscriber waits for the first connection attempt; if the database is down,
       // reconnecting goes on in the background and the subscriber is woken when it succeeds.
-      await (this.connecting ??= this.connect());
+      this.connecting ??= this.connect();
+      await this.connecting;
     }
     return async () => {
       subs.delete(sub);

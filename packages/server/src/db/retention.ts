@@ -125,7 +125,7 @@ export async function maintainPartitions(database: Database, options: { now: Dat
     const end = new Date(week.getTime() + WEEK_MS);
     const made = await step(`create ${suffix}`, async (run) => {
       const [clash] = await run(
-        TABLES.map((t) => `SELECT 1 FROM ${t.name}_default WHERE ${t.key} >= ${lit(week)} AND ${t.key} < ${lit(end)}`).join(' UNION ALL ') + ' LIMIT 1',
+        `${TABLES.map((t) => `SELECT 1 FROM ${t.name}_default WHERE ${t.key} >= ${lit(week)} AND ${t.key} < ${lit(end)}`).join(' UNION ALL ')} LIMIT 1`,
       );
       if (clash) return false;
       for (const t of [...TABLES].reverse()) {

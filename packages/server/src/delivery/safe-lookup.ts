@@ -22,6 +22,7 @@ const systemResolver: Resolver = (hostname, options, callback) => dnsLookup(host
  * the sender checks those itself (`checkLiteralHost`).
  */
 export function safeLookup(resolver: Resolver = systemResolver, allowPrivate = false) {
+  // biome-ignore lint/suspicious/noExplicitAny: the callback's shape depends on options.all, as in net's LookupFunction
   return (hostname: string, options: LookupOneOptions | LookupAllOptions, callback: (...args: any[]) => void): void => {
     resolver(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err);

@@ -175,13 +175,19 @@ class AttemptHandler {
   onError(err: Error): void {
     if (this.done) return;
     // An error after the status (the body broke off): the answer stands, with what was read.
-    if (this.statusCode !== null) return this.end(false);
+    if (this.statusCode !== null) {
+      this.end(false);
+      return;
+    }
     this.finish(classify(err, (kind, message) => failed(this.startedAt, Math.round(performance.now() - this.t0), kind, message)));
   }
 
   timeUp(): void {
     if (this.done) return;
-    if (this.statusCode !== null) return this.end(true);
+    if (this.statusCode !== null) {
+      this.end(true);
+      return;
+    }
     this.finish(failed(this.startedAt, Math.round(performance.now() - this.t0), 'timeout', `No answer within ${this.timeoutMs} ms (spec 8: acknowledge within 10 s).`));
     this.abortRequest?.();
   }

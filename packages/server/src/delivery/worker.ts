@@ -216,7 +216,10 @@ export class DeliveryWorker {
 
   private enqueue(row: ClaimedDelivery, token: string): void {
     let slot = this.perEndpoint.get(row.endpoint_id);
-    if (!slot) this.perEndpoint.set(row.endpoint_id, (slot = { running: 0, waiting: [], cap: this.limits.endpointCap, timeouts: 0 }));
+    if (!slot) {
+      slot = { running: 0, waiting: [], cap: this.limits.endpointCap, timeouts: 0 };
+      this.perEndpoint.set(row.endpoint_id, slot);
+    }
     // The database's view of the breaker, as of this claim (other workers' attempts count too).
     if (row.endpoint_throttled) this.setCap(slot, endpointCapOf(this.limits, true));
     else if (slot.timeouts < THROTTLE_AFTER_TIMEOUTS) slot.cap = endpointCapOf(this.limits, false);

@@ -78,7 +78,7 @@ export class CheckoutService {
     if (!payment.checkoutSessionId || options.bySession) return;
     if (payment.status !== 'succeeded' && payment.status !== 'cancelled' && payment.status !== 'expired') return;
     const [session] = await tx.select().from(checkoutSessions).where(eq(checkoutSessions.id, payment.checkoutSessionId)).for('update');
-    if (!session || session.status !== 'open') return;
+    if (session?.status !== 'open') return;
     if (payment.status === 'succeeded') {
       await this.finish(tx, session, 'complete');
       return;

@@ -80,7 +80,7 @@ export function resolveEncryptionKey(options: { configured: Buffer | undefined; 
     return Buffer.from(hex, 'hex');
   }
   const key = randomBytes(32);
-  writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  writeFileSync(file, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(file, 0o600);
   return key;
 }

@@ -23,6 +23,7 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
   if (raw.length > MAX_URL_LENGTH) throw bad('url_invalid', `url must be at most ${MAX_URL_LENGTH} characters.`);
   // The URL parser would silently strip or percent-encode these, so the stored URL would not be
   // the one checked (and NUL can't be stored at all): refuse them and ask for an encoded URL.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   if (/[\u0000-\u0020\u007f]/.test(raw)) throw bad('url_invalid', 'url must not contain spaces or control characters; percent-encode them.');
   let url: URL;
   try {

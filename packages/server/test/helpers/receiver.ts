@@ -74,7 +74,13 @@ export async function startReceiver(initial: (req: Received, index: number) => B
       if (requests.length >= n) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
         const t = setTimeout(() => reject(new Error(`receiver got ${requests.length} of ${n} requests in ${timeoutMs} ms`)), timeoutMs);
-        waiters.push({ n, resolve: () => (clearTimeout(t), resolve()) });
+        waiters.push({
+          n,
+          resolve: () => {
+            clearTimeout(t);
+            resolve();
+          },
+        });
       });
     },
     async close() {

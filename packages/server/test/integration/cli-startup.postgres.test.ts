@@ -116,7 +116,10 @@ describe('start-up failures: one line naming the setting, exit 1, no stack', () 
 
   it('authentication failed (a role that does not exist): names the user and DATABASE_URL, never the password', async () => {
     const role = `payhooks_nobody_${randomBytes(4).toString('hex')}`;
-    const r = await runPayhooks(['migrate'], { DATABASE_URL: pgUrl((u) => ((u.username = role), (u.password = 'hunter2-secret'))) });
+    const r = await runPayhooks(['migrate'], { DATABASE_URL: pgUrl((u) => {
+        u.username = role;
+        u.password = 'hunter2-secret';
+      }) });
     expectOneLine(r, `refused user "${role}" (DATABASE_URL)`, 'the role does not exist or may not connect');
     expect(r.stderr).not.toContain('hunter2-secret');
   });

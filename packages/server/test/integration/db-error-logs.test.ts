@@ -21,7 +21,10 @@ const SECRET = 'sk_live_ThisMustNeverBeLogged0123456789';
 
 function capture() {
   const lines: string[] = [];
-  const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+  const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (c, _e, cb) => {
+        lines.push(String(c));
+        cb();
+      } }));
   return { logger, lines };
 }
 

@@ -3,7 +3,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type TestService } from '../helpers/service.ts';
-import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
+import { startReceiver } from '../helpers/receiver.ts';
 import { publish } from '../helpers/publish.ts';
 import type { Resolver } from '../../src/delivery/safe-lookup.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';

@@ -45,7 +45,7 @@ async function receiverAt(path: string, b: (index: number) => Behaviour): Promis
   const old = routes.size === 0;
   routes.set(path, b);
   if (old) {
-    prev.behave((req, i) => {
+    prev.behave((req) => {
       const route = routes.get(req.path);
       return route ? route(counts.set(req.path, (counts.get(req.path) ?? 0) + 1).get(req.path)! - 1) : { status: 200, body: 'ok' };
     });

@@ -65,8 +65,10 @@ describe('deploy/grafana-dashboard.json', () => {
     expect(dashboard.panels.length).toBeGreaterThanOrEqual(8);
     for (const panel of dashboard.panels) {
       expect(panel.targets.length, panel.title).toBeGreaterThan(0);
-      expect(panel.datasource.uid, panel.title).toBe('${datasource}');
-      for (const t of panel.targets) expect(t.datasource.uid, panel.title).toBe('${datasource}');
+      // Grafana's datasource variable, literally.
+      const DATASOURCE = ['$', '{datasource}'].join('');
+      expect(panel.datasource.uid, panel.title).toBe(DATASOURCE);
+      for (const t of panel.targets) expect(t.datasource.uid, panel.title).toBe(DATASOURCE);
     }
   });
 

@@ -11,7 +11,10 @@ let receiver: TestReceiver;
 
 function capture() {
   const lines: string[] = [];
-  return { lines, stream: new Writable({ write: (c, _e, cb) => (lines.push(...String(c).split('\n').filter(Boolean)), cb()) }) };
+  return { lines, stream: new Writable({ write: (c, _e, cb) => {
+        lines.push(...String(c).split('\n').filter(Boolean));
+        cb();
+      } }) };
 }
 
 /** One service per mode (starting one is the slow part), each logging into its own capture. */

@@ -94,7 +94,7 @@ describe('JSON bodies: Unicode and nesting', () => {
   });
 
   it(`nesting beyond ${MAX_JSON_DEPTH} levels is 400 nesting_too_deep on the internal events API (4,100 levels used to overflow the stack)`, async () => {
-    const deep = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+    const deep = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
     const body = (n: number) => `{"type":"payment.succeeded","merchant_id":"${p.merchant_id}","environment":"sandbox","data":{"object":${deep(n)}}}`;
     const headers = { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' };
     const res = await fetch(`${svc.url}/internal/v1/events`, { method: 'POST', headers, body: body(4_100) });

@@ -126,7 +126,13 @@ describe('Redis unreachable', () => {
         }
       }
     };
-    const stopRedis = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill('SIGKILL'))));
+    const stopRedis = (child: ChildProcess) => new Promise<void>((resolve) => {
+        if (child.exitCode !== null) resolve();
+        else {
+          child.once('exit', () => resolve());
+          child.kill('SIGKILL');
+        }
+      });
     let redis = await startRedis();
     const server = await startServe(['--no-worker'], { ...dbEnv, PAYHOOKS_RATE_LIMIT: '1', PAYHOOKS_RATE_LIMIT_BURST: '2', PAYHOOKS_REDIS_URL: `redis://127.0.0.1:${port}` }, 80_000);
     try {

@@ -19,7 +19,7 @@ const DOC = readFileSync(fileURLToPath(new URL('../../../../docs/webhooks.md', i
 
 function snippet(heading: string, lang: string): string {
   const section = DOC.slice(DOC.indexOf(heading));
-  const m = new RegExp('```' + lang + '\\n([\\s\\S]*?)```').exec(section);
+  const m = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(section);
   if (!m) throw new Error(`no ${lang} block under ${heading} in docs/webhooks.md`);
   return m[1]!;
 }

@@ -26,7 +26,10 @@ function drizzleFailure(cause: Error): Error {
 describe('database failures in logs (issue 9: never the parameters)', () => {
   it('a failed drizzle query logs its statement name and SQLSTATE, not the SQL values', () => {
     const lines: string[] = [];
-    const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (c, _e, cb) => {
+        lines.push(String(c));
+        cb();
+      } }));
     const err = drizzleFailure(pgError('23505', 'duplicate key value violates unique constraint "webhook_endpoints_pkey"', `Key (key_hash)=(${SECRET_HASH}) already exists.`));
     logger.error({ err }, 'failed');
     logger.error(err); // an Error as the first argument goes through the same serializer
@@ -117,7 +120,10 @@ describe('backoff', () => {
 describe('request log lines', () => {
   it('carry the path, never the query string', () => {
     const lines: string[] = [];
-    const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (c, _e, cb) => {
+        lines.push(String(c));
+        cb();
+      } }));
     logger.info({ req: { method: 'GET', url: '/api/v1/webhook_deliveries?starting_after=del_secret&limit=5', host: 'h', ip: '127.0.0.1', socket: { remotePort: 5 } } }, 'incoming request');
     const entry = JSON.parse(lines[0]!) as { req: { url: string; method: string } };
     expect(entry.req).toMatchObject({ method: 'GET', url: '/api/v1/webhook_deliveries' });

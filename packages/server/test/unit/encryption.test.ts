@@ -174,10 +174,10 @@ describe('resolveEncryptionKey', () => {
   });
 
   it.each([
-    ['zz' + 'ab'.repeat(32), 'junk before 64 hex characters'],
-    ['ab'.repeat(32) + 'zz', 'junk after 64 hex characters'],
-    ['ab'.repeat(32) + 'a', '65 hex characters'],
-    ['ab'.repeat(31) + 'a', '63 hex characters'],
+    [`zz${'ab'.repeat(32)}`, 'junk before 64 hex characters'],
+    [`${'ab'.repeat(32)}zz`, 'junk after 64 hex characters'],
+    [`${'ab'.repeat(32)}a`, '65 hex characters'],
+    [`${'ab'.repeat(31)}a`, '63 hex characters'],
   ])('embedded: a key file holding %j (%s) is refused, naming the file', (content) => {
     dir = mkdtempSync(join(tmpdir(), 'payhooks-key-'));
     const file = join(dir, 'encryption.key');

@@ -40,7 +40,11 @@ describe('payment state machine', () => {
 
   it('every status is reachable from created, and every non-terminal status can reach a terminal one', () => {
     const reach = (from: string, seen = new Set<string>()): Set<string> => {
-      for (const n of PAYMENT_TRANSITIONS[from as 'created']) if (!seen.has(n)) (seen.add(n), reach(n, seen));
+      for (const n of PAYMENT_TRANSITIONS[from as 'created']) 
+        if (!seen.has(n)) {
+          seen.add(n);
+          reach(n, seen);
+        }
       return seen;
     };
     expect([...reach('created')].sort()).toEqual(PAYMENT_STATUSES.filter((s) => s !== 'created').sort());

@@ -118,7 +118,7 @@ describe('validateEndpointUrl', () => {
   });
 
   it.each([
-    ['https://example.com/' + 'a'.repeat(MAX_URL_LENGTH), 'live', /^url must be at most 2048 characters\.$/],
+    [`https://example.com/${'a'.repeat(MAX_URL_LENGTH)}`, 'live', /^url must be at most 2048 characters\.$/],
     ['https://example.com/a b', 'live', /^url must not contain spaces or control characters; percent-encode them\.$/],
     ['example.com/h', 'live', /^url must be an absolute http:\/\/ or https:\/\/ URL\.$/],
     ['ftp://example.com/h', 'live', /^url must use http or https\.$/],

@@ -4,7 +4,7 @@ import { IDEMPOTENCY_WINDOW_MS } from '../idempotency.ts';
 import { exampleOf } from './examples.ts';
 
 // Documents are plain JSON: typed loosely, checked by `redocly lint` in the tests.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: OpenAPI documents are free-form JSON, validated by redocly rather than by types
 type Json = any;
 export type OpenApiDocument = Json;
 
