@@ -79,8 +79,11 @@ describe('the generated client', () => {
     expect(updated.data).toMatchObject({ id: endpoint.id, enabled_events: ['payment.created', 'payment.succeeded'], description: 'typed' });
 
     // A misspelled event type does not compile; sent anyway, the API names the allowed values.
-    // @ts-expect-error 'payment.succeded' is not an event type of the catalog
-    const misspelled = await client.PATCH('/api/v1/webhook_endpoints/{id}', { params: { path: { id: endpoint.id } }, body: { enabled_events: ['payment.succeded'] } });
+    const misspelled = await client.PATCH('/api/v1/webhook_endpoints/{id}', {
+      params: { path: { id: endpoint.id } },
+      // @ts-expect-error 'payment.succeded' is not an event type of the catalog
+      body: { enabled_events: ['payment.succeded'] },
+    });
     expect(misspelled.response.status).toBe(400);
     expect(misspelled.error!.error).toMatchObject({ code: 'event_type_unknown', param: 'enabled_events[0]' });
     expect(misspelled.error!.error.message).toContain(`must be one of: *, ${EVENT_TYPES.join(', ')}`);
