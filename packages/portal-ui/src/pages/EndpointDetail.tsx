@@ -111,8 +111,21 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
           <h2 id="confirm-title">Delete this endpoint?</h2>
           <p>It stops receiving events at once. Its delivery log stays readable. This can’t be undone.</p>
           <div className="actions">
-            {/* biome-ignore lint/a11y/noAutofocus: the dialog replaces the button just pressed; focus moves into it so keyboard users can confirm or press Escape */}
-            <button type="button" className="danger" autoFocus disabled={busy} onClick={() => void act(async () => { await api.deleteEndpoint(id); navigate('/webhooks/endpoints'); })}>Delete endpoint</button>
+            <button
+              type="button"
+              className="danger"
+              // biome-ignore lint/a11y/noAutofocus: the dialog replaces the button just pressed; focus moves into it so keyboard users can confirm or press Escape
+              autoFocus
+              disabled={busy}
+              onClick={() =>
+                void act(async () => {
+                  await api.deleteEndpoint(id);
+                  navigate('/webhooks/endpoints');
+                })
+              }
+            >
+              Delete endpoint
+            </button>
             <button type="button" onClick={() => setConfirmDelete(false)}>Cancel</button>
           </div>
         </div>
