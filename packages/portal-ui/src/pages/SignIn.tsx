@@ -41,11 +41,21 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
           onChange={(e) => setEmail(e.target.value)}
         />
         <label htmlFor="password">Password</label>
-        <input id="password" name="password" type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+        <input
+          id="password"
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+        />
         <button type="submit" className="primary" disabled={busy}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
-        <p className="muted small">Accounts are created by your payhooks operator (<code>payhooks admin create-user</code>).</p>
+        <p className="muted small">
+          Accounts are created by your payhooks operator (<code>payhooks admin create-user</code>).
+        </p>
       </form>
     </main>
   );

@@ -242,10 +242,7 @@ CREATE TABLE IF NOT EXISTS ${C} (
 
     async purge() {
       await ensure();
-      const result = await pool.query(
-        `DELETE FROM ${T} WHERE state = 'done' AND updated_at < now() - ${ms('$1')}`,
-        [retentionMs],
-      );
+      const result = await pool.query(`DELETE FROM ${T} WHERE state = 'done' AND updated_at < now() - ${ms('$1')}`, [retentionMs]);
       return result.rowCount ?? 0;
     },
 
@@ -258,10 +255,7 @@ CREATE TABLE IF NOT EXISTS ${C} (
         await client.query('BEGIN');
         // The primary key makes a concurrent second insert wait for the first transaction: it then
         // conflicts (first committed: already credited) or goes ahead (first rolled back).
-        const marker = await client.query(
-          `INSERT INTO ${C} (payment_id) VALUES ($1) ON CONFLICT (payment_id) DO NOTHING`,
-          [paymentId],
-        );
+        const marker = await client.query(`INSERT INTO ${C} (payment_id) VALUES ($1) ON CONFLICT (payment_id) DO NOTHING`, [paymentId]);
         if (marker.rowCount === 0) {
           await client.query('ROLLBACK');
           return { credited: false };

@@ -67,7 +67,10 @@ export async function createUserCommand(opts: { platform: string; email: string;
     return asConfigError(() => createPortalUser(ctx.database.db, opts.platform, opts.email));
   });
   if (opts.json) process.stdout.write(`${JSON.stringify(user)}\n`);
-  else process.stdout.write(`Portal user ${user.id} (${user.email}) of ${user.platform_id}\nPassword ${user.password}\nStore it now: it is not shown again.\n`);
+  else
+    process.stdout.write(
+      `Portal user ${user.id} (${user.email}) of ${user.platform_id}\nPassword ${user.password}\nStore it now: it is not shown again.\n`,
+    );
 }
 
 export async function createKeyCommand(opts: { platform: string; environment: 'live' | 'sandbox'; json?: boolean }): Promise<void> {
@@ -82,7 +85,8 @@ export async function createKeyCommand(opts: { platform: string; environment: 'l
 export async function revokeKeyCommand(idOrPrefix: string): Promise<void> {
   const result = await withRuntime(({ ctx }) => revokeApiKey(ctx.database.db, idOrPrefix, ctx.clock.now()));
   if ('revoked' in result) process.stdout.write(`revoked ${result.revoked.id} (${result.revoked.prefix}…)\n`);
-  else if (result.error === 'ambiguous') throw new ConfigError(`${result.matches} keys match '${idOrPrefix}'; give the key id (key_…) instead.`);
+  else if (result.error === 'ambiguous')
+    throw new ConfigError(`${result.matches} keys match '${idOrPrefix}'; give the key id (key_…) instead.`);
   else throw new ConfigError(`No API key matches '${idOrPrefix}'.`);
 }
 
@@ -91,13 +95,16 @@ export async function listPlatformsCommand(opts: { json?: boolean }): Promise<vo
   const list = await withRuntime(({ ctx }) => listPlatforms(ctx.database.db));
   if (opts.json) process.stdout.write(`${JSON.stringify(list)}\n`);
   else if (list.length === 0) process.stdout.write('No Platforms yet; create one with `payhooks admin create-platform --name NAME`.\n');
-  else for (const p of list) process.stdout.write(`${p.id}  ${p.created_at}  live keys ${p.active_keys.live}, sandbox keys ${p.active_keys.sandbox}  ${p.name}\n`);
+  else
+    for (const p of list)
+      process.stdout.write(`${p.id}  ${p.created_at}  live keys ${p.active_keys.live}, sandbox keys ${p.active_keys.sandbox}  ${p.name}\n`);
 }
 
 /** `admin list-keys`: keys by id and prefix; the key itself is never stored, only its hash. */
 export async function listKeysCommand(opts: { platform?: string; json?: boolean }): Promise<void> {
   const list = await withRuntime(async ({ ctx }) => {
-    if (opts.platform !== undefined && !(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
+    if (opts.platform !== undefined && !(await platformExists(ctx.database.db, opts.platform)))
+      throw new ConfigError(`No such Platform: ${opts.platform}`);
     return listApiKeys(ctx.database.db, opts.platform);
   });
   if (opts.json) process.stdout.write(`${JSON.stringify(list)}\n`);

@@ -53,7 +53,9 @@ function client(options: TriggerOptions): Client {
     try {
       res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     } catch (err) {
-      throw new HttpError(`cannot reach payhooks at ${base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}. Is it running (payhooks serve)? Pass its address with --url.`);
+      throw new HttpError(
+        `cannot reach payhooks at ${base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}. Is it running (payhooks serve)? Pass its address with --url.`,
+      );
     }
     const text = await res.text();
     let json: ApiErrorBody | null;
@@ -79,7 +81,8 @@ async function submitHostedForm(sessionUrl: string, action: 'pay' | 'fail'): Pro
   const page = await fetch(sessionUrl);
   const html = await page.text();
   const token = /name="csrf_token" value="([^"]+)"/.exec(html)?.[1];
-  if (!page.ok || !token) throw new HttpError(`the hosted page ${sessionUrl} has no ${action} form (HTTP ${page.status}); is PAYHOOKS_PUBLIC_URL right?`);
+  if (!page.ok || !token)
+    throw new HttpError(`the hosted page ${sessionUrl} has no ${action} form (HTTP ${page.status}); is PAYHOOKS_PUBLIC_URL right?`);
   const res = await fetch(`${sessionUrl}/${action}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -106,8 +109,12 @@ const PAYMENT_PATHS: Record<string, string[]> = {
 export async function runTrigger(type: string, options: TriggerOptions, log: (line: string) => void): Promise<TriggerResult> {
   if (!isEventType(type)) throw new ConfigError(`'${type}' is not an event type. Types: ${RESOURCE_EVENT_TYPES.join(', ')}.`);
   // Operational types (webhook_endpoint.*) come from the service's own decisions, not from a payment.
-  if (!triggerable.has(type)) throw new ConfigError(`'${type}' is emitted by the service itself (auto-disable), not by a payment; payhooks trigger emits: ${RESOURCE_EVENT_TYPES.join(', ')}.`);
-  if (!options.apiKey.startsWith('sk_test_')) throw new ConfigError('payhooks trigger drives the sandbox: pass a sandbox key (sk_test_…) with --api-key.');
+  if (!triggerable.has(type))
+    throw new ConfigError(
+      `'${type}' is emitted by the service itself (auto-disable), not by a payment; payhooks trigger emits: ${RESOURCE_EVENT_TYPES.join(', ')}.`,
+    );
+  if (!options.apiKey.startsWith('sk_test_'))
+    throw new ConfigError('payhooks trigger drives the sandbox: pass a sandbox key (sk_test_…) with --api-key.');
   const api = client(options);
   const double = options.doubleDelivery ? { double_delivery: true } : {};
   const metadata = { source: 'payhooks trigger', trigger_type: type };
@@ -115,7 +122,11 @@ export async function runTrigger(type: string, options: TriggerOptions, log: (li
   let sessionId: string | null = null;
   try {
     if (type.startsWith('checkout_session.')) {
-      const session = await api.post<{ id: string; payment: string; url: string }>('/api/v1/checkout_sessions', { ...SESSION, metadata, ...double });
+      const session = await api.post<{ id: string; payment: string; url: string }>('/api/v1/checkout_sessions', {
+        ...SESSION,
+        metadata,
+        ...double,
+      });
       sessionId = session.id;
       paymentId = session.payment;
       log(`created checkout session ${session.id} (payment ${session.payment})`);

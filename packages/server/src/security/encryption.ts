@@ -64,7 +64,12 @@ export class SecretBox {
  * `<dataDir>/encryption.key` (mode 0600) on first start. With PostgreSQL the key must be given:
  * several processes share the database and must share the key.
  */
-export function resolveEncryptionKey(options: { configured: Buffer | undefined; databaseUrl: string | undefined; dataDir: string; dev: boolean }): Buffer {
+export function resolveEncryptionKey(options: {
+  configured: Buffer | undefined;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  dev: boolean;
+}): Buffer {
   if (options.configured) return options.configured;
   if (options.databaseUrl && !options.dev) {
     throw new ConfigError(

@@ -56,7 +56,8 @@ describe('return URLs', () => {
   it('PAYHOOKS_PUBLIC_URL must be an http(s) base URL; a trailing slash is dropped', () => {
     expect(loadConfig({ PAYHOOKS_PUBLIC_URL: 'https://pay.example.com/' }).publicUrl).toBe('https://pay.example.com');
     expect(loadConfig({}).publicUrl).toBeUndefined();
-    for (const bad of ['pay.example.com', 'ftp://x.example', 'https://x.example/?a=1']) expect(() => loadConfig({ PAYHOOKS_PUBLIC_URL: bad })).toThrow(ConfigError);
+    for (const bad of ['pay.example.com', 'ftp://x.example', 'https://x.example/?a=1'])
+      expect(() => loadConfig({ PAYHOOKS_PUBLIC_URL: bad })).toThrow(ConfigError);
     expect(loadConfig({ PAYHOOKS_EXPIRY_INTERVAL: '30s' }).expiryIntervalMs).toBe(30_000);
     expect(() => loadConfig({ PAYHOOKS_EXPIRY_INTERVAL: '2m' })).toThrow(ConfigError);
   });
