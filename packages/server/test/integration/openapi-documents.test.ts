@@ -16,7 +16,6 @@ const REDOCLY = join(ROOT, 'node_modules/.bin/redocly');
 const INTERNAL_TOKEN = 'openapi-documents-test-internal-token-0123456789';
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Doc = any;
 let svc: TestService;
 let p: CreatedPlatform;
