@@ -163,7 +163,6 @@ describe('Merchant Portal in Chromium', () => {
       expect(text).toContain('maintenance until 10:00');
       expect(text).toContain('Automatic');
     }
-    // biome-ignore lint/performance/useDomNodeTextContent: the test checks the text as rendered to the user
     expect(await page.getByTestId('event-body').innerText()).toContain(`"id": "${event.id}"`);
     // Times are shown in the browser's zone with UTC in the title.
     expect(await page.locator('li.attempt time').first().getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
@@ -189,7 +188,6 @@ describe('Merchant Portal in Chromium', () => {
     await page.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
     await page.getByRole('button', { name: 'Resend' }).click();
     await expectText(page.getByRole('status'), 'Resent: your endpoint answered 200.');
-    // biome-ignore lint/performance/useDomNodeTextContent: the test checks the text as rendered to the user
     expect(await page.getByTestId('attempt-count').innerText()).toBe('2');
     await expectText(page.locator('li.attempt').first(), 'Manual');
     await expectText(page.locator('dl.facts'), 'Delivered');
@@ -230,9 +228,7 @@ describe('Merchant Portal in Chromium', () => {
     const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
     await page.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
     await page.locator('pre.response-body').first().waitFor();
-    // biome-ignore lint/performance/useDomNodeTextContent: the test checks the text as rendered to the user
     expect(await page.locator('pre.response-body').first().innerText()).toBe(payload);
-    // biome-ignore lint/performance/useDomNodeTextContent: the test checks the text as rendered to the user
     expect(await page.getByTestId('event-body').innerText()).toContain('<img src=y onerror=alert(3)>');
     await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
     await page.getByText('<script>alert(2)</script>').waitFor();
