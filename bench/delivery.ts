@@ -69,7 +69,9 @@ async function main() {
   const config = loadConfig({}, { databaseUrl, allowPrivateUrls: true, logLevel: 'silent', pollIntervalMs: 100 });
   const ctx = createContext({ config, database, clock: systemClock, logger: pino({ level: 'silent' }), encryptionKey: randomBytes(32) });
 
-  const receiver = fork(new URL('./receiver.mjs', import.meta.url), { env: { ...process.env, BENCH_RECEIVER_DELAY_MS: args['receiver-delay-ms'] } });
+  const receiver = fork(new URL('./receiver.mjs', import.meta.url), {
+    env: { ...process.env, BENCH_RECEIVER_DELAY_MS: args['receiver-delay-ms'] },
+  });
   const port = await new Promise<number>((resolve) => receiver.once('message', (m: { port: number }) => resolve(m.port)));
   const arrivals = new Map<string, number[]>();
   let received = 0;
@@ -98,14 +100,28 @@ async function main() {
     for (;;) {
       const from = next;
       if (from >= EVENTS) return;
-      const to = (next = Math.min(EVENTS, from + 50));
+      next = Math.min(EVENTS, from + 50);
+      const to = next;
       const ids: string[] = [];
       await database.db.transaction(async (tx) => {
         for (let i = from; i < to; i++) {
-          const r = await publishEvent(tx, {
-            type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox',
-            object: { id: `pay_${i}`, object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: `ord_${i}` } },
-          }, new Date());
+          const r = await publishEvent(
+            tx,
+            {
+              type: 'payment.succeeded',
+              merchantId: p.merchant_id,
+              environment: 'sandbox',
+              object: {
+                id: `pay_${i}`,
+                object: 'payment',
+                status: 'succeeded',
+                amount: '10.00',
+                asset_code: 'USDC.ETH',
+                metadata: { order: `ord_${i}` },
+              },
+            },
+            new Date(),
+          );
           ids.push(r.event.id);
         }
       });
@@ -114,10 +130,25 @@ async function main() {
     }
   };
   const publishOne = async (i: number) => {
-    const r = await database.db.transaction((tx) => publishEvent(tx, {
-      type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox',
-      object: { id: `pay_${i}`, object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: `ord_${i}` } },
-    }, new Date()));
+    const r = await database.db.transaction((tx) =>
+      publishEvent(
+        tx,
+        {
+          type: 'payment.succeeded',
+          merchantId: p.merchant_id,
+          environment: 'sandbox',
+          object: {
+            id: `pay_${i}`,
+            object: 'payment',
+            status: 'succeeded',
+            amount: '10.00',
+            asset_code: 'USDC.ETH',
+            metadata: { order: `ord_${i}` },
+          },
+        },
+        new Date(),
+      ),
+    );
     published.set(r.event.id, now());
   };
   /** Paced publishing: event i is published at tPublish + i / RATE, each in its own transaction. */
@@ -158,16 +189,31 @@ async function main() {
     duplicates += ats.length - ENDPOINTS;
   }
   latencies.sort((a, b) => a - b);
-  const [{ n: attempts }] = await database.query<{ n: string }>('SELECT count(*) AS n FROM delivery_attempts', []) as [{ n: string }];
+  const [{ n: attempts }] = (await database.query<{ n: string }>('SELECT count(*) AS n FROM delivery_attempts', [])) as [{ n: string }];
   const result = {
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
-    params: { db: args.db, mode: MODE, rate: RATE ?? null, events: EVENTS, endpoints: ENDPOINTS, deliveries: TOTAL, workers: WORKERS, publishers: PUBLISHERS, receiver_delay_ms: Number(args['receiver-delay-ms']) },
+    params: {
+      db: args.db,
+      mode: MODE,
+      rate: RATE ?? null,
+      events: EVENTS,
+      endpoints: ENDPOINTS,
+      deliveries: TOTAL,
+      workers: WORKERS,
+      publishers: PUBLISHERS,
+      receiver_delay_ms: Number(args['receiver-delay-ms']),
+    },
     publish_events_per_s: Math.round(EVENTS / (publishMs / 1000)),
     /** pipeline: from the first publish to the last arrival; backlog: from worker start. */
     deliveries_per_s: Math.round(TOTAL / (totalMs / 1000)),
     total_s: +(totalMs / 1000).toFixed(2),
-    latency_ms: { p50: Math.round(pct(latencies, 50)), p95: Math.round(pct(latencies, 95)), p99: Math.round(pct(latencies, 99)), max: Math.round(latencies.at(-1)!) },
+    latency_ms: {
+      p50: Math.round(pct(latencies, 50)),
+      p95: Math.round(pct(latencies, 95)),
+      p99: Math.round(pct(latencies, 99)),
+      max: Math.round(latencies.at(-1)!),
+    },
     duplicates,
     attempts_logged: Number(attempts),
     peak_rss_mib: Math.round(peakRss / 2 ** 20),
@@ -180,7 +226,7 @@ async function main() {
   console.log(JSON.stringify(result, null, 2));
   if (args.save) {
     mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-    writeFileSync(new URL(`./results/${args.save}.json`, import.meta.url), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(new URL(`./results/${args.save}.json`, import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
   }
   receiver.send('stop');
   await ctx.close();

@@ -69,10 +69,23 @@ async function main() {
   const publishOne = async (merchantId: string) => {
     const i = seq++;
     const r = await database.db.transaction((tx) =>
-      publishEvent(tx, {
-        type: 'payment.succeeded', merchantId, environment: 'sandbox',
-        object: { id: `pay_${i}`, object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: `ord_${i}` } },
-      }, new Date()),
+      publishEvent(
+        tx,
+        {
+          type: 'payment.succeeded',
+          merchantId,
+          environment: 'sandbox',
+          object: {
+            id: `pay_${i}`,
+            object: 'payment',
+            status: 'succeeded',
+            amount: '10.00',
+            asset_code: 'USDC.ETH',
+            metadata: { order: `ord_${i}` },
+          },
+        },
+        new Date(),
+      ),
     );
     return { id: r.event.id, committed: now() };
   };
@@ -91,23 +104,43 @@ async function main() {
     const deadline = now() + 30_000;
     while (events.some((e) => !arrivals.has(e.id)) && now() < deadline) await sleep(50);
     const lat = events.map((e) => (arrivals.get(e.id) ?? Infinity) - e.committed).sort((x, y) => x - y);
-    return { events: events.length, delivered: lat.filter(Number.isFinite).length, p50: Math.round(pct(lat, 50)), p95: Math.round(pct(lat, 95)), p99: Math.round(pct(lat, 99)), max: Math.round(lat.at(-1)!) };
+    return {
+      events: events.length,
+      delivered: lat.filter(Number.isFinite).length,
+      p50: Math.round(pct(lat, 50)),
+      p95: Math.round(pct(lat, 95)),
+      p99: Math.round(pct(lat, 99)),
+      max: Math.round(lat.at(-1)!),
+    };
   };
 
   const alone = await latencyOf(await steady(b.merchant_id, RATE));
 
-  for (let i = 0; i < DEAD; i++) await ctx.endpoints.create(scopeOf(a.platform_id), { url: `http://127.0.0.1:${port}/dead/${i}`, enabled_events: ['*'] });
+  for (let i = 0; i < DEAD; i++)
+    await ctx.endpoints.create(scopeOf(a.platform_id), { url: `http://127.0.0.1:${port}/dead/${i}`, enabled_events: ['*'] });
   const [, quiet] = await Promise.all([steady(a.merchant_id, DEAD_RATE), steady(b.merchant_id, RATE)]);
   const besideDead = await latencyOf(quiet);
   // (null when run against a version without the circuit breaker, for a before/after comparison)
   const throttled = await database
     .query<{ n: string }>('SELECT count(*) AS n FROM webhook_endpoints WHERE throttled_at IS NOT NULL', [])
-    .then((rows) => Number(rows[0]!.n), () => null);
+    .then(
+      (rows) => Number(rows[0]!.n),
+      () => null,
+    );
 
   const result = {
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
-    params: { rate: RATE, seconds: SECONDS, dead_endpoints: DEAD, dead_rate: DEAD_RATE, worker_concurrency: config.workerConcurrency, endpoint_concurrency: config.endpointConcurrency, platform_share: config.platformShare, attempt_timeout_ms: config.attemptTimeoutMs },
+    params: {
+      rate: RATE,
+      seconds: SECONDS,
+      dead_endpoints: DEAD,
+      dead_rate: DEAD_RATE,
+      worker_concurrency: config.workerConcurrency,
+      endpoint_concurrency: config.endpointConcurrency,
+      platform_share: config.platformShare,
+      attempt_timeout_ms: config.attemptTimeoutMs,
+    },
     healthy_alone_ms: alone,
     healthy_beside_dead_ms: besideDead,
     p99_ratio: +(besideDead.p99 / alone.p99).toFixed(2),
@@ -116,7 +149,7 @@ async function main() {
   console.log(JSON.stringify(result, null, 2));
   if (args.save) {
     mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-    writeFileSync(new URL(`./results/${args.save}.json`, import.meta.url), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(new URL(`./results/${args.save}.json`, import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
   }
   receiver.kill('SIGKILL'); // cuts the held connections, so the worker's drain doesn't wait on them
   await worker.stop();

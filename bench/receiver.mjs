@@ -23,4 +23,9 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = 10_000;
 server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
-process.on('message', (m) => m === 'stop' && (flush(), server.close(), process.exit(0)));
+process.on('message', (m) => {
+  if (m !== 'stop') return;
+  flush();
+  server.close();
+  process.exit(0);
+});

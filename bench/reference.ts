@@ -22,7 +22,18 @@ import { renderChart } from './reference/chart.ts';
 import { machineInfo } from './reference/machine.ts';
 import { forkTs, killAll, runMigrate } from './reference/processes.ts';
 import { startReceivers } from './reference/receivers.ts';
-import { backlog, BENCH_WORKER_ENV, ceiling, fanout, IN_FLIGHT, isolation, latency, pipeline, publishRate, type Env } from './reference/scenarios.ts';
+import {
+  backlog,
+  BENCH_WORKER_ENV,
+  ceiling,
+  fanout,
+  IN_FLIGHT,
+  isolation,
+  latency,
+  pipeline,
+  publishRate,
+  type Env,
+} from './reference/scenarios.ts';
 import { now, round } from './reference/stats.ts';
 
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } } });
@@ -31,8 +42,38 @@ const RECEIVERS = 5;
 
 /** Sizes: full run (figures) and --quick (smoke). Deliveries = events x endpoints. */
 const SIZE = QUICK
-  ? { ceiling: 3000, backlog1: 1000, backlog10: 0, backlog100: 10, pipeline: 100, latencyS: 2, warmupS: 1, isoEvents: 200, isoRate: 250, isoS: 2, isoRounds: 1, fanoutRuns: 1, publish: 300, timeoutMs: 60_000 }
-  : { ceiling: 20_000, backlog1: 20_000, backlog10: 2000, backlog100: 200, pipeline: 2000, latencyS: 15, warmupS: 2, isoEvents: 2000, isoRate: 250, isoS: 10, isoRounds: 2, fanoutRuns: 3, publish: 5000, timeoutMs: 180_000 };
+  ? {
+      ceiling: 3000,
+      backlog1: 1000,
+      backlog10: 0,
+      backlog100: 10,
+      pipeline: 100,
+      latencyS: 2,
+      warmupS: 1,
+      isoEvents: 200,
+      isoRate: 250,
+      isoS: 2,
+      isoRounds: 1,
+      fanoutRuns: 1,
+      publish: 300,
+      timeoutMs: 60_000,
+    }
+  : {
+      ceiling: 20_000,
+      backlog1: 20_000,
+      backlog10: 2000,
+      backlog100: 200,
+      pipeline: 2000,
+      latencyS: 15,
+      warmupS: 2,
+      isoEvents: 2000,
+      isoRate: 250,
+      isoS: 10,
+      isoRounds: 2,
+      fanoutRuns: 3,
+      publish: 5000,
+      timeoutMs: 180_000,
+    };
 
 const T0 = performance.now();
 const log = (line: string) => process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(1).padStart(5)} s] ${line}\n`);
@@ -44,7 +85,9 @@ async function main() {
   await admin.connect();
   const { rows } = await admin.query<{ server_version: string }>('SHOW server_version');
   const machine = machineInfo(rows[0]!.server_version);
-  log(`reference benchmark${QUICK ? ' (--quick)' : ''}: ${machine.cpu}, ${machine.cores} cores, load ${machine.load_average_start.join(' ')}`);
+  log(
+    `reference benchmark${QUICK ? ' (--quick)' : ''}: ${machine.cpu}, ${machine.cores} cores, load ${machine.load_average_start.join(' ')}`,
+  );
 
   const template = `payhooks_bench_tpl_${randomBytes(5).toString('hex')}`;
   const env: Env = {
@@ -87,16 +130,41 @@ async function main() {
     log('baseline: graphile-worker, 100 endpoints');
     const base100 = await backlog(env, { target: 'graphile', endpoints: 100, events: SIZE.backlog100, timeoutMs: SIZE.timeoutMs });
     log('scale-out: 100 endpoints, 2 worker processes');
-    const b100x2 = await backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, workers: 2, timeoutMs: SIZE.timeoutMs });
+    const b100x2 = await backlog(env, {
+      target: 'payhooks',
+      endpoints: 100,
+      events: SIZE.backlog100,
+      workers: 2,
+      timeoutMs: SIZE.timeoutMs,
+    });
     log('pipeline: publisher process + worker, 10 endpoints');
     const pipe = await pipeline(env, { endpoints: 10, events: SIZE.pipeline, timeoutMs: SIZE.timeoutMs });
     const half = Math.max(100, Math.round(b100.throughput_per_s / 2 / 10) * 10);
     log(`latency: 100/s and ${half}/s (half the 100-endpoint backlog throughput), 10 endpoints per event`);
-    const lat = await latency(env, { target: 'payhooks', endpoints: 10, ratesPerS: [100, half], seconds: SIZE.latencyS, warmupS: SIZE.warmupS });
+    const lat = await latency(env, {
+      target: 'payhooks',
+      endpoints: 10,
+      ratesPerS: [100, half],
+      seconds: SIZE.latencyS,
+      warmupS: SIZE.warmupS,
+    });
     log('latency: baseline at the same rates');
-    const baseLat = await latency(env, { target: 'graphile', endpoints: 10, ratesPerS: [100, half], seconds: SIZE.latencyS, warmupS: SIZE.warmupS });
+    const baseLat = await latency(env, {
+      target: 'graphile',
+      endpoints: 10,
+      ratesPerS: [100, half],
+      seconds: SIZE.latencyS,
+      warmupS: SIZE.warmupS,
+    });
     log('isolation: 5 healthy endpoints, alone and beside one that never answers');
-    const iso = await isolation(env, { healthy: 5, events: SIZE.isoEvents, ratePerS: SIZE.isoRate, seconds: SIZE.isoS, rounds: SIZE.isoRounds, timeoutMs: SIZE.timeoutMs });
+    const iso = await isolation(env, {
+      healthy: 5,
+      events: SIZE.isoEvents,
+      ratePerS: SIZE.isoRate,
+      seconds: SIZE.isoS,
+      rounds: SIZE.isoRounds,
+      timeoutMs: SIZE.timeoutMs,
+    });
     log('fan-out: one event to 1,000 endpoints');
     const fan = await fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs: SIZE.timeoutMs });
 
@@ -145,7 +213,7 @@ async function main() {
     const stem = `${day}${QUICK ? '-quick' : ''}`;
     const dir = new URL('./results/', import.meta.url);
     mkdirSync(dir, { recursive: true });
-    writeFileSync(new URL(`${stem}.json`, dir), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(new URL(`${stem}.json`, dir), `${JSON.stringify(result, null, 2)}\n`);
     const svg = renderChart(
       `payhooks reference benchmark, ${day}${QUICK ? ' (quick)' : ''}`,
       `${machine.cpu}, ${machine.cores} cores, PostgreSQL ${machine.postgres}, node ${machine.node}, commit ${machine.git_commit.slice(0, 7)}, load ${machine.load_average_start.join('/')}; ${IN_FLIGHT} in flight; indicative`,
@@ -162,8 +230,8 @@ async function main() {
     );
     writeFileSync(new URL(`${stem}.svg`, dir), svg);
 
-    if (args.json) process.stdout.write(JSON.stringify(result) + '\n');
-    else process.stdout.write(table(result) + `\nbench/results/${stem}.json, bench/results/${stem}.svg (${result.duration_s} s)\n`);
+    if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else process.stdout.write(`${table(result)}\nbench/results/${stem}.json, bench/results/${stem}.svg (${result.duration_s} s)\n`);
   } finally {
     await cleanup();
   }
@@ -179,23 +247,51 @@ function table(r: Result): string {
     ['ceiling: bare undici, 50 in flight, 5 receivers', `${r.ceiling_per_s}/s`],
     ['baseline: graphile-worker (tuned), 100 endpoints', `${r.baseline_per_s}/s`],
     ['backlog, 1 endpoint', `${f.backlog.endpoints_1.throughput_per_s}/s (${f.backlog.endpoints_1.deliveries} deliveries)`],
-    ...(f.backlog.endpoints_10 ? [['backlog, 10 endpoints', `${f.backlog.endpoints_10.throughput_per_s}/s (${f.backlog.endpoints_10.deliveries})`] as [string, string]] : []),
-    ['backlog, 100 endpoints (throughput)', `${r.throughput_per_s}/s (${f.backlog.endpoints_100.deliveries}): ${r.throughput_vs_ceiling} of ceiling, ${r.throughput_vs_baseline}x baseline`],
-    ['scale-out: 2 worker processes, 100 endpoints', `${f.scale_out.two_processes.throughput_per_s}/s (${f.scale_out.ratio}x one), ${f.scale_out.two_processes.duplicates} duplicates`],
+    ...(f.backlog.endpoints_10
+      ? [
+          ['backlog, 10 endpoints', `${f.backlog.endpoints_10.throughput_per_s}/s (${f.backlog.endpoints_10.deliveries})`] as [
+            string,
+            string,
+          ],
+        ]
+      : []),
+    [
+      'backlog, 100 endpoints (throughput)',
+      `${r.throughput_per_s}/s (${f.backlog.endpoints_100.deliveries}): ${r.throughput_vs_ceiling} of ceiling, ${r.throughput_vs_baseline}x baseline`,
+    ],
+    [
+      'scale-out: 2 worker processes, 100 endpoints',
+      `${f.scale_out.two_processes.throughput_per_s}/s (${f.scale_out.ratio}x one), ${f.scale_out.two_processes.duplicates} duplicates`,
+    ],
     ['pipeline: publisher process + worker, 10 endpoints', `${f.pipeline.throughput_per_s}/s, latency ${lat(f.pipeline.latency_ms)}`],
     ...f.latency.map((l: Result, i: number): [string, string] => [
       `latency p50/p95/p99 at ${l.offered_deliveries_per_s}/s`,
       `payhooks ${lat(l.latency_ms)}; baseline ${lat(f.baseline.latency[i].latency_ms)}`,
     ]),
-    ['publishEvent, 1 endpoint/event', `${f.publish.endpoints_1.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_1.single_events_per_s} (1/tx)`],
-    ['publishEvent, 10 endpoints/event', `${f.publish.endpoints_10.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_10.single_events_per_s} (1/tx)`],
-    ['isolation: healthy throughput alone / beside', `${f.isolation.alone.healthy_throughput_per_s}/s / ${f.isolation.beside_never_answering.healthy_throughput_per_s}/s (loss ${round(r.isolation_throughput_loss * 100, 1)}%)`],
-    ['isolation: healthy p99 alone / beside', `${f.isolation.alone.healthy_latency_ms.p99} / ${f.isolation.beside_never_answering.healthy_latency_ms.p99} ms`],
+    [
+      'publishEvent, 1 endpoint/event',
+      `${f.publish.endpoints_1.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_1.single_events_per_s} (1/tx)`,
+    ],
+    [
+      'publishEvent, 10 endpoints/event',
+      `${f.publish.endpoints_10.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_10.single_events_per_s} (1/tx)`,
+    ],
+    [
+      'isolation: healthy throughput alone / beside',
+      `${f.isolation.alone.healthy_throughput_per_s}/s / ${f.isolation.beside_never_answering.healthy_throughput_per_s}/s (loss ${round(r.isolation_throughput_loss * 100, 1)}%)`,
+    ],
+    [
+      'isolation: healthy p99 alone / beside',
+      `${f.isolation.alone.healthy_latency_ms.p99} / ${f.isolation.beside_never_answering.healthy_latency_ms.p99} ms`,
+    ],
     ['fan-out: 1 event to 1,000 endpoints, last arrival', `${r.fanout_1000_ms} ms (first ${f.fanout.first_arrival_ms} ms)`],
     ['worker peak RSS (VmHWM)', `${r.worker_rss_mb} MiB`],
     ['CPU per delivery, 100-endpoint backlog', cpu(r.cpu_ms_per_delivery)],
     ['CPU per delivery, baseline backlog', cpu(f.baseline.backlog_endpoints_100.cpu_per_delivery)],
-    ['CPU per delivery, latency run at half load', `${cpu(f.latency[1].cpu_per_delivery)}; baseline ${cpu(f.baseline.latency[1].cpu_per_delivery)}`],
+    [
+      'CPU per delivery, latency run at half load',
+      `${cpu(f.latency[1].cpu_per_delivery)}; baseline ${cpu(f.baseline.latency[1].cpu_per_delivery)}`,
+    ],
   ];
   const w = Math.max(...rows.map(([k]) => k.length));
   const m = r.machine;

@@ -56,7 +56,10 @@ let after: Database | null = null;
 const out: Record<string, unknown> = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
-  attempts: ATTEMPTS, events: EVENTS, deliveries: EVENTS, weeks: WEEKS,
+  attempts: ATTEMPTS,
+  events: EVENTS,
+  deliveries: EVENTS,
+  weeks: WEEKS,
 };
 const log = (msg: string) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
 const run = (text: string, db: Database = database) => db.script((r) => r(text));
@@ -91,9 +94,11 @@ try {
   const step = span / EVENTS;
   const load = await timed(`load ${EVENTS} events, ${EVENTS} deliveries, ${ATTEMPTS} attempts`, async () => {
     // Secondary indexes are built after the load (faster than maintaining them row by row).
-    const secondary = (await run(`SELECT c.relname, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    const secondary = (
+      await run(`SELECT c.relname, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
       WHERE i.indrelid IN ('events'::regclass, 'webhook_deliveries'::regclass, 'delivery_attempts'::regclass)
-        AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)`)).map((r) => ({ name: String(r.relname), def: String(r.def) }));
+        AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)`)
+    ).map((r) => ({ name: String(r.relname), def: String(r.def) }));
     for (const ix of secondary) await run(`DROP INDEX ${ix.name}`);
     // A body of about 700 bytes, like a payment.succeeded envelope.
     await run(`INSERT INTO events (id, platform_id, environment, merchant_id, type, body, created_at)
@@ -119,24 +124,32 @@ try {
 
   const sizes = async (db: Database = database) => {
     // Tables with their indexes and TOAST, summed over partitions (a partitioned parent itself is 0 bytes).
-    const rows = await run(`SELECT t, CASE WHEN c.relkind = 'p'
+    const rows = await run(
+      `SELECT t, CASE WHEN c.relkind = 'p'
              THEN (SELECT sum(pg_total_relation_size(p.relid)) FROM pg_partition_tree(t::regclass) p)
              ELSE pg_total_relation_size(t::regclass) END AS bytes
-      FROM unnest(ARRAY['events', 'webhook_deliveries', 'delivery_attempts']) t JOIN pg_class c ON c.oid = t::regclass`, db);
+      FROM unnest(ARRAY['events', 'webhook_deliveries', 'delivery_attempts']) t JOIN pg_class c ON c.oid = t::regclass`,
+      db,
+    );
     return Object.fromEntries(rows.map((r) => [String(r.t), Number(r.bytes)]));
   };
   out.sizes_before = await sizes();
   log(`sizes: ${JSON.stringify(out.sizes_before)}`);
 
   out.postgres_settings = Object.fromEntries(
-    (await run(`SELECT name, setting FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'max_wal_size', 'synchronous_commit', 'plan_cache_mode')`)).map((r) => [String(r.name), String(r.setting)]),
+    (
+      await run(
+        `SELECT name, setting FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'max_wal_size', 'synchronous_commit', 'plan_cache_mode')`,
+      )
+    ).map((r) => [String(r.name), String(r.setting)]),
   );
 
   // 2. The purge by DELETE, before partitioning.
   const oldestEnd = new Date(firstWeek.getTime() + WEEK);
   const del = await timed('purge of the oldest week by DELETE (rolled back)', () =>
     database.script(async (r) => {
-      const counts = await r(`WITH d AS (DELETE FROM webhook_deliveries WHERE created_at < ${ts(oldestEnd.getTime())} RETURNING id, event_id),
+      const counts =
+        await r(`WITH d AS (DELETE FROM webhook_deliveries WHERE created_at < ${ts(oldestEnd.getTime())} RETURNING id, event_id),
         a AS (DELETE FROM delivery_attempts USING d WHERE delivery_attempts.delivery_id = d.id RETURNING 1),
         e AS (DELETE FROM events USING d WHERE events.id = d.event_id RETURNING 1)
         SELECT (SELECT count(*) FROM a) AS attempts, (SELECT count(*) FROM d) AS deliveries, (SELECT count(*) FROM e) AS events`);
@@ -161,7 +174,9 @@ try {
   });
   out.migration_ms = mig.ms;
   out.sizes_partitioned = await sizes(partitioned);
-  out.partitions = Number((await run(`SELECT count(*) AS n FROM pg_inherits WHERE inhparent = 'delivery_attempts'::regclass`, partitioned))[0]!.n);
+  out.partitions = Number(
+    (await run(`SELECT count(*) AS n FROM pg_inherits WHERE inhparent = 'delivery_attempts'::regclass`, partitioned))[0]!.n,
+  );
 
   // 4. Claim/record on both, alternating rounds; then the purge by DROP, and again.
   const rounds = async (label: string) => {
@@ -177,7 +192,9 @@ try {
   out.hot_path_before_main = first.unpartitioned;
   out.hot_path_after_queue_partitioned = first.partitioned;
   const retentionMs = now.getTime() + 60_000 - oldestEnd.getTime(); // exactly the oldest week is past the window
-  const drop = await timed('purge of the oldest week by dropping its partitions (maintainPartitions)', () => maintainPartitions(partitioned, { now: new Date(now.getTime() + 60_000), retentionMs }));
+  const drop = await timed('purge of the oldest week by dropping its partitions (maintainPartitions)', () =>
+    maintainPartitions(partitioned, { now: new Date(now.getTime() + 60_000), retentionMs }),
+  );
   out.purge_drop_ms = drop.ms;
   out.purge_drop_result = drop.value;
   const second = await rounds('partitioned, after the purge');
@@ -225,15 +242,36 @@ async function hotPath(db: Database, label: string): Promise<Samples> {
     const t = new Date();
     const token = `bench${i}`;
     let t0 = performance.now();
-    const rows = await claim(db, { now: t, leaseUntil: new Date(t.getTime() + 60_000), limit: 10, perEndpoint: 10, perPlatform: 10, excludeEndpoints: [], excludePlatforms: [], token });
+    const rows = await claim(db, {
+      now: t,
+      leaseUntil: new Date(t.getTime() + 60_000),
+      limit: 10,
+      perEndpoint: 10,
+      perPlatform: 10,
+      excludeEndpoints: [],
+      excludePlatforms: [],
+      token,
+    });
     if (i >= 20) claims.push(performance.now() - t0); // the first 20 batches warm up
     if (rows.length === 0) break;
     t0 = performance.now();
     await record(
       db,
       rows.map((r) => ({
-        deliveryId: r.id, token, trigger: 'automatic' as const, state: 'delivered' as const, nextAttemptAt: null,
-        result: { succeeded: true, startedAt: t, durationMs: 3, statusCode: 200, responseBody: '{"received":true}', errorKind: null, errorMessage: null },
+        deliveryId: r.id,
+        token,
+        trigger: 'automatic' as const,
+        state: 'delivered' as const,
+        nextAttemptAt: null,
+        result: {
+          succeeded: true,
+          startedAt: t,
+          durationMs: 3,
+          statusCode: 200,
+          responseBody: '{"received":true}',
+          errorKind: null,
+          errorMessage: null,
+        },
       })),
       new Date(),
     );
@@ -242,7 +280,10 @@ async function hotPath(db: Database, label: string): Promise<Samples> {
   return { claims, records };
 }
 
-interface Samples { claims: number[]; records: number[] }
+interface Samples {
+  claims: number[];
+  records: number[];
+}
 function merge(into: Samples, from: Samples): void {
   into.claims.push(...from.claims);
   into.records.push(...from.records);
@@ -252,7 +293,13 @@ function summary(x: Samples, label: string): Record<string, number> {
     const s = [...xs].sort((a, b) => a - b);
     return Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! * 100) / 100;
   };
-  const result = { batches: x.records.length, claim_p50_ms: pct(x.claims, 50), claim_p99_ms: pct(x.claims, 99), record_p50_ms: pct(x.records, 50), record_p99_ms: pct(x.records, 99) };
+  const result = {
+    batches: x.records.length,
+    claim_p50_ms: pct(x.claims, 50),
+    claim_p99_ms: pct(x.claims, 99),
+    record_p50_ms: pct(x.records, 50),
+    record_p99_ms: pct(x.records, 99),
+  };
   log(`claim/record (${label}, ${ROUNDS} rounds): ${JSON.stringify(result)}`);
   return result;
 }

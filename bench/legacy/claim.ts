@@ -126,7 +126,16 @@ JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
 
 export async function claimDue(
   database: Database,
-  options: { now: Date; leaseUntil: Date; limit: number; perEndpoint: number; perPlatform: number; excludeEndpoints: string[]; excludePlatforms: string[]; token: string },
+  options: {
+    now: Date;
+    leaseUntil: Date;
+    limit: number;
+    perEndpoint: number;
+    perPlatform: number;
+    excludeEndpoints: string[];
+    excludePlatforms: string[];
+    token: string;
+  },
 ): Promise<ClaimedDelivery[]> {
   const rows = await database.query<ClaimedDelivery>(CLAIM_SQL, [
     options.now,

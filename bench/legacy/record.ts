@@ -15,6 +15,7 @@ export interface Outcome {
 }
 
 /** Postgres text can't hold NUL; a receiver's body may. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point
 const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, '\uFFFD'));
 
 /**

@@ -58,21 +58,36 @@ export function renderChart(title: string, subtitle: string, bars: Bar[], groups
     (['p50', 'p95', 'p99'] as const).forEach((k, j) => {
       const h = heightOf(s.v[k]);
       const opacity = [1, 0.7, 0.45][j];
-      out.push(`<rect x="${(x0 + j * bw).toFixed(1)}" y="${(base - h).toFixed(1)}" width="${(bw - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[s.kind]}" fill-opacity="${opacity}"/>`);
+      out.push(
+        `<rect x="${(x0 + j * bw).toFixed(1)}" y="${(base - h).toFixed(1)}" width="${(bw - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[s.kind]}" fill-opacity="${opacity}"/>`,
+      );
       text(x0 + j * bw + bw / 2 - 1, base - h - 4, fmt(s.v[k]), 'font-size="10" text-anchor="middle"');
     });
-    s.label.split(' ').reduce<string[]>((lines, w) => {
-      const last = lines.at(-1);
-      if (last !== undefined && (last + ' ' + w).length <= 16) lines[lines.length - 1] = last + ' ' + w;
-      else lines.push(w);
-      return lines;
-    }, []).forEach((line, k) => text(x0 + (colW - 16) / 2, base + 16 + k * 13, line, 'font-size="11" text-anchor="middle"'));
+    s.label
+      .split(' ')
+      .reduce<string[]>((lines, w) => {
+        const last = lines.at(-1);
+        if (last !== undefined && `${last} ${w}`.length <= 16) lines[lines.length - 1] = `${last} ${w}`;
+        else lines.push(w);
+        return lines;
+      }, [])
+      .forEach((line, k) => {
+        text(x0 + (colW - 16) / 2, base + 16 + k * 13, line, 'font-size="11" text-anchor="middle"');
+      });
   });
-  text(right.x, base + 60, 'log scale from 1 ms; bars per system: p50, p95, p99 (lighter = higher percentile)', 'font-size="11" fill="#555"');
+  text(
+    right.x,
+    base + 60,
+    'log scale from 1 ms; bars per system: p50, p95, p99 (lighter = higher percentile)',
+    'font-size="11" fill="#555"',
+  );
 
   const H = Math.max(leftH, base + 70) + 20;
   const legend = (['ceiling', 'payhooks', 'baseline'] as const)
-    .map((k, i) => `<rect x="${20 + i * 240}" y="${H - 18}" width="12" height="12" fill="${COLORS[k]}"/><text x="${36 + i * 240}" y="${H - 8}">${{ ceiling: 'ceiling: bare undici, no database', payhooks: 'payhooks worker process(es)', baseline: 'graphile-worker, tuned' }[k]}</text>`)
+    .map(
+      (k, i) =>
+        `<rect x="${20 + i * 240}" y="${H - 18}" width="12" height="12" fill="${COLORS[k]}"/><text x="${36 + i * 240}" y="${H - 8}">${{ ceiling: 'ceiling: bare undici, no database', payhooks: 'payhooks worker process(es)', baseline: 'graphile-worker, tuned' }[k]}</text>`,
+    )
     .join('');
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H + 10}" viewBox="0 0 ${W} ${H + 10}" font-family="sans-serif" font-size="12">`,

@@ -43,7 +43,10 @@ function childOf(process: ChildProcess): Child {
 
 /** `payhooks migrate` against `databaseUrl`. */
 export async function runMigrate(databaseUrl: string): Promise<void> {
-  const child = spawn(process.execPath, [CLI, 'migrate'], { env: { ...baseEnv(), DATABASE_URL: databaseUrl, PAYHOOKS_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'migrate'], {
+    env: { ...baseEnv(), DATABASE_URL: databaseUrl, PAYHOOKS_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -54,19 +57,26 @@ export async function runMigrate(databaseUrl: string): Promise<void> {
  * A real `payhooks worker` process. Resolves once it logged that its workers started (the
  * CLI's info line), so the drain that follows measures delivery, not start-up.
  */
-export async function startWorker(options: { databaseUrl: string; encryptionKeyHex: string; env: Record<string, string>; name: string }): Promise<Child> {
-  const child = track(spawn(process.execPath, [CLI, 'worker'], {
-    env: {
-      ...baseEnv(),
-      DATABASE_URL: options.databaseUrl,
-      PAYHOOKS_ENCRYPTION_KEY: options.encryptionKeyHex,
-      PAYHOOKS_ALLOW_PRIVATE_URLS: 'true',
-      PAYHOOKS_LOG_LEVEL: 'info',
-      PGAPPNAME: `bench-worker-${options.name}`,
-      ...options.env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }));
+export async function startWorker(options: {
+  databaseUrl: string;
+  encryptionKeyHex: string;
+  env: Record<string, string>;
+  name: string;
+}): Promise<Child> {
+  const child = track(
+    spawn(process.execPath, [CLI, 'worker'], {
+      env: {
+        ...baseEnv(),
+        DATABASE_URL: options.databaseUrl,
+        PAYHOOKS_ENCRYPTION_KEY: options.encryptionKeyHex,
+        PAYHOOKS_ALLOW_PRIVATE_URLS: 'true',
+        PAYHOOKS_LOG_LEVEL: 'info',
+        PGAPPNAME: `bench-worker-${options.name}`,
+        ...options.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let out = '';
   let timer: NodeJS.Timeout | undefined;
   const ready = new Promise<void>((resolve, reject) => {

@@ -31,7 +31,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let seq = 0;
 
 function object(i: number) {
-  return { id: `pay_${i}`, object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: `ord_${i}` } };
+  return {
+    id: `pay_${i}`,
+    object: 'payment',
+    status: 'succeeded',
+    amount: '10.00',
+    asset_code: 'USDC.ETH',
+    metadata: { order: `ord_${i}` },
+  };
 }
 
 type PublishBatch = (n: number) => Promise<string[]>;
@@ -42,7 +49,11 @@ async function payhooksPublisher(req: PublishRequest, db: Database): Promise<Pub
       const ids: string[] = [];
       for (let k = 0; k < n; k++) {
         const i = seq++;
-        const r = await publishEvent(tx, { type: 'payment.succeeded', merchantId: req.merchantId, environment: 'sandbox', object: object(i) }, new Date());
+        const r = await publishEvent(
+          tx,
+          { type: 'payment.succeeded', merchantId: req.merchantId, environment: 'sandbox', object: object(i) },
+          new Date(),
+        );
         ids.push(r.event.id);
       }
       return ids;
@@ -58,10 +69,17 @@ function graphilePublisher(req: PublishRequest, utils: WorkerUtils): PublishBatc
       const i = seq++;
       const id = `evt_gw_${process.pid}_${i}`;
       const body = JSON.stringify({
-        id, object: 'event', type: 'payment.succeeded', api_version: '2026-01-01', environment: 'sandbox',
-        merchant_id: req.merchantId, created_at: new Date().toISOString().slice(0, 19) + 'Z', data: { object: object(i) },
+        id,
+        object: 'event',
+        type: 'payment.succeeded',
+        api_version: '2026-01-01',
+        environment: 'sandbox',
+        merchant_id: req.merchantId,
+        created_at: `${new Date().toISOString().slice(0, 19)}Z`,
+        data: { object: object(i) },
       });
-      for (const e of endpoints) specs.push({ identifier: 'deliver', payload: { event_id: id, endpoint_id: e.id, url: e.url, secret: e.secret, body } });
+      for (const e of endpoints)
+        specs.push({ identifier: 'deliver', payload: { event_id: id, endpoint_id: e.id, url: e.url, secret: e.secret, body } });
       ids.push(id);
     }
     await utils.addJobs(specs);
@@ -122,7 +140,13 @@ async function run(req: PublishRequest): Promise<void> {
       if (due > now()) await sleep(due - now());
       while (inFlight >= 64) await sleep(1);
       inFlight++;
-      all.push(publish(1).then((ids) => (record(ids), published++, inFlight--, undefined)));
+      all.push(
+        publish(1).then((ids) => {
+          record(ids);
+          published++;
+          inFlight--;
+        }),
+      );
     }
     await Promise.all(all);
   }

@@ -32,7 +32,11 @@ export class Arrivals {
     this.count++;
     if (at < this.first) this.first = at;
     if (at > this.last) this.last = at;
-    this.#waiters = this.#waiters.filter((w) => (this.count >= w.n ? (w.resolve(), false) : true));
+    this.#waiters = this.#waiters.filter((w) => {
+      if (this.count < w.n) return true;
+      w.resolve();
+      return false;
+    });
   }
 
   /** Resolves true once `n` distinct deliveries arrived, false after `timeoutMs`. */
@@ -43,7 +47,13 @@ export class Arrivals {
         this.#waiters = this.#waiters.filter((w) => w !== waiter);
         resolve(false);
       }, timeoutMs);
-      const waiter = { n, resolve: () => (clearTimeout(timer), resolve(this.count >= n)) };
+      const waiter = {
+        n,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve(this.count >= n);
+        },
+      };
       this.#waiters.push(waiter);
     });
   }
@@ -81,6 +91,8 @@ export async function startReceivers(n: number): Promise<Receivers> {
     pids: children.map((c) => c.pid!),
     arrivals,
     url: (i, prefix = 'e') => `http://127.0.0.1:${ports[i % n]}/${prefix}${i}`,
-    stop: () => children.forEach((c) => c.kill('SIGKILL')),
+    stop: () => {
+      for (const c of children) c.kill('SIGKILL');
+    },
   };
 }

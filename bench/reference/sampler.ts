@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { cpuMsOf, peakRssMibOf } from './machine.ts';
 
 interface Sample {
@@ -110,7 +110,12 @@ export class ProcSampler {
           const a = s[i - 1]!;
           const b = s[i]!;
           const f = (t - a.t) / (b.t - a.t || 1);
-          return { t, worker: a.worker + f * (b.worker - a.worker), pgWorker: a.pgWorker + f * (b.pgWorker - a.pgWorker), pgPublisher: a.pgPublisher + f * (b.pgPublisher - a.pgPublisher) };
+          return {
+            t,
+            worker: a.worker + f * (b.worker - a.worker),
+            pgWorker: a.pgWorker + f * (b.pgWorker - a.pgWorker),
+            pgPublisher: a.pgPublisher + f * (b.pgPublisher - a.pgPublisher),
+          };
         }
       }
       return s.at(-1)!;

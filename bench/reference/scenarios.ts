@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import pg from 'pg';
+import type pg from 'pg';
 import { pino } from 'pino';
 import { openDatabase } from '../../packages/server/src/db/client.ts';
 import { loadConfig } from '../../packages/server/src/config.ts';
@@ -73,7 +73,13 @@ async function setupPlatform(env: Env, db: Scratch, urls: string[]): Promise<{ m
   const database = await openDatabase({ databaseUrl: db.url, dataDir: undefined, poolSize: 8 });
   try {
     const config = loadConfig({}, { databaseUrl: db.url, allowPrivateUrls: true, logLevel: 'silent' });
-    const ctx = createContext({ config, database, clock: systemClock, logger: pino({ level: 'silent' }), encryptionKey: env.encryptionKey });
+    const ctx = createContext({
+      config,
+      database,
+      clock: systemClock,
+      logger: pino({ level: 'silent' }),
+      encryptionKey: env.encryptionKey,
+    });
     const platform = await createPlatform(database.db, 'bench');
     const scope = { platformId: platform.platform_id, environment: 'sandbox' as const, apiKeyId: 'bench' };
     const endpoints: Endpoint[] = new Array(urls.length);
@@ -95,7 +101,10 @@ async function setupPlatform(env: Env, db: Scratch, urls: string[]): Promise<{ m
 }
 
 /** Runs one publish request in the publisher process; resolves with each event's commit time. */
-async function publish(env: Env, req: PublishRequest): Promise<{ commits: Map<string, number>; ms: number; published: number; startedAt: number }> {
+async function publish(
+  env: Env,
+  req: PublishRequest,
+): Promise<{ commits: Map<string, number>; ms: number; published: number; startedAt: number }> {
   const commits = new Map<string, number>();
   const startedAt = now();
   const done = await ask<{ published: number; ms: number; t0: number }>(env.publisher, req, 'done', (m) => {
@@ -105,12 +114,20 @@ async function publish(env: Env, req: PublishRequest): Promise<{ commits: Map<st
 }
 
 function startBaseline(db: Scratch): Promise<Child> {
-  const child = forkTs('./baseline-worker.ts', { BENCH_DATABASE_URL: db.url, BENCH_CONCURRENCY: String(IN_FLIGHT), PGAPPNAME: 'bench-worker-baseline' });
+  const child = forkTs('./baseline-worker.ts', {
+    BENCH_DATABASE_URL: db.url,
+    BENCH_CONCURRENCY: String(IN_FLIGHT),
+    PGAPPNAME: 'bench-worker-baseline',
+  });
   return ask(child, { type: 'hello' }, 'ready').then(() => childOf(child));
 }
 
 async function startWorkers(env: Env, db: Scratch, count: number, workerEnv: Record<string, string>): Promise<Child[]> {
-  return Promise.all(Array.from({ length: count }, (_, i) => startWorker({ databaseUrl: db.url, encryptionKeyHex: env.encryptionKey.toString('hex'), env: workerEnv, name: String(i) })));
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      startWorker({ databaseUrl: db.url, encryptionKeyHex: env.encryptionKey.toString('hex'), env: workerEnv, name: String(i) }),
+    ),
+  );
 }
 
 export interface CpuPerDelivery {
@@ -145,7 +162,10 @@ export interface DrainResult {
  * by `workers` worker processes (or the baseline). Throughput: deliveries from the first to the
  * last arrival, so process start-up is not counted.
  */
-export async function backlog(env: Env, o: { target: 'payhooks' | 'graphile'; endpoints: number; events: number; workers?: number; timeoutMs: number }): Promise<DrainResult> {
+export async function backlog(
+  env: Env,
+  o: { target: 'payhooks' | 'graphile'; endpoints: number; events: number; workers?: number; timeoutMs: number },
+): Promise<DrainResult> {
   const db = await scratch(env, o.target === 'payhooks');
   try {
     const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
@@ -156,7 +176,16 @@ export async function backlog(env: Env, o: { target: 'payhooks' | 'graphile'; en
     const total = o.events * o.endpoints;
     env.log(`  publishing ${o.events} events x ${o.endpoints} endpoints (${o.target})`);
     // Batches of 50 events per transaction; with 100 endpoints an event is 100 rows, so fewer at a time.
-    const pub = await publish(env, { mode: 'burst', target: o.target, databaseUrl: db.url, merchantId, endpoints, events: o.events, batch: o.endpoints >= 100 ? 5 : 50, concurrency: 4 });
+    const pub = await publish(env, {
+      mode: 'burst',
+      target: o.target,
+      databaseUrl: db.url,
+      merchantId,
+      endpoints,
+      events: o.events,
+      batch: o.endpoints >= 100 ? 5 : 50,
+      concurrency: 4,
+    });
     env.receivers.arrivals.reset();
     db.sampler.start([]);
     const workers = o.target === 'payhooks' ? await startWorkers(env, db, o.workers ?? 1, BENCH_WORKER_ENV) : [await startBaseline(db)];
@@ -240,7 +269,10 @@ async function waitForAll(env: Env, commits: Map<string, number>, paths: string[
  * A running worker (or the baseline) and events published one per transaction at fixed rates,
  * each to `endpoints` endpoints; latency = publish commit -> the receiver has the request.
  */
-export async function latency(env: Env, o: { target: 'payhooks' | 'graphile'; endpoints: number; ratesPerS: number[]; seconds: number; warmupS: number }): Promise<LatencyResult[]> {
+export async function latency(
+  env: Env,
+  o: { target: 'payhooks' | 'graphile'; endpoints: number; ratesPerS: number[]; seconds: number; warmupS: number },
+): Promise<LatencyResult[]> {
   const db = await scratch(env, o.target === 'payhooks');
   try {
     const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
@@ -257,7 +289,15 @@ export async function latency(env: Env, o: { target: 'payhooks' | 'graphile'; en
     const out: LatencyResult[] = [];
     // Warm-up (connections, JIT), not measured.
     const paths = urls.map(pathOf);
-    const warm = await publish(env, { mode: 'rate', target: o.target, databaseUrl: db.url, merchantId, endpoints, ratePerS: Math.max(1, o.ratesPerS[0]! / o.endpoints), seconds: o.warmupS });
+    const warm = await publish(env, {
+      mode: 'rate',
+      target: o.target,
+      databaseUrl: db.url,
+      merchantId,
+      endpoints,
+      ratePerS: Math.max(1, o.ratesPerS[0]! / o.endpoints),
+      seconds: o.warmupS,
+    });
     await waitForAll(env, warm.commits, paths, 30_000);
     for (const rate of o.ratesPerS) {
       await sleep(200);
@@ -265,7 +305,15 @@ export async function latency(env: Env, o: { target: 'payhooks' | 'graphile'; en
       const eventsPerS = rate / o.endpoints;
       env.log(`  ${o.target}: ${rate} deliveries/s (${round(eventsPerS, 1)} events/s x ${o.endpoints} endpoints) for ${o.seconds} s`);
       const t1 = now();
-      const pub = await publish(env, { mode: 'rate', target: o.target, databaseUrl: db.url, merchantId, endpoints, ratePerS: eventsPerS, seconds: o.seconds });
+      const pub = await publish(env, {
+        mode: 'rate',
+        target: o.target,
+        databaseUrl: db.url,
+        merchantId,
+        endpoints,
+        ratePerS: eventsPerS,
+        seconds: o.seconds,
+      });
       const expected = pub.published * o.endpoints;
       await waitForAll(env, pub.commits, paths, 30_000);
       await db.sampler.sample();
@@ -307,7 +355,15 @@ export async function pipeline(env: Env, o: { endpoints: number; events: number;
     const { merchantId } = await setupPlatform(env, db, urls);
     const [worker] = await startWorkers(env, db, 1, BENCH_WORKER_ENV);
     env.receivers.arrivals.reset();
-    const pub = await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: o.events, batch: 50, concurrency: 4 });
+    const pub = await publish(env, {
+      mode: 'burst',
+      target: 'payhooks',
+      databaseUrl: db.url,
+      merchantId,
+      events: o.events,
+      batch: 50,
+      concurrency: 4,
+    });
     const total = o.events * o.endpoints;
     await waitForAll(env, pub.commits, urls.map(pathOf), o.timeoutMs);
     await sleep(300);
@@ -342,8 +398,24 @@ export async function publishRate(env: Env, o: { endpoints: number; events: numb
     const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
     const { merchantId } = await setupPlatform(env, db, urls);
     await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: 200, batch: 50, concurrency: 4 }); // warm-up
-    const batched = await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: o.events, batch: 50, concurrency: 4 });
-    const single = await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: Math.round(o.events / 2), batch: 1, concurrency: 8 });
+    const batched = await publish(env, {
+      mode: 'burst',
+      target: 'payhooks',
+      databaseUrl: db.url,
+      merchantId,
+      events: o.events,
+      batch: 50,
+      concurrency: 4,
+    });
+    const single = await publish(env, {
+      mode: 'burst',
+      target: 'payhooks',
+      databaseUrl: db.url,
+      merchantId,
+      events: Math.round(o.events / 2),
+      batch: 1,
+      concurrency: 8,
+    });
     return {
       endpoints_per_event: o.endpoints,
       batched_events_per_s: perSecond(batched.published, batched.ms),
@@ -379,14 +451,25 @@ export interface IsolationResult {
  * load hits both sides alike. Each phase: a backlog drain (throughput) and then a fixed rate
  * (latency). Worker defaults, so the per-endpoint cap is what keeps them apart.
  */
-export async function isolation(env: Env, o: { healthy: number; events: number; ratePerS: number; seconds: number; rounds: number; timeoutMs: number }): Promise<IsolationResult> {
+export async function isolation(
+  env: Env,
+  o: { healthy: number; events: number; ratePerS: number; seconds: number; rounds: number; timeoutMs: number },
+): Promise<IsolationResult> {
   const phase = async (withDead: boolean): Promise<{ throughput: number; latencies: number[] }> => {
     const db = await scratch(env, true);
     try {
       const urls = Array.from({ length: o.healthy }, (_, i) => env.receivers.url(i));
       const all = withDead ? [...urls, env.receivers.url(o.healthy, 'dead/')] : urls;
       const { merchantId } = await setupPlatform(env, db, all);
-      await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: o.events, batch: 50, concurrency: 4 });
+      await publish(env, {
+        mode: 'burst',
+        target: 'payhooks',
+        databaseUrl: db.url,
+        merchantId,
+        events: o.events,
+        batch: 50,
+        concurrency: 4,
+      });
       const a = env.receivers.arrivals;
       a.reset();
       const [worker] = await startWorkers(env, db, 1, DEFAULT_WORKER_ENV);
@@ -394,7 +477,14 @@ export async function isolation(env: Env, o: { healthy: number; events: number; 
       const throughput = perSecond(a.count - 1, a.last - a.first);
       await sleep(1000); // the backlog's last outcomes recorded before the timed phase
       a.reset();
-      const pub = await publish(env, { mode: 'rate', target: 'payhooks', databaseUrl: db.url, merchantId, ratePerS: o.ratePerS / o.healthy, seconds: o.seconds });
+      const pub = await publish(env, {
+        mode: 'rate',
+        target: 'payhooks',
+        databaseUrl: db.url,
+        merchantId,
+        ratePerS: o.ratePerS / o.healthy,
+        seconds: o.seconds,
+      });
       await waitForAll(env, pub.commits, urls.map(pathOf), 30_000);
       const lat = latencies(env, pub.commits, urls.map(pathOf));
       await worker!.kill(); // the dead endpoint's connections are cut with it
@@ -450,7 +540,15 @@ export async function fanout(env: Env, o: { endpoints: number; runs: number; tim
     const firsts: number[] = [];
     for (let r = -1; r < o.runs; r++) {
       a.reset();
-      const pub = await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: 1, batch: 1, concurrency: 1 });
+      const pub = await publish(env, {
+        mode: 'burst',
+        target: 'payhooks',
+        databaseUrl: db.url,
+        merchantId,
+        events: 1,
+        batch: 1,
+        concurrency: 1,
+      });
       const complete = await a.waitFor(o.endpoints, o.timeoutMs);
       if (!complete) env.log(`  ! ${a.count} of ${o.endpoints} arrived`);
       const committed = [...pub.commits.values()][0]!;
@@ -480,12 +578,30 @@ export async function ceiling(env: Env, o: { requests: number }): Promise<Ceilin
   const { fork } = await import('node:child_process');
   const child = fork(new URL('./ceiling-client.mjs', import.meta.url), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const body = JSON.stringify({
-    id: 'evt_0000000000000000000000', object: 'event', type: 'payment.succeeded', api_version: '2026-01-01', environment: 'sandbox',
-    merchant_id: 'mer_000000000000000000', created_at: '2026-01-01T00:00:00Z',
-    data: { object: { id: 'pay_0', object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: 'ord_0' } } },
+    id: 'evt_0000000000000000000000',
+    object: 'event',
+    type: 'payment.succeeded',
+    api_version: '2026-01-01',
+    environment: 'sandbox',
+    merchant_id: 'mer_000000000000000000',
+    created_at: '2026-01-01T00:00:00Z',
+    data: {
+      object: {
+        id: 'pay_0',
+        object: 'payment',
+        status: 'succeeded',
+        amount: '10.00',
+        asset_code: 'USDC.ETH',
+        metadata: { order: 'ord_0' },
+      },
+    },
   });
   const urls = Array.from({ length: 100 }, (_, i) => env.receivers.url(i, 'c'));
-  const done = await ask<{ ms: number; total: number; errors: number }>(child, { urls, total: o.requests, concurrency: IN_FLIGHT, body, warmup: Math.min(2000, o.requests / 5) }, 'done');
+  const done = await ask<{ ms: number; total: number; errors: number }>(
+    child,
+    { urls, total: o.requests, concurrency: IN_FLIGHT, body, warmup: Math.min(2000, o.requests / 5) },
+    'done',
+  );
   child.kill();
   return { requests: o.requests, in_flight: IN_FLIGHT, per_s: perSecond(done.total, done.ms), errors: done.errors };
 }

@@ -13,7 +13,7 @@ const missing = ['PAYHOOKS_API_KEY', 'PAYHOOKS_WEBHOOK_SECRET'].filter((name) =>
 if (missing.length > 0) {
   console.error(
     `Set ${missing.join(' and ')}: PAYHOOKS_API_KEY is the sk_test_ key payhooks prints when it starts, ` +
-      'PAYHOOKS_WEBHOOK_SECRET the whsec_ secret returned when you registered the shop\'s webhook endpoint (see README.md).',
+      "PAYHOOKS_WEBHOOK_SECRET the whsec_ secret returned when you registered the shop's webhook endpoint (see README.md).",
   );
   process.exit(1);
 }
@@ -40,7 +40,9 @@ try {
     doubleDelivery: ['1', 'true', 'yes'].includes((env.PAYHOOKS_DOUBLE_DELIVERY ?? '').toLowerCase()),
   });
 } catch (error) {
-  console.error(`The shop could not prepare its database: ${error.message}. Create it with \`createdb merchant_shop\` or set DATABASE_URL.`);
+  console.error(
+    `The shop could not prepare its database: ${error.message}. Create it with \`createdb merchant_shop\` or set DATABASE_URL.`,
+  );
   process.exit(1);
 }
 

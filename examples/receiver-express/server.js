@@ -4,14 +4,16 @@ import { DEFAULT_DATABASE_URL, openDatabase } from './src/database.js';
 
 const secret = process.env.PAYHOOKS_WEBHOOK_SECRET;
 if (!secret) {
-  console.error('Set PAYHOOKS_WEBHOOK_SECRET to the endpoint\'s whsec_ signing secret (comma-separated during a rotation).');
+  console.error("Set PAYHOOKS_WEBHOOK_SECRET to the endpoint's whsec_ signing secret (comma-separated during a rotation).");
   process.exit(1);
 }
 let pool;
 try {
   pool = await openDatabase(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
 } catch (error) {
-  console.error(`The receiver could not open its database: ${error.message}. Check that PostgreSQL runs and DATABASE_URL (default ${DEFAULT_DATABASE_URL}) is right.`);
+  console.error(
+    `The receiver could not open its database: ${error.message}. Check that PostgreSQL runs and DATABASE_URL (default ${DEFAULT_DATABASE_URL}) is right.`,
+  );
   process.exit(1);
 }
 const { app, webhooks } = await createReceiver({ pool, secret: secret.split(',').map((s) => s.trim()) });

@@ -29,7 +29,16 @@ const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'non
  *   log?: (message: string, error?: unknown) => void,
  * }} options
  */
-export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, publicUrl, doubleDelivery = false, retryDelaysMs, log = defaultLog }) {
+export async function createShop({
+  pool,
+  webhookSecret,
+  apiKey,
+  payhooksUrl,
+  publicUrl,
+  doubleDelivery = false,
+  retryDelaysMs,
+  log = defaultLog,
+}) {
   await migrate(pool);
   const store = pgStore({ pool }); // payhooks_events (seen evt_ ids, durable work) and payhooks_credits
   await store.migrate();
@@ -46,13 +55,14 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
       if (event.type === 'payment.succeeded') await fulfil(deps, event.data.object, 'webhook');
       if (event.type === 'checkout_session.expired') await expireOrder(pool, event.data.object.id);
     },
-    onError: (error, info) => log(`webhook work for ${info.event?.id ?? 'a delivery'} failed (${info.phase}, will retry: ${info.willRetry})`, error),
+    onError: (error, info) =>
+      log(`webhook work for ${info.event?.id ?? 'a delivery'} failed (${info.phase}, will retry: ${info.willRetry})`, error),
     ...(retryDelaysMs ? { retryDelaysMs } : {}),
   });
 
   const app = express();
   app.disable('x-powered-by');
-  app.use((req, res, next) => {
+  app.use((_req, res, next) => {
     res.set({ 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'same-origin' });
     next();
   });
@@ -63,7 +73,7 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
 
   app.use(express.static(PUBLIC_DIR, { index: false }));
 
-  app.get('/', (req, res) => {
+  app.get('/', (_req, res) => {
     res.type('html').send(productsPage(PRODUCTS));
   });
 
@@ -81,7 +91,10 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
       });
     } catch (error) {
       log(`checkout session for ${order.id} failed`, error);
-      return res.status(502).type('html').send(errorPage('Checkout unavailable', 'The payment service could not start a checkout. Please try again in a moment.'));
+      return res
+        .status(502)
+        .type('html')
+        .send(errorPage('Checkout unavailable', 'The payment service could not start a checkout. Please try again in a moment.'));
     }
     await attachCheckout(pool, order.id, { checkoutSessionId: session.id, paymentId: session.payment });
     res.redirect(303, session.url);
@@ -93,7 +106,10 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
   app.get('/success', async (req, res) => {
     const sessionId = req.query.checkout_session_id;
     if (typeof sessionId !== 'string' || sessionId === '') {
-      return res.status(400).type('html').send(errorPage('Missing checkout', 'This page needs the checkout_session_id payhooks adds when it sends you back.'));
+      return res
+        .status(400)
+        .type('html')
+        .send(errorPage('Missing checkout', 'This page needs the checkout_session_id payhooks adds when it sends you back.'));
     }
     let order = await orderBySession(pool, sessionId);
     if (!order) return res.status(404).type('html').send(errorPage('Unknown checkout', 'No order of this shop has that checkout session.'));
@@ -120,7 +136,13 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
         refresh = !mismatched;
       }
     }
-    res.type('html').send(orderPage(order, { title: order.status === 'paid' ? 'Thank you' : 'Your order', note, refresh: order.status === 'pending' && refresh }));
+    res.type('html').send(
+      orderPage(order, {
+        title: order.status === 'paid' ? 'Thank you' : 'Your order',
+        note,
+        refresh: order.status === 'pending' && refresh,
+      }),
+    );
   });
 
   app.get('/orders/:id', async (req, res) => {
@@ -129,11 +151,11 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
     res.type('html').send(orderPage(order));
   });
 
-  app.get('/ledger', async (req, res) => {
+  app.get('/ledger', async (_req, res) => {
     res.type('html').send(ledgerPage(await ledger(pool)));
   });
 
-  app.use((req, res) => {
+  app.use((_req, res) => {
     res.status(404).type('html').send(errorPage('Not found', 'There is no such page.'));
   });
   // Express 5 passes rejected promises here. Nothing about the error reaches the page.
@@ -141,7 +163,15 @@ export async function createShop({ pool, webhookSecret, apiKey, payhooksUrl, pub
     log(`${req.method} ${req.path} failed`, error);
     if (res.headersSent) return next(error);
     const status = error.status >= 400 && error.status < 500 ? error.status : 500;
-    res.status(status).type('html').send(errorPage(status === 500 ? 'Something went wrong' : 'Bad request', status === 500 ? 'Please try again.' : 'The request could not be read.'));
+    res
+      .status(status)
+      .type('html')
+      .send(
+        errorPage(
+          status === 500 ? 'Something went wrong' : 'Bad request',
+          status === 500 ? 'Please try again.' : 'The request could not be read.',
+        ),
+      );
   });
 
   return { app, webhooks, store, close: () => webhooks.close() };

@@ -17,7 +17,8 @@ export function mismatch(order, payment) {
   if (order.payment_id !== payment.id) return `order ${order.id} is paid by ${order.payment_id ?? 'no payment yet'}, not ${payment.id}`;
   if (payment.metadata?.order_id !== order.id) return `payment ${payment.id} names order ${payment.metadata?.order_id}, not ${order.id}`;
   if (payment.amount !== order.amount) return `payment ${payment.id} is ${payment.amount}, order ${order.id} costs ${order.amount}`;
-  if (payment.asset_code !== order.asset_code) return `payment ${payment.id} is in ${payment.asset_code}, order ${order.id} in ${order.asset_code}`;
+  if (payment.asset_code !== order.asset_code)
+    return `payment ${payment.id} is in ${payment.asset_code}, order ${order.id} in ${order.asset_code}`;
   return null;
 }
 
@@ -43,10 +44,13 @@ export async function fulfil({ pool, store }, payment, source) {
     // Not pending and not credited for this payment: expired before it succeeded. Roll back and
     // let a human look (the webhook's work ends as `failed` in payhooks_events with this message).
     if (updated.rowCount !== 1) throw new Error(`order ${order.id} is ${(await orderById(tx, order.id)).status}, not pending`);
-    await tx.query(
-      'INSERT INTO ledger_entries (order_id, payment_id, amount, asset_code, source) VALUES ($1, $2, $3, $4, $5)',
-      [order.id, payment.id, payment.amount, payment.asset_code, source],
-    );
+    await tx.query('INSERT INTO ledger_entries (order_id, payment_id, amount, asset_code, source) VALUES ($1, $2, $3, $4, $5)', [
+      order.id,
+      payment.id,
+      payment.amount,
+      payment.asset_code,
+      source,
+    ]);
   });
   return { credited: result.credited };
 }

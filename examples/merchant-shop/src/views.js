@@ -67,7 +67,8 @@ export function orderPage(order, { title = 'Your order', note, refresh = order.s
 export function ledgerPage(entries) {
   const rows = entries
     .map(
-      (e) => `<tr><td>${h(e.id)}</td><td><a href="/orders/${encodeURIComponent(e.order_id)}"><code>${h(e.order_id)}</code></a></td><td><code>${h(e.payment_id)}</code></td><td>${h(e.amount)} ${h(e.asset_code)}</td><td>${h(e.source)}</td><td>${h(e.created_at.toISOString().slice(0, 19).replace('T', ' '))}Z</td></tr>`,
+      (e) =>
+        `<tr><td>${h(e.id)}</td><td><a href="/orders/${encodeURIComponent(e.order_id)}"><code>${h(e.order_id)}</code></a></td><td><code>${h(e.payment_id)}</code></td><td>${h(e.amount)} ${h(e.asset_code)}</td><td>${h(e.source)}</td><td>${h(e.created_at.toISOString().slice(0, 19).replace('T', ' '))}Z</td></tr>`,
     )
     .join('\n');
   return layout(

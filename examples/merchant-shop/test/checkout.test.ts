@@ -54,7 +54,9 @@ const statusShown = () => page.getAttribute('[data-status]', 'data-status');
 async function expectPaidOnce(orderId: string, source: 'webhook' | 'success_page') {
   const order = await h.order({ id: orderId });
   expect(order.status).toBe('paid');
-  expect(await h.ledgerOf(orderId)).toEqual([{ order_id: orderId, payment_id: order.payment_id, amount: TEA.amount, asset_code: TEA.asset_code, source }]);
+  expect(await h.ledgerOf(orderId)).toEqual([
+    { order_id: orderId, payment_id: order.payment_id, amount: TEA.amount, asset_code: TEA.asset_code, source },
+  ]);
   const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM ledger_entries WHERE payment_id = $1', [order.payment_id]);
   expect(rows[0].n).toBe(1);
 }
@@ -107,14 +109,24 @@ describe('examples/merchant-shop: an order is paid exactly once, whichever arriv
     const order = await h.order({ checkoutSessionId: sessionId });
     // The sandbox moves the session's payment to succeeded with the double-delivery case.
     expect((await h.api('POST', `/api/v1/sandbox/payments/${order.payment_id}/simulate`, { status: 'processing' })).status).toBe(200);
-    const simulated = await h.api('POST', `/api/v1/sandbox/payments/${order.payment_id}/simulate`, { status: 'succeeded', double_delivery: true });
+    const simulated = await h.api('POST', `/api/v1/sandbox/payments/${order.payment_id}/simulate`, {
+      status: 'succeeded',
+      double_delivery: true,
+    });
     expect(simulated.status).toBe(200);
     expect(simulated.body.status).toBe('succeeded');
     const eventId = await h.eventFor('payment.succeeded', order.payment_id);
-    await waitFor(async () => (await h.deliveriesOf(eventId)).length === 2 && (await h.deliveriesOf(eventId)).every((d) => d.state === 'delivered'), 15_000, 'both deliveries');
+    await waitFor(
+      async () => (await h.deliveriesOf(eventId)).length === 2 && (await h.deliveriesOf(eventId)).every((d) => d.state === 'delivered'),
+      15_000,
+      'both deliveries',
+    );
     await shopProcessed(eventId);
     // Both copies were acknowledged with 200; the receiver ran the work for one.
-    expect(h.webhookHits.filter((x) => x.eventId === eventId)).toEqual([{ eventId, status: 200 }, { eventId, status: 200 }]);
+    expect(h.webhookHits.filter((x) => x.eventId === eventId)).toEqual([
+      { eventId, status: 200 },
+      { eventId, status: 200 },
+    ]);
     await expectPaidOnce(order.id, 'webhook');
 
     // The customer comes back to the shop's success page.
@@ -148,13 +160,20 @@ describe('examples/merchant-shop: an order is paid exactly once, whichever arriv
     await expectPaidOnce(order.id, 'success_page');
 
     const eventId = await h.eventFor('payment.succeeded', order.payment_id);
-    await waitFor(async () => ['failed_retrying', 'exhausted'].includes((await h.deliveriesOf(eventId))[0]?.state ?? ''), 15_000, 'a failed attempt');
+    await waitFor(
+      async () => ['failed_retrying', 'exhausted'].includes((await h.deliveriesOf(eventId))[0]?.state ?? ''),
+      15_000,
+      'a failed attempt',
+    );
     expect(h.webhookHits.filter((x) => x.eventId === eventId).every((x) => x.status === 503)).toBe(true);
     // No automatic retry from here on: what reaches the shop next is the replay.
     await h.stopWorker();
     h.setWebhooksDown(false);
     const [delivery] = await h.deliveriesOf(eventId);
-    const replayed = await h.svc.ctx.deliveries.replay({ platformId: h.platform.platform_id, environment: 'sandbox', apiKeyId: 'test' }, delivery!.id);
+    const replayed = await h.svc.ctx.deliveries.replay(
+      { platformId: h.platform.platform_id, environment: 'sandbox', apiKeyId: 'test' },
+      delivery!.id,
+    );
     expect(replayed.state).toBe('delivered');
     expect(replayed.attempts.at(-1)).toMatchObject({ trigger: 'manual', status_code: 200 });
     await shopProcessed(eventId);

@@ -46,19 +46,28 @@ async function buyAndPay(beforeReturn: (order: { id: string; payment_id: string 
 
 /** Both copies of `eventId` delivered (200 each) and the shop's work for it done. */
 async function bothCopiesProcessed(eventId: string) {
-  await waitFor(async () => {
-    const deliveries = await h.deliveriesOf(eventId);
-    return deliveries.length === 2 && deliveries.every((d) => d.state === 'delivered');
-  }, 15_000, `both deliveries of ${eventId}`);
+  await waitFor(
+    async () => {
+      const deliveries = await h.deliveriesOf(eventId);
+      return deliveries.length === 2 && deliveries.every((d) => d.state === 'delivered');
+    },
+    15_000,
+    `both deliveries of ${eventId}`,
+  );
   await h.shop.webhooks.drain();
-  expect(h.webhookHits.filter((x) => x.eventId === eventId)).toEqual([{ eventId, status: 200 }, { eventId, status: 200 }]);
+  expect(h.webhookHits.filter((x) => x.eventId === eventId)).toEqual([
+    { eventId, status: 200 },
+    { eventId, status: 200 },
+  ]);
   const { rows } = await h.pool.query('SELECT state FROM payhooks_events WHERE event_id = $1', [eventId]);
   expect(rows).toEqual([{ state: 'done' }]); // recorded once: the second copy was a duplicate
 }
 
 async function expectOneLedgerRow(order: { id: string; payment_id: string }, source: string) {
   expect((await h.order({ id: order.id })).status).toBe('paid');
-  expect(await h.ledgerOf(order.id)).toEqual([{ order_id: order.id, payment_id: order.payment_id, amount: '4.50', asset_code: 'USDC.ETH', source }]);
+  expect(await h.ledgerOf(order.id)).toEqual([
+    { order_id: order.id, payment_id: order.payment_id, amount: '4.50', asset_code: 'USDC.ETH', source },
+  ]);
 }
 
 describe('examples/merchant-shop with the sandbox double-delivery case (spec 6.2.5)', () => {

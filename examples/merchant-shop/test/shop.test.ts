@@ -23,7 +23,11 @@ afterEach(async () => {
 
 /** POST /orders as the product page's form does; returns the order and where the shop redirected. */
 async function buy(productId = 'tea') {
-  const response = await fetch(`${h.shopUrl}/orders`, { method: 'POST', body: new URLSearchParams({ product_id: productId }), redirect: 'manual' });
+  const response = await fetch(`${h.shopUrl}/orders`, {
+    method: 'POST',
+    body: new URLSearchParams({ product_id: productId }),
+    redirect: 'manual',
+  });
   expect(response.status).toBe(303);
   const location = response.headers.get('location')!;
   const sessionId = location.match(/\/checkout\/(cs_[^/?#]+)$/)?.[1];
@@ -59,7 +63,11 @@ describe('examples/merchant-shop over HTTP', () => {
 
   it('an unknown product is a 400 page, and no order or session is created', async () => {
     const before = (await h.pool.query('SELECT count(*)::int AS n FROM orders')).rows[0].n;
-    const response = await fetch(`${h.shopUrl}/orders`, { method: 'POST', body: new URLSearchParams({ product_id: 'nope' }), redirect: 'manual' });
+    const response = await fetch(`${h.shopUrl}/orders`, {
+      method: 'POST',
+      body: new URLSearchParams({ product_id: 'nope' }),
+      redirect: 'manual',
+    });
     expect(response.status).toBe(400);
     expect(await response.text()).toContain('Unknown product');
     expect((await h.pool.query('SELECT count(*)::int AS n FROM orders')).rows[0].n).toBe(before);
@@ -77,9 +85,14 @@ describe('examples/merchant-shop over HTTP', () => {
     expect((await simulate(order.payment_id, 'processing')).status).toBe(200);
     expect((await page(`/success?checkout_session_id=${sessionId}`)).status_shown).toBe('pending');
     expect((await simulate(order.payment_id, 'succeeded')).status).toBe(200);
-    const [a, b] = await Promise.all([page(`/success?checkout_session_id=${sessionId}`), page(`/success?checkout_session_id=${sessionId}`)]);
+    const [a, b] = await Promise.all([
+      page(`/success?checkout_session_id=${sessionId}`),
+      page(`/success?checkout_session_id=${sessionId}`),
+    ]);
     expect([a.status_shown, b.status_shown]).toEqual(['paid', 'paid']);
-    expect(await h.ledgerOf(order.id)).toEqual([{ order_id: order.id, payment_id: order.payment_id, amount: '4.50', asset_code: 'USDC.ETH', source: 'success_page' }]);
+    expect(await h.ledgerOf(order.id)).toEqual([
+      { order_id: order.id, payment_id: order.payment_id, amount: '4.50', asset_code: 'USDC.ETH', source: 'success_page' },
+    ]);
   });
 
   it('spec 6.2.3: the webhook and several returns racing for one payment credit it once', async () => {
@@ -117,7 +130,16 @@ describe('examples/merchant-shop over HTTP', () => {
     const { order } = await buy();
     expect((await simulate(order.payment_id, 'processing')).status).toBe(200);
     const payment = (await simulate(order.payment_id, 'succeeded')).body;
-    const event = { id: `evt_${randomBytes(8).toString('hex')}`, object: 'event', type: 'payment.succeeded', api_version: 'v1', environment: 'sandbox', merchant_id: h.platform.merchant_id, created_at: '2026-11-23T01:00:00Z', data: { object: payment } };
+    const event = {
+      id: `evt_${randomBytes(8).toString('hex')}`,
+      object: 'event',
+      type: 'payment.succeeded',
+      api_version: 'v1',
+      environment: 'sandbox',
+      merchant_id: h.platform.merchant_id,
+      created_at: '2026-11-23T01:00:00Z',
+      data: { object: payment },
+    };
     const forged = signTestDelivery({ event: event as never, secret: `whsec_${randomBytes(24).toString('hex')}` });
     const response = await fetch(`${h.shopUrl}/webhooks/payhooks`, { method: 'POST', body: forged.body, headers: forged.headers });
     expect(response.status).toBe(400);
@@ -137,7 +159,16 @@ describe('examples/merchant-shop over HTTP', () => {
     ];
     const ids: string[] = [];
     for (const object of wrong) {
-      const event = { id: `evt_${randomBytes(8).toString('hex')}`, object: 'event', type: 'payment.succeeded', api_version: 'v1', environment: 'sandbox', merchant_id: h.platform.merchant_id, created_at: '2026-11-23T01:00:00Z', data: { object } };
+      const event = {
+        id: `evt_${randomBytes(8).toString('hex')}`,
+        object: 'event',
+        type: 'payment.succeeded',
+        api_version: 'v1',
+        environment: 'sandbox',
+        merchant_id: h.platform.merchant_id,
+        created_at: '2026-11-23T01:00:00Z',
+        data: { object },
+      };
       ids.push(event.id);
       const d = signTestDelivery({ event: event as never, secret: h.endpoint.secret });
       const response = await fetch(`${h.shopUrl}/webhooks/payhooks`, { method: 'POST', body: d.body, headers: d.headers });
@@ -145,7 +176,11 @@ describe('examples/merchant-shop over HTTP', () => {
     }
     await h.shop.webhooks.drain();
     // The work failed for good and stays in the shop's inbox with the reason, for a human.
-    await waitFor(async () => (await h.pool.query(`SELECT 1 FROM payhooks_events WHERE event_id = ANY($1) AND state = 'failed'`, [ids])).rowCount === 3, 10_000, 'the work to fail');
+    await waitFor(
+      async () => (await h.pool.query(`SELECT 1 FROM payhooks_events WHERE event_id = ANY($1) AND state = 'failed'`, [ids])).rowCount === 3,
+      10_000,
+      'the work to fail',
+    );
     const { rows } = await h.pool.query('SELECT last_error FROM payhooks_events WHERE event_id = ANY($1) ORDER BY event_id', [ids]);
     for (const row of rows) expect(row.last_error).toMatch(/PaymentMismatchError/);
     expect(await h.ledgerOf(order.id)).toEqual([]);
@@ -180,7 +215,11 @@ describe('examples/merchant-shop over HTTP', () => {
 
   it('`npm start` (node server.js) refuses to start without its keys and serves the shop with them', async () => {
     const run = (env: Record<string, string>) =>
-      spawn(process.execPath, ['server.js'], { cwd: EXAMPLE_DIR, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      spawn(process.execPath, ['server.js'], {
+        cwd: EXAMPLE_DIR,
+        env: { PATH: process.env.PATH, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
     const collect = (child: ChildProcess) => {
       const out = { text: '' };
       child.stdout!.on('data', (c) => (out.text += c));

@@ -58,7 +58,7 @@ export async function createReceiver({ pool, secret, onError }) {
 
   // Where the checkout sends the customer back. It never credits: the redirect may be forged,
   // may come before the webhook, or never come (spec 1).
-  app.get('/checkout/return', (req, res) => {
+  app.get('/checkout/return', (_req, res) => {
     res.type('text').send('Thanks! Your payment is being confirmed; your balance updates as soon as it is.');
   });
 

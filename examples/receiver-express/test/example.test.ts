@@ -168,8 +168,14 @@ describe('examples/receiver-express', () => {
       const d = delivery(paymentEvent({}, { metadata: { account } }));
       expect((await post(webhookUrl, d.body, d.headers)).status).toBe(200);
       // The credit and the receiver's tables are in the new database.
-      await waitFor(async () => (await freshPool.query('SELECT 1 FROM ledger_entries WHERE account = $1', [account])).rowCount === 1, 5_000, 'the credit');
-      const { rows } = await freshPool.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name IN ('payhooks_events', 'payhooks_credits', 'ledger_entries')`);
+      await waitFor(
+        async () => (await freshPool.query('SELECT 1 FROM ledger_entries WHERE account = $1', [account])).rowCount === 1,
+        5_000,
+        'the credit',
+      );
+      const { rows } = await freshPool.query(
+        `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name IN ('payhooks_events', 'payhooks_credits', 'ledger_entries')`,
+      );
       expect(rows[0].n).toBe(3);
     } finally {
       child.kill('SIGTERM');
@@ -180,6 +186,7 @@ describe('examples/receiver-express', () => {
           await admin.query(`DROP DATABASE IF EXISTS "${fresh}"`);
           break;
         } catch (error) {
+          // biome-ignore lint/correctness/noUnsafeFinally: a database that cannot be dropped after 50 tries must fail the run
           if (i >= 50) throw error;
           await new Promise((r) => setTimeout(r, 100));
         }

@@ -5,7 +5,16 @@ import type { EventType } from './catalog.ts';
  * event type). A payment starts `created`; `succeeded`, `failed`, `cancelled` and `expired` are
  * terminal.
  */
-export const PAYMENT_STATUSES = ['created', 'requires_action', 'under_review', 'processing', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
+export const PAYMENT_STATUSES = [
+  'created',
+  'requires_action',
+  'under_review',
+  'processing',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'expired',
+] as const;
 
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 

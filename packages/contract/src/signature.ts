@@ -28,7 +28,10 @@ export function signPayload(secret: string, timestamp: number, rawBody: string |
  * (the new secret first), so a receiver holding either verifies.
  */
 export function signPayloadWithSecrets(secrets: readonly string[], timestamp: number, rawBody: string | Uint8Array): string {
-  return formatSignatureHeader(timestamp, secrets.map((s) => computeSignature(s, timestamp, rawBody)));
+  return formatSignatureHeader(
+    timestamp,
+    secrets.map((s) => computeSignature(s, timestamp, rawBody)),
+  );
 }
 
 export interface ParsedSignatureHeader {

@@ -46,15 +46,35 @@ const platform = await createPlatform(database.db, 'Acme Shop', { portalEmail: '
 const scope = { platformId: platform.platform_id, environment: 'sandbox' as const, apiKeyId: 'screenshots' };
 const healthy = await receiver(() => ({ status: 200, body: '{"received":true}' }));
 const failing = await receiver(() => ({ status: 500, body: '{"error":"database unavailable"}' }));
-const orders = await ctx.endpoints.create(scope, { url: healthy.url, enabled_events: ['payment.succeeded', 'payment.failed', 'payment.expired', 'checkout_session.completed'], description: 'Order fulfilment' });
+await ctx.endpoints.create(scope, {
+  url: healthy.url,
+  enabled_events: ['payment.succeeded', 'payment.failed', 'payment.expired', 'checkout_session.completed'],
+  description: 'Order fulfilment',
+});
 const ledger = await ctx.endpoints.create(scope, { url: failing.url, enabled_events: ['*'], description: 'Ledger sync (down)' });
 let n = 0;
-for (const type of ['payment.succeeded', 'payment.failed', 'payment.succeeded', 'checkout_session.completed', 'payment.expired', 'payment.succeeded']) {
+for (const type of [
+  'payment.succeeded',
+  'payment.failed',
+  'payment.succeeded',
+  'checkout_session.completed',
+  'payment.expired',
+  'payment.succeeded',
+]) {
   n++;
   const object = type.startsWith('payment.')
-    ? { id: `pay_demo${n}`, object: 'payment', status: type.split('.')[1], amount: `${10 * n}.00`, asset_code: 'USDC.ETH', metadata: { order: `ord_${1000 + n}`, account: 'acct_42' } }
+    ? {
+        id: `pay_demo${n}`,
+        object: 'payment',
+        status: type.split('.')[1],
+        amount: `${10 * n}.00`,
+        asset_code: 'USDC.ETH',
+        metadata: { order: `ord_${1000 + n}`, account: 'acct_42' },
+      }
     : { id: `cs_demo${n}`, object: 'checkout_session', status: 'complete' };
-  await database.db.transaction((tx) => publishEvent(tx, { type, merchantId: platform.merchant_id, environment: 'sandbox', object }, new Date()));
+  await database.db.transaction((tx) =>
+    publishEvent(tx, { type, merchantId: platform.merchant_id, environment: 'sandbox', object }, new Date()),
+  );
 }
 // Let the schedule run out for the failing endpoint (3 attempts with the short schedule).
 for (let i = 0; i < 100; i++) {
@@ -96,7 +116,7 @@ await shoot(1280, 'endpoint-secret', async (page) => {
   await page.goto(`${url}/portal/webhooks/endpoints/new`);
   await page.getByLabel('Endpoint URL').fill(healthy.url.replace('/webhooks', '/hooks/new'));
   await page.getByRole('button', { name: 'Add endpoint' }).click();
-  await page.getByText("you won’t see this again", { exact: false }).waitFor();
+  await page.getByText('you won’t see this again', { exact: false }).waitFor();
 });
 await shoot(1280, 'endpoint-deliveries', async (page) => {
   await signIn(page);

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api, setOnSignedOut, useCsrf, type Environment, type Session } from './api.ts';
+import { api, setOnSignedOut, setCsrfToken, type Environment, type Session } from './api.ts';
 import { Link, navigate, usePath } from './router.tsx';
 import { SignIn } from './pages/SignIn.tsx';
 import { EndpointList } from './pages/EndpointList.tsx';
@@ -15,7 +15,7 @@ export function App() {
   const path = usePath();
 
   const accept = useCallback((s: Session | null) => {
-    if (s) useCsrf(s.csrf_token);
+    if (s) setCsrfToken(s.csrf_token);
     setSession(s);
   }, []);
 
@@ -24,7 +24,12 @@ export function App() {
     api.session().then(accept, () => accept(null));
   }, [accept]);
 
-  if (session === undefined) return <main className="center"><Loading /></main>;
+  if (session === undefined)
+    return (
+      <main className="center">
+        <Loading />
+      </main>
+    );
   if (session === null) return <SignIn onSignedIn={accept} />;
 
   const switchTo = async (environment: Environment) => {
@@ -42,24 +47,41 @@ export function App() {
   return (
     <div className={`shell env-${session.environment}`}>
       <header className="topbar">
-        <Link to="/webhooks" className="brand">payhooks</Link>
-        <span className="platform" title={session.platform.id}>{session.platform.name}</span>
+        <Link to="/webhooks" className="brand">
+          payhooks
+        </Link>
+        <span className="platform" title={session.platform.id}>
+          {session.platform.name}
+        </span>
+        {/* biome-ignore lint/a11y/useSemanticElements: a bar of toggle buttons, not a form; a fieldset would bring form semantics and styling */}
         <div className="env-switch" role="group" aria-label="Environment">
           {(['sandbox', 'live'] as const).map((env) => (
-            <button key={env} type="button" aria-pressed={session.environment === env} className={session.environment === env ? 'active' : ''} onClick={() => void switchTo(env)}>
+            <button
+              key={env}
+              type="button"
+              aria-pressed={session.environment === env}
+              className={session.environment === env ? 'active' : ''}
+              onClick={() => void switchTo(env)}
+            >
               {env === 'sandbox' ? 'Sandbox' : 'Live'}
             </button>
           ))}
         </div>
         <span className="spacer" />
         <span className="user">{session.user.email}</span>
-        <button type="button" className="link-button" onClick={() => void signOut()}>Sign out</button>
+        <button type="button" className="link-button" onClick={() => void signOut()}>
+          Sign out
+        </button>
       </header>
       {session.environment === 'sandbox' && <div className="env-banner">Sandbox: test data only. Switch to Live for real payments.</div>}
       <div className="layout">
         <nav className="sidenav" aria-label="Main">
-          <Link to="/webhooks" aria-current={path === '/webhooks' ? 'page' : undefined}>Webhooks</Link>
-          <Link to="/webhooks/endpoints" className="sub" aria-current={path.startsWith('/webhooks/endpoints') ? 'page' : undefined}>Endpoints</Link>
+          <Link to="/webhooks" aria-current={path === '/webhooks' ? 'page' : undefined}>
+            Webhooks
+          </Link>
+          <Link to="/webhooks/endpoints" className="sub" aria-current={path.startsWith('/webhooks/endpoints') ? 'page' : undefined}>
+            Endpoints
+          </Link>
         </nav>
         <main className="content">
           <Route path={path} session={session} />
@@ -76,14 +98,17 @@ function Redirect({ to }: { to: string }) {
 
 function Route({ path, session }: { path: string; session: Session }) {
   const key = session.environment; // remount pages when the environment changes
-  let m: RegExpExecArray | null;
   if (path === '/' || path === '/webhooks/') return <Redirect to="/webhooks" />;
   if (path === '/webhooks') return <WebhooksOverview key={key} />;
   if (path === '/webhooks/endpoints') return <EndpointList key={key} />;
   if (path === '/webhooks/endpoints/new') return <EndpointCreate key={key} environment={session.environment} />;
-  if ((m = /^\/webhooks\/endpoints\/([^/]+)$/.exec(path))) return <EndpointDetail key={`${key}${m[1]}`} id={decodeURIComponent(m[1]!)} environment={session.environment} />;
-  if ((m = /^\/webhooks\/deliveries\/([^/]+)$/.exec(path))) return <DeliveryPage key={`${key}${m[1]}`} id={decodeURIComponent(m[1]!)} />;
-  if ((m = /^\/webhooks\/events\/([^/]+)$/.exec(path))) return <EventPage key={`${key}${m[1]}`} id={decodeURIComponent(m[1]!)} />;
+  const endpoint = /^\/webhooks\/endpoints\/([^/]+)$/.exec(path)?.[1];
+  if (endpoint !== undefined)
+    return <EndpointDetail key={`${key}${endpoint}`} id={decodeURIComponent(endpoint)} environment={session.environment} />;
+  const delivery = /^\/webhooks\/deliveries\/([^/]+)$/.exec(path)?.[1];
+  if (delivery !== undefined) return <DeliveryPage key={`${key}${delivery}`} id={decodeURIComponent(delivery)} />;
+  const event = /^\/webhooks\/events\/([^/]+)$/.exec(path)?.[1];
+  if (event !== undefined) return <EventPage key={`${key}${event}`} id={decodeURIComponent(event)} />;
   return (
     <section>
       <h1>Page not found</h1>

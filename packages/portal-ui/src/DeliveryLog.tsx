@@ -16,7 +16,17 @@ const STATES: Array<{ value: '' | DeliveryState; label: string }> = [
  * The delivery log, newest first, filtered by endpoint or event and by state, 20 a page
  * (keyset pages: "Newer" goes back through the cursors already seen).
  */
-export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refreshKey = 0 }: { endpointId?: string; eventId?: string; showEndpoint?: boolean; refreshKey?: number }) {
+export function DeliveryLog({
+  endpointId,
+  eventId,
+  showEndpoint = false,
+  refreshKey = 0,
+}: {
+  endpointId?: string;
+  eventId?: string;
+  showEndpoint?: boolean;
+  refreshKey?: number;
+}) {
   const [state, setState] = useState<'' | DeliveryState>('');
   const [cursors, setCursors] = useState<string[]>([]); // starting_after of each page after the first
   const [page, setPage] = useState<{ data: DeliveryRow[]; has_more: boolean } | null>(null);
@@ -37,6 +47,7 @@ export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refresh
     }
   }, [endpointId, eventId, state, cursors]);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new refreshKey is how the page asks for a reload
   useEffect(() => {
     void load();
   }, [load, refreshKey]);
@@ -62,7 +73,9 @@ export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refresh
             ))}
           </select>
         </label>
-        <button type="button" onClick={() => void load()}>Refresh</button>
+        <button type="button" onClick={() => void load()}>
+          Refresh
+        </button>
       </div>
       <ErrorBox error={error} />
       {!page ? (
@@ -86,14 +99,20 @@ export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refresh
               {page.data.map((d) => (
                 <tr key={d.id} data-delivery-id={d.id}>
                   <td>
-                    <Link to={`/webhooks/deliveries/${d.id}`} className="strong">{d.event_type ?? 'event'}</Link>
+                    <Link to={`/webhooks/deliveries/${d.id}`} className="strong">
+                      {d.event_type ?? 'event'}
+                    </Link>
                     <div className="mono small muted">{d.event_id}</div>
                   </td>
                   {showEndpoint && <td className="url-cell hide-sm">{d.endpoint_url ?? d.endpoint_id}</td>}
-                  <td><StateBadge state={d.state} /></td>
+                  <td>
+                    <StateBadge state={d.state} />
+                  </td>
                   <td className="hide-sm">{d.attempt_count}</td>
                   <td className="hide-sm">{d.last_attempt ? (d.last_attempt.status_code ?? d.last_attempt.error_kind ?? '—') : '—'}</td>
-                  <td className="hide-sm"><Time iso={d.created_at} /></td>
+                  <td className="hide-sm">
+                    <Time iso={d.created_at} />
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -102,9 +121,13 @@ export function DeliveryLog({ endpointId, eventId, showEndpoint = false, refresh
       )}
       {page && (cursors.length > 0 || page.has_more) && (
         <div className="pager">
-          <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>← Newer</button>
+          <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+            ← Newer
+          </button>
           <span className="muted small">Page {cursors.length + 1}</span>
-          <button type="button" disabled={!page.has_more} onClick={() => setCursors([...cursors, page.data.at(-1)!.id])}>Older →</button>
+          <button type="button" disabled={!page.has_more} onClick={() => setCursors([...cursors, page.data.at(-1)!.id])}>
+            Older →
+          </button>
         </div>
       )}
     </section>

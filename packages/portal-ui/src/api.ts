@@ -115,7 +115,7 @@ export class ApiError extends Error {
 
 let csrfToken = '';
 /** Called whenever a session arrives, so later mutations carry its token. */
-export function useCsrf(token: string): void {
+export function setCsrfToken(token: string): void {
   csrfToken = token;
 }
 
@@ -129,7 +129,12 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
-  const res = await fetch(`/portal/api${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  const res = await fetch(`/portal/api${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'same-origin',
+  });
   const text = await res.text();
   const parsed = text ? (JSON.parse(text) as unknown) : undefined;
   if (!res.ok) {
@@ -153,11 +158,17 @@ export const api = {
   catalog: () => call<Catalog>('GET', '/catalog'),
   endpoints: (startingAfter?: string) => call<Page<Endpoint>>('GET', `/endpoints${qs({ limit: 20, starting_after: startingAfter })}`),
   endpoint: (id: string) => call<Endpoint>('GET', `/endpoints/${encodeURIComponent(id)}`),
-  createEndpoint: (input: { url: string; enabled_events: string[]; description: string | null }) => call<Endpoint>('POST', '/endpoints', input),
-  updateEndpoint: (id: string, input: Partial<Pick<Endpoint, 'url' | 'enabled_events' | 'description' | 'status'>>) => call<Endpoint>('PATCH', `/endpoints/${encodeURIComponent(id)}`, input),
+  createEndpoint: (input: { url: string; enabled_events: string[]; description: string | null }) =>
+    call<Endpoint>('POST', '/endpoints', input),
+  updateEndpoint: (id: string, input: Partial<Pick<Endpoint, 'url' | 'enabled_events' | 'description' | 'status'>>) =>
+    call<Endpoint>('PATCH', `/endpoints/${encodeURIComponent(id)}`, input),
   deleteEndpoint: (id: string) => call<unknown>('DELETE', `/endpoints/${encodeURIComponent(id)}`),
-  rotateSecret: (id: string, expirePreviousIn: number) => call<Endpoint & { secret: string }>('POST', `/endpoints/${encodeURIComponent(id)}/rotate_secret`, { expire_previous_in: expirePreviousIn }),
-  sendTestEvent: (id: string) => call<{ event_id: string; delivery_id: string | null }>('POST', `/endpoints/${encodeURIComponent(id)}/test_event`),
+  rotateSecret: (id: string, expirePreviousIn: number) =>
+    call<Endpoint & { secret: string }>('POST', `/endpoints/${encodeURIComponent(id)}/rotate_secret`, {
+      expire_previous_in: expirePreviousIn,
+    }),
+  sendTestEvent: (id: string) =>
+    call<{ event_id: string; delivery_id: string | null }>('POST', `/endpoints/${encodeURIComponent(id)}/test_event`),
   bulkReplay: (id: string, since: string) => call<BulkReplay>('POST', `/endpoints/${encodeURIComponent(id)}/bulk_replays`, { since }),
   bulkReplayStatus: (id: string) => call<BulkReplay>('GET', `/bulk_replays/${encodeURIComponent(id)}`),
   deliveries: (filter: { endpoint_id?: string; event_id?: string; state?: string; starting_after?: string; limit?: number }) =>

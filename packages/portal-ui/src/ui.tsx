@@ -7,7 +7,10 @@ const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', tim
 export function Time({ iso }: { iso: string | null }) {
   if (!iso) return <span className="muted">—</span>;
   const d = new Date(iso);
-  const utc = `${d.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, '')} UTC`;
+  const utc = `${d
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d{3}Z$/, '')} UTC`;
   return (
     <time dateTime={iso} title={utc}>
       {dateFormat.format(d)}
@@ -34,7 +37,11 @@ export function StateBadge({ state }: { state: DeliveryState }) {
 
 /** `reason` `failing`: disabled automatically because every delivery kept failing. */
 export function StatusBadge({ status, reason = null }: { status: 'enabled' | 'disabled'; reason?: 'manual' | 'failing' | null }) {
-  return <span className={`badge status-${status}`}>{status === 'enabled' ? 'Enabled' : reason === 'failing' ? 'Disabled (failing)' : 'Disabled'}</span>;
+  return (
+    <span className={`badge status-${status}`}>
+      {status === 'enabled' ? 'Enabled' : reason === 'failing' ? 'Disabled (failing)' : 'Disabled'}
+    </span>
+  );
 }
 
 /** Attempts per hour over the last 24 h: green for succeeded, red for failed, as an inline SVG. */
@@ -51,6 +58,7 @@ export function SuccessChart({ stats }: { stats: Stats }) {
           const total = (h.attempts / max) * height;
           const ok = (h.succeeded / max) * height;
           return (
+            // biome-ignore lint/suspicious/noArrayIndexKey: the 24 hourly buckets are fixed positions; the index is their identity
             <g key={i}>
               <rect x={i * (w + gap)} y={0} width={w} height={height} className="chart-bg" />
               <rect x={i * (w + gap)} y={height - total} width={w} height={total - ok} className="chart-fail" />
@@ -59,7 +67,11 @@ export function SuccessChart({ stats }: { stats: Stats }) {
           );
         })}
       </svg>
-      <span className="chart-label">{stats.success_rate === null ? '—' : `${(stats.success_rate * 100).toFixed(stats.success_rate === 1 || stats.success_rate === 0 ? 0 : 1)}%`}</span>
+      <span className="chart-label">
+        {stats.success_rate === null
+          ? '—'
+          : `${(stats.success_rate * 100).toFixed(stats.success_rate === 1 || stats.success_rate === 0 ? 0 : 1)}%`}
+      </span>
     </span>
   );
 }
@@ -92,5 +104,9 @@ export function prettyJson(text: string): string {
 }
 
 export function Loading() {
-  return <p className="muted" aria-live="polite">Loading…</p>;
+  return (
+    <p className="muted" aria-live="polite">
+      Loading…
+    </p>
+  );
 }

@@ -128,7 +128,9 @@ function defaultOnError(error: unknown, info: ErrorInfo): void {
 function defaultOnRejected(error: WebhookVerificationError): void {
   console.warn(
     `[payhooks] rejected a delivery with 400: ${error.reason}: ${error.message}.` +
-      (error.reason === 'bad_signature' ? ' If every delivery is rejected, check that `secret` is this endpoint\'s whsec_ signing secret.' : ''),
+      (error.reason === 'bad_signature'
+        ? " If every delivery is rejected, check that `secret` is this endpoint's whsec_ signing secret."
+        : ''),
   );
 }
 

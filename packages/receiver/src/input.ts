@@ -10,9 +10,7 @@ export type RawBody = string | Uint8Array | ArrayBuffer;
  * Request headers: a WHATWG `Headers` (fetch, Hono, Next.js), Node's `IncomingHttpHeaders`
  * (node:http, Express, Fastify) or any plain object. Names are matched case-insensitively.
  */
-export type HeadersInput =
-  | { get(name: string): string | null | undefined }
-  | Record<string, string | readonly string[] | undefined>;
+export type HeadersInput = { get(name: string): string | null | undefined } | Record<string, string | readonly string[] | undefined>;
 
 export type HeaderValue = { kind: 'absent' } | { kind: 'value'; value: string } | { kind: 'multiple' };
 

@@ -36,7 +36,7 @@ export type Verifier = (request: { body: RawBody; headers: HeadersInput }, now: 
 /** Checks the options a merchant wrote once, at configuration time. Throws a TypeError. */
 export function normaliseSecrets(secret: string | readonly string[]): string[] {
   const list = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? [...secret] : [];
-  if (list.length === 0) throw new TypeError('payhooks: `secret` is required: the endpoint\'s whsec_ signing secret');
+  if (list.length === 0) throw new TypeError("payhooks: `secret` is required: the endpoint's whsec_ signing secret");
   for (const s of list) {
     if (typeof s !== 'string' || !s.startsWith(SECRET_PREFIX) || s.length <= SECRET_PREFIX.length) {
       throw new TypeError(
@@ -136,10 +136,7 @@ export function parseVerifiedEvent(bytes: Uint8Array, eventIdHeader: string): We
     throw new WebhookVerificationError('invalid_json', 'the signed body is not an event object with a string id and type');
   }
   if ((event as { id: string }).id !== eventIdHeader) {
-    throw new WebhookVerificationError(
-      'event_id_mismatch',
-      `${EVENT_ID_HEADER} does not match the id of the signed body`,
-    );
+    throw new WebhookVerificationError('event_id_mismatch', `${EVENT_ID_HEADER} does not match the id of the signed body`);
   }
   return event as WebhookEvent;
 }

@@ -16,13 +16,7 @@ import {
 } from './verify-core.ts';
 import type { HeadersInput } from './input.ts';
 
-function verifyWith(
-  secrets: readonly string[],
-  tolerance: number,
-  body: unknown,
-  headers: HeadersInput,
-  now: number,
-): WebhookEvent {
+function verifyWith(secrets: readonly string[], tolerance: number, body: unknown, headers: HeadersInput, now: number): WebhookEvent {
   // Spec 5.1.6, in order: read the header and split out t and v1 ...
   const signed = readSignedRequest(body, headers);
   const { timestamp, signatures } = signed.header;

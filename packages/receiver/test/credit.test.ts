@@ -1,11 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CreditInProgressError,
-  createWebhookHandler,
-  isPaymentEvent,
-  memoryStore,
-  redisStore,
-} from '../src/index.ts';
+import { CreditInProgressError, createWebhookHandler, isPaymentEvent, memoryStore, redisStore } from '../src/index.ts';
 import { uniqueName } from './helpers/db.ts';
 import { storeFixture } from './helpers/stores.ts';
 import { SECRET, delivery, paymentEvent, uniqueId } from './helpers/events.ts';
@@ -17,7 +11,9 @@ tables.push(ledger);
 
 beforeAll(async () => {
   // No unique constraint on purpose: only creditOnce stands between a payment and a second credit.
-  await pool.query(`CREATE TABLE "${ledger}" (id serial PRIMARY KEY, payment_id text NOT NULL, amount numeric NOT NULL, source text NOT NULL)`);
+  await pool.query(
+    `CREATE TABLE "${ledger}" (id serial PRIMARY KEY, payment_id text NOT NULL, amount numeric NOT NULL, source text NOT NULL)`,
+  );
 });
 
 afterAll(() => fx.close());
@@ -140,7 +136,11 @@ describe('creditOnce on Redis when a crediting process died', () => {
     const paymentId = uniqueId('pay_');
     await redis.set(store.creditKey(paymentId), 'pending:from-a-dead-process');
     let ran = false;
-    await expect(store.creditOnce(paymentId, () => void (ran = true))).rejects.toBeInstanceOf(CreditInProgressError);
+    await expect(
+      store.creditOnce(paymentId, () => {
+        ran = true;
+      }),
+    ).rejects.toBeInstanceOf(CreditInProgressError);
     expect(ran).toBe(false);
   });
 });

@@ -113,12 +113,23 @@ describe('the built package (dist)', () => {
         void Fastify().register(r.fastifyWebhook(handler, { path: '/webhooks' }));
         const e: r.WebhookEvent = r.verifyWebhook({ body: '', headers: {}, secret: 'whsec_x' });
         void e;`;
-      writeFileSync(join(dir, 'esm.mts'), `import * as r from '@payhooks/receiver';\nimport * as f from '@payhooks/receiver/fetch';\n${use('f.toFetchHandler')}\n${libraries}\n`);
+      writeFileSync(
+        join(dir, 'esm.mts'),
+        `import * as r from '@payhooks/receiver';\nimport * as f from '@payhooks/receiver/fetch';\n${use('f.toFetchHandler')}\n${libraries}\n`,
+      );
       writeFileSync(join(dir, 'cjs.cts'), `import r = require('@payhooks/receiver');\n${use('r.expressWebhook')}\n`);
       writeFileSync(
         join(dir, 'tsconfig.json'),
         JSON.stringify({
-          compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], lib: ['es2022', 'dom'] },
+          compilerOptions: {
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            strict: true,
+            noEmit: true,
+            skipLibCheck: true,
+            types: ['node'],
+            lib: ['es2022', 'dom'],
+          },
           files: ['esm.mts', 'cjs.cts'],
         }),
       );

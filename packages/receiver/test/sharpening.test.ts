@@ -5,7 +5,7 @@ import {
   memoryStore,
   verifyWebhook,
   verifyWebhookAsync,
-  WebhookVerificationError,
+  type WebhookVerificationError,
   type Payment,
   type WebhookHandler,
 } from '../src/index.ts';
@@ -40,7 +40,9 @@ describe('types: only catalog types', () => {
 
   it('a non-array types is refused', () => {
     // @ts-expect-error a string is not a list of types
-    expect(() => createWebhookHandler({ secret: SECRET, store: memoryStore(), onEvent: () => {}, types: 'payment.succeeded' })).toThrow(/must be an array/);
+    expect(() => createWebhookHandler({ secret: SECRET, store: memoryStore(), onEvent: () => {}, types: 'payment.succeeded' })).toThrow(
+      /must be an array/,
+    );
   });
 });
 
@@ -57,7 +59,12 @@ describe('Payment.status', () => {
 describe('onRejected', () => {
   it('spec 5.1.7: a delivery signed with another secret is answered 400 and reported to onRejected with its reason', async () => {
     const rejected: WebhookVerificationError[] = [];
-    const handler = createWebhookHandler({ secret: SECRET, store: memoryStore(), onEvent: () => {}, onRejected: (e) => void rejected.push(e) });
+    const handler = createWebhookHandler({
+      secret: SECRET,
+      store: memoryStore(),
+      onEvent: () => {},
+      onRejected: (e) => void rejected.push(e),
+    });
     handlers.push(handler);
     const response = await handler.handle(delivery(paymentEvent(), { secret: OTHER_SECRET }));
     expect(response.status).toBe(400);
@@ -77,7 +84,14 @@ describe('onRejected', () => {
   });
 
   it('a throwing onRejected still answers 400', async () => {
-    const handler = createWebhookHandler({ secret: SECRET, store: memoryStore(), onEvent: () => {}, onRejected: () => { throw new Error('boom'); } });
+    const handler = createWebhookHandler({
+      secret: SECRET,
+      store: memoryStore(),
+      onEvent: () => {},
+      onRejected: () => {
+        throw new Error('boom');
+      },
+    });
     handlers.push(handler);
     expect((await handler.handle(delivery(paymentEvent(), { secret: OTHER_SECRET }))).status).toBe(400);
   });

@@ -49,9 +49,7 @@ describe.each(stores)('%s store', (_name, makeStore) => {
     try {
       const event = paymentEvent();
       const d = delivery(event);
-      const responses = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => post(i % 2 ? serverA.url : serverB.url, d.body, d.headers)),
-      );
+      const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => post(i % 2 ? serverA.url : serverB.url, d.body, d.headers)));
       expect(responses.map((r) => r.status)).toEqual(Array(50).fill(200));
       expect(responses.filter((r) => r.json().duplicate === true)).toHaveLength(49);
       await Promise.all([a.handler.drain(), b.handler.drain()]);
@@ -107,7 +105,9 @@ describe('PostgreSQL store: a durable inbox', () => {
     handlerFor(store, { onEvent: (e, ctx) => void processed.push([e.id, ctx.attempt]) });
     await waitFor(() => processed.length === 1, 5_000, 'the abandoned event to be processed');
     expect(processed).toEqual([[event.id, 2]]);
-    await waitFor(async () => (await pool.query(`SELECT state FROM "${store.table}" WHERE event_id = $1`, [event.id])).rows[0]?.state === 'done');
+    await waitFor(
+      async () => (await pool.query(`SELECT state FROM "${store.table}" WHERE event_id = $1`, [event.id])).rows[0]?.state === 'done',
+    );
   });
 
   it('spec 8: failed work is kept in the table with its error and retried there, surviving a restart', async () => {
@@ -145,8 +145,7 @@ describe('PostgreSQL store: a durable inbox', () => {
     await handler.handle(delivery(replayed));
     await handler.handle(delivery(requeued));
     await waitFor(() => errors.filter((e) => e.info.willRetry === false).length === 2, 5_000, 'both to fail for good');
-    const states = async () =>
-      (await pool.query(`SELECT event_id, state, attempts FROM "${store.table}" ORDER BY event_id`)).rows;
+    const states = async () => (await pool.query(`SELECT event_id, state, attempts FROM "${store.table}" ORDER BY event_id`)).rows;
     await waitFor(async () => (await states()).every((r) => r.state === 'failed'));
     expect((await states()).map((r) => r.attempts)).toEqual([3, 3]);
     failing = false;

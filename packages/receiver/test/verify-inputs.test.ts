@@ -27,15 +27,21 @@ describe('normaliseSecrets (spec 5.1.1)', () => {
 
   it('no secret at all is a TypeError saying it is required', () => {
     for (const none of [[], undefined, null, 42]) {
-      expect(() => normaliseSecrets(none as never)).toThrow(new TypeError("payhooks: `secret` is required: the endpoint's whsec_ signing secret"));
+      expect(() => normaliseSecrets(none as never)).toThrow(
+        new TypeError("payhooks: `secret` is required: the endpoint's whsec_ signing secret"),
+      );
     }
   });
 
-  it.each([['whsec_'], ['sk_test_abc'], ['WHSEC_abc'], ['']])('%j is not a signing secret: a TypeError saying what one looks like', (bad) => {
-    const message = 'payhooks: `secret` must be the endpoint\'s signing secret, which starts with "whsec_" (spec 5.1.1); it is used whole, prefix included, as the HMAC key';
-    expect(() => normaliseSecrets(bad as never)).toThrow(new TypeError(message));
-    expect(() => normaliseSecrets(['whsec_ok', bad as never])).toThrow(new TypeError(message));
-  });
+  it.each([['whsec_'], ['sk_test_abc'], ['WHSEC_abc'], ['']])(
+    '%j is not a signing secret: a TypeError saying what one looks like',
+    (bad) => {
+      const message =
+        'payhooks: `secret` must be the endpoint\'s signing secret, which starts with "whsec_" (spec 5.1.1); it is used whole, prefix included, as the HMAC key';
+      expect(() => normaliseSecrets(bad as never)).toThrow(new TypeError(message));
+      expect(() => normaliseSecrets(['whsec_ok', bad as never])).toThrow(new TypeError(message));
+    },
+  );
 
   it('a list holding a non-string is refused the same way', () => {
     expect(() => normaliseSecrets(['whsec_ok', 7 as never])).toThrow(/must be the endpoint's signing secret/);
@@ -54,7 +60,9 @@ describe('normaliseTolerance', () => {
   });
 
   it.each([[-1], [-0.001], [Number.NaN], [Number.POSITIVE_INFINITY], ['300'], [false]])('%j is refused with a TypeError', (bad) => {
-    expect(() => normaliseTolerance(bad as never)).toThrow(new TypeError('payhooks: `toleranceSeconds` must be a non-negative number of seconds'));
+    expect(() => normaliseTolerance(bad as never)).toThrow(
+      new TypeError('payhooks: `toleranceSeconds` must be a non-negative number of seconds'),
+    );
   });
 });
 
@@ -73,7 +81,11 @@ describe('readSignedRequest (spec 5.1.6, step 1)', () => {
   const good = { 'service-signature': `t=1700000000,v1=${HEX}`, 'service-event-id': 'evt_1' };
 
   it('reads t, the v1 values and the event id', () => {
-    expect(readSignedRequest('{}', good)).toEqual({ header: { timestamp: 1_700_000_000, signatures: [HEX] }, eventIdHeader: 'evt_1', bytes: encoder.encode('{}') });
+    expect(readSignedRequest('{}', good)).toEqual({
+      header: { timestamp: 1_700_000_000, signatures: [HEX] },
+      eventIdHeader: 'evt_1',
+      bytes: encoder.encode('{}'),
+    });
   });
 
   it.each([[null], [undefined], ['headers'], [42]])('headers %j: a TypeError saying they are required', (headers) => {
@@ -83,9 +95,17 @@ describe('readSignedRequest (spec 5.1.6, step 1)', () => {
   it.each([
     [{ 'service-event-id': 'evt_1' }, 'missing_header', 'missing Service-Signature header'],
     [{ 'service-signature': good['service-signature'] }, 'missing_header', 'missing Service-Event-Id header'],
-    [{ ...good, 'service-signature': [good['service-signature'], good['service-signature']] }, 'malformed_header', 'Service-Signature header sent more than once'],
+    [
+      { ...good, 'service-signature': [good['service-signature'], good['service-signature']] },
+      'malformed_header',
+      'Service-Signature header sent more than once',
+    ],
     [{ ...good, 'service-event-id': ['evt_1', 'evt_2'] }, 'malformed_header', 'Service-Event-Id header sent more than once'],
-    [{ ...good, 'service-signature': `t=1700000000, v1=${HEX}` }, 'malformed_header', 'Service-Signature must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces'],
+    [
+      { ...good, 'service-signature': `t=1700000000, v1=${HEX}` },
+      'malformed_header',
+      'Service-Signature must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces',
+    ],
   ])('%j: %s', (headers, reason, message) => {
     expect(refusal(() => readSignedRequest('{}', headers as never))).toEqual({ reason, message });
   });
@@ -97,14 +117,19 @@ describe('checkTimestamp (spec 5.1.6, tolerance)', () => {
       reason: 'timestamp_out_of_tolerance',
       message: 'signature timestamp 1700000000 is 301.500 s from now; the tolerance is 300 s',
     });
-    expect(refusal(() => checkTimestamp(1_700_000_400, 1_700_000_000_000, 300)).message).toBe('signature timestamp 1700000400 is -400.000 s from now; the tolerance is 300 s');
+    expect(refusal(() => checkTimestamp(1_700_000_400, 1_700_000_000_000, 300)).message).toBe(
+      'signature timestamp 1700000400 is -400.000 s from now; the tolerance is 300 s',
+    );
     expect(() => checkTimestamp(1_700_000_000, 1_700_000_300_000, 300)).not.toThrow();
   });
 });
 
 describe('parseVerifiedEvent (after the signature matched)', () => {
-  it('returns the event when its id is the header\'s', () => {
-    expect(parseVerifiedEvent(encoder.encode('{"id":"evt_1","type":"payment.succeeded"}'), 'evt_1')).toEqual({ id: 'evt_1', type: 'payment.succeeded' });
+  it("returns the event when its id is the header's", () => {
+    expect(parseVerifiedEvent(encoder.encode('{"id":"evt_1","type":"payment.succeeded"}'), 'evt_1')).toEqual({
+      id: 'evt_1',
+      type: 'payment.succeeded',
+    });
   });
 
   it.each([

@@ -73,7 +73,7 @@ describe.each(paths)('verifyWebhook via %s', (_name, verify) => {
   it('spec 5.1.4: rejects re-serialised JSON (bad_signature), the bytes the sender signed are what counts', async () => {
     const event = paymentEvent();
     const d = delivery(event);
-    const reserialised = [JSON.stringify(JSON.parse(d.body), null, 2), JSON.stringify(JSON.parse(d.body)) + '\n'];
+    const reserialised = [JSON.stringify(JSON.parse(d.body), null, 2), `${JSON.stringify(JSON.parse(d.body))}\n`];
     for (const body of reserialised) {
       expect(await reason(verify({ body, headers: d.headers, secret: SECRET }))).toBe('bad_signature');
     }
@@ -85,9 +85,7 @@ describe.each(paths)('verifyWebhook via %s', (_name, verify) => {
 
   it('spec 5.1.4: refuses an already-parsed body with a TypeError that says how to fix it', async () => {
     const d = delivery(paymentEvent());
-    await expect(verify({ body: JSON.parse(d.body), headers: d.headers, secret: SECRET })).rejects.toThrow(
-      /already parsed.*raw/s,
-    );
+    await expect(verify({ body: JSON.parse(d.body), headers: d.headers, secret: SECRET })).rejects.toThrow(/already parsed.*raw/s);
   });
 
   it('spec 5.1.1: rejects a signature made with another secret (bad_signature)', async () => {
@@ -122,7 +120,15 @@ describe.each(paths)('verifyWebhook via %s', (_name, verify) => {
     const body = JSON.stringify(event);
     const t = nowSeconds();
     const v1 = computeSignature(SECRET, t, body);
-    const bad = [`v1=${v1}`, `t=${t}`, `t=${t}.5,v1=${v1}`, `t=-${t},v1=${v1}`, `t=${t},v1=${v1.slice(0, 63)}`, `t=${t},t=${t},v1=${v1}`, 'garbage'];
+    const bad = [
+      `v1=${v1}`,
+      `t=${t}`,
+      `t=${t}.5,v1=${v1}`,
+      `t=-${t},v1=${v1}`,
+      `t=${t},v1=${v1.slice(0, 63)}`,
+      `t=${t},t=${t},v1=${v1}`,
+      'garbage',
+    ];
     for (const header of bad) {
       const headers = { 'service-signature': header, 'service-event-id': event.id };
       expect(await reason(verify({ body, headers, secret: SECRET })), header).toBe('malformed_header');
@@ -139,7 +145,9 @@ describe.each(paths)('verifyWebhook via %s', (_name, verify) => {
     // on, t + 301 s could be only 300.x s ahead by the time it is checked.
     const t = nowSeconds();
     const d = delivery(paymentEvent(), { timestamp: t + 301 });
-    expect(await reason(verify({ body: d.body, headers: d.headers, secret: SECRET, now: new Date(t * 1000) }))).toBe('timestamp_out_of_tolerance');
+    expect(await reason(verify({ body: d.body, headers: d.headers, secret: SECRET, now: new Date(t * 1000) }))).toBe(
+      'timestamp_out_of_tolerance',
+    );
   });
 
   it('spec 5.1.6: accepts exactly 300 s either way (the tolerance is |now - t| > 300)', async () => {
@@ -227,9 +235,7 @@ describe.each(paths)('verifyWebhook via %s', (_name, verify) => {
 
   it('spec 5.1.1: refuses a secret without the whsec_ prefix at configuration time', async () => {
     const d = delivery(paymentEvent());
-    await expect(verify({ body: d.body, headers: d.headers, secret: SECRET.slice('whsec_'.length) })).rejects.toThrow(
-      TypeError,
-    );
+    await expect(verify({ body: d.body, headers: d.headers, secret: SECRET.slice('whsec_'.length) })).rejects.toThrow(TypeError);
     await expect(verify({ body: d.body, headers: d.headers, secret: [] })).rejects.toThrow(TypeError);
   });
 });
@@ -239,6 +245,6 @@ describe('verifyWebhook (sync)', () => {
     const event = paymentEvent();
     const d = delivery(event);
     expect(verifyWebhook({ body: d.body, headers: d.headers, secret: SECRET }).id).toBe(event.id);
-    expect(() => verifyWebhook({ body: d.body + ' ', headers: d.headers, secret: SECRET })).toThrow(WebhookVerificationError);
+    expect(() => verifyWebhook({ body: `${d.body} `, headers: d.headers, secret: SECRET })).toThrow(WebhookVerificationError);
   });
 });

@@ -71,12 +71,14 @@ function fail(name: string, raw: string, want: string): never {
   throw new ConfigError(`${given} is not valid: expected ${want}.`);
 }
 
-const int = (min: number, max: number) => (raw: string, env: string): number => {
-  if (!/^\d+$/.test(raw)) fail(env, raw, `a whole number from ${min} to ${max}`);
-  const n = Number(raw);
-  if (n < min || n > max) fail(env, raw, `a whole number from ${min} to ${max}`);
-  return n;
-};
+const int =
+  (min: number, max: number) =>
+  (raw: string, env: string): number => {
+    if (!/^\d+$/.test(raw)) fail(env, raw, `a whole number from ${min} to ${max}`);
+    const n = Number(raw);
+    if (n < min || n > max) fail(env, raw, `a whole number from ${min} to ${max}`);
+    return n;
+  };
 
 const bool = (raw: string, env: string): boolean => {
   const v = raw.toLowerCase();
@@ -94,11 +96,13 @@ export function parseDuration(raw: string, env: string): number {
   return Number(m[1]) * UNITS[m[2]!]!;
 }
 
-const durationIn = (min: number, max: number) => (raw: string, env: string): number => {
-  const ms = parseDuration(raw, env);
-  if (ms < min || ms > max) fail(env, raw, `a duration from ${min} ms to ${max} ms`);
-  return ms;
-};
+const durationIn =
+  (min: number, max: number) =>
+  (raw: string, env: string): number => {
+    const ms = parseDuration(raw, env);
+    if (ms < min || ms > max) fail(env, raw, `a duration from ${min} ms to ${max} ms`);
+    return ms;
+  };
 
 const schedule = (raw: string, env: string): number[] => {
   const parts = raw.split(',').map((p) => p.trim());
@@ -107,7 +111,12 @@ const schedule = (raw: string, env: string): number[] => {
 };
 
 function formatDuration(ms: number): string {
-  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const) {
     if (ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${ms}ms`;
@@ -120,7 +129,8 @@ function publicUrl(raw: string, env: string): string {
   } catch {
     return fail(env, raw, 'an absolute http(s) URL such as https://pay.example.com');
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username) fail(env, raw, 'an http(s) base URL without query, fragment or credentials');
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username)
+    fail(env, raw, 'an http(s) base URL without query, fragment or credentials');
   return raw.replace(/\/+$/, '');
 }
 
@@ -141,68 +151,194 @@ function retention(raw: string, env: string): number {
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SETTINGS = [
-  { key: 'host', env: 'PAYHOOKS_HOST', default: '127.0.0.1', doc: 'Address the HTTP server binds to.', parse: (raw: string, env: string) => (raw.trim() ? raw.trim() : fail(env, raw, 'a host name or address')) },
+  {
+    key: 'host',
+    env: 'PAYHOOKS_HOST',
+    default: '127.0.0.1',
+    doc: 'Address the HTTP server binds to.',
+    parse: (raw: string, env: string) => (raw.trim() ? raw.trim() : fail(env, raw, 'a host name or address')),
+  },
   { key: 'port', env: 'PAYHOOKS_PORT', default: '8080', doc: 'HTTP port (0 = any free port).', parse: int(0, 65535) },
   {
-    key: 'databaseUrl', env: 'DATABASE_URL', default: undefined,
+    key: 'databaseUrl',
+    env: 'DATABASE_URL',
+    default: undefined,
     doc: 'PostgreSQL connection URL. Unset: embedded PGlite in PAYHOOKS_DATA_DIR.',
     // Never echo the value: it may hold a password.
-    parse: (raw: string, env: string) => (/^postgres(ql)?:\/\//.test(raw) ? raw : fail(env, '(hidden)', 'a postgres:// or postgresql:// URL')),
+    parse: (raw: string, env: string) =>
+      /^postgres(ql)?:\/\//.test(raw) ? raw : fail(env, '(hidden)', 'a postgres:// or postgresql:// URL'),
   },
-  { key: 'dataDir', env: 'PAYHOOKS_DATA_DIR', default: './data', doc: 'Directory of the embedded database and its generated encryption key.', parse: (raw: string, env: string) => (raw.trim() ? raw : fail(env, raw, 'a directory path')) },
   {
-    key: 'encryptionKey', env: 'PAYHOOKS_ENCRYPTION_KEY', default: undefined,
+    key: 'dataDir',
+    env: 'PAYHOOKS_DATA_DIR',
+    default: './data',
+    doc: 'Directory of the embedded database and its generated encryption key.',
+    parse: (raw: string, env: string) => (raw.trim() ? raw : fail(env, raw, 'a directory path')),
+  },
+  {
+    key: 'encryptionKey',
+    env: 'PAYHOOKS_ENCRYPTION_KEY',
+    default: undefined,
     doc: 'AES-256-GCM key for signing secrets at rest: 64 hex characters (`openssl rand -hex 32`). Required with DATABASE_URL; generated into the data dir for the embedded database.',
-    parse: (raw: string, env: string) => (/^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : fail(env, '(hidden)', '64 hex characters (32 random bytes); make one with `openssl rand -hex 32`')),
+    parse: (raw: string, env: string) =>
+      /^[0-9a-fA-F]{64}$/.test(raw)
+        ? Buffer.from(raw, 'hex')
+        : fail(env, '(hidden)', '64 hex characters (32 random bytes); make one with `openssl rand -hex 32`'),
   },
-  { key: 'dev', env: 'PAYHOOKS_DEV', default: 'false', doc: 'Development mode (also `serve --dev`): demo Platform, private and plain-http URLs allowed.', parse: bool },
-  { key: 'allowHttpUrls', env: 'PAYHOOKS_ALLOW_HTTP_URLS', default: 'false', doc: 'Allow plain-http URLs for live endpoints (sandbox endpoints may always use http).', parse: bool },
-  { key: 'allowPrivateUrls', env: 'PAYHOOKS_ALLOW_PRIVATE_URLS', default: 'false', doc: 'Allow endpoint URLs that resolve to private, loopback, link-local or metadata addresses.', parse: bool },
-  { key: 'logLevel', env: 'PAYHOOKS_LOG_LEVEL', default: 'info', doc: `Log level: ${LOG_LEVELS.join(', ')}.`, parse: (raw: string, env: string) => ((LOG_LEVELS as readonly string[]).includes(raw) ? (raw as Config['logLevel']) : fail(env, raw, `one of ${LOG_LEVELS.join(', ')}`)) },
-  { key: 'rateLimitPerSecond', env: 'PAYHOOKS_RATE_LIMIT', default: '100', doc: 'Management API requests per second per API key.', parse: int(1, 1_000_000) },
-  { key: 'rateLimitBurst', env: 'PAYHOOKS_RATE_LIMIT_BURST', default: '200', doc: 'Requests an API key may make in a burst above the rate.', parse: int(1, 1_000_000) },
   {
-    key: 'redisUrl', env: 'PAYHOOKS_REDIS_URL', default: undefined,
+    key: 'dev',
+    env: 'PAYHOOKS_DEV',
+    default: 'false',
+    doc: 'Development mode (also `serve --dev`): demo Platform, private and plain-http URLs allowed.',
+    parse: bool,
+  },
+  {
+    key: 'allowHttpUrls',
+    env: 'PAYHOOKS_ALLOW_HTTP_URLS',
+    default: 'false',
+    doc: 'Allow plain-http URLs for live endpoints (sandbox endpoints may always use http).',
+    parse: bool,
+  },
+  {
+    key: 'allowPrivateUrls',
+    env: 'PAYHOOKS_ALLOW_PRIVATE_URLS',
+    default: 'false',
+    doc: 'Allow endpoint URLs that resolve to private, loopback, link-local or metadata addresses.',
+    parse: bool,
+  },
+  {
+    key: 'logLevel',
+    env: 'PAYHOOKS_LOG_LEVEL',
+    default: 'info',
+    doc: `Log level: ${LOG_LEVELS.join(', ')}.`,
+    parse: (raw: string, env: string) =>
+      (LOG_LEVELS as readonly string[]).includes(raw) ? (raw as Config['logLevel']) : fail(env, raw, `one of ${LOG_LEVELS.join(', ')}`),
+  },
+  {
+    key: 'rateLimitPerSecond',
+    env: 'PAYHOOKS_RATE_LIMIT',
+    default: '100',
+    doc: 'Management API requests per second per API key.',
+    parse: int(1, 1_000_000),
+  },
+  {
+    key: 'rateLimitBurst',
+    env: 'PAYHOOKS_RATE_LIMIT_BURST',
+    default: '200',
+    doc: 'Requests an API key may make in a burst above the rate.',
+    parse: int(1, 1_000_000),
+  },
+  {
+    key: 'redisUrl',
+    env: 'PAYHOOKS_REDIS_URL',
+    default: undefined,
     doc: 'Redis URL (`redis://host:6379`) holding the API rate-limit counters, so all API processes share one limit per key and address. Unset: each process limits on its own. Unreachable at start: the process exits.',
     // Never echo the value: it may hold a password.
-    parse: (raw: string, env: string) => (/^rediss?:\/\/[^/]/.test(raw) ? raw : fail(env, '(hidden)', 'a redis:// or rediss:// URL such as redis://127.0.0.1:6379')),
+    parse: (raw: string, env: string) =>
+      /^rediss?:\/\/[^/]/.test(raw) ? raw : fail(env, '(hidden)', 'a redis:// or rediss:// URL such as redis://127.0.0.1:6379'),
   },
-  { key: 'internalToken', env: 'PAYHOOKS_INTERNAL_TOKEN', default: undefined, doc: 'Bearer token for the internal API (event publishing, payment transitions); unset disables it. At least 32 characters. Development mode generates one into the data dir (`internal-token`).', parse: (raw: string, env: string) => (raw.length >= 32 ? raw : fail(env, '(hidden)', 'at least 32 characters (`openssl rand -hex 32`)')) },
   {
-    key: 'retryScheduleMs', env: 'PAYHOOKS_RETRY_SCHEDULE', default: RETRY_DELAYS_MS.map(formatDuration).join(','),
-    doc: 'Retry delays after each failed attempt (spec 8). For tests and sandboxes only: production keeps the default.', parse: schedule,
+    key: 'internalToken',
+    env: 'PAYHOOKS_INTERNAL_TOKEN',
+    default: undefined,
+    doc: 'Bearer token for the internal API (event publishing, payment transitions); unset disables it. At least 32 characters. Development mode generates one into the data dir (`internal-token`).',
+    parse: (raw: string, env: string) =>
+      raw.length >= 32 ? raw : fail(env, '(hidden)', 'at least 32 characters (`openssl rand -hex 32`)'),
   },
-  { key: 'attemptTimeoutMs', env: 'PAYHOOKS_ATTEMPT_TIMEOUT', default: formatDuration(ACK_DEADLINE_MS), doc: 'Acknowledgement deadline per attempt (spec 8: 10s). For tests and sandboxes only.', parse: durationIn(100, 60_000) },
-  { key: 'endpointConcurrency', env: 'PAYHOOKS_ENDPOINT_CONCURRENCY', default: '10', doc: 'Most attempts in flight to one endpoint per worker process.', parse: int(1, 1000) },
-  { key: 'workerConcurrency', env: 'PAYHOOKS_WORKER_CONCURRENCY', default: '200', doc: 'Most attempts in flight per worker process.', parse: int(1, 10_000) },
   {
-    key: 'platformShare', env: 'PAYHOOKS_PLATFORM_SHARE', default: '0.5',
-    doc: 'Largest share (0.01 to 1) of a worker\'s attempt slots one Platform may hold, so one tenant\'s slow endpoints can\'t starve the others. A single-Platform install may set 1.',
+    key: 'retryScheduleMs',
+    env: 'PAYHOOKS_RETRY_SCHEDULE',
+    default: RETRY_DELAYS_MS.map(formatDuration).join(','),
+    doc: 'Retry delays after each failed attempt (spec 8). For tests and sandboxes only: production keeps the default.',
+    parse: schedule,
+  },
+  {
+    key: 'attemptTimeoutMs',
+    env: 'PAYHOOKS_ATTEMPT_TIMEOUT',
+    default: formatDuration(ACK_DEADLINE_MS),
+    doc: 'Acknowledgement deadline per attempt (spec 8: 10s). For tests and sandboxes only.',
+    parse: durationIn(100, 60_000),
+  },
+  {
+    key: 'endpointConcurrency',
+    env: 'PAYHOOKS_ENDPOINT_CONCURRENCY',
+    default: '10',
+    doc: 'Most attempts in flight to one endpoint per worker process.',
+    parse: int(1, 1000),
+  },
+  {
+    key: 'workerConcurrency',
+    env: 'PAYHOOKS_WORKER_CONCURRENCY',
+    default: '200',
+    doc: 'Most attempts in flight per worker process.',
+    parse: int(1, 10_000),
+  },
+  {
+    key: 'platformShare',
+    env: 'PAYHOOKS_PLATFORM_SHARE',
+    default: '0.5',
+    doc: "Largest share (0.01 to 1) of a worker's attempt slots one Platform may hold, so one tenant's slow endpoints can't starve the others. A single-Platform install may set 1.",
     parse: (raw: string, env: string) => {
       const n = Number(raw);
       return Number.isFinite(n) && n >= 0.01 && n <= 1 ? n : fail(env, raw, 'a number from 0.01 to 1, e.g. 0.5');
     },
   },
-  { key: 'pollIntervalMs', env: 'PAYHOOKS_POLL_INTERVAL', default: '1s', doc: 'How often an idle worker looks for due work when no wake-up arrives.', parse: durationIn(10, 60_000) },
   {
-    key: 'publicUrl', env: 'PAYHOOKS_PUBLIC_URL', default: undefined,
+    key: 'pollIntervalMs',
+    env: 'PAYHOOKS_POLL_INTERVAL',
+    default: '1s',
+    doc: 'How often an idle worker looks for due work when no wake-up arrives.',
+    parse: durationIn(10, 60_000),
+  },
+  {
+    key: 'publicUrl',
+    env: 'PAYHOOKS_PUBLIC_URL',
+    default: undefined,
     doc: 'Public base URL of the hosted checkout pages (`url` of a checkout session), e.g. https://pay.example.com. Unset: the address the server listens on.',
     parse: (raw: string, env: string) => publicUrl(raw, env),
   },
-  { key: 'expiryIntervalMs', env: 'PAYHOOKS_EXPIRY_INTERVAL', default: '10s', doc: 'How often workers expire open checkout sessions past `expires_at` (at most 1m).', parse: durationIn(100, 60_000) },
-  { key: 'leaseMs', env: 'PAYHOOKS_LEASE', default: '60s', doc: 'How long a claimed delivery is leased to a worker; a dead worker\'s leases expire after this.', parse: durationIn(1000, 3_600_000) },
   {
-    key: 'autoDisableAfterMs', env: 'PAYHOOKS_AUTO_DISABLE_AFTER', default: '5d',
+    key: 'expiryIntervalMs',
+    env: 'PAYHOOKS_EXPIRY_INTERVAL',
+    default: '10s',
+    doc: 'How often workers expire open checkout sessions past `expires_at` (at most 1m).',
+    parse: durationIn(100, 60_000),
+  },
+  {
+    key: 'leaseMs',
+    env: 'PAYHOOKS_LEASE',
+    default: '60s',
+    doc: "How long a claimed delivery is leased to a worker; a dead worker's leases expire after this.",
+    parse: durationIn(1000, 3_600_000),
+  },
+  {
+    key: 'autoDisableAfterMs',
+    env: 'PAYHOOKS_AUTO_DISABLE_AFTER',
+    default: '5d',
     doc: 'Disable an endpoint whose deliveries have all failed for this long (at least 10 failed attempts, no 2xx), with `disabled_reason: "failing"`; its deliveries park until it is enabled again. `0` turns auto-disable off.',
     parse: (raw: string, env: string) => (raw.trim() === '0' ? 0 : durationIn(1000, 365 * 86_400_000)(raw, env)),
   },
   {
-    key: 'retentionMs', env: 'PAYHOOKS_RETENTION', default: '30d',
+    key: 'retentionMs',
+    env: 'PAYHOOKS_RETENTION',
+    default: '30d',
     doc: 'How long events, deliveries and their attempts are kept (at least 7d). The worker drops whole weeks once all of a week is older than this, so rows stay up to 7 days longer; never a week with a delivery still due. Expired idempotency keys go after 24h.',
     parse: retention,
   },
-  { key: 'metricsPort', env: 'PAYHOOKS_METRICS_PORT', default: undefined, doc: '`payhooks worker` serves Prometheus `/metrics` on this port (bound to PAYHOOKS_HOST; 0 = any free port, logged at start); unset: no listener. `serve` has `/metrics` on its HTTP port.', parse: int(0, 65535) },
-  { key: 'dbWaitMs', env: 'PAYHOOKS_DB_WAIT', default: '60s', doc: 'How long a command started while PostgreSQL is unreachable waits for it (retrying with backoff, one log line per try) before exiting; 0s = fail at once.', parse: durationIn(0, 86_400_000) },
+  {
+    key: 'metricsPort',
+    env: 'PAYHOOKS_METRICS_PORT',
+    default: undefined,
+    doc: '`payhooks worker` serves Prometheus `/metrics` on this port (bound to PAYHOOKS_HOST; 0 = any free port, logged at start); unset: no listener. `serve` has `/metrics` on its HTTP port.',
+    parse: int(0, 65535),
+  },
+  {
+    key: 'dbWaitMs',
+    env: 'PAYHOOKS_DB_WAIT',
+    default: '60s',
+    doc: 'How long a command started while PostgreSQL is unreachable waits for it (retrying with backoff, one log line per try) before exiting; 0s = fail at once.',
+    parse: durationIn(0, 86_400_000),
+  },
 ] as const satisfies readonly Setting<keyof Config>[];
 
 /** Settings given as command-line flags (`serve --port 8080`): they win over the environment, and errors name the flag. */
@@ -243,7 +379,7 @@ function checkCombinations(c: Config): void {
   if (c.leaseMs <= minLease) {
     throw new ConfigError(
       `PAYHOOKS_LEASE=${formatDuration(c.leaseMs)} is too short for PAYHOOKS_ATTEMPT_TIMEOUT=${formatDuration(c.attemptTimeoutMs)}: ` +
-        'a claimed delivery can wait up to one attempt deadline behind its endpoint\'s attempts in flight, then take a full deadline of its own, and must still be recorded; ' +
+        "a claimed delivery can wait up to one attempt deadline behind its endpoint's attempts in flight, then take a full deadline of its own, and must still be recorded; " +
         'with a shorter lease another worker resends it meanwhile and the outcome is lost. ' +
         `Set PAYHOOKS_LEASE above ${formatDuration(minLease)} (2 x the attempt timeout + ${formatDuration(RECORD_MARGIN_MS)}) or lower PAYHOOKS_ATTEMPT_TIMEOUT.`,
     );
@@ -275,5 +411,7 @@ export function settingsTable(): string {
 /** The settings for `payhooks --help`: each variable, its default, and what it does. */
 export function settingsHelp(): string {
   const width = Math.max(...SETTINGS.map((s) => s.env.length));
-  return SETTINGS.map((s) => `  ${s.env.padEnd(width)}  ${s.doc.replaceAll('`', '')}${s.default === undefined ? '' : ` (default: ${s.default})`}`).join('\n');
+  return SETTINGS.map(
+    (s) => `  ${s.env.padEnd(width)}  ${s.doc.replaceAll('`', '')}${s.default === undefined ? '' : ` (default: ${s.default})`}`,
+  ).join('\n');
 }

@@ -54,7 +54,14 @@ export interface ServiceContext {
   close(): Promise<void>;
 }
 
-export function createContext(options: { config: Config; database: Database; clock: Clock; logger: Logger; encryptionKey: Buffer; resolver?: Resolver }): ServiceContext {
+export function createContext(options: {
+  config: Config;
+  database: Database;
+  clock: Clock;
+  logger: Logger;
+  encryptionKey: Buffer;
+  resolver?: Resolver;
+}): ServiceContext {
   const { config, database, clock, logger } = options;
   const secrets = new SecretBox(options.encryptionKey);
   const allowPrivate = config.dev || config.allowPrivateUrls;
@@ -97,7 +104,10 @@ export function createContext(options: { config: Config; database: Database; clo
     createRetentionJob: () => new RetentionJob({ database, clock, logger, retentionMs: config.retentionMs }),
     createAutoDisableJob: () =>
       new AutoDisableJob({
-        database, clock, logger, metrics,
+        database,
+        clock,
+        logger,
+        metrics,
         windowMs: config.autoDisableAfterMs,
         scheduleMs: config.retryScheduleMs.reduce((a, b) => a + b, 0),
         // A minute at most past the window; short windows (tests, sandboxes) are swept more often.

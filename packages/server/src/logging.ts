@@ -20,12 +20,19 @@ export function serializeError(err: unknown): unknown {
  * Fastify's request line without the query string: query parameters (cursors, filters, and
  * whatever a client puts there) stay out of the logs like SQL parameters do.
  */
-export function serializeRequest(req: { method?: string; url?: string; host?: string; ip?: string; socket?: { remotePort?: number } }): unknown {
+export function serializeRequest(req: {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}): unknown {
   return { method: req.method, url: req.url?.split('?')[0], host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
 }
 
 /** Fields of the attempt line (delivery/attempt-log.ts) that its pretty message already says. */
-const ATTEMPT_FIELDS = 'attempt_log,event_type,event_id,delivery_id,endpoint_id,endpoint_url,attempt,succeeded,status_code,error,duration_ms,next_attempt_at';
+const ATTEMPT_FIELDS =
+  'attempt_log,event_type,event_id,delivery_id,endpoint_id,endpoint_url,attempt,succeeded,status_code,error,duration_ms,next_attempt_at';
 
 /**
  * The service's logger. Production (the default): JSON lines. Development mode (`dev`):
@@ -53,7 +60,16 @@ export function createLogger(config: Pick<Config, 'logLevel'> & { dev?: boolean 
   if (config.dev) {
     const out = destination ?? 1;
     const colorize = typeof out === 'number' ? Boolean(process.stdout.isTTY) : false;
-    return pino(options, pretty({ destination: out as never, sync: true, colorize, translateTime: 'SYS:HH:MM:ss.l', ignore: `pid,hostname,${ATTEMPT_FIELDS}` }));
+    return pino(
+      options,
+      pretty({
+        destination: out as never,
+        sync: true,
+        colorize,
+        translateTime: 'SYS:HH:MM:ss.l',
+        ignore: `pid,hostname,${ATTEMPT_FIELDS}`,
+      }),
+    );
   }
   return destination ? pino(options, destination) : pino(options);
 }

@@ -65,12 +65,26 @@ async function checkEncryptionKey(database: Database, secrets: SecretBox): Promi
  * and builds the service context: the start of every command that touches data.
  */
 export async function openRuntime(
-  options: { config?: Config; clock?: Clock; logger?: Logger; database?: Database; migrate?: boolean; /** Delivery loops this process runs (sizes the pool). */ workers?: number } = {},
+  options: {
+    config?: Config;
+    clock?: Clock;
+    logger?: Logger;
+    database?: Database;
+    migrate?: boolean /** Delivery loops this process runs (sizes the pool). */;
+    workers?: number;
+  } = {},
 ): Promise<Runtime> {
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger(config);
-  const encryptionKey = resolveEncryptionKey({ configured: config.encryptionKey, databaseUrl: config.databaseUrl, dataDir: config.dataDir, dev: config.dev });
-  const database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: poolSizeFor(options.workers ?? 1), logger }));
+  const encryptionKey = resolveEncryptionKey({
+    configured: config.encryptionKey,
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    dev: config.dev,
+  });
+  const database =
+    options.database ??
+    (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: poolSizeFor(options.workers ?? 1), logger }));
   try {
     if (!options.database) await waitForDatabase(database, { maxWaitMs: config.dbWaitMs, logger, url: config.databaseUrl });
     if (options.migrate !== false) {

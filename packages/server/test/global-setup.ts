@@ -17,7 +17,9 @@ export default function setup(): void {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   const build = spawnSync(process.execPath, [tsc, '-b', 'tsconfig.build.json'], { cwd: server, encoding: 'utf8' });
   // A type error still emits JavaScript; `npm run typecheck` is where type errors fail the run.
-  if (build.status !== 0) process.stderr.write(`tsc -b packages/server reported errors (the compiled CLI is emitted anyway):\n${build.stdout}${build.stderr}\n`);
-  if (!existsSync(join(server, 'dist/cli/run.js'))) throw new Error(`packages/server could not be compiled:\n${build.stdout}${build.stderr}`);
+  if (build.status !== 0)
+    process.stderr.write(`tsc -b packages/server reported errors (the compiled CLI is emitted anyway):\n${build.stdout}${build.stderr}\n`);
+  if (!existsSync(join(server, 'dist/cli/run.js')))
+    throw new Error(`packages/server could not be compiled:\n${build.stdout}${build.stderr}`);
   execFileSync(process.execPath, ['scripts/copy-assets.js'], { cwd: server, stdio: 'inherit' });
 }

@@ -54,11 +54,16 @@ export interface Harness {
   stopWorker(): Promise<void>;
   api: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
   ledgerOf(orderId: string): Promise<Array<{ order_id: string; payment_id: string; amount: string; asset_code: string; source: string }>>;
-  order(where: { checkoutSessionId?: string; id?: string }): Promise<{ id: string; status: string; payment_id: string; checkout_session_id: string; amount: string; asset_code: string }>;
+  order(where: {
+    checkoutSessionId?: string;
+    id?: string;
+  }): Promise<{ id: string; status: string; payment_id: string; checkout_session_id: string; amount: string; asset_code: string }>;
   /** The id of the event of `type` about `objectId` (a payment or session), once published. */
   eventFor(type: string, objectId: string): Promise<string>;
   /** That event's deliveries to the shop's endpoint. */
-  deliveriesOf(eventId: string): Promise<Array<{ id: string; state: string; attempts: Array<{ status_code: number | null; trigger: string }> }>>;
+  deliveriesOf(
+    eventId: string,
+  ): Promise<Array<{ id: string; state: string; attempts: Array<{ status_code: number | null; trigger: string }> }>>;
   close(): Promise<void>;
 }
 
@@ -154,7 +159,10 @@ export async function startHarness(options: { doubleDelivery?: boolean } = {}): 
     },
     api,
     async ledgerOf(orderId) {
-      const { rows } = await pool.query('SELECT order_id, payment_id, amount::text AS amount, asset_code, source FROM ledger_entries WHERE order_id = $1 ORDER BY id', [orderId]);
+      const { rows } = await pool.query(
+        'SELECT order_id, payment_id, amount::text AS amount, asset_code, source FROM ledger_entries WHERE order_id = $1 ORDER BY id',
+        [orderId],
+      );
       return rows;
     },
     async order({ checkoutSessionId, id }) {
@@ -167,11 +175,15 @@ export async function startHarness(options: { doubleDelivery?: boolean } = {}): 
     },
     async eventFor(type, objectId) {
       let found: string | undefined;
-      await waitFor(async () => {
-        const r = await api('GET', `/api/v1/events?type=${encodeURIComponent(type)}&limit=100`);
-        found = (r.body.data as Array<{ id: string; data: { object: { id: string } } }>).find((e) => e.data.object.id === objectId)?.id;
-        return found !== undefined;
-      }, 10_000, `${type} for ${objectId}`);
+      await waitFor(
+        async () => {
+          const r = await api('GET', `/api/v1/events?type=${encodeURIComponent(type)}&limit=100`);
+          found = (r.body.data as Array<{ id: string; data: { object: { id: string } } }>).find((e) => e.data.object.id === objectId)?.id;
+          return found !== undefined;
+        },
+        10_000,
+        `${type} for ${objectId}`,
+      );
       return found!;
     },
     async deliveriesOf(eventId) {

@@ -38,8 +38,13 @@ describe('signPayloadWithSecrets (spec 5.1, during a secret rotation)', () => {
     const header = signPayloadWithSecrets(['whsec_new', 'whsec_old'], 1_700_000_000, '{"id":"evt_1"}');
     expect(parseSignatureHeader(header)).toEqual({
       timestamp: 1_700_000_000,
-      signatures: [computeSignature('whsec_new', 1_700_000_000, '{"id":"evt_1"}'), computeSignature('whsec_old', 1_700_000_000, '{"id":"evt_1"}')],
+      signatures: [
+        computeSignature('whsec_new', 1_700_000_000, '{"id":"evt_1"}'),
+        computeSignature('whsec_old', 1_700_000_000, '{"id":"evt_1"}'),
+      ],
     });
-    expect(header).toBe(`t=1700000000,v1=${computeSignature('whsec_new', 1_700_000_000, '{"id":"evt_1"}')},v1=${computeSignature('whsec_old', 1_700_000_000, '{"id":"evt_1"}')}`);
+    expect(header).toBe(
+      `t=1700000000,v1=${computeSignature('whsec_new', 1_700_000_000, '{"id":"evt_1"}')},v1=${computeSignature('whsec_old', 1_700_000_000, '{"id":"evt_1"}')}`,
+    );
   });
 });

@@ -85,7 +85,8 @@ describe('parseSignatureHeader strictness (spec 5.1.6)', () => {
   });
 
   it('spec 5.1.6: a future scheme name is lower-case letters and digits, starting with a letter; anything else is a malformed header', () => {
-    for (const key of ['v22', 'sha512', 'x']) expect(parseSignatureHeader(`t=${T},v1=${hex},${key}=abc`), key).toEqual({ timestamp: T, signatures: [hex] });
+    for (const key of ['v22', 'sha512', 'x'])
+      expect(parseSignatureHeader(`t=${T},v1=${hex},${key}=abc`), key).toEqual({ timestamp: T, signatures: [hex] });
     for (const key of ['V2', '2v', 'v-2', 'v_2', 'v2 ', ' v2']) expect(parseSignatureHeader(`t=${T},v1=${hex},${key}=abc`), key).toBeNull();
   });
 

@@ -35,46 +35,110 @@ export function DeliveryPage({ id }: { id: string }) {
     }
   };
 
-  if (!delivery) return error ? <section><h1>Delivery not found</h1><ErrorBox error={error} /></section> : <Loading />;
+  if (!delivery)
+    return error ? (
+      <section>
+        <h1>Delivery not found</h1>
+        <ErrorBox error={error} />
+      </section>
+    ) : (
+      <Loading />
+    );
   const replayable = delivery.state === 'failed_retrying' || delivery.state === 'exhausted';
   return (
     <>
       <nav className="crumbs">
         <Link to="/webhooks">Webhooks</Link> / <Link to="/webhooks/endpoints">Endpoints</Link> /{' '}
-        {delivery.endpoint_deleted ? <span>{delivery.endpoint_url ?? delivery.endpoint_id} (deleted)</span> : <Link to={`/webhooks/endpoints/${delivery.endpoint_id}`}>{delivery.endpoint_url ?? delivery.endpoint_id}</Link>} / Delivery
+        {delivery.endpoint_deleted ? (
+          <span>{delivery.endpoint_url ?? delivery.endpoint_id} (deleted)</span>
+        ) : (
+          <Link to={`/webhooks/endpoints/${delivery.endpoint_id}`}>{delivery.endpoint_url ?? delivery.endpoint_id}</Link>
+        )}{' '}
+        / Delivery
       </nav>
       <div className="page-head">
         <div className="grow">
-          <h1>{delivery.event_type ?? 'Event'} <StateBadge state={delivery.state} /></h1>
+          <h1>
+            {delivery.event_type ?? 'Event'} <StateBadge state={delivery.state} />
+          </h1>
           <p className="meta mono small">
             Delivery {delivery.id} · event <Link to={`/webhooks/events/${delivery.event_id}`}>{delivery.event_id}</Link>
           </p>
         </div>
         <div className="actions">
-          {replayable && <button type="button" className="primary" disabled={busy || delivery.endpoint_deleted} onClick={() => void attempt('replay')}>{busy ? 'Sending…' : 'Replay'}</button>}
-          {delivery.state === 'delivered' && <button type="button" disabled={busy || delivery.endpoint_deleted} onClick={() => void attempt('resend')}>{busy ? 'Sending…' : 'Resend'}</button>}
+          {replayable && (
+            <button type="button" className="primary" disabled={busy || delivery.endpoint_deleted} onClick={() => void attempt('replay')}>
+              {busy ? 'Sending…' : 'Replay'}
+            </button>
+          )}
+          {delivery.state === 'delivered' && (
+            <button type="button" disabled={busy || delivery.endpoint_deleted} onClick={() => void attempt('resend')}>
+              {busy ? 'Sending…' : 'Resend'}
+            </button>
+          )}
         </div>
       </div>
       <ErrorBox error={error} />
       {result && <Notice kind={result.ok ? 'success' : 'warning'}>{result.text}</Notice>}
 
       <dl className="facts card">
-        <div><dt>State</dt><dd><StateBadge state={delivery.state} /></dd></div>
-        <div><dt>Attempts</dt><dd data-testid="attempt-count">{delivery.attempt_count}</dd></div>
-        <div><dt>Next attempt</dt><dd>{delivery.next_attempt_at ? <Time iso={delivery.next_attempt_at} /> : <span className="muted">{delivery.state === 'failed_retrying' || delivery.state === 'pending' ? 'none while the endpoint is disabled' : 'none scheduled'}</span>}</dd></div>
-        {delivery.state === 'cancelled' && <div><dt>Cancelled</dt><dd data-testid="cancel-reason">{delivery.cancel_reason === 'endpoint_deleted' ? 'The endpoint was deleted before this delivery finished.' : delivery.cancel_reason}</dd></div>}
-        <div><dt>Created</dt><dd><Time iso={delivery.created_at} /></dd></div>
+        <div>
+          <dt>State</dt>
+          <dd>
+            <StateBadge state={delivery.state} />
+          </dd>
+        </div>
+        <div>
+          <dt>Attempts</dt>
+          <dd data-testid="attempt-count">{delivery.attempt_count}</dd>
+        </div>
+        <div>
+          <dt>Next attempt</dt>
+          <dd>
+            {delivery.next_attempt_at ? (
+              <Time iso={delivery.next_attempt_at} />
+            ) : (
+              <span className="muted">
+                {delivery.state === 'failed_retrying' || delivery.state === 'pending'
+                  ? 'none while the endpoint is disabled'
+                  : 'none scheduled'}
+              </span>
+            )}
+          </dd>
+        </div>
+        {delivery.state === 'cancelled' && (
+          <div>
+            <dt>Cancelled</dt>
+            <dd data-testid="cancel-reason">
+              {delivery.cancel_reason === 'endpoint_deleted'
+                ? 'The endpoint was deleted before this delivery finished.'
+                : delivery.cancel_reason}
+            </dd>
+          </div>
+        )}
+        <div>
+          <dt>Created</dt>
+          <dd>
+            <Time iso={delivery.created_at} />
+          </dd>
+        </div>
       </dl>
 
       <h2>Attempts</h2>
-      {delivery.attempts.length === 0 ? <p className="empty">No attempt yet: the first one is on its way.</p> : (
+      {delivery.attempts.length === 0 ? (
+        <p className="empty">No attempt yet: the first one is on its way.</p>
+      ) : (
         <ol className="attempts" reversed>
-          {[...delivery.attempts].reverse().map((a) => <AttemptItem key={a.id} attempt={a} />)}
+          {[...delivery.attempts].reverse().map((a) => (
+            <AttemptItem key={a.id} attempt={a} />
+          ))}
         </ol>
       )}
 
       <h2>Event body</h2>
-      <pre className="code" aria-label="Event body">{prettyJson(delivery.event_body)}</pre>
+      <pre className="code" data-testid="event-body">
+        {prettyJson(delivery.event_body)}
+      </pre>
     </>
   );
 }
@@ -84,7 +148,9 @@ function AttemptItem({ attempt: a }: { attempt: Attempt }) {
     <li className={`attempt ${a.succeeded ? 'ok' : 'fail'}`} data-attempt={a.attempt_number}>
       <div className="attempt-head">
         {a.error_kind === 'interrupted' ? (
-          <span className="badge state-interrupted" title="Its worker stopped mid-attempt: your endpoint may have received it">Interrupted</span>
+          <span className="badge state-interrupted" title="Its worker stopped mid-attempt: your endpoint may have received it">
+            Interrupted
+          </span>
         ) : (
           <span className={`badge ${a.succeeded ? 'state-delivered' : 'state-exhausted'}`}>{a.succeeded ? 'Succeeded' : 'Failed'}</span>
         )}
@@ -92,13 +158,21 @@ function AttemptItem({ attempt: a }: { attempt: Attempt }) {
         <span className="tag">{a.trigger === 'manual' ? 'Manual' : 'Automatic'}</span>
         <Time iso={a.started_at} />
         <span className="spacer" />
-        <span>Status <strong data-testid="status-code">{a.status_code ?? '—'}</strong></span>
+        <span>
+          Status <strong data-testid="status-code">{a.status_code ?? '—'}</strong>
+        </span>
         <span className="muted">{a.duration_ms} ms</span>
       </div>
       {(a.error_kind || a.error_message) && (
         <p className="attempt-error">
-          Error: {a.error_kind}{a.error_message ? ` — ${a.error_message}` : ''}
-          {a.worker_id && <> (worker <span className="mono">{a.worker_id}</span>)</>}
+          Error: {a.error_kind}
+          {a.error_message ? ` — ${a.error_message}` : ''}
+          {a.worker_id && (
+            <>
+              {' '}
+              (worker <span className="mono">{a.worker_id}</span>)
+            </>
+          )}
         </p>
       )}
       <details open={!a.succeeded}>

@@ -37,19 +37,38 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
   if (!catalog) return error ? <ErrorBox error={error} /> : <Loading />;
   return (
     <>
-      <nav className="crumbs"><Link to="/webhooks/endpoints">Endpoints</Link> / New</nav>
-      <h1>Add an endpoint <span className={`badge env-${environment}`}>{environment === 'live' ? 'Live' : 'Sandbox'}</span></h1>
+      <nav className="crumbs">
+        <Link to="/webhooks/endpoints">Endpoints</Link> / New
+      </nav>
+      <h1>
+        Add an endpoint <span className={`badge env-${environment}`}>{environment === 'live' ? 'Live' : 'Sandbox'}</span>
+      </h1>
       <form className="card form" onSubmit={(e) => void submit(e)}>
         <ErrorBox error={error} />
         <label htmlFor="url">Endpoint URL</label>
-        <input id="url" type="url" required placeholder="https://example.com/webhooks" value={url} onChange={(e) => setUrl(e.target.value)} />
-        <p className="hint">{environment === 'live' ? 'Live endpoints need https.' : 'Where we POST each event, signed with the endpoint’s whsec_ secret.'}</p>
-        <label htmlFor="description">Description <span className="muted">(optional)</span></label>
+        <input
+          id="url"
+          type="url"
+          required
+          placeholder="https://example.com/webhooks"
+          value={url}
+          onChange={(e) => setUrl(e.target.value)}
+        />
+        <p className="hint">
+          {environment === 'live' ? 'Live endpoints need https.' : 'Where we POST each event, signed with the endpoint’s whsec_ secret.'}
+        </p>
+        <label htmlFor="description">
+          Description <span className="muted">(optional)</span>
+        </label>
         <input id="description" type="text" maxLength={5000} value={description} onChange={(e) => setDescription(e.target.value)} />
         <EventTypePicker catalog={catalog} environment={environment} value={types} onChange={setTypes} />
         <div className="actions">
-          <button type="submit" className="primary" disabled={busy || types.length === 0}>{busy ? 'Adding…' : 'Add endpoint'}</button>
-          <Link to="/webhooks/endpoints" className="button">Cancel</Link>
+          <button type="submit" className="primary" disabled={busy || types.length === 0}>
+            {busy ? 'Adding…' : 'Add endpoint'}
+          </button>
+          <Link to="/webhooks/endpoints" className="button">
+            Cancel
+          </Link>
         </div>
       </form>
     </>

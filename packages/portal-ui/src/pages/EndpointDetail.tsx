@@ -18,6 +18,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
   const [refreshKey, setRefreshKey] = useState(0);
 
   const reload = () => api.endpoint(id).then(setEndpoint, setError);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: load once per endpoint id; reload is a new function every render
   useEffect(() => {
     void reload();
   }, [id]);
@@ -39,12 +40,15 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
   if (!endpoint) return error ? <NotFound error={error} /> : <Loading />;
   return (
     <>
-      <nav className="crumbs"><Link to="/webhooks">Webhooks</Link> / <Link to="/webhooks/endpoints">Endpoints</Link> / Endpoint</nav>
+      <nav className="crumbs">
+        <Link to="/webhooks">Webhooks</Link> / <Link to="/webhooks/endpoints">Endpoints</Link> / Endpoint
+      </nav>
       <div className="page-head">
         <div className="grow">
           <h1 className="url-title">{endpoint.url}</h1>
           <p className="meta">
-            <StatusBadge status={endpoint.status} reason={endpoint.disabled_reason} /> <span className="mono small">{endpoint.id}</span> · created <Time iso={endpoint.created_at} />
+            <StatusBadge status={endpoint.status} reason={endpoint.disabled_reason} /> <span className="mono small">{endpoint.id}</span> ·
+            created <Time iso={endpoint.created_at} />
           </p>
           {endpoint.description && <p>{endpoint.description}</p>}
         </div>
@@ -52,11 +56,14 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
 
       {endpoint.disabled_reason === 'failing' && (
         <Notice kind="warning">
-          Disabled automatically <Time iso={endpoint.disabled_at} />: every delivery to it failed for days. Its deliveries are kept and resume when you enable it again.
+          Disabled automatically <Time iso={endpoint.disabled_at} />: every delivery to it failed for days. Its deliveries are kept and
+          resume when you enable it again.
         </Notice>
       )}
       {endpoint.previous_secret_expires_at && (
-        <p className="muted small" data-testid="previous-secret">The previous signing secret also signs deliveries until <Time iso={endpoint.previous_secret_expires_at} />.</p>
+        <p className="muted small" data-testid="previous-secret">
+          The previous signing secret also signs deliveries until <Time iso={endpoint.previous_secret_expires_at} />.
+        </p>
       )}
 
       {secret && <SecretPanel secret={secret} />}
@@ -64,11 +71,35 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
       {notice && <Notice kind="success">{notice}</Notice>}
 
       <div className="actions wrap">
-        <button type="button" onClick={() => setEditing(!editing)} aria-expanded={editing}>Edit</button>
+        <button type="button" onClick={() => setEditing(!editing)} aria-expanded={editing}>
+          Edit
+        </button>
         {endpoint.status === 'enabled' ? (
-          <button type="button" disabled={busy} onClick={() => void act(async () => setEndpoint(await api.updateEndpoint(id, { status: 'disabled' })), 'Endpoint disabled: deliveries wait until you enable it again.')}>Disable</button>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() =>
+              void act(
+                async () => setEndpoint(await api.updateEndpoint(id, { status: 'disabled' })),
+                'Endpoint disabled: deliveries wait until you enable it again.',
+              )
+            }
+          >
+            Disable
+          </button>
         ) : (
-          <button type="button" disabled={busy} onClick={() => void act(async () => setEndpoint(await api.updateEndpoint(id, { status: 'enabled' })), 'Endpoint enabled: waiting deliveries resume.')}>Enable</button>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() =>
+              void act(
+                async () => setEndpoint(await api.updateEndpoint(id, { status: 'enabled' })),
+                'Endpoint enabled: waiting deliveries resume.',
+              )
+            }
+          >
+            Enable
+          </button>
         )}
         {environment === 'sandbox' && (
           <button
@@ -84,9 +115,13 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
             Send test event
           </button>
         )}
-        <button type="button" onClick={() => setRolling(true)} aria-expanded={rolling}>Roll secret…</button>
+        <button type="button" onClick={() => setRolling(true)} aria-expanded={rolling}>
+          Roll secret…
+        </button>
         <span className="spacer" />
-        <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>Delete…</button>
+        <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
+          Delete…
+        </button>
       </div>
 
       {rolling && (
@@ -94,39 +129,88 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
           busy={busy}
           onCancel={() => setRolling(false)}
           onRoll={(expireIn) =>
-            void act(async () => {
-              const rolled = await api.rotateSecret(id, expireIn);
-              const { secret: fresh, ...shown } = rolled;
-              setSecret(fresh);
-              setEndpoint({ ...endpoint, ...shown });
-              setRolling(false);
-            }, expireIn === 0 ? 'Secret rolled: only the new secret signs from now on.' : 'Secret rolled: deliveries carry a signature by each secret until the previous one expires.')
+            void act(
+              async () => {
+                const rolled = await api.rotateSecret(id, expireIn);
+                const { secret: fresh, ...shown } = rolled;
+                setSecret(fresh);
+                setEndpoint({ ...endpoint, ...shown });
+                setRolling(false);
+              },
+              expireIn === 0
+                ? 'Secret rolled: only the new secret signs from now on.'
+                : 'Secret rolled: deliveries carry a signature by each secret until the previous one expires.',
+            )
           }
         />
       )}
 
       {confirmDelete && (
-        <div className="card confirm" role="alertdialog" aria-labelledby="confirm-title" onKeyDown={(e) => e.key === 'Escape' && setConfirmDelete(false)}>
+        <div
+          className="card confirm"
+          role="alertdialog"
+          aria-labelledby="confirm-title"
+          onKeyDown={(e) => e.key === 'Escape' && setConfirmDelete(false)}
+        >
           <h2 id="confirm-title">Delete this endpoint?</h2>
           <p>It stops receiving events at once. Its delivery log stays readable. This can’t be undone.</p>
           <div className="actions">
-            <button type="button" className="danger" autoFocus disabled={busy} onClick={() => void act(async () => { await api.deleteEndpoint(id); navigate('/webhooks/endpoints'); })}>Delete endpoint</button>
-            <button type="button" onClick={() => setConfirmDelete(false)}>Cancel</button>
+            <button
+              type="button"
+              className="danger"
+              // biome-ignore lint/a11y/noAutofocus: the dialog replaces the button just pressed; focus moves into it so keyboard users can confirm or press Escape
+              autoFocus
+              disabled={busy}
+              onClick={() =>
+                void act(async () => {
+                  await api.deleteEndpoint(id);
+                  navigate('/webhooks/endpoints');
+                })
+              }
+            >
+              Delete endpoint
+            </button>
+            <button type="button" onClick={() => setConfirmDelete(false)}>
+              Cancel
+            </button>
           </div>
         </div>
       )}
 
-      {editing && <EditForm endpoint={endpoint} environment={environment} onSaved={(e) => { setEndpoint({ ...endpoint, ...e }); setEditing(false); setNotice('Endpoint saved.'); }} onCancel={() => setEditing(false)} />}
+      {editing && (
+        <EditForm
+          endpoint={endpoint}
+          environment={environment}
+          onSaved={(e) => {
+            setEndpoint({ ...endpoint, ...e });
+            setEditing(false);
+            setNotice('Endpoint saved.');
+          }}
+          onCancel={() => setEditing(false)}
+        />
+      )}
 
       <div className="grid2">
         <div className="card">
           <h2>Event types</h2>
-          <div className="types-cell">{endpoint.enabled_events.includes('*') ? <span className="tag">All events</span> : endpoint.enabled_events.map((t) => <code key={t} className="type">{t}</code>)}</div>
+          <div className="types-cell">
+            {endpoint.enabled_events.includes('*') ? (
+              <span className="tag">All events</span>
+            ) : (
+              endpoint.enabled_events.map((t) => (
+                <code key={t} className="type">
+                  {t}
+                </code>
+              ))
+            )}
+          </div>
         </div>
         <div className="card">
           <h2>Last 24 hours</h2>
           {endpoint.stats && <SuccessChart stats={endpoint.stats} />}
-          <p className="muted small">{endpoint.stats?.attempts ?? 0} attempts, {endpoint.stats?.succeeded ?? 0} answered with a 2xx.</p>
+          <p className="muted small">
+            {endpoint.stats?.attempts ?? 0} attempts, {endpoint.stats?.succeeded ?? 0} answered with a 2xx.
+          </p>
         </div>
       </div>
 
@@ -148,18 +232,37 @@ const OVERLAPS: Array<{ seconds: number; label: string }> = [
 function RollSecretForm({ busy, onRoll, onCancel }: { busy: boolean; onRoll: (expireIn: number) => void; onCancel: () => void }) {
   const [expireIn, setExpireIn] = useState(86_400);
   return (
-    <form className="card confirm" aria-labelledby="roll-title" onKeyDown={(e) => e.key === 'Escape' && onCancel()} onSubmit={(e) => { e.preventDefault(); onRoll(expireIn); }}>
+    <form
+      className="card confirm"
+      aria-labelledby="roll-title"
+      onKeyDown={(e) => e.key === 'Escape' && onCancel()}
+      onSubmit={(e) => {
+        e.preventDefault();
+        onRoll(expireIn);
+      }}
+    >
       <h2 id="roll-title">Roll the signing secret?</h2>
-      <p>A new secret signs every delivery from now on. Until the old one expires, each delivery carries a signature by both, so your receiver keeps verifying while you deploy the new secret.</p>
+      <p>
+        A new secret signs every delivery from now on. Until the old one expires, each delivery carries a signature by both, so your
+        receiver keeps verifying while you deploy the new secret.
+      </p>
       <label>
         Old secret expires{' '}
         <select value={expireIn} onChange={(e) => setExpireIn(Number(e.target.value))} aria-label="Old secret expires">
-          {OVERLAPS.map((o) => <option key={o.seconds} value={o.seconds}>{o.label}</option>)}
+          {OVERLAPS.map((o) => (
+            <option key={o.seconds} value={o.seconds}>
+              {o.label}
+            </option>
+          ))}
         </select>
       </label>
       <div className="actions">
-        <button type="submit" className="primary" disabled={busy}>Roll secret</button>
-        <button type="button" onClick={onCancel}>Cancel</button>
+        <button type="submit" className="primary" disabled={busy}>
+          Roll secret
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
       </div>
     </form>
   );
@@ -187,18 +290,32 @@ function SecretPanel({ secret }: { secret: string }) {
     }
   };
   return (
-    <div className="card secret" role="region" aria-label="Signing secret">
+    <section className="card secret" aria-label="Signing secret">
       <h2>Signing secret</h2>
-      <p><strong>Copy it now: you won’t see this again.</strong> Your receiver verifies every delivery’s Service-Signature with it.</p>
+      <p>
+        <strong>Copy it now: you won’t see this again.</strong> Your receiver verifies every delivery’s Service-Signature with it.
+      </p>
       <div className="secret-row">
         <input ref={ref} readOnly value={secret} aria-label="Signing secret" className="mono" onFocus={(e) => e.target.select()} />
-        <button type="button" className="primary" onClick={() => void copy()}>{copied ? 'Copied' : 'Copy'}</button>
+        <button type="button" className="primary" onClick={() => void copy()}>
+          {copied ? 'Copied' : 'Copy'}
+        </button>
       </div>
-    </div>
+    </section>
   );
 }
 
-function EditForm({ endpoint, environment, onSaved, onCancel }: { endpoint: Endpoint; environment: Environment; onSaved: (e: Endpoint) => void; onCancel: () => void }) {
+function EditForm({
+  endpoint,
+  environment,
+  onSaved,
+  onCancel,
+}: {
+  endpoint: Endpoint;
+  environment: Environment;
+  onSaved: (e: Endpoint) => void;
+  onCancel: () => void;
+}) {
   const [catalog, setCatalog] = useState<Catalog | null>(null);
   const [url, setUrl] = useState(endpoint.url);
   const [description, setDescription] = useState(endpoint.description ?? '');
@@ -227,8 +344,12 @@ function EditForm({ endpoint, environment, onSaved, onCancel }: { endpoint: Endp
       <input id="edit-description" type="text" value={description} onChange={(e) => setDescription(e.target.value)} />
       <EventTypePicker catalog={catalog} environment={environment} value={types} onChange={setTypes} />
       <div className="actions">
-        <button type="submit" className="primary" disabled={types.length === 0}>Save</button>
-        <button type="button" onClick={onCancel}>Cancel</button>
+        <button type="submit" className="primary" disabled={types.length === 0}>
+          Save
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
       </div>
     </form>
   );
@@ -245,8 +366,9 @@ function BulkReplayForm({ endpointId, onProgress }: { endpointId: string; onProg
   const [job, setJob] = useState<BulkReplay | null>(null);
   const [error, setError] = useState<unknown>(null);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: poll per job state; onProgress is a new function every parent render
   useEffect(() => {
-    if (!job || job.status !== 'running') return;
+    if (job?.status !== 'running') return;
     const t = setTimeout(() => {
       api.bulkReplayStatus(job.id).then((j) => {
         setJob(j);
@@ -269,18 +391,24 @@ function BulkReplayForm({ endpointId, onProgress }: { endpointId: string; onProg
   return (
     <form className="card bulk" onSubmit={(e) => void start(e)} aria-label="Bulk replay">
       <h2>Recover after an outage</h2>
-      <p className="muted small">Replays every failed or exhausted delivery whose last attempt failed since this time, a few at a time so your endpoint isn’t flooded.</p>
+      <p className="muted small">
+        Replays every failed or exhausted delivery whose last attempt failed since this time, a few at a time so your endpoint isn’t
+        flooded.
+      </p>
       <div className="inline-form">
         <label htmlFor="bulk-since">Failed since</label>
         <input id="bulk-since" type="datetime-local" required value={since} onChange={(e) => setSince(e.target.value)} />
-        <button type="submit" disabled={job?.status === 'running'}>Replay all failed since…</button>
+        <button type="submit" disabled={job?.status === 'running'}>
+          Replay all failed since…
+        </button>
       </div>
       <ErrorBox error={error} />
       {job && (
         <Notice kind={job.status === 'running' ? 'info' : job.failed > 0 ? 'warning' : 'success'}>
           <span data-bulk-status={job.status}>
             {job.status === 'running' ? 'Replaying… ' : 'Bulk replay finished: '}
-            {job.attempted} of {job.total} replayed, {job.delivered} delivered, {job.failed} failed{job.skipped ? `, ${job.skipped} skipped` : ''}.
+            {job.attempted} of {job.total} replayed, {job.delivered} delivered, {job.failed} failed
+            {job.skipped ? `, ${job.skipped} skipped` : ''}.
           </span>
         </Notice>
       )}

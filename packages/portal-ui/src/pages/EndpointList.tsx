@@ -16,10 +16,14 @@ export function EndpointList() {
     <>
       <div className="page-head">
         <div>
-          <nav className="crumbs"><Link to="/webhooks">Webhooks</Link> / Endpoints</nav>
+          <nav className="crumbs">
+            <Link to="/webhooks">Webhooks</Link> / Endpoints
+          </nav>
           <h1>Endpoints</h1>
         </div>
-        <Link to="/webhooks/endpoints/new" className="button primary">+ Add endpoint</Link>
+        <Link to="/webhooks/endpoints/new" className="button primary">
+          + Add endpoint
+        </Link>
       </div>
       <ErrorBox error={error} />
       {!page ? (
@@ -43,13 +47,25 @@ export function EndpointList() {
               {page.data.map((e) => (
                 <tr key={e.id} data-endpoint-id={e.id}>
                   <td className="url-cell">
-                    <Link to={`/webhooks/endpoints/${e.id}`} className="strong">{e.url}</Link>
+                    <Link to={`/webhooks/endpoints/${e.id}`} className="strong">
+                      {e.url}
+                    </Link>
                     {e.description && <div className="muted small">{e.description}</div>}
                   </td>
-                  <td><StatusBadge status={e.status} reason={e.disabled_reason} /></td>
+                  <td>
+                    <StatusBadge status={e.status} reason={e.disabled_reason} />
+                  </td>
                   <td className="hide-sm">
                     <div className="types-cell">
-                      {e.enabled_events.includes('*') ? <span className="tag">All events</span> : e.enabled_events.map((t) => <code key={t} className="type">{t}</code>)}
+                      {e.enabled_events.includes('*') ? (
+                        <span className="tag">All events</span>
+                      ) : (
+                        e.enabled_events.map((t) => (
+                          <code key={t} className="type">
+                            {t}
+                          </code>
+                        ))
+                      )}
                     </div>
                   </td>
                   <td>{e.stats && <SuccessChart stats={e.stats} />}</td>
@@ -61,8 +77,12 @@ export function EndpointList() {
       )}
       {page && (cursors.length > 0 || page.has_more) && (
         <div className="pager">
-          <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>← Newer</button>
-          <button type="button" disabled={!page.has_more} onClick={() => setCursors([...cursors, page.data.at(-1)!.id])}>Older →</button>
+          <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+            ← Newer
+          </button>
+          <button type="button" disabled={!page.has_more} onClick={() => setCursors([...cursors, page.data.at(-1)!.id])}>
+            Older →
+          </button>
         </div>
       )}
     </>

@@ -10,15 +10,29 @@ export function EventPage({ id }: { id: string }) {
   useEffect(() => {
     api.event(id).then(setEvent, setError);
   }, [id]);
-  if (!event) return error ? <section><h1>Event not found</h1><ErrorBox error={error} /></section> : <Loading />;
+  if (!event)
+    return error ? (
+      <section>
+        <h1>Event not found</h1>
+        <ErrorBox error={error} />
+      </section>
+    ) : (
+      <Loading />
+    );
   return (
     <>
-      <nav className="crumbs"><Link to="/webhooks">Webhooks</Link> / Event</nav>
+      <nav className="crumbs">
+        <Link to="/webhooks">Webhooks</Link> / Event
+      </nav>
       <h1>{event.type}</h1>
-      <p className="meta mono small">{event.id} · created <Time iso={event.created_at} /></p>
+      <p className="meta mono small">
+        {event.id} · created <Time iso={event.created_at} />
+      </p>
       <DeliveryLog eventId={id} showEndpoint />
       <h2>Event body</h2>
-      <pre className="code" aria-label="Event body">{prettyJson(event.body)}</pre>
+      <pre className="code" data-testid="event-body">
+        {prettyJson(event.body)}
+      </pre>
     </>
   );
 }

@@ -29,13 +29,33 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
         <h1>Sign in to the Merchant Portal</h1>
         <ErrorBox error={error} />
         <label htmlFor="email">Email</label>
-        <input id="email" name="email" type="email" autoComplete="username" required autoFocus value={email} onChange={(e) => setEmail(e.target.value)} />
+        <input
+          id="email"
+          name="email"
+          type="email"
+          autoComplete="username"
+          required
+          // biome-ignore lint/a11y/noAutofocus: signing in is the page's only task, and the email field is where it starts
+          autoFocus
+          value={email}
+          onChange={(e) => setEmail(e.target.value)}
+        />
         <label htmlFor="password">Password</label>
-        <input id="password" name="password" type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+        <input
+          id="password"
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+        />
         <button type="submit" className="primary" disabled={busy}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
-        <p className="muted small">Accounts are created by your payhooks operator (<code>payhooks admin create-user</code>).</p>
+        <p className="muted small">
+          Accounts are created by your payhooks operator (<code>payhooks admin create-user</code>).
+        </p>
       </form>
     </main>
   );

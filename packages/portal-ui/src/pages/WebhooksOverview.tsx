@@ -9,7 +9,9 @@ export function WebhooksOverview() {
           <h1>Webhooks</h1>
           <p className="muted">Every payment and checkout change is sent, signed, to your endpoints. Recent deliveries to all endpoints:</p>
         </div>
-        <Link to="/webhooks/endpoints" className="button">Manage endpoints</Link>
+        <Link to="/webhooks/endpoints" className="button">
+          Manage endpoints
+        </Link>
       </div>
       <DeliveryLog showEndpoint />
     </>

@@ -1,6 +1,11 @@
 import type { WebhookHandler } from '../handler.ts';
 
-/** The part of a Fastify (4 or 5) instance the plugin uses. */
+/**
+ * The part of a Fastify (4 or 5) instance the plugin uses. Request and reply stay `any`: Fastify's
+ * generic request/reply types differ across majors and type providers, and any narrower parameter
+ * type would stop a real instance from fitting.
+ */
+// biome-ignore-start lint/suspicious/noExplicitAny: see above
 export interface FastifyInstanceLike {
   removeAllContentTypeParsers(): void;
   addContentTypeParser(
@@ -10,6 +15,7 @@ export interface FastifyInstanceLike {
   ): void;
   post(path: string, handler: (request: any, reply: any) => Promise<unknown>): unknown;
 }
+// biome-ignore-end lint/suspicious/noExplicitAny: see above
 
 export interface FastifyWebhookOptions {
   /** The route path. Default `/webhooks/payhooks`. */

@@ -1,5 +1,13 @@
 import { DEDUP_RETENTION_MS, type WebhookEvent } from '@payhooks/contract';
-import { checkPaymentId, checkRetention, randomToken, type Claim, type CreditResult, type CreditStore, type WebhookStore } from './types.ts';
+import {
+  checkPaymentId,
+  checkRetention,
+  randomToken,
+  type Claim,
+  type CreditResult,
+  type CreditStore,
+  type WebhookStore,
+} from './types.ts';
 
 export interface MemoryStoreOptions {
   /** How long a done id is remembered. At least, and by default, 30 days (spec 8). */

@@ -12,6 +12,7 @@ import {
 
 /** The part of node-postgres (`pg`) the store uses; a `pg.Pool` fits, as do pg-compatible pools. */
 export interface PgQueryable {
+  // biome-ignore lint/suspicious/noExplicitAny: as in pg's QueryResult; a narrower row type would stop pg-compatible pools fitting
   query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
 }
 export interface PgPoolClientLike extends PgQueryable {
@@ -40,6 +41,7 @@ export interface PgStoreOptions<P extends PgPoolLike> {
  */
 export type PgTransactionClient<P> = P extends {
   connect(): Promise<infer C>;
+  // biome-ignore lint/suspicious/noExplicitAny: matches pg's callback overload whatever its arguments
   connect(callback: (...args: any[]) => void): void;
 }
   ? C
@@ -240,10 +242,7 @@ CREATE TABLE IF NOT EXISTS ${C} (
 
     async purge() {
       await ensure();
-      const result = await pool.query(
-        `DELETE FROM ${T} WHERE state = 'done' AND updated_at < now() - ${ms('$1')}`,
-        [retentionMs],
-      );
+      const result = await pool.query(`DELETE FROM ${T} WHERE state = 'done' AND updated_at < now() - ${ms('$1')}`, [retentionMs]);
       return result.rowCount ?? 0;
     },
 
@@ -256,10 +255,7 @@ CREATE TABLE IF NOT EXISTS ${C} (
         await client.query('BEGIN');
         // The primary key makes a concurrent second insert wait for the first transaction: it then
         // conflicts (first committed: already credited) or goes ahead (first rolled back).
-        const marker = await client.query(
-          `INSERT INTO ${C} (payment_id) VALUES ($1) ON CONFLICT (payment_id) DO NOTHING`,
-          [paymentId],
-        );
+        const marker = await client.query(`INSERT INTO ${C} (payment_id) VALUES ($1) ON CONFLICT (payment_id) DO NOTHING`, [paymentId]);
         if (marker.rowCount === 0) {
           await client.query('ROLLBACK');
           return { credited: false };

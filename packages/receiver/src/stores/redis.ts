@@ -12,6 +12,7 @@ import {
 
 /** The part of an ioredis client the store uses (`new Redis(url)` or a Cluster). */
 export interface RedisLike {
+  // biome-ignore lint/suspicious/noExplicitAny: ioredis types set() as many overloads; only a rest of any fits them all
   set(key: string, value: string, ...args: any[]): Promise<unknown>;
   get(key: string): Promise<string | null>;
   eval(script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;

@@ -25,7 +25,12 @@ function isStale(): boolean {
       return true;
     }
   }
-  const inputs = [join(PACKAGE_DIR, 'src'), join(PACKAGE_DIR, 'package.json'), join(PACKAGE_DIR, 'tsup.config.ts'), join(PACKAGE_DIR, '../contract/src')];
+  const inputs = [
+    join(PACKAGE_DIR, 'src'),
+    join(PACKAGE_DIR, 'package.json'),
+    join(PACKAGE_DIR, 'tsup.config.ts'),
+    join(PACKAGE_DIR, '../contract/src'),
+  ];
   return Math.max(...inputs.map(newest)) > oldestOutput;
 }
 

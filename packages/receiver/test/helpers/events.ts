@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { signPayload, type PaymentEvent, type WebhookEvent } from '@payhooks/contract';
 
-export const SECRET = 'whsec_test_' + randomBytes(24).toString('hex');
-export const OTHER_SECRET = 'whsec_other_' + randomBytes(24).toString('hex');
+export const SECRET = `whsec_test_${randomBytes(24).toString('hex')}`;
+export const OTHER_SECRET = `whsec_other_${randomBytes(24).toString('hex')}`;
 
 let seq = 0;
 export function uniqueId(prefix: string): string {

@@ -34,7 +34,9 @@ export function fetchBridge(handler: (request: Request) => Promise<Response>): R
       });
       const response = await handler(request);
       res.statusCode = response.status;
-      response.headers.forEach((v, k) => res.setHeader(k, v));
+      response.headers.forEach((v, k) => {
+        res.setHeader(k, v);
+      });
       res.end(Buffer.from(await response.arrayBuffer()));
     });
   };

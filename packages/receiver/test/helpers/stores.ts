@@ -27,7 +27,11 @@ export function storeFixture(label: string, options: { poolSize?: number; credit
       return pgStore({ pool, table, creditsTable });
     },
     newRedisStore() {
-      return redisStore({ client: redis, prefix: `${prefix}${redisN++}:`, ...(options.creditWaitMs ? { creditWaitMs: options.creditWaitMs } : {}) });
+      return redisStore({
+        client: redis,
+        prefix: `${prefix}${redisN++}:`,
+        ...(options.creditWaitMs ? { creditWaitMs: options.creditWaitMs } : {}),
+      });
     },
     async close() {
       await Promise.all(handlers.map((h) => h.close()));

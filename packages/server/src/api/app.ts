@@ -60,7 +60,18 @@ export { API_BODY_LIMIT };
  * strings on the wire, so they are coerced (`limit=10` -> 10).
  */
 /** Schemas referenced by name (`Type.Ref`): known to the validators, the serializers and the documents. */
-const SHARED_SCHEMAS = [ErrorSchema, EventTypeSchema, EnabledEventTypeSchema, WebhookEndpointSchema, CreatedEndpointSchema, AttemptSchema, DeliverySchema, PaymentSchema, CheckoutSessionSchema, EventSchema];
+const SHARED_SCHEMAS = [
+  ErrorSchema,
+  EventTypeSchema,
+  EnabledEventTypeSchema,
+  WebhookEndpointSchema,
+  CreatedEndpointSchema,
+  AttemptSchema,
+  DeliverySchema,
+  PaymentSchema,
+  CheckoutSessionSchema,
+  EventSchema,
+];
 
 function validators() {
   // `verbose`: errors carry the failing schema and value, so an enum error can name both.
@@ -117,7 +128,12 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     if (!address || typeof address === 'string') return;
     // Bound to every interface: a browser can't open 0.0.0.0, so the page is offered on
     // localhost (set PAYHOOKS_PUBLIC_URL for anything else).
-    const host = address.address === '0.0.0.0' || address.address === '::' ? 'localhost' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    const host =
+      address.address === '0.0.0.0' || address.address === '::'
+        ? 'localhost'
+        : address.family === 'IPv6'
+          ? `[${address.address}]`
+          : address.address;
     ctx.publicUrl = `http://${host}:${address.port}`;
   });
 
@@ -136,13 +152,32 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   await app.register(healthRoutes(ctx));
   await app.register(openApiRoutes(ctx));
   // Prometheus text. Like /readyz it is for the operator's network; it holds no tenant data.
-  app.get('/metrics', {
-    schema: {
-      tags: ['operations'], security: [], operationId: 'metrics', summary: 'Prometheus metrics (text exposition format)',
-      response: { 200: { description: 'The metrics of this process and the delivery queue.', content: { 'text/plain': { schema: { type: 'string', examples: ['# HELP payhooks_deliveries_total Deliveries by outcome.\n# TYPE payhooks_deliveries_total counter\npayhooks_deliveries_total{outcome="delivered"} 12\n'] } } } } },
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['operations'],
+        security: [],
+        operationId: 'metrics',
+        summary: 'Prometheus metrics (text exposition format)',
+        response: {
+          200: {
+            description: 'The metrics of this process and the delivery queue.',
+            content: {
+              'text/plain': {
+                schema: {
+                  type: 'string',
+                  examples: [
+                    '# HELP payhooks_deliveries_total Deliveries by outcome.\n# TYPE payhooks_deliveries_total counter\npayhooks_deliveries_total{outcome="delivered"} 12\n',
+                  ],
+                },
+              },
+            },
+          },
+        },
+      },
     },
-  }, async (_req, reply) =>
-    reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
+    async (_req, reply) => reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
   );
   await app.register(internalEventRoutes(ctx), { prefix: '/internal/v1' });
   await app.register(internalPaymentRoutes(ctx), { prefix: '/internal/v1' });

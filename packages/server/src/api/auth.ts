@@ -20,7 +20,10 @@ export async function authenticate(db: Db, req: FastifyRequest): Promise<Scope> 
   if (!m) throw unauthorized('malformed_authorization', 'The Authorization header must be `Bearer <API key>`.');
   const key = m[1]!;
   if (!environmentOfKey(key)) throw unauthorized('invalid_api_key', 'Invalid API key: keys start with sk_live_ or sk_test_.');
-  const [row] = await db.select().from(apiKeys).where(eq(apiKeys.keyHash, hashApiKey(key)));
+  const [row] = await db
+    .select()
+    .from(apiKeys)
+    .where(eq(apiKeys.keyHash, hashApiKey(key)));
   if (!row) throw unauthorized('invalid_api_key', `Invalid API key provided: ${key.slice(0, 12)}…`);
   if (row.revokedAt) throw unauthorized('api_key_revoked', `The API key ${row.prefix}… was revoked; create a new one.`);
   return { platformId: row.platformId, environment: row.environment, apiKeyId: row.id };

@@ -19,11 +19,20 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
     socket.destroy();
     return;
   }
-  const appError = err.code === 'HPE_HEADER_OVERFLOW'
-    ? new AppError('headers_too_large', 'headers_too_large', 'The request line and headers are too large (over 16 KiB); send fewer or shorter headers.')
-    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? new AppError('request_timeout', 'request_timeout', 'The request headers did not arrive in time; retry.')
-      : new AppError('invalid_request', 'malformed_http', `The request is not valid HTTP/1.1 (${err.code ?? 'parse error'}); check the request line, Content-Length and Transfer-Encoding.`);
+  const appError =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError(
+          'headers_too_large',
+          'headers_too_large',
+          'The request line and headers are too large (over 16 KiB); send fewer or shorter headers.',
+        )
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('request_timeout', 'request_timeout', 'The request headers did not arrive in time; retry.')
+        : new AppError(
+            'invalid_request',
+            'malformed_http',
+            `The request is not valid HTTP/1.1 (${err.code ?? 'parse error'}); check the request line, Content-Length and Transfer-Encoding.`,
+          );
   const status = appError.status;
   const reason = STATUS_CODES[status] ?? 'Bad Request';
   const body = JSON.stringify(appError.toBody());

@@ -42,7 +42,9 @@ const quote = (v: unknown) => (v === null ? 'null' : typeof v === 'string' ? v :
 
 /** `status must be one of: pending, delivered, …`, with the value sent when it is short. */
 function enumMessage(param: string, values: unknown[], sent: unknown): string {
-  const list = values.length > MAX_QUOTED_VALUES ? `${values.slice(0, MAX_QUOTED_VALUES).map(quote).join(', ')}, …` : values.map(quote).join(', ');
+  const list =
+    values.length > MAX_QUOTED_VALUES ? `${values.slice(0, MAX_QUOTED_VALUES).map(quote).join(', ')}, …` : values.map(quote).join(', ');
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a value with control characters is not echoed back in the message
   const got = typeof sent === 'string' && sent.length <= 100 && !/[\u0000-\u001f]/.test(sent) ? ` (got '${sent}')` : '';
   return `Invalid '${param}'${got}: ${param} must be one of: ${list}.`;
 }
@@ -52,7 +54,13 @@ function paramOf(path: string, extra?: string): string | undefined {
   const parts = path.split('/').filter(Boolean);
   if (extra) parts.push(extra);
   if (parts.length === 0) return undefined;
-  return parts[0] + parts.slice(1).map((p) => `[${p}]`).join('');
+  return (
+    parts[0] +
+    parts
+      .slice(1)
+      .map((p) => `[${p}]`)
+      .join('')
+  );
 }
 
 /** Turns the first schema violation into a 400 that names the field and what to send. */
@@ -75,7 +83,9 @@ export function validationError(errors: AjvError[], part: string): AppError {
   }
   if (e.propertyName !== undefined && param) {
     const key = JSON.stringify(e.propertyName.length > 50 ? `${e.propertyName.slice(0, 50)}…` : e.propertyName);
-    return new AppError('invalid_request', 'parameter_invalid', `Invalid key ${key} in '${param}': a key ${e.message ?? 'is invalid'}.`, { param });
+    return new AppError('invalid_request', 'parameter_invalid', `Invalid key ${key} in '${param}': a key ${e.message ?? 'is invalid'}.`, {
+      param,
+    });
   }
   if (!param) {
     return new AppError('invalid_request', 'parameter_invalid', `The ${part} ${e.message ?? 'is invalid'}; send a JSON object.`);
@@ -87,7 +97,11 @@ export function validationError(errors: AjvError[], part: string): AppError {
 function fromFastify(err: FastifyError): AppError | null {
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('payload_too_large', 'body_too_large', 'The request body is too large; management requests are small JSON objects.');
+      return new AppError(
+        'payload_too_large',
+        'body_too_large',
+        'The request body is too large; management requests are small JSON objects.',
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError('unsupported_media_type', 'unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -125,22 +139,39 @@ export const UNAVAILABLE_RETRY_AFTER_S = 5;
 
 function fromDatabase(err: unknown): AppError | null {
   if (isUnavailable(err)) {
-    return new AppError('unavailable', 'unavailable', `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_S} s (retry a write with the same idempotency key, so it applies once).`, {
-      headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) },
-    });
+    return new AppError(
+      'unavailable',
+      'unavailable',
+      `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_S} s (retry a write with the same idempotency key, so it applies once).`,
+      {
+        headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) },
+      },
+    );
   }
   for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
     if (typeof e.code === 'string' && UNSTORABLE_TEXT.has(e.code)) {
-      return new AppError('invalid_request', 'invalid_characters', 'The request contains characters that cannot be stored (such as NUL, \\u0000); remove them.');
+      return new AppError(
+        'invalid_request',
+        'invalid_characters',
+        'The request contains characters that cannot be stored (such as NUL, \\u0000); remove them.',
+      );
     }
   }
   return null;
 }
 
-export function errorHandler(err: FastifyError & { validation?: AjvError[]; validationContext?: string }, req: FastifyRequest, reply: FastifyReply): void {
+export function errorHandler(
+  err: FastifyError & { validation?: AjvError[]; validationContext?: string },
+  req: FastifyRequest,
+  reply: FastifyReply,
+): void {
   let appError: AppError | null = null;
   if (err instanceof AppError) appError = err;
-  else if (err.validation) appError = validationError(err.validation, err.validationContext === 'querystring' ? 'query string' : (err.validationContext ?? 'body'));
+  else if (err.validation)
+    appError = validationError(
+      err.validation,
+      err.validationContext === 'querystring' ? 'query string' : (err.validationContext ?? 'body'),
+    );
   else appError = fromDatabase(err) ?? fromFastify(err);
   if (appError?.kind === 'unavailable') req.log.warn({ err }, 'database unavailable; answered 503');
   if (!appError) {

@@ -15,8 +15,13 @@ export function healthRoutes(ctx: ServiceContext) {
       '/healthz',
       {
         schema: {
-          tags, security, operationId: 'health', summary: 'Liveness: the process answers (no database check)',
-          response: { 200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is up.', examples: [{ status: 'ok' }] }) },
+          tags,
+          security,
+          operationId: 'health',
+          summary: 'Liveness: the process answers (no database check)',
+          response: {
+            200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is up.', examples: [{ status: 'ok' }] }),
+          },
         },
       },
       async () => ({ status: 'ok' }),
@@ -25,10 +30,22 @@ export function healthRoutes(ctx: ServiceContext) {
       '/readyz',
       {
         schema: {
-          tags, security, operationId: 'ready', summary: 'Readiness: the process and its database answer (for the load balancer)',
+          tags,
+          security,
+          operationId: 'ready',
+          summary: 'Readiness: the process and its database answer (for the load balancer)',
           response: {
-            200: Type.Object({ status: Type.Literal('ready'), database: Database }, { description: 'Ready to serve.', examples: [{ status: 'ready', database: 'postgres' }] }),
-            503: Type.Object({ status: Type.Literal('unavailable'), database: Database }, { description: `The database does not answer; Retry-After: ${UNAVAILABLE_RETRY_AFTER_S}.`, examples: [{ status: 'unavailable', database: 'postgres' }] }),
+            200: Type.Object(
+              { status: Type.Literal('ready'), database: Database },
+              { description: 'Ready to serve.', examples: [{ status: 'ready', database: 'postgres' }] },
+            ),
+            503: Type.Object(
+              { status: Type.Literal('unavailable'), database: Database },
+              {
+                description: `The database does not answer; Retry-After: ${UNAVAILABLE_RETRY_AFTER_S}.`,
+                examples: [{ status: 'unavailable', database: 'postgres' }],
+              },
+            ),
           },
         },
       },
@@ -38,7 +55,10 @@ export function healthRoutes(ctx: ServiceContext) {
           return { status: 'ready', database: ctx.database.kind };
         } catch (err) {
           ctx.logger.warn({ err }, 'readiness check failed');
-          return reply.code(503).header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S)).send({ status: 'unavailable', database: ctx.database.kind });
+          return reply
+            .code(503)
+            .header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
+            .send({ status: 'unavailable', database: ctx.database.kind });
         }
       },
     );

@@ -22,7 +22,10 @@ class LostRace extends Error {}
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value ?? null);
 }
@@ -44,21 +47,40 @@ export async function withIdempotency(
   const { db } = ctx.database;
   if (key === undefined) return { ...(await db.transaction(run)), replayed: false };
   if (key.length === 0 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
-    throw new AppError('invalid_request', 'idempotency_key_invalid', 'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces.', { param: 'Idempotency-Key' });
+    throw new AppError(
+      'invalid_request',
+      'idempotency_key_invalid',
+      'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces.',
+      { param: 'Idempotency-Key' },
+    );
   }
-  const hash = createHash('sha256').update(`${request.method} ${request.path}\n${canonical(request.body)}`).digest('hex');
+  const hash = createHash('sha256')
+    .update(`${request.method} ${request.path}\n${canonical(request.body)}`)
+    .digest('hex');
   const aad = `${scope.platformId}/${scope.environment}/${key}`;
   const replay = async (): Promise<StoredResponse | null> => {
     const since = new Date(ctx.clock.now().getTime() - IDEMPOTENCY_WINDOW_MS);
     const [row] = await db
       .select()
       .from(idempotencyKeys)
-      .where(and(eq(idempotencyKeys.platformId, scope.platformId), eq(idempotencyKeys.environment, scope.environment), eq(idempotencyKeys.key, key), gt(idempotencyKeys.createdAt, since)));
+      .where(
+        and(
+          eq(idempotencyKeys.platformId, scope.platformId),
+          eq(idempotencyKeys.environment, scope.environment),
+          eq(idempotencyKeys.key, key),
+          gt(idempotencyKeys.createdAt, since),
+        ),
+      );
     if (!row) return null;
     if (row.requestHash !== hash) {
-      throw new AppError('conflict', 'idempotency_key_reused', 'This Idempotency-Key was used with a different request in the last 24 hours; use a new key for a new request.', {
-        param: 'Idempotency-Key',
-      });
+      throw new AppError(
+        'conflict',
+        'idempotency_key_reused',
+        'This Idempotency-Key was used with a different request in the last 24 hours; use a new key for a new request.',
+        {
+          param: 'Idempotency-Key',
+        },
+      );
     }
     return { status: row.responseStatus, body: JSON.parse(ctx.secrets.decrypt(row.responseBody, aad)), replayed: true };
   };
@@ -85,7 +107,12 @@ export async function withIdempotency(
         .values(values)
         .onConflictDoUpdate({
           target: [idempotencyKeys.platformId, idempotencyKeys.environment, idempotencyKeys.key],
-          set: { requestHash: values.requestHash, responseStatus: values.responseStatus, responseBody: values.responseBody, createdAt: now },
+          set: {
+            requestHash: values.requestHash,
+            responseStatus: values.responseStatus,
+            responseBody: values.responseBody,
+            createdAt: now,
+          },
           // The exact complement of replay()'s `createdAt > now - 24 h`: a record is either
           // replayed or replaced, never neither (which answered 409 in_use at exactly 24 h).
           setWhere: lte(idempotencyKeys.createdAt, expired),
@@ -97,7 +124,8 @@ export async function withIdempotency(
   } catch (err) {
     if (!(err instanceof LostRace)) throw err;
     const winner = await replay();
-    if (!winner) throw new AppError('conflict', 'idempotency_key_in_use', 'Another request with this Idempotency-Key is in progress; retry shortly.');
+    if (!winner)
+      throw new AppError('conflict', 'idempotency_key_in_use', 'Another request with this Idempotency-Key is in progress; retry shortly.');
     return winner;
   }
 }

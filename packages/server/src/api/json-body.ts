@@ -33,11 +33,18 @@ export function checkJsonValue(value: unknown): AppError | null {
     }
     if (v === null || typeof v !== 'object') continue;
     if (path.length >= MAX_JSON_DEPTH) {
-      const at = pathOf(path.slice(0, 3)) + '…';
-      return new AppError('invalid_request', 'nesting_too_deep', `The body is nested more than ${MAX_JSON_DEPTH} levels deep (under '${at}'); flatten it.`, { param: pathOf(path) });
+      const at = `${pathOf(path.slice(0, 3))}…`;
+      return new AppError(
+        'invalid_request',
+        'nesting_too_deep',
+        `The body is nested more than ${MAX_JSON_DEPTH} levels deep (under '${at}'); flatten it.`,
+        { param: pathOf(path) },
+      );
     }
     if (Array.isArray(v)) {
-      v.forEach((item, i) => stack.push({ v: item, path: [...path, i] }));
+      v.forEach((item, i) => {
+        stack.push({ v: item, path: [...path, i] });
+      });
       continue;
     }
     for (const [k, item] of Object.entries(v)) {
@@ -51,9 +58,14 @@ export function checkJsonValue(value: unknown): AppError | null {
 function invalidUnicode(path: (string | number)[], key?: string): AppError {
   const param = pathOf(path);
   const where = key === undefined ? `'${param}'` : `a key of '${param}'`;
-  return new AppError('invalid_request', 'invalid_unicode', `${where} contains invalid Unicode (a lone UTF-16 surrogate such as \\ud800); send well-formed UTF-8 text.`, {
-    param: key === undefined ? param : pathOf([...path, key]),
-  });
+  return new AppError(
+    'invalid_request',
+    'invalid_unicode',
+    `${where} contains invalid Unicode (a lone UTF-16 surrogate such as \\ud800); send well-formed UTF-8 text.`,
+    {
+      param: key === undefined ? param : pathOf([...path, key]),
+    },
+  );
 }
 
 /**

@@ -8,7 +8,10 @@ import type { ServiceContext } from '../context.ts';
  * has no API, and this needs no routing, parsing or sessions. Like the API's `/metrics` it is
  * for the operator's network and holds no tenant data.
  */
-export async function startMetricsServer(ctx: ServiceContext, options: { host: string; port: number }): Promise<{ url: string; close(): Promise<void> }> {
+export async function startMetricsServer(
+  ctx: ServiceContext,
+  options: { host: string; port: number },
+): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -18,7 +21,9 @@ export async function startMetricsServer(ctx: ServiceContext, options: { host: s
         (text) => res.writeHead(200, { 'content-type': ctx.metrics.registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
         (err: unknown) => {
           ctx.logger.warn({ err }, 'metrics scrape failed');
-          res.writeHead(503, { 'content-type': 'text/plain', 'retry-after': '5' }).end('metrics unavailable: the database did not answer\n');
+          res
+            .writeHead(503, { 'content-type': 'text/plain', 'retry-after': '5' })
+            .end('metrics unavailable: the database did not answer\n');
         },
       );
     } else if (path === '/healthz') {

@@ -118,7 +118,9 @@ export async function installRateLimits(app: FastifyInstance, options: { redis: 
         }
         if (result.isAllowed || !result.isExceeded) return;
         const wait = Math.max(1, result.ttlInSeconds);
-        throw new AppError('rate_limited', 'rate_limited', `${tooMany}; retry after ${wait} s.`, { headers: { 'retry-after': String(wait) } });
+        throw new AppError('rate_limited', 'rate_limited', `${tooMany}; retry after ${wait} s.`, {
+          headers: { 'retry-after': String(wait) },
+        });
       };
     },
   };

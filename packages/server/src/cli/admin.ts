@@ -52,7 +52,7 @@ export async function createPlatformCommand(opts: { name: string; email?: string
   const name = opts.name.trim();
   if (!name || name.length > 200) throw new ConfigError('--name must be 1 to 200 characters.');
   const created = await withRuntime(({ ctx }) => asConfigError(() => createPlatform(ctx.database.db, name, { portalEmail: opts.email })));
-  if (opts.json) process.stdout.write(JSON.stringify(created) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify(created)}\n`);
   else
     process.stdout.write(
       `Platform ${created.platform_id}\nMerchant ${created.merchant_id}\nSandbox key ${created.keys.sandbox}\nLive key    ${created.keys.live}\n` +
@@ -66,8 +66,11 @@ export async function createUserCommand(opts: { platform: string; email: string;
     if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
     return asConfigError(() => createPortalUser(ctx.database.db, opts.platform, opts.email));
   });
-  if (opts.json) process.stdout.write(JSON.stringify(user) + '\n');
-  else process.stdout.write(`Portal user ${user.id} (${user.email}) of ${user.platform_id}\nPassword ${user.password}\nStore it now: it is not shown again.\n`);
+  if (opts.json) process.stdout.write(`${JSON.stringify(user)}\n`);
+  else
+    process.stdout.write(
+      `Portal user ${user.id} (${user.email}) of ${user.platform_id}\nPassword ${user.password}\nStore it now: it is not shown again.\n`,
+    );
 }
 
 export async function createKeyCommand(opts: { platform: string; environment: 'live' | 'sandbox'; json?: boolean }): Promise<void> {
@@ -75,32 +78,36 @@ export async function createKeyCommand(opts: { platform: string; environment: 'l
     if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
     return createApiKey(ctx.database.db, opts.platform, opts.environment);
   });
-  if (opts.json) process.stdout.write(JSON.stringify({ id: key.id, environment: key.environment, key: key.key }) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify({ id: key.id, environment: key.environment, key: key.key })}\n`);
   else process.stdout.write(`Key ${key.id} (${key.environment}): ${key.key}\nStore it now: it is not shown again.\n`);
 }
 
 export async function revokeKeyCommand(idOrPrefix: string): Promise<void> {
   const result = await withRuntime(({ ctx }) => revokeApiKey(ctx.database.db, idOrPrefix, ctx.clock.now()));
   if ('revoked' in result) process.stdout.write(`revoked ${result.revoked.id} (${result.revoked.prefix}…)\n`);
-  else if (result.error === 'ambiguous') throw new ConfigError(`${result.matches} keys match '${idOrPrefix}'; give the key id (key_…) instead.`);
+  else if (result.error === 'ambiguous')
+    throw new ConfigError(`${result.matches} keys match '${idOrPrefix}'; give the key id (key_…) instead.`);
   else throw new ConfigError(`No API key matches '${idOrPrefix}'.`);
 }
 
 /** `admin list-platforms`: what exists, for an operator who lost track (no secrets). */
 export async function listPlatformsCommand(opts: { json?: boolean }): Promise<void> {
   const list = await withRuntime(({ ctx }) => listPlatforms(ctx.database.db));
-  if (opts.json) process.stdout.write(JSON.stringify(list) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify(list)}\n`);
   else if (list.length === 0) process.stdout.write('No Platforms yet; create one with `payhooks admin create-platform --name NAME`.\n');
-  else for (const p of list) process.stdout.write(`${p.id}  ${p.created_at}  live keys ${p.active_keys.live}, sandbox keys ${p.active_keys.sandbox}  ${p.name}\n`);
+  else
+    for (const p of list)
+      process.stdout.write(`${p.id}  ${p.created_at}  live keys ${p.active_keys.live}, sandbox keys ${p.active_keys.sandbox}  ${p.name}\n`);
 }
 
 /** `admin list-keys`: keys by id and prefix; the key itself is never stored, only its hash. */
 export async function listKeysCommand(opts: { platform?: string; json?: boolean }): Promise<void> {
   const list = await withRuntime(async ({ ctx }) => {
-    if (opts.platform !== undefined && !(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
+    if (opts.platform !== undefined && !(await platformExists(ctx.database.db, opts.platform)))
+      throw new ConfigError(`No such Platform: ${opts.platform}`);
     return listApiKeys(ctx.database.db, opts.platform);
   });
-  if (opts.json) process.stdout.write(JSON.stringify(list) + '\n');
+  if (opts.json) process.stdout.write(`${JSON.stringify(list)}\n`);
   else if (list.length === 0) process.stdout.write('No API keys.\n');
   else
     for (const k of list)

@@ -10,9 +10,11 @@ export async function checkReceiverCommand(url: string, opts: { secret: string; 
   } catch {
     throw new ConfigError(`'${url}' is not a URL; give your receiver's full address, e.g. http://localhost:3000/webhooks.`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ConfigError(`The receiver URL must be http or https, not ${parsed.protocol}`);
-  if (!opts.secret.startsWith(SECRET_PREFIX) || opts.secret.length <= SECRET_PREFIX.length) throw new ConfigError(`--secret must be the endpoint's signing secret, which starts with ${SECRET_PREFIX}.`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new ConfigError(`The receiver URL must be http or https, not ${parsed.protocol}`);
+  if (!opts.secret.startsWith(SECRET_PREFIX) || opts.secret.length <= SECRET_PREFIX.length)
+    throw new ConfigError(`--secret must be the endpoint's signing secret, which starts with ${SECRET_PREFIX}.`);
   const report = await checkReceiver({ url: parsed.href, secret: opts.secret });
-  process.stdout.write((opts.json ? JSON.stringify(report) : formatReport(report)) + '\n');
+  process.stdout.write(`${opts.json ? JSON.stringify(report) : formatReport(report)}\n`);
   if (!report.ok) process.exitCode = 1;
 }

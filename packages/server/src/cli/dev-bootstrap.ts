@@ -20,9 +20,15 @@ export async function ensureDevPlatform(ctx: ServiceContext): Promise<{ platform
     if (await platformExists(ctx.database.db, saved.platform_id)) {
       if (saved.portal) return { platform: saved, created: false };
       // A data dir from before the portal: give its demo Platform a portal user, keep its keys.
-      const user = await createPortalUser(ctx.database.db, saved.platform_id, (await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL)) ? `demo+${saved.platform_id.toLowerCase()}@payhooks.local` : DEV_PORTAL_EMAIL);
+      const user = await createPortalUser(
+        ctx.database.db,
+        saved.platform_id,
+        (await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL))
+          ? `demo+${saved.platform_id.toLowerCase()}@payhooks.local`
+          : DEV_PORTAL_EMAIL,
+      );
       const upgraded = { ...saved, portal: { email: user.email, password: user.password } };
-      writeFileSync(file, JSON.stringify(upgraded, null, 2) + '\n', { mode: 0o600 });
+      writeFileSync(file, `${JSON.stringify(upgraded, null, 2)}\n`, { mode: 0o600 });
       return { platform: upgraded, created: false };
     }
   }
@@ -30,7 +36,7 @@ export async function ensureDevPlatform(ctx: ServiceContext): Promise<{ platform
   const free = !(await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL));
   const platform = await createPlatform(ctx.database.db, 'Demo Platform', free ? { portalEmail: DEV_PORTAL_EMAIL } : {});
   mkdirSync(ctx.config.dataDir, { recursive: true });
-  writeFileSync(file, JSON.stringify(platform, null, 2) + '\n', { mode: 0o600 });
+  writeFileSync(file, `${JSON.stringify(platform, null, 2)}\n`, { mode: 0o600 });
   return { platform, created: true };
 }
 
@@ -40,7 +46,7 @@ export function devInternalToken(dataDir: string): string {
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   mkdirSync(dataDir, { recursive: true });
   const token = randomBytes(32).toString('hex');
-  writeFileSync(file, token + '\n', { mode: 0o600 });
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
   return token;
 }
 

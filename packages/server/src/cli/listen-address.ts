@@ -9,7 +9,11 @@ export interface ListenSource {
 
 export function listenSource(flags: { host?: string; port?: string }, env: NodeJS.ProcessEnv): ListenSource {
   const name = (flag: string, variable: string, value: string | undefined) =>
-    value !== undefined ? `${flag} ${value}` : env[variable] ? `${variable}=${env[variable]}` : `the default; change it with ${flag} or ${variable}`;
+    value !== undefined
+      ? `${flag} ${value}`
+      : env[variable]
+        ? `${variable}=${env[variable]}`
+        : `the default; change it with ${flag} or ${variable}`;
   return { host: name('--host', 'PAYHOOKS_HOST', flags.host), port: name('--port', 'PAYHOOKS_PORT', flags.port) };
 }
 
@@ -23,11 +27,20 @@ export function describeListenError(err: unknown, host: string, port: number, so
   const cause = { cause: err };
   switch (code) {
     case 'EADDRINUSE':
-      return new ConfigError(`Port ${port} (${source.port}) is already in use on ${host}: stop the process using it, or choose another port.`, cause);
+      return new ConfigError(
+        `Port ${port} (${source.port}) is already in use on ${host}: stop the process using it, or choose another port.`,
+        cause,
+      );
     case 'EADDRNOTAVAIL':
-      return new ConfigError(`Address ${host} (${source.host}) is not an address of this machine, so payhooks can't listen on ${where}: use 127.0.0.1, 0.0.0.0 or one of this host's addresses.`, cause);
+      return new ConfigError(
+        `Address ${host} (${source.host}) is not an address of this machine, so payhooks can't listen on ${where}: use 127.0.0.1, 0.0.0.0 or one of this host's addresses.`,
+        cause,
+      );
     case 'EACCES':
-      return new ConfigError(`Listening on ${where} (${source.port}) is not permitted: ports below 1024 need privileges; choose a port from 1024 up.`, cause);
+      return new ConfigError(
+        `Listening on ${where} (${source.port}) is not permitted: ports below 1024 need privileges; choose a port from 1024 up.`,
+        cause,
+      );
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
     case 'EAI_NONAME':

@@ -20,8 +20,7 @@ async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<{ 
   let buffer = '';
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
       let event = 'message';
@@ -42,12 +41,15 @@ async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<{ 
  * The local answer goes back to the server, which records it as the attempt.
  */
 export async function runListen(options: ListenOptions): Promise<void> {
-  if (!options.apiKey.startsWith('sk_test_')) throw new ConfigError('payhooks listen takes a sandbox key (sk_test_…): sessions exist in the sandbox only.');
+  if (!options.apiKey.startsWith('sk_test_'))
+    throw new ConfigError('payhooks listen takes a sandbox key (sk_test_…): sessions exist in the sandbox only.');
   let target: URL;
   try {
     target = new URL(options.forwardTo);
   } catch {
-    throw new ConfigError(`--forward-to '${options.forwardTo}' is not a URL; give your receiver's full address, e.g. http://localhost:3000/webhooks.`);
+    throw new ConfigError(
+      `--forward-to '${options.forwardTo}' is not a URL; give your receiver's full address, e.g. http://localhost:3000/webhooks.`,
+    );
   }
   if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new ConfigError('--forward-to must be an http or https URL.');
   const base = options.url.replace(/\/+$/, '');
@@ -62,7 +64,9 @@ export async function runListen(options: ListenOptions): Promise<void> {
     });
   } catch (err) {
     if (options.signal.aborted) return;
-    throw new ConfigError(`cannot reach payhooks at ${base}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}. Is it running (payhooks serve)? Pass its address with --url.`);
+    throw new ConfigError(
+      `cannot reach payhooks at ${base}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}. Is it running (payhooks serve)? Pass its address with --url.`,
+    );
   }
   if (!res.ok || !res.body) {
     const text = await res.text();
@@ -88,12 +92,19 @@ export async function runListen(options: ListenOptions): Promise<void> {
       } else if (msg.event === 'delivery') {
         const d = JSON.parse(msg.data) as ForwardRequest;
         const p = forward(d, target.href).then(async (result) => {
-          options.print(result.status_code !== null ? `<-- ${result.status_code} ${result.duration_ms} ms ${d.event_id}` : `<-- error ${result.error} ${d.event_id}`);
+          options.print(
+            result.status_code !== null
+              ? `<-- ${result.status_code} ${result.duration_ms} ms ${d.event_id}`
+              : `<-- error ${result.error} ${d.event_id}`,
+          );
           await fetch(`${base}/api/v1/listen_sessions/${sessionId}/results`, {
             method: 'POST',
             headers: { ...auth, 'content-type': 'application/json' },
             body: JSON.stringify({ forward_id: d.forward_id, ...result }),
-          }).then((r) => r.body?.cancel(), () => options.print(`!!  could not report the result of ${d.event_id} to payhooks`));
+          }).then(
+            (r) => r.body?.cancel(),
+            () => options.print(`!!  could not report the result of ${d.event_id} to payhooks`),
+          );
         });
         options.print(`--> ${d.event_type} ${d.event_id}`);
         inFlight.add(p);
@@ -113,7 +124,12 @@ async function forward(d: ForwardRequest, url: string): Promise<ForwardResult> {
   try {
     const res = await request(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, [EVENT_ID_HEADER]: d.event_id, [SIGNATURE_HEADER]: d.signature },
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        [EVENT_ID_HEADER]: d.event_id,
+        [SIGNATURE_HEADER]: d.signature,
+      },
       body: d.body,
       headersTimeout: 9_000,
       bodyTimeout: 9_000,
@@ -123,6 +139,11 @@ async function forward(d: ForwardRequest, url: string): Promise<ForwardResult> {
     return { status_code: res.statusCode, body, duration_ms, error: null };
   } catch (err) {
     const e = err as Error & { code?: string; cause?: Error & { code?: string } };
-    return { status_code: null, body: '', duration_ms: Math.round(performance.now() - started), error: e.cause?.code ?? e.code ?? e.message };
+    return {
+      status_code: null,
+      body: '',
+      duration_ms: Math.round(performance.now() - started),
+      error: e.cause?.code ?? e.code ?? e.message,
+    };
   }
 }

@@ -53,15 +53,21 @@ export function buildCli(): Command {
     .option('--json', 'print one JSON object instead of progress lines')
     .action(async (type: string, opts: { apiKey: string; url: string; doubleDelivery?: boolean; json?: boolean }) => {
       const { runTrigger } = await import('./trigger.ts');
-      const result = await runTrigger(type, { apiKey: opts.apiKey, url: opts.url, doubleDelivery: opts.doubleDelivery === true }, (line) => {
-        if (!opts.json) process.stdout.write(line + '\n');
-      });
-      if (opts.json) process.stdout.write(JSON.stringify(result) + '\n');
+      const result = await runTrigger(
+        type,
+        { apiKey: opts.apiKey, url: opts.url, doubleDelivery: opts.doubleDelivery === true },
+        (line) => {
+          if (!opts.json) process.stdout.write(`${line}\n`);
+        },
+      );
+      if (opts.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     });
 
   program
     .command('listen')
-    .description('forward sandbox events from a running payhooks to a local receiver, signed with the session\'s own whsec_ secret (Ctrl-C ends the session)')
+    .description(
+      "forward sandbox events from a running payhooks to a local receiver, signed with the session's own whsec_ secret (Ctrl-C ends the session)",
+    )
     .requiredOption('--api-key <key>', 'a sandbox API key (sk_test_…)')
     .requiredOption('--forward-to <url>', 'your local receiver, e.g. http://localhost:3000/webhooks')
     .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')
@@ -75,18 +81,32 @@ export function buildCli(): Command {
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
-      const events = opts.events?.split(',').map((t) => t.trim()).filter(Boolean);
-      await runListen({ apiKey: opts.apiKey, forwardTo: opts.forwardTo, url: opts.url, events, signal: controller.signal, print: (line) => process.stdout.write(line + '\n') });
+      const events = opts.events
+        ?.split(',')
+        .map((t) => t.trim())
+        .filter(Boolean);
+      await runListen({
+        apiKey: opts.apiKey,
+        forwardTo: opts.forwardTo,
+        url: opts.url,
+        events,
+        signal: controller.signal,
+        print: (line) => process.stdout.write(`${line}\n`),
+      });
       process.stdout.write('Session ended.\n');
     });
 
   program
     .command('check-receiver')
-    .description('send your receiver a battery of signed and mis-signed deliveries and report, duty by duty, what it does wrong (exit 0 only when every duty holds)')
+    .description(
+      'send your receiver a battery of signed and mis-signed deliveries and report, duty by duty, what it does wrong (exit 0 only when every duty holds)',
+    )
     .argument('<url>', 'your receiver, e.g. http://localhost:3000/webhooks')
     .requiredOption('--secret <whsec>', "the endpoint's whsec_ signing secret your receiver verifies with")
     .option('--json', 'print one JSON object instead of the report')
-    .action(async (url: string, opts: { secret: string; json?: boolean }) => (await import('./check-receiver.ts')).checkReceiverCommand(url, opts));
+    .action(async (url: string, opts: { secret: string; json?: boolean }) =>
+      (await import('./check-receiver.ts')).checkReceiverCommand(url, opts),
+    );
 
   const admin = program.command('admin').description('operator commands');
   admin
@@ -109,7 +129,9 @@ export function buildCli(): Command {
     .requiredOption('--platform <id>', 'Platform id (plt_…)')
     .addOption(new Option('--environment <env>', 'key environment').choices(['live', 'sandbox']).makeOptionMandatory())
     .option('--json', 'print one JSON object')
-    .action(async (opts: { platform: string; environment: 'live' | 'sandbox'; json?: boolean }) => (await import('./admin.ts')).createKeyCommand(opts));
+    .action(async (opts: { platform: string; environment: 'live' | 'sandbox'; json?: boolean }) =>
+      (await import('./admin.ts')).createKeyCommand(opts),
+    );
   admin
     .command('list-platforms')
     .description('list the Platforms: id, name, creation time and unrevoked keys per environment')

@@ -66,6 +66,6 @@ export async function serve(options: ServeOptions): Promise<void> {
     await worker?.stop(); // then let in-flight attempts finish and be recorded
     await runtime.close();
   });
-  if (dev) process.stdout.write(devBanner(address, dev.platform, ctx) + '\n');
+  if (dev) process.stdout.write(`${devBanner(address, dev.platform, ctx)}\n`);
   ctx.logger.info({ url: address, database: ctx.database.kind, dev: cfg.dev, worker: worker !== null }, 'payhooks listening');
 }

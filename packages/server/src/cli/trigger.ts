@@ -31,14 +31,19 @@ export interface TriggerResult {
 
 class HttpError extends Error {}
 
+/** Answers are JSON; each call names the fields it reads (the server's API tests pin them). */
 interface Client {
-  post(path: string, body?: unknown): Promise<any>;
-  get(path: string): Promise<any>;
+  post<T = { id: string }>(path: string, body?: unknown): Promise<T>;
+  get<T>(path: string): Promise<T>;
+}
+
+interface ApiErrorBody {
+  error?: { code?: string; message?: string };
 }
 
 function client(options: TriggerOptions): Client {
   const base = options.url.replace(/\/+$/, '');
-  const call = async (method: string, path: string, body?: unknown) => {
+  const call = async (method: string, path: string, body?: unknown): Promise<unknown> => {
     const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}` };
     // A fresh key per request: if this CLI is ever re-run after a network error, the server
     // answers a repeated request instead of acting twice.
@@ -48,10 +53,12 @@ function client(options: TriggerOptions): Client {
     try {
       res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     } catch (err) {
-      throw new HttpError(`cannot reach payhooks at ${base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}. Is it running (payhooks serve)? Pass its address with --url.`);
+      throw new HttpError(
+        `cannot reach payhooks at ${base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}. Is it running (payhooks serve)? Pass its address with --url.`,
+      );
     }
     const text = await res.text();
-    let json: any;
+    let json: ApiErrorBody | null;
     try {
       json = JSON.parse(text);
     } catch {
@@ -60,7 +67,10 @@ function client(options: TriggerOptions): Client {
     if (!res.ok) throw new HttpError(`${method} ${path}: HTTP ${res.status} ${json?.error?.code ?? ''}: ${json?.error?.message ?? text}`);
     return json;
   };
-  return { post: (path, body) => call('POST', path, body), get: (path) => call('GET', path) };
+  return {
+    post: <T>(path: string, body?: unknown) => call('POST', path, body) as Promise<T>,
+    get: <T>(path: string) => call('GET', path) as Promise<T>,
+  };
 }
 
 /**
@@ -71,7 +81,8 @@ async function submitHostedForm(sessionUrl: string, action: 'pay' | 'fail'): Pro
   const page = await fetch(sessionUrl);
   const html = await page.text();
   const token = /name="csrf_token" value="([^"]+)"/.exec(html)?.[1];
-  if (!page.ok || !token) throw new HttpError(`the hosted page ${sessionUrl} has no ${action} form (HTTP ${page.status}); is PAYHOOKS_PUBLIC_URL right?`);
+  if (!page.ok || !token)
+    throw new HttpError(`the hosted page ${sessionUrl} has no ${action} form (HTTP ${page.status}); is PAYHOOKS_PUBLIC_URL right?`);
   const res = await fetch(`${sessionUrl}/${action}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -98,8 +109,12 @@ const PAYMENT_PATHS: Record<string, string[]> = {
 export async function runTrigger(type: string, options: TriggerOptions, log: (line: string) => void): Promise<TriggerResult> {
   if (!isEventType(type)) throw new ConfigError(`'${type}' is not an event type. Types: ${RESOURCE_EVENT_TYPES.join(', ')}.`);
   // Operational types (webhook_endpoint.*) come from the service's own decisions, not from a payment.
-  if (!triggerable.has(type)) throw new ConfigError(`'${type}' is emitted by the service itself (auto-disable), not by a payment; payhooks trigger emits: ${RESOURCE_EVENT_TYPES.join(', ')}.`);
-  if (!options.apiKey.startsWith('sk_test_')) throw new ConfigError('payhooks trigger drives the sandbox: pass a sandbox key (sk_test_…) with --api-key.');
+  if (!triggerable.has(type))
+    throw new ConfigError(
+      `'${type}' is emitted by the service itself (auto-disable), not by a payment; payhooks trigger emits: ${RESOURCE_EVENT_TYPES.join(', ')}.`,
+    );
+  if (!options.apiKey.startsWith('sk_test_'))
+    throw new ConfigError('payhooks trigger drives the sandbox: pass a sandbox key (sk_test_…) with --api-key.');
   const api = client(options);
   const double = options.doubleDelivery ? { double_delivery: true } : {};
   const metadata = { source: 'payhooks trigger', trigger_type: type };
@@ -107,7 +122,11 @@ export async function runTrigger(type: string, options: TriggerOptions, log: (li
   let sessionId: string | null = null;
   try {
     if (type.startsWith('checkout_session.')) {
-      const session = await api.post('/api/v1/checkout_sessions', { ...SESSION, metadata, ...double });
+      const session = await api.post<{ id: string; payment: string; url: string }>('/api/v1/checkout_sessions', {
+        ...SESSION,
+        metadata,
+        ...double,
+      });
       sessionId = session.id;
       paymentId = session.payment;
       log(`created checkout session ${session.id} (payment ${session.payment})`);
@@ -134,8 +153,8 @@ export async function runTrigger(type: string, options: TriggerOptions, log: (li
     }
     // The events those steps emitted, oldest first.
     const ids = new Set([paymentId, ...(sessionId ? [sessionId] : [])]);
-    const page = await api.get('/api/v1/events?limit=100');
-    const events: TriggeredEvent[] = (page.data as Array<{ id: string; type: string; data: { object: { id: string } } }>)
+    const page = await api.get<{ data: Array<{ id: string; type: string; data: { object: { id: string } } }> }>('/api/v1/events?limit=100');
+    const events: TriggeredEvent[] = page.data
       .filter((e) => ids.has(e.data.object.id))
       .reverse()
       .map((e) => ({ id: e.id, type: e.type, object_id: e.data.object.id }));

@@ -67,7 +67,13 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
 }
 
 async function openPostgres(url: string, poolSize: number, logger: Logger): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_MS,
+  });
   // Every connection gets an error listener for its whole life, idle or checked out (by
   // db.transaction, script, query): a server restart or outage then fails the statement that
   // was running, never the process. The pool drops a broken client when it is released.
@@ -145,7 +151,10 @@ class WakeListener {
   async subscribe(channel: string, onNotify: Subscriber): Promise<() => Promise<void>> {
     let subs = this.channels.get(channel);
     const fresh = !subs;
-    if (!subs) this.channels.set(channel, (subs = new Set()));
+    if (!subs) {
+      subs = new Set();
+      this.channels.set(channel, subs);
+    }
     const sub: Subscriber = (payload) => onNotify(payload);
     subs.add(sub);
     const client = this.client;
@@ -154,7 +163,8 @@ class WakeListener {
     } else if (!client) {
       // The first subscriber waits for the first connection attempt; if the database is down,
       // reconnecting goes on in the background and the subscriber is woken when it succeeds.
-      await (this.connecting ??= this.connect());
+      this.connecting ??= this.connect();
+      await this.connecting;
     }
     return async () => {
       subs.delete(sub);
@@ -166,7 +176,12 @@ class WakeListener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_MS, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const client = new pg.Client({
+      connectionString: this.url,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_MS,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('Connection terminated')));
     client.on('notification', (msg) => {
@@ -206,7 +221,10 @@ class WakeListener {
   private retry(err: unknown): void {
     if (this.closed || this.channels.size === 0 || this.retryTimer) return;
     const delay = listenerBackoffMs(this.failures++);
-    this.logger.warn({ err, attempt: this.failures, retryInMs: delay }, 'wake-up listener disconnected; reconnecting (workers poll meanwhile)');
+    this.logger.warn(
+      { err, attempt: this.failures, retryInMs: delay },
+      'wake-up listener disconnected; reconnecting (workers poll meanwhile)',
+    );
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       if (!this.closed && !this.client) this.connecting ??= this.connect();
@@ -255,9 +273,7 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     kind: 'pglite',
     db: drizzlePglite(client, { schema }) as unknown as Db,
     async script(fn) {
-      return client.transaction((tx) =>
-        fn(async (text) => ((await tx.exec(text)).at(-1)?.rows ?? []) as Record<string, unknown>[]),
-      );
+      return client.transaction((tx) => fn(async (text) => ((await tx.exec(text)).at(-1)?.rows ?? []) as Record<string, unknown>[]));
     },
     async query<T>(text: string, params: unknown[], name?: string) {
       try {

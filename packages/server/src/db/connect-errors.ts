@@ -38,7 +38,10 @@ export function refusedConnection(err: unknown, url: string | undefined): Config
     );
   }
   if (code === '28P01') {
-    return new ConfigError(`${at} rejected the password of user "${t.user}" (${URL_SETTING}): correct the user or password in ${URL_SETTING}.`, cause);
+    return new ConfigError(
+      `${at} rejected the password of user "${t.user}" (${URL_SETTING}): correct the user or password in ${URL_SETTING}.`,
+      cause,
+    );
   }
   if (code === '28000' || code?.startsWith('28')) {
     return new ConfigError(
@@ -46,7 +49,10 @@ export function refusedConnection(err: unknown, url: string | undefined): Config
       cause,
     );
   }
-  return new ConfigError(`${at} refused the connection${code ? ` (SQLSTATE ${code})` : ''}: check the user, password and database name in ${URL_SETTING}.`, cause);
+  return new ConfigError(
+    `${at} refused the connection${code ? ` (SQLSTATE ${code})` : ''}: check the user, password and database name in ${URL_SETTING}.`,
+    cause,
+  );
 }
 
 /** PostgreSQL still not answering after the start-up wait. */

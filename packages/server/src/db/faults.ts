@@ -11,7 +11,16 @@
 /** SQLSTATE classes and codes that mean "the server went away or can't take us now". */
 const UNAVAILABLE_CLASSES = ['08', '53', '57P']; // connection exception, insufficient resources, operator intervention
 /** Socket-level errors of the driver. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
 /** node-postgres and pg-pool raise these without a code. */
 const DRIVER_MESSAGES = [
   /^Connection terminated/,
@@ -63,7 +72,11 @@ export function isUnavailable(err: unknown): boolean {
  * to log; hand-written statements pass their own name instead.
  */
 export function statementName(sqlText: string): string {
-  const text = sqlText.replace(/--[^\n]*\n/g, ' ').replace(/\s+/g, ' ').trim().toLowerCase();
+  const text = sqlText
+    .replace(/--[^\n]*\n/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .toLowerCase();
   const verb = /^(\w+)/.exec(text)?.[1] ?? 'query';
   const table = /\b(?:from|into|update|table)\s+"?([a-z_][a-z0-9_]*)"?/.exec(text)?.[1];
   return table ? `${verb} ${table}` : verb;
@@ -116,7 +129,9 @@ export function describeDbError(err: unknown): DbErrorSummary | undefined {
   const unavailable = isUnavailable(err);
   if (!isDb && !unavailable) return undefined;
   const code = dbErrorCode(err);
-  const driverText = links.map((e) => e.message).find((m): m is string => typeof m === 'string' && !/^(Failed query|database statement)/.test(m));
+  const driverText = links
+    .map((e) => e.message)
+    .find((m): m is string => typeof m === 'string' && !/^(Failed query|database statement)/.test(m));
   const message = unavailable
     ? `database unavailable: ${driverText ?? 'connection failed'}`
     : `database statement ${statement ? `'${statement}' ` : ''}failed${code ? ` with SQLSTATE ${code}` : ''}`;

@@ -22,9 +22,14 @@ export async function pageOf<TRow extends Record<string, unknown>>(
 ): Promise<{ rows: TRow[]; hasMore: boolean }> {
   let cursor: SQL | undefined;
   if (options.startingAfter) {
-    const [after] = await db.select({ createdAt: table.createdAt, id: table.id }).from(table as PgTable).where(and(where, eq(table.id, options.startingAfter)));
+    const [after] = await db
+      .select({ createdAt: table.createdAt, id: table.id })
+      .from(table as PgTable)
+      .where(and(where, eq(table.id, options.startingAfter)));
     if (!after) {
-      throw new AppError('invalid_request', 'resource_missing', `starting_after: no such ${options.what} '${options.startingAfter}'.`, { param: 'starting_after' });
+      throw new AppError('invalid_request', 'resource_missing', `starting_after: no such ${options.what} '${options.startingAfter}'.`, {
+        param: 'starting_after',
+      });
     }
     cursor = or(lt(table.createdAt, after.createdAt), and(eq(table.createdAt, after.createdAt), lt(table.id, after.id)));
   }

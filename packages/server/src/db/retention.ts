@@ -81,12 +81,22 @@ function isLockTimeout(err: unknown): boolean {
 
 export async function maintainPartitions(database: Database, options: { now: Date; retentionMs: number }): Promise<MaintenanceResult> {
   const result: MaintenanceResult = {
-    ran: true, created: [], dropped: [], keptBusy: [], lockTimeouts: [], defaultRowsDeleted: 0, eventKeysDeleted: 0, idempotencyKeysDeleted: 0,
+    ran: true,
+    created: [],
+    dropped: [],
+    keptBusy: [],
+    lockTimeouts: [],
+    defaultRowsDeleted: 0,
+    eventKeysDeleted: 0,
+    idempotencyKeysDeleted: 0,
   };
   const cutoff = new Date(options.now.getTime() - options.retentionMs);
 
   /** One step in its own transaction, under the advisory lock; false when it gave up on a lock. */
-  const step = async <T>(name: string, fn: (run: (sql: string) => Promise<Record<string, unknown>[]>) => Promise<T>): Promise<T | undefined> => {
+  const step = async <T>(
+    name: string,
+    fn: (run: (sql: string) => Promise<Record<string, unknown>[]>) => Promise<T>,
+  ): Promise<T | undefined> => {
     try {
       return await database.script(async (run) => {
         const [lock] = await run(`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`);
@@ -108,9 +118,12 @@ export async function maintainPartitions(database: Database, options: { now: Dat
   };
 
   const existing = new Set(
-    (await database.query<{ relname: string }>(
-      `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'webhook_deliveries'::regclass`, [],
-    ))
+    (
+      await database.query<{ relname: string }>(
+        `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'webhook_deliveries'::regclass`,
+        [],
+      )
+    )
       .map((r) => /^webhook_deliveries_p(\d{8})$/.exec(String(r.relname))?.[1])
       .filter((s): s is string => s !== undefined),
   );
@@ -125,7 +138,7 @@ export async function maintainPartitions(database: Database, options: { now: Dat
     const end = new Date(week.getTime() + WEEK_MS);
     const made = await step(`create ${suffix}`, async (run) => {
       const [clash] = await run(
-        TABLES.map((t) => `SELECT 1 FROM ${t.name}_default WHERE ${t.key} >= ${lit(week)} AND ${t.key} < ${lit(end)}`).join(' UNION ALL ') + ' LIMIT 1',
+        `${TABLES.map((t) => `SELECT 1 FROM ${t.name}_default WHERE ${t.key} >= ${lit(week)} AND ${t.key} < ${lit(end)}`).join(' UNION ALL ')} LIMIT 1`,
       );
       if (clash) return false;
       for (const t of [...TABLES].reverse()) {
@@ -145,7 +158,9 @@ export async function maintainPartitions(database: Database, options: { now: Dat
     if (end > cutoff) continue;
     const outcome = await step(`drop ${suffix}`, async (run) => {
       await run(`LOCK TABLE ${TABLES.map((t) => `${t.name}_p${suffix}`).join(', ')} IN ACCESS EXCLUSIVE MODE`);
-      const [busy] = await run(`SELECT count(*) AS n FROM delivery_queue WHERE delivery_created_at >= ${lit(start)} AND delivery_created_at < ${lit(end)}`);
+      const [busy] = await run(
+        `SELECT count(*) AS n FROM delivery_queue WHERE delivery_created_at >= ${lit(start)} AND delivery_created_at < ${lit(end)}`,
+      );
       const queued = Number(busy?.n ?? 0);
       if (queued > 0) return { queued };
       for (const t of TABLES) await run(`DROP TABLE IF EXISTS ${t.name}_p${suffix}`);
@@ -183,7 +198,8 @@ export async function maintainPartitions(database: Database, options: { now: Dat
           AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = k.event_id AND e.created_at = k.event_created_at)
         RETURNING 1)
       SELECT count(*) AS n FROM k`);
-    const [api] = await run(`WITH k AS (DELETE FROM idempotency_keys WHERE created_at <= ${lit(new Date(options.now.getTime() - IDEMPOTENCY_WINDOW_MS))} RETURNING 1)
+    const [api] =
+      await run(`WITH k AS (DELETE FROM idempotency_keys WHERE created_at <= ${lit(new Date(options.now.getTime() - IDEMPOTENCY_WINDOW_MS))} RETURNING 1)
       SELECT count(*) AS n FROM k`);
     return { events: Number(events?.n ?? 0), api: Number(api?.n ?? 0) };
   });
@@ -206,14 +222,26 @@ interface RetentionDeps {
 export async function runRetention(deps: RetentionDeps): Promise<MaintenanceResult> {
   const result = await maintainPartitions(deps.database, { now: deps.clock.now(), retentionMs: deps.retentionMs });
   const { logger } = deps;
-  if (result.created.length || result.dropped.length || result.defaultRowsDeleted || result.eventKeysDeleted || result.idempotencyKeysDeleted) {
+  if (
+    result.created.length ||
+    result.dropped.length ||
+    result.defaultRowsDeleted ||
+    result.eventKeysDeleted ||
+    result.idempotencyKeysDeleted
+  ) {
     logger.info(result, 'retention: partitions maintained');
   }
   if (result.keptBusy.length) {
-    logger.warn({ weeks: result.keptBusy }, 'retention: weeks past the window kept because deliveries in them still have attempts due or in flight; dropped once they finish');
+    logger.warn(
+      { weeks: result.keptBusy },
+      'retention: weeks past the window kept because deliveries in them still have attempts due or in flight; dropped once they finish',
+    );
   }
   if (result.lockTimeouts.length) {
-    logger.warn({ steps: result.lockTimeouts, lockTimeoutMs: DDL_LOCK_TIMEOUT_MS }, 'retention: gave up waiting for a table lock (busy); retrying at the next run');
+    logger.warn(
+      { steps: result.lockTimeouts, lockTimeoutMs: DDL_LOCK_TIMEOUT_MS },
+      'retention: gave up waiting for a table lock (busy); retrying at the next run',
+    );
   }
   return result;
 }

@@ -174,7 +174,15 @@ export type AttemptRow = typeof deliveryAttempts.$inferSelect;
 
 // 0003: payments and checkout sessions (issue 7); 0003 also adds `webhookDeliveries.copy` above.
 
-export type PaymentStatusValue = 'created' | 'requires_action' | 'under_review' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'expired';
+export type PaymentStatusValue =
+  | 'created'
+  | 'requires_action'
+  | 'under_review'
+  | 'processing'
+  | 'succeeded'
+  | 'failed'
+  | 'cancelled'
+  | 'expired';
 
 export const payments = pgTable('payments', {
   id: text('id').primaryKey(),

@@ -17,7 +17,12 @@ export function startupBackoffMs(attempt: number): number {
  */
 export async function waitForDatabase(
   database: Database,
-  options: { maxWaitMs: number; logger: Logger; sleep?: (ms: number) => Promise<void>; /** Named (without its password) in the error. */ url?: string | undefined },
+  options: {
+    maxWaitMs: number;
+    logger: Logger;
+    sleep?: (ms: number) => Promise<void> /** Named (without its password) in the error. */;
+    url?: string | undefined;
+  },
 ): Promise<void> {
   if (database.kind !== 'postgres') return;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));

@@ -25,7 +25,11 @@ export function logAttempt(logger: Logger, level: 'info' | 'debug', entry: Attem
   const { result } = entry;
   const url = entry.url.split('?')[0]!;
   const outcome = result.statusCode !== null ? String(result.statusCode) : (result.errorKind ?? 'error');
-  const next = entry.nextAttemptAt ? `next attempt ${entry.nextAttemptAt.toISOString()}` : result.succeeded ? 'delivered' : 'no attempt left';
+  const next = entry.nextAttemptAt
+    ? `next attempt ${entry.nextAttemptAt.toISOString()}`
+    : result.succeeded
+      ? 'delivered'
+      : 'no attempt left';
   logger[level](
     {
       attempt_log: true,

@@ -44,7 +44,14 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
   const candidates = await db
     .select({ id: webhookEndpoints.id, failingSince: webhookEndpoints.failingSince })
     .from(webhookEndpoints)
-    .where(and(isNotNull(webhookEndpoints.failingSince), lte(webhookEndpoints.failingSince, cutoff), eq(webhookEndpoints.status, 'enabled'), sql`${webhookEndpoints.deletedAt} IS NULL`))
+    .where(
+      and(
+        isNotNull(webhookEndpoints.failingSince),
+        lte(webhookEndpoints.failingSince, cutoff),
+        eq(webhookEndpoints.status, 'enabled'),
+        sql`${webhookEndpoints.deletedAt} IS NULL`,
+      ),
+    )
     .orderBy(asc(webhookEndpoints.failingSince))
     .limit(SWEEP_LIMIT);
   const disabled: string[] = [];
@@ -66,14 +73,35 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
       const [updated] = await tx
         .update(webhookEndpoints)
         .set({ status: 'disabled', disabledReason: 'failing', disabledAt: now, updatedAt: now })
-        .where(and(eq(webhookEndpoints.id, c.id), eq(webhookEndpoints.status, 'enabled'), sql`${webhookEndpoints.deletedAt} IS NULL`, lte(webhookEndpoints.failingSince, cutoff)))
+        .where(
+          and(
+            eq(webhookEndpoints.id, c.id),
+            eq(webhookEndpoints.status, 'enabled'),
+            sql`${webhookEndpoints.deletedAt} IS NULL`,
+            lte(webhookEndpoints.failingSince, cutoff),
+          ),
+        )
         .returning();
       if (!updated) return null; // another worker got there first, or it recovered meanwhile
       await parkEndpointDeliveries(tx, updated.id);
       // Events belong to a merchant; an endpoint belongs to the Platform: its first merchant.
-      const [merchant] = await tx.select({ id: merchants.id }).from(merchants).where(eq(merchants.platformId, updated.platformId)).orderBy(asc(merchants.createdAt), asc(merchants.id)).limit(1);
+      const [merchant] = await tx
+        .select({ id: merchants.id })
+        .from(merchants)
+        .where(eq(merchants.platformId, updated.platformId))
+        .orderBy(asc(merchants.createdAt), asc(merchants.id))
+        .limit(1);
       if (merchant) {
-        await publishEvent(tx, { type: 'webhook_endpoint.disabled', merchantId: merchant.id, environment: updated.environment, object: { ...toApiEndpoint(updated, now) } }, now);
+        await publishEvent(
+          tx,
+          {
+            type: 'webhook_endpoint.disabled',
+            merchantId: merchant.id,
+            environment: updated.environment,
+            object: { ...toApiEndpoint(updated, now) },
+          },
+          now,
+        );
       }
       return updated;
     });
@@ -81,7 +109,13 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
     disabled.push(row.id);
     deps.metrics?.autoDisabled.inc();
     deps.logger.warn(
-      { endpoint: row.id, platform: row.platformId, environment: row.environment, failing_since: since.toISOString(), failed_attempts: Number(count.failed) },
+      {
+        endpoint: row.id,
+        platform: row.platformId,
+        environment: row.environment,
+        failing_since: since.toISOString(),
+        failed_attempts: Number(count.failed),
+      },
       'webhook endpoint disabled: every delivery failed for PAYHOOKS_AUTO_DISABLE_AFTER; its deliveries are parked until it is enabled again',
     );
   }

@@ -83,15 +83,34 @@ export class BulkReplays {
   ) {}
 
   async start(scope: Scope, endpointId: string, since: Date): Promise<BulkReplayJob> {
-    if (this.stopping) throw new AppError('unavailable', 'shutting_down', 'The service is shutting down; start the replay again in a moment.');
+    if (this.stopping)
+      throw new AppError('unavailable', 'shutting_down', 'The service is shutting down; start the replay again in a moment.');
     const db = this.database.db;
     const now = this.now();
     const [busy] = await db
       .select({ id: bulkReplays.id })
       .from(bulkReplays)
-      .where(and(eq(bulkReplays.endpointId, endpointId), eq(bulkReplays.status, 'running'), gt(bulkReplays.updatedAt, new Date(now.getTime() - BULK_REPLAY_STALE_MS))));
-    if (busy) throw new AppError('conflict', 'bulk_replay_running', `A bulk replay of this endpoint is already running (${busy.id}); wait for it to finish.`);
-    const rows = await this.database.query<{ id: string }>(SELECT_SQL, [scope.platformId, scope.environment, endpointId, REPLAYABLE_STATES, since, BULK_REPLAY_MAX]);
+      .where(
+        and(
+          eq(bulkReplays.endpointId, endpointId),
+          eq(bulkReplays.status, 'running'),
+          gt(bulkReplays.updatedAt, new Date(now.getTime() - BULK_REPLAY_STALE_MS)),
+        ),
+      );
+    if (busy)
+      throw new AppError(
+        'conflict',
+        'bulk_replay_running',
+        `A bulk replay of this endpoint is already running (${busy.id}); wait for it to finish.`,
+      );
+    const rows = await this.database.query<{ id: string }>(SELECT_SQL, [
+      scope.platformId,
+      scope.environment,
+      endpointId,
+      REPLAYABLE_STATES,
+      since,
+      BULK_REPLAY_MAX,
+    ]);
     const [row] = await db
       .insert(bulkReplays)
       .values({
@@ -108,7 +127,11 @@ export class BulkReplays {
       })
       .returning();
     if (rows.length > 0) {
-      const done = this.run(scope, row!.id, rows.map((r) => r.id)).finally(() => this.running.delete(row!.id));
+      const done = this.run(
+        scope,
+        row!.id,
+        rows.map((r) => r.id),
+      ).finally(() => this.running.delete(row!.id));
       this.running.set(row!.id, done);
     }
     return toJob(row!, now);
@@ -138,7 +161,10 @@ export class BulkReplays {
   private async run(scope: Scope, id: string, ids: string[]): Promise<void> {
     const counts = { attempted: 0, delivered: 0, failed: 0, skipped: 0 };
     const save = (extra: Partial<typeof bulkReplays.$inferInsert> = {}) =>
-      this.database.db.update(bulkReplays).set({ ...counts, updatedAt: this.now(), ...extra }).where(eq(bulkReplays.id, id));
+      this.database.db
+        .update(bulkReplays)
+        .set({ ...counts, updatedAt: this.now(), ...extra })
+        .where(eq(bulkReplays.id, id));
     let next = 0;
     const lane = async () => {
       while (next < ids.length && !this.stopping) {

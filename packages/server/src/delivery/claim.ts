@@ -141,20 +141,33 @@ JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
 
 export async function claimDue(
   database: Database,
-  options: { now: Date; leaseUntil: Date; limit: number; perEndpoint: number; perPlatform: number; excludeEndpoints: string[]; excludePlatforms: string[]; token: string },
+  options: {
+    now: Date;
+    leaseUntil: Date;
+    limit: number;
+    perEndpoint: number;
+    perPlatform: number;
+    excludeEndpoints: string[];
+    excludePlatforms: string[];
+    token: string;
+  },
 ): Promise<ClaimedDelivery[]> {
-  const rows = await database.query<ClaimedDelivery>(CLAIM_SQL, [
-    options.now,
-    options.excludeEndpoints,
-    options.limit * 4, // scan a little further than we take, so per-endpoint caps don't starve the batch
-    options.perEndpoint,
-    options.limit,
-    options.leaseUntil,
-    options.token,
-    options.excludePlatforms,
-    THROTTLE_AFTER_TIMEOUTS,
-    options.perPlatform,
-  ], 'claim_due');
+  const rows = await database.query<ClaimedDelivery>(
+    CLAIM_SQL,
+    [
+      options.now,
+      options.excludeEndpoints,
+      options.limit * 4, // scan a little further than we take, so per-endpoint caps don't starve the batch
+      options.perEndpoint,
+      options.limit,
+      options.leaseUntil,
+      options.token,
+      options.excludePlatforms,
+      THROTTLE_AFTER_TIMEOUTS,
+      options.perPlatform,
+    ],
+    'claim_due',
+  );
   return rows.map(normalise);
 }
 
@@ -181,7 +194,11 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
 export async function releaseClaims(database: Database, options: { ids: string[]; token: string; dueAt: Date | null }): Promise<void> {
   if (options.ids.length === 0) return;
   if (options.dueAt === null) {
-    await database.query(`DELETE FROM delivery_queue WHERE delivery_id = ANY($1::text[]) AND lease_token = $2`, [options.ids, options.token], 'park_claims');
+    await database.query(
+      `DELETE FROM delivery_queue WHERE delivery_id = ANY($1::text[]) AND lease_token = $2`,
+      [options.ids, options.token],
+      'park_claims',
+    );
     return;
   }
   await database.query(

@@ -23,7 +23,10 @@ export interface FairnessLimits {
 
 /** A Platform's share of one worker's slots, never below one endpoint's cap. */
 export function fairnessLimits(config: { endpointConcurrency: number; workerConcurrency: number; platformShare: number }): FairnessLimits {
-  const platformCap = Math.max(Math.min(config.endpointConcurrency, config.workerConcurrency), Math.ceil(config.workerConcurrency * config.platformShare));
+  const platformCap = Math.max(
+    Math.min(config.endpointConcurrency, config.workerConcurrency),
+    Math.ceil(config.workerConcurrency * config.platformShare),
+  );
   return { endpointCap: config.endpointConcurrency, platformCap: Math.min(platformCap, config.workerConcurrency) };
 }
 

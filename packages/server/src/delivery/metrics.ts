@@ -37,7 +37,10 @@ export class DeliveryMetrics {
       help: 'Deliveries due now and not yet claimed by a worker.',
       registers: [this.registry],
       async collect() {
-        const [r] = await database.query<{ n: string }>(`SELECT count(*) AS n FROM delivery_queue WHERE due_at <= $1 AND lease_token IS NULL`, [clock.now()]);
+        const [r] = await database.query<{ n: string }>(
+          `SELECT count(*) AS n FROM delivery_queue WHERE due_at <= $1 AND lease_token IS NULL`,
+          [clock.now()],
+        );
         this.set(Number(r?.n ?? 0));
       },
     });
@@ -46,7 +49,10 @@ export class DeliveryMetrics {
       help: 'Age of the oldest delivery that is due and unclaimed (0 when none).',
       registers: [this.registry],
       async collect() {
-        const [r] = await database.query<{ oldest: Date | null }>(`SELECT min(due_at) AS oldest FROM delivery_queue WHERE due_at <= $1 AND lease_token IS NULL`, [clock.now()]);
+        const [r] = await database.query<{ oldest: Date | null }>(
+          `SELECT min(due_at) AS oldest FROM delivery_queue WHERE due_at <= $1 AND lease_token IS NULL`,
+          [clock.now()],
+        );
         this.set(r?.oldest ? Math.max(0, (clock.now().getTime() - new Date(r.oldest).getTime()) / 1000) : 0);
       },
     });
@@ -68,7 +74,9 @@ export class DeliveryMetrics {
       async collect() {
         // Index-only over webhook_deliveries_unfinished_idx (migration 0006): the backlog, never the history.
         const rows = await database.query<{ state: string; n: string }>(
-          `SELECT state, count(*) AS n FROM webhook_deliveries WHERE state IN ('pending', 'failed_retrying') GROUP BY state`, []);
+          `SELECT state, count(*) AS n FROM webhook_deliveries WHERE state IN ('pending', 'failed_retrying') GROUP BY state`,
+          [],
+        );
         this.reset();
         for (const s of UNFINISHED_STATES) this.set({ state: s }, 0);
         for (const r of rows) this.set({ state: r.state }, Number(r.n));

@@ -14,6 +14,7 @@ export interface Outcome {
 }
 
 /** Postgres text can't hold NUL; a receiver's body may. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point
 const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, '\uFFFD'));
 
 /**
@@ -99,22 +100,26 @@ export interface RecordedAttempt {
 export async function recordOutcomes(database: Database, outcomes: Outcome[], now: Date): Promise<RecordedAttempt[]> {
   if (outcomes.length === 0) return [];
   const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
-  const rows = await database.query<RecordedAttempt>(RECORD_SQL, [
-    col((o) => o.deliveryId),
-    col((o) => o.token),
-    col((o) => o.state),
-    col((o) => o.nextAttemptAt),
-    col((o) => o.result.succeeded),
-    col((o) => o.result.startedAt),
-    col((o) => o.result.durationMs),
-    col((o) => o.result.statusCode),
-    col((o) => clean(o.result.responseBody)),
-    col((o) => o.result.errorKind),
-    col((o) => clean(o.result.errorMessage)),
-    col(() => newId('deliveryAttempt')),
-    col((o) => o.trigger),
-    now,
-    THROTTLE_AFTER_TIMEOUTS,
-  ], 'record_outcomes');
+  const rows = await database.query<RecordedAttempt>(
+    RECORD_SQL,
+    [
+      col((o) => o.deliveryId),
+      col((o) => o.token),
+      col((o) => o.state),
+      col((o) => o.nextAttemptAt),
+      col((o) => o.result.succeeded),
+      col((o) => o.result.startedAt),
+      col((o) => o.result.durationMs),
+      col((o) => o.result.statusCode),
+      col((o) => clean(o.result.responseBody)),
+      col((o) => o.result.errorKind),
+      col((o) => clean(o.result.errorMessage)),
+      col(() => newId('deliveryAttempt')),
+      col((o) => o.trigger),
+      now,
+      THROTTLE_AFTER_TIMEOUTS,
+    ],
+    'record_outcomes',
+  );
   return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
 }

@@ -11,7 +11,12 @@ export interface Transition {
   nextAttemptAt: Date | null;
 }
 
-export function afterAutomaticAttempt(options: { succeeded: boolean; automaticAttemptsBefore: number; delaysMs: readonly number[]; now: Date }): Transition {
+export function afterAutomaticAttempt(options: {
+  succeeded: boolean;
+  automaticAttemptsBefore: number;
+  delaysMs: readonly number[];
+  now: Date;
+}): Transition {
   if (options.succeeded) return { state: 'delivered', nextAttemptAt: null };
   const made = options.automaticAttemptsBefore + 1;
   if (made >= options.delaysMs.length + 1) return { state: 'exhausted', nextAttemptAt: null };

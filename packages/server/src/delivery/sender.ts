@@ -10,7 +10,16 @@ const BODY_GRACE_MS = 1000;
 
 export const USER_AGENT = 'payhooks/0.1 (+webhooks)';
 
-export type ErrorKind = 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'tls' | 'forbidden_address' | 'invalid_url' | 'network';
+export type ErrorKind =
+  | 'http_status'
+  | 'timeout'
+  | 'connection_refused'
+  | 'connection_reset'
+  | 'dns'
+  | 'tls'
+  | 'forbidden_address'
+  | 'invalid_url'
+  | 'network';
 
 export interface AttemptResult {
   succeeded: boolean;
@@ -75,7 +84,8 @@ export class Sender {
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http(s)');
       if (!this.options.allowPrivate) checkLiteralHost(url.hostname);
     } catch (err) {
-      const fail = (errorKind: ErrorKind, errorMessage: string) => failed(startedAt, Math.round(performance.now() - t0), errorKind, errorMessage);
+      const fail = (errorKind: ErrorKind, errorMessage: string) =>
+        failed(startedAt, Math.round(performance.now() - t0), errorKind, errorMessage);
       if (err instanceof ForbiddenAddressError) return fail('forbidden_address', err.message);
       return fail('invalid_url', `The endpoint URL is not a valid http(s) URL: ${req.url}`);
     }
@@ -175,14 +185,27 @@ class AttemptHandler {
   onError(err: Error): void {
     if (this.done) return;
     // An error after the status (the body broke off): the answer stands, with what was read.
-    if (this.statusCode !== null) return this.end(false);
+    if (this.statusCode !== null) {
+      this.end(false);
+      return;
+    }
     this.finish(classify(err, (kind, message) => failed(this.startedAt, Math.round(performance.now() - this.t0), kind, message)));
   }
 
   timeUp(): void {
     if (this.done) return;
-    if (this.statusCode !== null) return this.end(true);
-    this.finish(failed(this.startedAt, Math.round(performance.now() - this.t0), 'timeout', `No answer within ${this.timeoutMs} ms (spec 8: acknowledge within 10 s).`));
+    if (this.statusCode !== null) {
+      this.end(true);
+      return;
+    }
+    this.finish(
+      failed(
+        this.startedAt,
+        Math.round(performance.now() - this.t0),
+        'timeout',
+        `No answer within ${this.timeoutMs} ms (spec 8: acknowledge within 10 s).`,
+      ),
+    );
     this.abortRequest?.();
   }
 
@@ -215,13 +238,18 @@ class AttemptHandler {
 function classify(err: unknown, fail: (kind: ErrorKind, message: string) => AttemptResult): AttemptResult {
   const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
   const root = e.cause && typeof e.cause === 'object' ? e.cause : e;
-  if (root instanceof ForbiddenAddressError || e instanceof ForbiddenAddressError) return fail('forbidden_address', (root as Error).message);
+  if (root instanceof ForbiddenAddressError || e instanceof ForbiddenAddressError)
+    return fail('forbidden_address', (root as Error).message);
   const code = root.code ?? e.code ?? '';
   const msg = `${root.message || e.message}${code ? ` (${code})` : ''}`;
   if (code === 'ECONNREFUSED') return fail('connection_refused', `Connection refused: ${msg}`);
-  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') return fail('connection_reset', `Connection reset: ${msg}`);
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NODATA' || code === 'EAI_NONAME') return fail('dns', `DNS lookup failed: ${msg}`);
-  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) return fail('tls', `TLS failure: ${msg}`);
-  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'ETIMEDOUT') return fail('timeout', `Timed out: ${msg}`);
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED')
+    return fail('connection_reset', `Connection reset: ${msg}`);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NODATA' || code === 'EAI_NONAME')
+    return fail('dns', `DNS lookup failed: ${msg}`);
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code))
+    return fail('tls', `TLS failure: ${msg}`);
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'ETIMEDOUT')
+    return fail('timeout', `Timed out: ${msg}`);
   return fail('network', `Network error: ${msg}`);
 }

@@ -90,7 +90,8 @@ function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[], queued: Set<strin
 
 const isUnfinished = (state: DeliveryState) => state === 'pending' || state === 'failed_retrying';
 
-const inScope = (scope: Scope) => and(eq(webhookDeliveries.platformId, scope.platformId), eq(webhookDeliveries.environment, scope.environment));
+const inScope = (scope: Scope) =>
+  and(eq(webhookDeliveries.platformId, scope.platformId), eq(webhookDeliveries.environment, scope.environment));
 
 /**
  * Replay takes the delivery's lease itself so it never races a worker on the same delivery.
@@ -153,18 +154,36 @@ export class DeliveryService {
     this.manualGate = new EndpointGate(endpointConcurrency);
   }
 
-  async list(scope: Scope, options: { limit: number; startingAfter?: string | undefined; endpointId?: string | undefined; eventId?: string | undefined; state?: DeliveryState | undefined }): Promise<ListPage<ApiDelivery>> {
+  async list(
+    scope: Scope,
+    options: {
+      limit: number;
+      startingAfter?: string | undefined;
+      endpointId?: string | undefined;
+      eventId?: string | undefined;
+      state?: DeliveryState | undefined;
+    },
+  ): Promise<ListPage<ApiDelivery>> {
     const filters: (SQL | undefined)[] = [inScope(scope)];
     if (options.endpointId) filters.push(eq(webhookDeliveries.endpointId, options.endpointId));
     if (options.eventId) filters.push(eq(webhookDeliveries.eventId, options.eventId));
     if (options.state) filters.push(eq(webhookDeliveries.state, options.state));
-    const { rows, hasMore } = await pageOf<DeliveryRow>(this.db, webhookDeliveries, and(...filters), { ...options, what: 'webhook delivery' });
+    const { rows, hasMore } = await pageOf<DeliveryRow>(this.db, webhookDeliveries, and(...filters), {
+      ...options,
+      what: 'webhook delivery',
+    });
     const [attempts, queued] = await Promise.all([this.attemptsOf(rows.map((r) => r.id)), this.queuedOf(rows)]);
-    return listPage(rows.map((r) => toApiDelivery(r, attempts.get(r.id) ?? [], queued)), hasMore);
+    return listPage(
+      rows.map((r) => toApiDelivery(r, attempts.get(r.id) ?? [], queued)),
+      hasMore,
+    );
   }
 
   async get(scope: Scope, id: string): Promise<ApiDelivery> {
-    const [row] = await this.db.select().from(webhookDeliveries).where(and(inScope(scope), eq(webhookDeliveries.id, id)));
+    const [row] = await this.db
+      .select()
+      .from(webhookDeliveries)
+      .where(and(inScope(scope), eq(webhookDeliveries.id, id)));
     if (!row) throw notFound('webhook delivery', id);
     const [attempts, queued] = await Promise.all([this.attemptsOf([id]), this.queuedOf([row])]);
     return toApiDelivery(row, attempts.get(id) ?? [], queued);
@@ -181,7 +200,11 @@ export class DeliveryService {
   private async attemptsOf(ids: string[]): Promise<Map<string, AttemptRow[]>> {
     const out = new Map<string, AttemptRow[]>();
     if (ids.length === 0) return out;
-    const rows = await this.db.select().from(deliveryAttempts).where(inArray(deliveryAttempts.deliveryId, ids)).orderBy(asc(deliveryAttempts.attemptNumber));
+    const rows = await this.db
+      .select()
+      .from(deliveryAttempts)
+      .where(inArray(deliveryAttempts.deliveryId, ids))
+      .orderBy(asc(deliveryAttempts.attemptNumber));
     for (const r of rows) out.set(r.deliveryId, [...(out.get(r.deliveryId) ?? []), r]);
     return out;
   }
@@ -199,7 +222,13 @@ export class DeliveryService {
    * schedule.ts `afterManualAttempt` for the resulting state.
    */
   async replay(scope: Scope, id: string): Promise<ApiDelivery> {
-    return this.manualAttempt(scope, id, REPLAYABLE_STATES, 'delivery_not_replayable', 'Only failed_retrying or exhausted deliveries can be replayed');
+    return this.manualAttempt(
+      scope,
+      id,
+      REPLAYABLE_STATES,
+      'delivery_not_replayable',
+      'Only failed_retrying or exhausted deliveries can be replayed',
+    );
   }
 
   /**
@@ -208,25 +237,57 @@ export class DeliveryService {
    * (the event was delivered once; this attempt is logged like any other).
    */
   async resend(scope: Scope, id: string): Promise<ApiDelivery> {
-    return this.manualAttempt(scope, id, RESENDABLE_STATES, 'delivery_not_resendable', 'Only delivered deliveries can be resent (use replay for failed ones)');
+    return this.manualAttempt(
+      scope,
+      id,
+      RESENDABLE_STATES,
+      'delivery_not_resendable',
+      'Only delivered deliveries can be resent (use replay for failed ones)',
+    );
   }
 
-  private async manualAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<ApiDelivery> {
+  private async manualAttempt(
+    scope: Scope,
+    id: string,
+    allowed: readonly DeliveryState[],
+    refusedCode: string,
+    refused: string,
+  ): Promise<ApiDelivery> {
     // The endpoint first (404 outside the scope), so the per-endpoint gate is passed before the
     // lease is taken: a lease never runs down while its attempt waits for a slot.
-    const [target] = await this.db.select({ endpointId: webhookDeliveries.endpointId }).from(webhookDeliveries).where(and(inScope(scope), eq(webhookDeliveries.id, id)));
+    const [target] = await this.db
+      .select({ endpointId: webhookDeliveries.endpointId })
+      .from(webhookDeliveries)
+      .where(and(inScope(scope), eq(webhookDeliveries.id, id)));
     if (!target) throw notFound('webhook delivery', id);
     await this.manualGate.run(target.endpointId, () => this.leaseAndAttempt(scope, id, allowed, refusedCode, refused));
     return this.get(scope, id);
   }
 
-  private async leaseAndAttempt(scope: Scope, id: string, allowed: readonly DeliveryState[], refusedCode: string, refused: string): Promise<void> {
+  private async leaseAndAttempt(
+    scope: Scope,
+    id: string,
+    allowed: readonly DeliveryState[],
+    refusedCode: string,
+    refused: string,
+  ): Promise<void> {
     const now = this.clock.now();
     const token = `replay:${randomBytes(8).toString('hex')}`;
-    const [row] = await this.database.query<{ id: string; event_id: string; endpoint_id: string; state: DeliveryState; attempt_count: number; was_queued: boolean; event_type: string; next_attempt_at: Date | null; body: string; url: string; secret_ciphertext: string; previous_secret_ciphertext: string | null; endpoint_deleted_at: Date | null }>(
-      LEASE_FOR_REPLAY_SQL,
-      [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now],
-    );
+    const [row] = await this.database.query<{
+      id: string;
+      event_id: string;
+      endpoint_id: string;
+      state: DeliveryState;
+      attempt_count: number;
+      was_queued: boolean;
+      event_type: string;
+      next_attempt_at: Date | null;
+      body: string;
+      url: string;
+      secret_ciphertext: string;
+      previous_secret_ciphertext: string | null;
+      endpoint_deleted_at: Date | null;
+    }>(LEASE_FOR_REPLAY_SQL, [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now]);
     if (!row) {
       const current = await this.get(scope, id); // 404 when not in scope
       if (!allowed.includes(current.state)) throw new AppError('conflict', refusedCode, `${refused}; this one is ${current.state}.`);
@@ -238,7 +299,10 @@ export class DeliveryService {
     const release = (dueAt: Date | null) =>
       dueAt === null || !wasQueued
         ? this.database.query(`DELETE FROM delivery_queue WHERE delivery_id = $1 AND lease_token = $2`, [id, token])
-        : this.database.query(`UPDATE delivery_queue SET lease_token = NULL, leased_at = NULL, due_at = $3 WHERE delivery_id = $1 AND lease_token = $2`, [id, token, dueAt]);
+        : this.database.query(
+            `UPDATE delivery_queue SET lease_token = NULL, leased_at = NULL, due_at = $3 WHERE delivery_id = $1 AND lease_token = $2`,
+            [id, token, dueAt],
+          );
     if (row.endpoint_deleted_at) {
       await release(null);
       throw new AppError('conflict', 'endpoint_deleted', 'The endpoint of this delivery was deleted; it can no longer be replayed.');
@@ -248,16 +312,30 @@ export class DeliveryService {
       if (row.previous_secret_ciphertext) signWith.push(this.secrets.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
       const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith });
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
-      const next = afterManualAttempt({ succeeded: result.succeeded, state: row.state, nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null });
-      this.onAttempt?.({
-        eventType: row.event_type, eventId: row.event_id, deliveryId: id, endpointId: row.endpoint_id, url: row.url,
-        attempt: Number(row.attempt_count) + 1, result, nextAttemptAt: next.nextAttemptAt, trigger: 'manual',
+      const next = afterManualAttempt({
+        succeeded: result.succeeded,
+        state: row.state,
+        nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null,
       });
-      await recordOutcomes(this.database, [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }], this.clock.now());
+      this.onAttempt?.({
+        eventType: row.event_type,
+        eventId: row.event_id,
+        deliveryId: id,
+        endpointId: row.endpoint_id,
+        url: row.url,
+        attempt: Number(row.attempt_count) + 1,
+        result,
+        nextAttemptAt: next.nextAttemptAt,
+        trigger: 'manual',
+      });
+      await recordOutcomes(
+        this.database,
+        [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }],
+        this.clock.now(),
+      );
     } catch (err) {
       await release(row.next_attempt_at).catch(() => {});
       throw err;
     }
   }
-
 }

@@ -28,11 +28,27 @@ WHERE d.platform_id = $1 AND d.environment = $2 AND d.endpoint_id = ANY($3::text
   AND (d.last_attempt_at IS NULL OR d.last_attempt_at > $4::timestamptz - interval '24 hours')
 GROUP BY 1, 2`;
 
-export async function endpointStats(database: Database, scope: Scope, endpointIds: string[], now: Date): Promise<Map<string, EndpointStats>> {
+export async function endpointStats(
+  database: Database,
+  scope: Scope,
+  endpointIds: string[],
+  now: Date,
+): Promise<Map<string, EndpointStats>> {
   const out = new Map<string, EndpointStats>();
-  for (const id of endpointIds) out.set(id, { attempts: 0, succeeded: 0, success_rate: null, hourly: Array.from({ length: 24 }, () => ({ attempts: 0, succeeded: 0 })) });
+  for (const id of endpointIds)
+    out.set(id, {
+      attempts: 0,
+      succeeded: 0,
+      success_rate: null,
+      hourly: Array.from({ length: 24 }, () => ({ attempts: 0, succeeded: 0 })),
+    });
   if (endpointIds.length === 0) return out;
-  const rows = await database.query<{ endpoint_id: string; bucket: number; attempts: number; succeeded: number }>(STATS_SQL, [scope.platformId, scope.environment, endpointIds, now]);
+  const rows = await database.query<{ endpoint_id: string; bucket: number; attempts: number; succeeded: number }>(STATS_SQL, [
+    scope.platformId,
+    scope.environment,
+    endpointIds,
+    now,
+  ]);
   for (const r of rows) {
     const s = out.get(r.endpoint_id)!;
     const b = s.hourly[Number(r.bucket)]!;

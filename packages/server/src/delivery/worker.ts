@@ -22,7 +22,10 @@ import { logAttempt } from './attempt-log.ts';
 import { SigningKeys } from './signing-keys.ts';
 
 export interface WorkerDeps {
-  config: Pick<Config, 'dev' | 'retryScheduleMs' | 'endpointConcurrency' | 'workerConcurrency' | 'platformShare' | 'pollIntervalMs' | 'leaseMs'>;
+  config: Pick<
+    Config,
+    'dev' | 'retryScheduleMs' | 'endpointConcurrency' | 'workerConcurrency' | 'platformShare' | 'pollIntervalMs' | 'leaseMs'
+  >;
   database: Database;
   clock: Clock;
   secrets: SecretBox;
@@ -155,7 +158,8 @@ export class DeliveryWorker {
       } catch (err) {
         this.moreMayBeDue = true;
         // One line per outage, not one per poll: the wake-up listener wakes us when it is over.
-        if (this.claimFailures++ === 0) this.deps.logger.error({ err }, 'claiming deliveries failed; retrying every poll interval and on reconnect');
+        if (this.claimFailures++ === 0)
+          this.deps.logger.error({ err }, 'claiming deliveries failed; retrying every poll interval and on reconnect');
         else this.deps.logger.debug({ err, failures: this.claimFailures }, 'claiming deliveries failed again');
       }
       if (full && this.running) continue; // more may be due right now
@@ -200,7 +204,11 @@ export class DeliveryWorker {
       excludePlatforms: fullPlatforms,
       token,
     });
-    this.moreMayBeDue = mayHaveLeftRows(rows, { limit: Math.min(free, 100), endpointCap, excluded: saturated.length + fullPlatforms.length > 0 });
+    this.moreMayBeDue = mayHaveLeftRows(rows, {
+      limit: Math.min(free, 100),
+      endpointCap,
+      excluded: saturated.length + fullPlatforms.length > 0,
+    });
     const park: string[] = [];
     const cancel: string[] = [];
     for (const row of rows) {
@@ -216,7 +224,10 @@ export class DeliveryWorker {
 
   private enqueue(row: ClaimedDelivery, token: string): void {
     let slot = this.perEndpoint.get(row.endpoint_id);
-    if (!slot) this.perEndpoint.set(row.endpoint_id, (slot = { running: 0, waiting: [], cap: this.limits.endpointCap, timeouts: 0 }));
+    if (!slot) {
+      slot = { running: 0, waiting: [], cap: this.limits.endpointCap, timeouts: 0 };
+      this.perEndpoint.set(row.endpoint_id, slot);
+    }
     // The database's view of the breaker, as of this claim (other workers' attempts count too).
     if (row.endpoint_throttled) this.setCap(slot, endpointCapOf(this.limits, true));
     else if (slot.timeouts < THROTTLE_AFTER_TIMEOUTS) slot.cap = endpointCapOf(this.limits, false);
@@ -236,25 +247,29 @@ export class DeliveryWorker {
       this.inFlight++;
       const p = this.attempt(next.row, next.token)
         .catch((err: unknown) => {
-          this.deps.logger.error({ err, delivery: next.row.id }, 'attempt failed unexpectedly; its lease will expire and it will be retried');
+          this.deps.logger.error(
+            { err, delivery: next.row.id },
+            'attempt failed unexpectedly; its lease will expire and it will be retried',
+          );
           return null;
         })
         .then((result) => {
-        slot.running--;
-        this.inFlight--;
-        this.settled.delete(p);
-        this.release(next.row.platform_id);
-        if (result) this.observeHealth(slot, result);
-        if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
-        else this.pump(endpointId);
-        // Rows held back by the worker-wide cap (not their endpoint's) may start now. Only
-        // looked for when some were: this runs on every completion.
-        if (this.heldBack) {
-          this.heldBack = false;
-          for (const [id, other] of this.perEndpoint) if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
-        }
-        if (this.moreMayBeDue) this.signal();
-      });
+          slot.running--;
+          this.inFlight--;
+          this.settled.delete(p);
+          this.release(next.row.platform_id);
+          if (result) this.observeHealth(slot, result);
+          if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
+          else this.pump(endpointId);
+          // Rows held back by the worker-wide cap (not their endpoint's) may start now. Only
+          // looked for when some were: this runs on every completion.
+          if (this.heldBack) {
+            this.heldBack = false;
+            for (const [id, other] of this.perEndpoint)
+              if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
+          }
+          if (this.moreMayBeDue) this.signal();
+        });
       this.settled.add(p);
     }
     if (slot.waiting.length > 0 && slot.running < slot.cap) this.heldBack = true;
@@ -301,7 +316,9 @@ export class DeliveryWorker {
       byToken.set(w.token, [...(byToken.get(w.token) ?? []), w.row.id]);
     }
     for (const [token, ids] of byToken) {
-      await releaseClaims(this.deps.database, { ids, token, dueAt: this.deps.clock.now() }).catch((err) => this.deps.logger.error({ err }, 'releasing claims failed; leases will expire'));
+      await releaseClaims(this.deps.database, { ids, token, dueAt: this.deps.clock.now() }).catch((err) =>
+        this.deps.logger.error({ err }, 'releasing claims failed; leases will expire'),
+      );
     }
   }
 
@@ -322,7 +339,12 @@ export class DeliveryWorker {
     }
     const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith });
     metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
-    const next = afterAutomaticAttempt({ succeeded: result.succeeded, automaticAttemptsBefore: row.automatic_attempts, delaysMs: config.retryScheduleMs, now: clock.now() });
+    const next = afterAutomaticAttempt({
+      succeeded: result.succeeded,
+      automaticAttemptsBefore: row.automatic_attempts,
+      delaysMs: config.retryScheduleMs,
+      now: clock.now(),
+    });
     // The endpoint's slot frees as soon as the answer is in; the row stays leased until the
     // batch write lands, so no other worker can take it meanwhile.
     logAttempt(logger, config.dev ? 'info' : 'debug', {
@@ -335,7 +357,14 @@ export class DeliveryWorker {
       result,
       nextAttemptAt: next.nextAttemptAt,
     });
-    const recorded = this.record({ deliveryId: row.id, token, trigger: 'automatic', state: next.state, nextAttemptAt: next.nextAttemptAt, result });
+    const recorded = this.record({
+      deliveryId: row.id,
+      token,
+      trigger: 'automatic',
+      state: next.state,
+      nextAttemptAt: next.nextAttemptAt,
+      result,
+    });
     this.recording.add(recorded);
     void recorded.finally(() => this.recording.delete(recorded));
     return result;
@@ -358,7 +387,11 @@ export class DeliveryWorker {
         const batch = this.pending.splice(0, RECORD_BATCH);
         for (let failures = 0; ; failures++) {
           try {
-            const written = await recordOutcomes(this.deps.database, batch.map((b) => b.outcome), this.deps.clock.now());
+            const written = await recordOutcomes(
+              this.deps.database,
+              batch.map((b) => b.outcome),
+              this.deps.clock.now(),
+            );
             if (written.length < batch.length) {
               const ok = new Set(written.map((w) => w.delivery_id));
               const lost = batch.filter((b) => !ok.has(b.outcome.deliveryId)).map((b) => b.outcome.deliveryId);
@@ -370,7 +403,8 @@ export class DeliveryWorker {
               this.deps.logger.error({ err }, 'recording outcomes failed during shutdown; leases will expire and the work be redone');
               break;
             }
-            if (failures === 0) this.deps.logger.error({ err, outcomes: batch.length }, 'recording outcomes failed; retrying until the database answers');
+            if (failures === 0)
+              this.deps.logger.error({ err, outcomes: batch.length }, 'recording outcomes failed; retrying until the database answers');
             else this.deps.logger.debug({ err, failures }, 'recording outcomes failed again');
             await new Promise((r) => setTimeout(r, 500));
           }
@@ -394,7 +428,10 @@ export class DeliveryWorker {
  * at their cap were left out of it. Erring towards "yes" costs one empty claim; erring towards
  * "no" would leave work until the next NOTIFY or poll.
  */
-export function mayHaveLeftRows(rows: readonly Pick<ClaimedDelivery, 'endpoint_id' | 'endpoint_throttled'>[], options: { limit: number; endpointCap: number; excluded: boolean }): boolean {
+export function mayHaveLeftRows(
+  rows: readonly Pick<ClaimedDelivery, 'endpoint_id' | 'endpoint_throttled'>[],
+  options: { limit: number; endpointCap: number; excluded: boolean },
+): boolean {
   if (options.excluded || rows.length >= options.limit || rows.length >= options.endpointCap) return true;
   return rows.some((r) => r.endpoint_throttled);
 }

@@ -81,7 +81,10 @@ export class ListenHub {
   }
 
   /** Creates the session's endpoint; `push` receives the deliveries to forward. */
-  async open(scope: Scope, options: { enabledEvents: string[]; publicUrl: string; push: (r: ForwardRequest) => void }): Promise<{ id: string; secret: string; url: string }> {
+  async open(
+    scope: Scope,
+    options: { enabledEvents: string[]; publicUrl: string; push: (r: ForwardRequest) => void },
+  ): Promise<{ id: string; secret: string; url: string }> {
     const id = newId('webhookEndpoint');
     const secret = newSigningSecret();
     const now = this.clock.now();
@@ -105,14 +108,18 @@ export class ListenHub {
 
   /** Renews the session's lease. */
   async heartbeat(id: string): Promise<void> {
-    await this.db.update(webhookEndpoints).set({ updatedAt: this.clock.now() }).where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.deletedAt)));
+    await this.db
+      .update(webhookEndpoints)
+      .set({ updatedAt: this.clock.now() })
+      .where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.deletedAt)));
   }
 
   /** Ends a session: its endpoint is deleted (its log stays readable), waiting relays answer 503. */
   async end(id: string, scope: Scope): Promise<void> {
     const session = this.live.get(id);
     this.live.delete(id);
-    for (const resolve of session?.waiting.values() ?? []) resolve({ status_code: null, body: '', duration_ms: 0, error: 'the listen session ended' });
+    for (const resolve of session?.waiting.values() ?? [])
+      resolve({ status_code: null, body: '', duration_ms: 0, error: 'the listen session ended' });
     await this.db.transaction(async (tx) => {
       const rows = await tx
         .update(webhookEndpoints)
@@ -131,7 +138,13 @@ export class ListenHub {
         const rows = await tx
           .update(webhookEndpoints)
           .set({ deletedAt: this.clock.now() })
-          .where(and(sql`${webhookEndpoints.metadata} ->> ${LISTEN_METADATA_KEY} = 'true'`, isNull(webhookEndpoints.deletedAt), lt(webhookEndpoints.updatedAt, cutoff)))
+          .where(
+            and(
+              sql`${webhookEndpoints.metadata} ->> ${LISTEN_METADATA_KEY} = 'true'`,
+              isNull(webhookEndpoints.deletedAt),
+              lt(webhookEndpoints.updatedAt, cutoff),
+            ),
+          )
           .returning({ id: webhookEndpoints.id });
         for (const r of rows) {
           this.live.delete(r.id);
@@ -157,7 +170,12 @@ export class ListenHub {
     return new Promise<ForwardResult>((resolve) => {
       const timer = setTimeout(() => {
         session.waiting.delete(forwardId);
-        resolve({ status_code: null, body: '', duration_ms: RELAY_WAIT_MS, error: `the payhooks listen CLI sent no result within ${RELAY_WAIT_MS} ms` });
+        resolve({
+          status_code: null,
+          body: '',
+          duration_ms: RELAY_WAIT_MS,
+          error: `the payhooks listen CLI sent no result within ${RELAY_WAIT_MS} ms`,
+        });
       }, RELAY_WAIT_MS);
       session.waiting.set(forwardId, (result) => {
         clearTimeout(timer);

@@ -10,9 +10,14 @@ export function validateEnabledEvents(list: readonly string[], environment: Envi
   const out: string[] = [];
   list.forEach((type, i) => {
     if (type !== WILDCARD_EVENT_TYPE && !isEventType(type)) {
-      throw new AppError('invalid_request', 'event_type_unknown', `'${type}' is not an event type. Use '*' or types from the catalog (GET /api/v1/openapi.json lists them).`, {
-        param: `enabled_events[${i}]`,
-      });
+      throw new AppError(
+        'invalid_request',
+        'event_type_unknown',
+        `'${type}' is not an event type. Use '*' or types from the catalog (GET /api/v1/openapi.json lists them).`,
+        {
+          param: `enabled_events[${i}]`,
+        },
+      );
     }
     if (!out.includes(type)) out.push(type);
   });

@@ -83,7 +83,11 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
 
 /** Rows of this scope that are not deleted. Every read and write below starts here. */
 const inScope = (scope: Scope) =>
-  and(eq(webhookEndpoints.platformId, scope.platformId), eq(webhookEndpoints.environment, scope.environment), isNull(webhookEndpoints.deletedAt));
+  and(
+    eq(webhookEndpoints.platformId, scope.platformId),
+    eq(webhookEndpoints.environment, scope.environment),
+    isNull(webhookEndpoints.deletedAt),
+  );
 
 export class EndpointService {
   constructor(
@@ -124,16 +128,25 @@ export class EndpointService {
   }
 
   async getRow(scope: Scope, id: string, db: Queryable = this.db): Promise<WebhookEndpointRow> {
-    const [row] = await db.select().from(webhookEndpoints).where(and(inScope(scope), eq(webhookEndpoints.id, id)));
+    const [row] = await db
+      .select()
+      .from(webhookEndpoints)
+      .where(and(inScope(scope), eq(webhookEndpoints.id, id)));
     if (!row) throw notFound('webhook endpoint', id);
     return row;
   }
 
   /** Newest first; `startingAfter` is the id of the last endpoint of the previous page. */
   async list(scope: Scope, options: { limit: number; startingAfter?: string | undefined }): Promise<ListPage<WebhookEndpoint>> {
-    const { rows, hasMore } = await pageOf<WebhookEndpointRow>(this.db, webhookEndpoints, inScope(scope), { ...options, what: 'webhook endpoint' });
+    const { rows, hasMore } = await pageOf<WebhookEndpointRow>(this.db, webhookEndpoints, inScope(scope), {
+      ...options,
+      what: 'webhook endpoint',
+    });
     const now = this.clock.now();
-    return listPage(rows.map((r) => toApiEndpoint(r, now)), hasMore);
+    return listPage(
+      rows.map((r) => toApiEndpoint(r, now)),
+      hasMore,
+    );
   }
 
   async update(scope: Scope, id: string, input: UpdateEndpointInput): Promise<WebhookEndpoint> {
@@ -147,11 +160,18 @@ export class EndpointService {
       if (input.status !== undefined && input.status !== current.status) {
         changes.status = input.status;
         // Enabling starts afresh: the auto-disable window counts from the next failure.
-        Object.assign(changes, input.status === 'disabled'
-          ? { disabledReason: 'manual', disabledAt: changes.updatedAt }
-          : { disabledReason: null, disabledAt: null, failingSince: null });
+        Object.assign(
+          changes,
+          input.status === 'disabled'
+            ? { disabledReason: 'manual', disabledAt: changes.updatedAt }
+            : { disabledReason: null, disabledAt: null, failingSince: null },
+        );
       }
-      const [row] = await tx.update(webhookEndpoints).set(changes).where(and(inScope(scope), eq(webhookEndpoints.id, id))).returning();
+      const [row] = await tx
+        .update(webhookEndpoints)
+        .set(changes)
+        .where(and(inScope(scope), eq(webhookEndpoints.id, id)))
+        .returning();
       if (!row) throw notFound('webhook endpoint', id);
       if (current.status === 'enabled' && row.status === 'disabled') await parkEndpointDeliveries(tx, id);
       if (current.status === 'disabled' && row.status === 'enabled') await resumeEndpointDeliveries(tx, id, this.clock.now());
@@ -180,9 +200,19 @@ export class EndpointService {
    * in its overlap, stops at once (two live secrets at most, like Stripe). The new secret is
    * returned here only.
    */
-  async rotateSecret(scope: Scope, id: string, expirePreviousIn: number = DEFAULT_EXPIRE_PREVIOUS_IN, db: Queryable = this.db): Promise<WebhookEndpoint & { secret: string }> {
+  async rotateSecret(
+    scope: Scope,
+    id: string,
+    expirePreviousIn: number = DEFAULT_EXPIRE_PREVIOUS_IN,
+    db: Queryable = this.db,
+  ): Promise<WebhookEndpoint & { secret: string }> {
     if (!Number.isInteger(expirePreviousIn) || expirePreviousIn < 0 || expirePreviousIn > MAX_EXPIRE_PREVIOUS_IN) {
-      throw new AppError('invalid_request', 'parameter_invalid', `expire_previous_in must be a whole number of seconds from 0 to ${MAX_EXPIRE_PREVIOUS_IN} (7 days).`, { param: 'expire_previous_in' });
+      throw new AppError(
+        'invalid_request',
+        'parameter_invalid',
+        `expire_previous_in must be a whole number of seconds from 0 to ${MAX_EXPIRE_PREVIOUS_IN} (7 days).`,
+        { param: 'expire_previous_in' },
+      );
     }
     const current = await this.getRow(scope, id, db);
     const now = this.clock.now();

@@ -46,8 +46,16 @@ export async function publishEvent(
   const copies = input.copies ?? 1;
   let pool = fanoutHint.get(input.merchantId) ?? DEFAULT_FANOUT * copies;
   for (;;) {
-    const r = await publishStatement(tx, { ...input, copies }, id, body, now, Array.from({ length: pool }, () => newId('webhookDelivery')));
-    if (r.platform_id === null) throw new AppError('invalid_request', 'resource_missing', `No such merchant: '${input.merchantId}'.`, { param: 'merchant_id' });
+    const r = await publishStatement(
+      tx,
+      { ...input, copies },
+      id,
+      body,
+      now,
+      Array.from({ length: pool }, () => newId('webhookDelivery')),
+    );
+    if (r.platform_id === null)
+      throw new AppError('invalid_request', 'resource_missing', `No such merchant: '${input.merchantId}'.`, { param: 'merchant_id' });
     const needed = Number(r.needed);
     if (fanoutHint.size >= FANOUT_HINT_MAX && !fanoutHint.has(input.merchantId)) fanoutHint.clear();
     fanoutHint.set(input.merchantId, Math.max(needed, 1));
@@ -148,11 +156,22 @@ export function publishSql(
            (SELECT body FROM prior LIMIT 1) AS prior_body, (SELECT count(*) FROM n)::int AS notified`;
 }
 
-async function findByIdempotencyKey(tx: Tx, platformId: string, environment: string, key: string): Promise<Pick<EventRow, 'body'> | undefined> {
+async function findByIdempotencyKey(
+  tx: Tx,
+  platformId: string,
+  environment: string,
+  key: string,
+): Promise<Pick<EventRow, 'body'> | undefined> {
   const [row] = await tx
     .select({ body: events.body })
     .from(eventIdempotencyKeys)
     .innerJoin(events, and(eq(events.id, eventIdempotencyKeys.eventId), eq(events.createdAt, eventIdempotencyKeys.eventCreatedAt)))
-    .where(and(eq(eventIdempotencyKeys.platformId, platformId), eq(eventIdempotencyKeys.environment, environment), eq(eventIdempotencyKeys.idempotencyKey, key)));
+    .where(
+      and(
+        eq(eventIdempotencyKeys.platformId, platformId),
+        eq(eventIdempotencyKeys.environment, environment),
+        eq(eventIdempotencyKeys.idempotencyKey, key),
+      ),
+    );
   return row;
 }

@@ -14,15 +14,24 @@ export class EventService {
 
   /** The stored serialisation: exactly the bytes every delivery of this event sent. */
   async getBody(scope: Scope, id: string): Promise<string> {
-    const [row] = await this.db.select({ body: events.body }).from(events).where(and(inScope(scope), eq(events.id, id)));
+    const [row] = await this.db
+      .select({ body: events.body })
+      .from(events)
+      .where(and(inScope(scope), eq(events.id, id)));
     if (!row) throw notFound('event', id);
     return row.body;
   }
 
-  async list(scope: Scope, options: { limit: number; startingAfter?: string | undefined; type?: string | undefined }): Promise<ListPage<WebhookEvent>> {
+  async list(
+    scope: Scope,
+    options: { limit: number; startingAfter?: string | undefined; type?: string | undefined },
+  ): Promise<ListPage<WebhookEvent>> {
     const filters: (SQL | undefined)[] = [inScope(scope)];
     if (options.type) filters.push(eq(events.type, options.type));
     const { rows, hasMore } = await pageOf<EventRow>(this.db, events, and(...filters), { ...options, what: 'event' });
-    return listPage(rows.map((r) => JSON.parse(r.body) as WebhookEvent), hasMore);
+    return listPage(
+      rows.map((r) => JSON.parse(r.body) as WebhookEvent),
+      hasMore,
+    );
   }
 }

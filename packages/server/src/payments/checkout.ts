@@ -27,7 +27,8 @@ export function sessionId(id: string): string {
   return id;
 }
 
-const inScope = (scope: Scope) => and(eq(checkoutSessions.platformId, scope.platformId), eq(checkoutSessions.environment, scope.environment));
+const inScope = (scope: Scope) =>
+  and(eq(checkoutSessions.platformId, scope.platformId), eq(checkoutSessions.environment, scope.environment));
 
 /**
  * Where the customer is sent back to: an absolute http(s) URL without credentials; https for
@@ -38,11 +39,18 @@ export function validateReturnUrl(raw: string, param: string, options: { require
   try {
     url = new URL(raw);
   } catch {
-    throw new AppError('invalid_request', 'url_invalid', `Invalid '${param}': send an absolute URL such as https://shop.example/thanks.`, { param });
+    throw new AppError('invalid_request', 'url_invalid', `Invalid '${param}': send an absolute URL such as https://shop.example/thanks.`, {
+      param,
+    });
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new AppError('invalid_request', 'url_invalid', `Invalid '${param}': only http and https URLs are allowed.`, { param });
-  if (options.requireHttps && url.protocol !== 'https:') throw new AppError('invalid_request', 'url_insecure', `Invalid '${param}': live sessions return customers to https URLs only.`, { param });
-  if (url.username || url.password) throw new AppError('invalid_request', 'url_invalid', `Invalid '${param}': URLs with credentials are not allowed.`, { param });
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new AppError('invalid_request', 'url_invalid', `Invalid '${param}': only http and https URLs are allowed.`, { param });
+  if (options.requireHttps && url.protocol !== 'https:')
+    throw new AppError('invalid_request', 'url_insecure', `Invalid '${param}': live sessions return customers to https URLs only.`, {
+      param,
+    });
+  if (url.username || url.password)
+    throw new AppError('invalid_request', 'url_invalid', `Invalid '${param}': URLs with credentials are not allowed.`, { param });
   return raw;
 }
 
@@ -78,7 +86,7 @@ export class CheckoutService {
     if (!payment.checkoutSessionId || options.bySession) return;
     if (payment.status !== 'succeeded' && payment.status !== 'cancelled' && payment.status !== 'expired') return;
     const [session] = await tx.select().from(checkoutSessions).where(eq(checkoutSessions.id, payment.checkoutSessionId)).for('update');
-    if (!session || session.status !== 'open') return;
+    if (session?.status !== 'open') return;
     if (payment.status === 'succeeded') {
       await this.finish(tx, session, 'complete');
       return;
@@ -96,7 +104,12 @@ export class CheckoutService {
     const cancelUrl = input.cancel_url == null ? null : validateReturnUrl(input.cancel_url, 'cancel_url', { requireHttps });
     const expiresIn = input.expires_in ?? EXPIRES_IN.default;
     if (!Number.isInteger(expiresIn) || expiresIn < EXPIRES_IN.min || expiresIn > EXPIRES_IN.max) {
-      throw new AppError('invalid_request', 'parameter_invalid', `Invalid 'expires_in': a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}.`, { param: 'expires_in' });
+      throw new AppError(
+        'invalid_request',
+        'parameter_invalid',
+        `Invalid 'expires_in': a whole number of seconds from ${EXPIRES_IN.min} to ${EXPIRES_IN.max}.`,
+        { param: 'expires_in' },
+      );
     }
     const id = newId('checkoutSession');
     const payment = await this.payments.create(scope, input, tx, { checkoutSessionId: id });
@@ -127,19 +140,29 @@ export class CheckoutService {
   }
 
   async get(scope: Scope, id: string): Promise<CheckoutSession> {
-    const [row] = await this.db.select().from(checkoutSessions).where(and(inScope(scope), eq(checkoutSessions.id, sessionId(id))));
+    const [row] = await this.db
+      .select()
+      .from(checkoutSessions)
+      .where(and(inScope(scope), eq(checkoutSessions.id, sessionId(id))));
     if (!row) throw notFound('checkout session', id);
     return toCheckoutSession(row);
   }
 
   async list(scope: Scope, options: { limit: number; startingAfter?: string | undefined }): Promise<ListPage<CheckoutSession>> {
-    const { rows, hasMore } = await pageOf<CheckoutSessionRow>(this.db, checkoutSessions, inScope(scope), { ...options, what: 'checkout session' });
+    const { rows, hasMore } = await pageOf<CheckoutSessionRow>(this.db, checkoutSessions, inScope(scope), {
+      ...options,
+      what: 'checkout session',
+    });
     return listPage(rows.map(toCheckoutSession), hasMore);
   }
 
   /** The merchant's `POST /:id/expire`: only an open session can be expired (Stripe's rule). */
   async expire(scope: Scope, id: string, tx: Tx): Promise<CheckoutSession> {
-    const [row] = await tx.select().from(checkoutSessions).where(and(inScope(scope), eq(checkoutSessions.id, sessionId(id)))).for('update');
+    const [row] = await tx
+      .select()
+      .from(checkoutSessions)
+      .where(and(inScope(scope), eq(checkoutSessions.id, sessionId(id))))
+      .for('update');
     if (!row) throw notFound('checkout session', id);
     if (row.status !== 'open') throw notOpen(row);
     return toCheckoutSession(await this.expireLocked(tx, row));
@@ -214,10 +237,15 @@ export class CheckoutService {
     const [session] = SESSION_ID.test(id) ? await tx.select().from(checkoutSessions).where(eq(checkoutSessions.id, id)).for('update') : [];
     if (!session) throw notFound('checkout session', id);
     if (session.environment !== 'sandbox') {
-      throw new AppError('forbidden', 'sandbox_only', 'Live checkout sessions are paid through the payment rails; the Pay and Fail buttons are sandbox only.');
+      throw new AppError(
+        'forbidden',
+        'sandbox_only',
+        'Live checkout sessions are paid through the payment rails; the Pay and Fail buttons are sandbox only.',
+      );
     }
     // Past expires_at the session is over even if the worker has not expired it yet.
-    if (session.status === 'expired' || (session.status === 'open' && session.expiresAt.getTime() <= this.clock.now().getTime())) throw notOpen({ ...session, status: 'expired' });
+    if (session.status === 'expired' || (session.status === 'open' && session.expiresAt.getTime() <= this.clock.now().getTime()))
+      throw notOpen({ ...session, status: 'expired' });
     return session;
   }
 
@@ -245,5 +273,9 @@ export class CheckoutService {
 }
 
 function notOpen(session: Pick<CheckoutSessionRow, 'id' | 'status'>): AppError {
-  return new AppError('invalid_state', 'checkout_session_not_open', `Checkout session ${session.id} is '${session.status}'; only an open session can be paid or expired.`);
+  return new AppError(
+    'invalid_state',
+    'checkout_session_not_open',
+    `Checkout session ${session.id} is '${session.status}'; only an open session can be paid or expired.`,
+  );
 }

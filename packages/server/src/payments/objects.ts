@@ -91,7 +91,10 @@ export const ASSET_CODE = /^[A-Z0-9]+(-[A-Z0-9]+)*\.[A-Z0-9]+(-[A-Z0-9]+)*$/;
 /** "25.00": digits, a point and exactly two decimals; more than 0 and at most MAX_AMOUNT. */
 export function validateAmount(amount: string, param = 'amount'): string {
   if (!AMOUNT.test(amount)) {
-    throw invalid(param, `Invalid '${param}': send a decimal string with exactly two decimals and no leading zeros, from "0.01" to "${MAX_AMOUNT}" (e.g. "25.00").`);
+    throw invalid(
+      param,
+      `Invalid '${param}': send a decimal string with exactly two decimals and no leading zeros, from "0.01" to "${MAX_AMOUNT}" (e.g. "25.00").`,
+    );
   }
   if (/^0\.00$/.test(amount)) throw invalid(param, `Invalid '${param}': the amount must be more than "0.00".`);
   return amount;
@@ -100,7 +103,10 @@ export function validateAmount(amount: string, param = 'amount'): string {
 /** `<ASSET>.<NETWORK>`: upper-case letters, digits and inner `-`, e.g. "USDC.ETH", "USDC-E.ARB". */
 export function validateAssetCode(assetCode: string, param = 'asset_code'): string {
   if (assetCode.length > 64 || !ASSET_CODE.test(assetCode)) {
-    throw invalid(param, `Invalid '${param}': use <ASSET>.<NETWORK> in upper-case letters, digits and '-', e.g. "USDC.ETH" or "USDC-E.ARB".`);
+    throw invalid(
+      param,
+      `Invalid '${param}': use <ASSET>.<NETWORK> in upper-case letters, digits and '-', e.g. "USDC.ETH" or "USDC-E.ARB".`,
+    );
   }
   return assetCode;
 }
@@ -116,13 +122,20 @@ const chars = (s: string) => [...s].length;
  */
 export function serialiseMetadata(metadata: unknown, param = 'metadata'): string {
   if (metadata === undefined) return '{}';
-  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw invalid(param, `'${param}' must be an object of string values.`);
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
+    throw invalid(param, `'${param}' must be an object of string values.`);
   const entries = Object.entries(metadata as Record<string, unknown>);
-  if (entries.length > METADATA_LIMITS.keys) throw invalid(param, `'${param}' has ${entries.length} keys; at most ${METADATA_LIMITS.keys} are allowed.`);
+  if (entries.length > METADATA_LIMITS.keys)
+    throw invalid(param, `'${param}' has ${entries.length} keys; at most ${METADATA_LIMITS.keys} are allowed.`);
   for (const [k, v] of entries) {
-    if (chars(k) < 1 || chars(k) > METADATA_LIMITS.keyLength) throw invalid(`${param}[${k.slice(0, 50)}]`, `Metadata keys must be 1 to ${METADATA_LIMITS.keyLength} characters.`);
+    if (chars(k) < 1 || chars(k) > METADATA_LIMITS.keyLength)
+      throw invalid(`${param}[${k.slice(0, 50)}]`, `Metadata keys must be 1 to ${METADATA_LIMITS.keyLength} characters.`);
     if (typeof v !== 'string') throw invalid(`${param}[${k}]`, `Metadata values must be strings; '${param}[${k}]' is not.`);
-    if (chars(v) > METADATA_LIMITS.valueLength) throw invalid(`${param}[${k}]`, `Metadata values must be at most ${METADATA_LIMITS.valueLength} characters; '${param}[${k}]' has ${chars(v)}.`);
+    if (chars(v) > METADATA_LIMITS.valueLength)
+      throw invalid(
+        `${param}[${k}]`,
+        `Metadata values must be at most ${METADATA_LIMITS.valueLength} characters; '${param}[${k}]' has ${chars(v)}.`,
+      );
   }
   return JSON.stringify(metadata);
 }

@@ -46,13 +46,22 @@ const inScope = (scope: Scope) => and(eq(payments.platformId, scope.platformId),
 
 export function sandboxOnly(scope: Scope, what: string): void {
   if (scope.environment !== 'sandbox') {
-    throw new AppError('forbidden', 'sandbox_only', `${what} is available to sandbox keys only (sk_test_…); live payments move only through the payment rails.`);
+    throw new AppError(
+      'forbidden',
+      'sandbox_only',
+      `${what} is available to sandbox keys only (sk_test_…); live payments move only through the payment rails.`,
+    );
   }
 }
 
 /** The merchant of a Platform (today every Platform has exactly one: its first). */
 export async function merchantOf(db: Queryable, platformId: string): Promise<string> {
-  const [m] = await db.select({ id: merchants.id }).from(merchants).where(eq(merchants.platformId, platformId)).orderBy(asc(merchants.createdAt), asc(merchants.id)).limit(1);
+  const [m] = await db
+    .select({ id: merchants.id })
+    .from(merchants)
+    .where(eq(merchants.platformId, platformId))
+    .orderBy(asc(merchants.createdAt), asc(merchants.id))
+    .limit(1);
   if (!m) throw new AppError('invalid_state', 'merchant_missing', 'This Platform has no merchant; ask the operator to create one.');
   return m.id;
 }
@@ -74,7 +83,12 @@ export class PaymentService {
   }
 
   /** Creates a payment in `created` and publishes `payment.created`. */
-  async create(scope: Scope, input: CreatePaymentInput, tx: Tx, link: { id?: string; checkoutSessionId?: string } = {}): Promise<PaymentRow> {
+  async create(
+    scope: Scope,
+    input: CreatePaymentInput,
+    tx: Tx,
+    link: { id?: string; checkoutSessionId?: string } = {},
+  ): Promise<PaymentRow> {
     const amount = validateAmount(input.amount);
     const assetCode = validateAssetCode(input.asset_code);
     const metadata = serialiseMetadata(input.metadata);
@@ -102,13 +116,19 @@ export class PaymentService {
   }
 
   async get(scope: Scope, id: string): Promise<Payment> {
-    const [row] = await this.db.select().from(payments).where(and(inScope(scope), eq(payments.id, paymentId(id))));
+    const [row] = await this.db
+      .select()
+      .from(payments)
+      .where(and(inScope(scope), eq(payments.id, paymentId(id))));
     if (!row) throw notFound('payment', id);
     return toPayment(row);
   }
 
   /** Newest first, optionally only one status; keyset pages like the other lists. */
-  async list(scope: Scope, options: { limit: number; startingAfter?: string | undefined; status?: PaymentStatus | undefined }): Promise<ListPage<Payment>> {
+  async list(
+    scope: Scope,
+    options: { limit: number; startingAfter?: string | undefined; status?: PaymentStatus | undefined },
+  ): Promise<ListPage<Payment>> {
     const filters: (SQL | undefined)[] = [inScope(scope)];
     if (options.status) filters.push(eq(payments.status, options.status));
     const { rows, hasMore } = await pageOf<PaymentRow>(this.db, payments, and(...filters), { ...options, what: 'payment' });
@@ -131,8 +151,12 @@ export class PaymentService {
   async transition(tx: Tx, target: PaymentTarget, to: PaymentStatus, options: TransitionOptions = {}): Promise<PaymentRow> {
     // Lock order is always session, then payment (the hosted page and expiry lock the session
     // first), so a transition racing a checkout can't deadlock with it.
-    const [linked] = await tx.select({ sessionId: payments.checkoutSessionId }).from(payments).where(eq(payments.id, paymentId(target.id)));
-    if (linked?.sessionId) await tx.select({ id: checkoutSessions.id }).from(checkoutSessions).where(eq(checkoutSessions.id, linked.sessionId)).for('update');
+    const [linked] = await tx
+      .select({ sessionId: payments.checkoutSessionId })
+      .from(payments)
+      .where(eq(payments.id, paymentId(target.id)));
+    if (linked?.sessionId)
+      await tx.select({ id: checkoutSessions.id }).from(checkoutSessions).where(eq(checkoutSessions.id, linked.sessionId)).for('update');
     return this.transitionLocked(tx, await this.lock(tx, target), to, options);
   }
 
@@ -150,7 +174,13 @@ export class PaymentService {
   private async publish(tx: Tx, row: PaymentRow, now: Date, doubleDelivery: boolean): Promise<void> {
     await publishEvent(
       tx,
-      { type: paymentEventType(row.status), merchantId: row.merchantId, environment: row.environment, object: toPayment(row) as unknown as Record<string, unknown>, copies: doubleDelivery || row.doubleDelivery ? 2 : 1 },
+      {
+        type: paymentEventType(row.status),
+        merchantId: row.merchantId,
+        environment: row.environment,
+        object: toPayment(row) as unknown as Record<string, unknown>,
+        copies: doubleDelivery || row.doubleDelivery ? 2 : 1,
+      },
       now,
     );
   }
@@ -158,6 +188,12 @@ export class PaymentService {
 
 export function illegalTransition(current: Pick<PaymentRow, 'id' | 'status'>, to: string): AppError {
   const next = allowedNext(current.status);
-  const allowed = next.length === 0 ? `'${current.status}' is final: no transition is allowed` : `allowed next statuses: ${next.join(', ')}`;
-  return new AppError('invalid_state', 'payment_invalid_transition', `Payment ${current.id} is '${current.status}' and can't move to '${to}'; ${allowed}.`, { param: 'status' });
+  const allowed =
+    next.length === 0 ? `'${current.status}' is final: no transition is allowed` : `allowed next statuses: ${next.join(', ')}`;
+  return new AppError(
+    'invalid_state',
+    'payment_invalid_transition',
+    `Payment ${current.id} is '${current.status}' and can't move to '${to}'; ${allowed}.`,
+    { param: 'status' },
+  );
 }

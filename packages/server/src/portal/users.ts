@@ -29,7 +29,12 @@ export function normaliseEmail(raw: string): string {
  * development demo user). Emails are unique across the installation: a second user with the
  * same address is a 409 `email_taken`.
  */
-export async function createPortalUser(db: Queryable, platformId: string, rawEmail: string, password = generatePassword()): Promise<CreatedPortalUser> {
+export async function createPortalUser(
+  db: Queryable,
+  platformId: string,
+  rawEmail: string,
+  password = generatePassword(),
+): Promise<CreatedPortalUser> {
   const email = normaliseEmail(rawEmail);
   if (await findUserByEmail(db, email)) {
     throw new AppError('conflict', 'email_taken', `A portal user with the email ${email} already exists.`, { param: 'email' });
@@ -40,7 +45,10 @@ export async function createPortalUser(db: Queryable, platformId: string, rawEma
 }
 
 export async function findUserByEmail(db: Queryable, email: string): Promise<PortalUserRow | undefined> {
-  const [row] = await db.select().from(portalUsers).where(eq(sql`lower(${portalUsers.email})`, email.trim().toLowerCase()));
+  const [row] = await db
+    .select()
+    .from(portalUsers)
+    .where(eq(sql`lower(${portalUsers.email})`, email.trim().toLowerCase()));
   return row;
 }
 

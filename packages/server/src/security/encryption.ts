@@ -64,7 +64,12 @@ export class SecretBox {
  * `<dataDir>/encryption.key` (mode 0600) on first start. With PostgreSQL the key must be given:
  * several processes share the database and must share the key.
  */
-export function resolveEncryptionKey(options: { configured: Buffer | undefined; databaseUrl: string | undefined; dataDir: string; dev: boolean }): Buffer {
+export function resolveEncryptionKey(options: {
+  configured: Buffer | undefined;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  dev: boolean;
+}): Buffer {
   if (options.configured) return options.configured;
   if (options.databaseUrl && !options.dev) {
     throw new ConfigError(
@@ -80,7 +85,7 @@ export function resolveEncryptionKey(options: { configured: Buffer | undefined; 
     return Buffer.from(hex, 'hex');
   }
   const key = randomBytes(32);
-  writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  writeFileSync(file, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(file, 0o600);
   return key;
 }

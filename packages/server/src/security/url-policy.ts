@@ -23,7 +23,9 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
   if (raw.length > MAX_URL_LENGTH) throw bad('url_invalid', `url must be at most ${MAX_URL_LENGTH} characters.`);
   // The URL parser would silently strip or percent-encode these, so the stored URL would not be
   // the one checked (and NUL can't be stored at all): refuse them and ask for an encoded URL.
-  if (/[\u0000-\u0020\u007f]/.test(raw)) throw bad('url_invalid', 'url must not contain spaces or control characters; percent-encode them.');
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+  if (/[\u0000-\u0020\u007f]/.test(raw))
+    throw bad('url_invalid', 'url must not contain spaces or control characters; percent-encode them.');
   let url: URL;
   try {
     url = new URL(raw);
@@ -31,7 +33,8 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
     throw bad('url_invalid', 'url must be an absolute http:// or https:// URL.');
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad('url_invalid', 'url must use http or https.');
-  if (url.username || url.password) throw bad('url_invalid', 'url must not contain credentials (user:password@); authenticate with the signature instead.');
+  if (url.username || url.password)
+    throw bad('url_invalid', 'url must not contain credentials (user:password@); authenticate with the signature instead.');
   if (!url.hostname) throw bad('url_invalid', 'url must name a host.');
   if (url.hash) throw bad('url_invalid', 'url must not contain a #fragment.');
   if (environment === 'live' && url.protocol === 'http:' && !policy.allowHttp) {
@@ -39,10 +42,17 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
   }
   if (!policy.allowPrivate) {
     // `localhost.` is `localhost`: a fully-qualified name's trailing dot must not slip past.
-    const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '').toLowerCase();
+    const host = url.hostname
+      .replace(/^\[|\]$/g, '')
+      .replace(/\.+$/, '')
+      .toLowerCase();
     const literal = isIP(host) !== 0;
     if ((literal && isForbiddenAddress(host)) || host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.internal')) {
-      throw bad('url_not_allowed', `url points at a private or local address (${host}); webhooks are delivered over the public internet.`, 'unprocessable');
+      throw bad(
+        'url_not_allowed',
+        `url points at a private or local address (${host}); webhooks are delivered over the public internet.`,
+        'unprocessable',
+      );
     }
   }
   return raw;

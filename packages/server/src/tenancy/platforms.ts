@@ -26,7 +26,11 @@ export interface CreatedPlatform {
  * one transaction. Without `portalEmail` the user is `admin+<platform id>@payhooks.local`
  * (lower case), unique by construction; the operator hands it over with the password.
  */
-export async function createPlatform(db: Db, name: string, options: { portalEmail?: string | undefined; portalPassword?: string | undefined } = {}): Promise<CreatedPlatform> {
+export async function createPlatform(
+  db: Db,
+  name: string,
+  options: { portalEmail?: string | undefined; portalPassword?: string | undefined } = {},
+): Promise<CreatedPlatform> {
   return db.transaction(async (tx) => {
     const platformId = newId('platform');
     const merchantId = newId('merchant');
@@ -34,8 +38,18 @@ export async function createPlatform(db: Db, name: string, options: { portalEmai
     await tx.insert(merchants).values({ id: merchantId, platformId, name });
     const sandbox = await createApiKey(tx, platformId, 'sandbox');
     const live = await createApiKey(tx, platformId, 'live');
-    const user = await createPortalUser(tx, platformId, options.portalEmail ?? `admin+${platformId.toLowerCase()}@payhooks.local`, options.portalPassword);
-    return { platform_id: platformId, merchant_id: merchantId, keys: { sandbox: sandbox.key, live: live.key }, portal: { email: user.email, password: user.password } };
+    const user = await createPortalUser(
+      tx,
+      platformId,
+      options.portalEmail ?? `admin+${platformId.toLowerCase()}@payhooks.local`,
+      options.portalPassword,
+    );
+    return {
+      platform_id: platformId,
+      merchant_id: merchantId,
+      keys: { sandbox: sandbox.key, live: live.key },
+      portal: { email: user.email, password: user.password },
+    };
   });
 }
 
@@ -67,7 +81,10 @@ export async function revokeApiKey(db: Db, idOrPrefix: string, now: Date): Promi
   if (rows.length > 1) return { error: 'ambiguous', matches: rows.length };
   const key = rows[0]!;
   // Revoking again keeps the first revocation time (it is the audit record of when access ended).
-  await db.update(apiKeys).set({ revokedAt: now }).where(and(eq(apiKeys.id, key.id), isNull(apiKeys.revokedAt)));
+  await db
+    .update(apiKeys)
+    .set({ revokedAt: now })
+    .where(and(eq(apiKeys.id, key.id), isNull(apiKeys.revokedAt)));
   return { revoked: key };
 }
 
@@ -81,7 +98,10 @@ export interface PlatformSummary {
 
 /** Every Platform, oldest first, with how many unrevoked keys it has (`payhooks admin list-platforms`). */
 export async function listPlatforms(db: Queryable): Promise<PlatformSummary[]> {
-  const rows = await db.select({ id: platforms.id, name: platforms.name, createdAt: platforms.createdAt }).from(platforms).orderBy(asc(platforms.createdAt), asc(platforms.id));
+  const rows = await db
+    .select({ id: platforms.id, name: platforms.name, createdAt: platforms.createdAt })
+    .from(platforms)
+    .orderBy(asc(platforms.createdAt), asc(platforms.id));
   const counts = await db
     .select({ platformId: apiKeys.platformId, environment: apiKeys.environment, n: count() })
     .from(apiKeys)
@@ -110,7 +130,14 @@ export interface KeySummary {
  */
 export async function listApiKeys(db: Queryable, platformId?: string): Promise<KeySummary[]> {
   const rows = await db
-    .select({ id: apiKeys.id, platformId: apiKeys.platformId, environment: apiKeys.environment, prefix: apiKeys.prefix, createdAt: apiKeys.createdAt, revokedAt: apiKeys.revokedAt })
+    .select({
+      id: apiKeys.id,
+      platformId: apiKeys.platformId,
+      environment: apiKeys.environment,
+      prefix: apiKeys.prefix,
+      createdAt: apiKeys.createdAt,
+      revokedAt: apiKeys.revokedAt,
+    })
     .from(apiKeys)
     .where(platformId === undefined ? undefined : eq(apiKeys.platformId, platformId))
     .orderBy(asc(apiKeys.platformId), asc(apiKeys.createdAt), asc(apiKeys.id));

@@ -31,7 +31,8 @@ export async function startBrokenReceiver(secret: string, fault: Fault, delayMs 
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const reply = (status: number, body: string) => setTimeout(() => res.writeHead(status, { 'content-type': 'text/plain' }).end(body), delayMs);
+      const reply = (status: number, body: string) =>
+        setTimeout(() => res.writeHead(status, { 'content-type': 'text/plain' }).end(body), delayMs);
       const refuse = (why: string) => reply(fault === 'answers_401' ? 401 : 400, why);
       const raw = Buffer.concat(chunks).toString('utf8');
       const header = req.headers['service-signature'];

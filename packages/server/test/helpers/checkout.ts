@@ -2,7 +2,11 @@
  * Drives the hosted checkout page over plain HTTP like a browser without script would: GET the
  * page, read the form's CSRF token, POST the chosen button's form. Redirects are not followed.
  */
-export async function submitCheckout(pageUrl: string, action: 'pay' | 'fail' | 'cancel', options: { token?: string } = {}): Promise<{ status: number; location: string | null; body: string }> {
+export async function submitCheckout(
+  pageUrl: string,
+  action: 'pay' | 'fail' | 'cancel',
+  options: { token?: string } = {},
+): Promise<{ status: number; location: string | null; body: string }> {
   const page = await fetch(pageUrl);
   const html = await page.text();
   const token = options.token ?? /name="csrf_token" value="([^"]+)"/.exec(html)?.[1];
@@ -17,6 +21,8 @@ export async function submitCheckout(pageUrl: string, action: 'pay' | 'fail' | '
 }
 
 /** The events a receiver got, parsed, in arrival order. */
-export function parsedEvents(requests: Array<{ raw: Buffer }>): Array<{ id: string; type: string; environment: string; merchant_id: string; data: { object: Record<string, any> } }> {
+export function parsedEvents(
+  requests: Array<{ raw: Buffer }>,
+): Array<{ id: string; type: string; environment: string; merchant_id: string; data: { object: Record<string, any> } }> {
   return requests.map((r) => JSON.parse(r.raw.toString('utf8')));
 }

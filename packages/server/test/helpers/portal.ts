@@ -18,13 +18,29 @@ export interface PortalClient {
    * portal page sends them. `origin: null` / `csrf: null` leave the header out; a string
    * replaces it.
    */
-  call(method: string, path: string, body?: unknown, options?: { origin?: string | null; csrf?: string | null; cookie?: string | null }): Promise<PortalResponse>;
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+    options?: { origin?: string | null; csrf?: string | null; cookie?: string | null },
+  ): Promise<PortalResponse>;
 }
 
-export async function portalRequest(baseUrl: string, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<PortalResponse> {
+export async function portalRequest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<PortalResponse> {
   const h = { ...headers };
   if (body !== undefined) h['content-type'] = 'application/json';
-  const res = await fetch(`${baseUrl}/portal/api${path}`, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+  const res = await fetch(`${baseUrl}/portal/api${path}`, {
+    method,
+    headers: h,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    redirect: 'manual',
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -63,7 +79,14 @@ export async function portalSignIn(baseUrl: string, email: string, password: str
  * Runs the worker until the deliveries of `endpointId` reach `state` (use a retry schedule of a
  * few milliseconds, so each round finds the next retry due).
  */
-export async function drainUntil(ctx: ServiceContext, worker: DeliveryWorker, scope: Scope, endpointId: string, state: string, count = 1): Promise<void> {
+export async function drainUntil(
+  ctx: ServiceContext,
+  worker: DeliveryWorker,
+  scope: Scope,
+  endpointId: string,
+  state: string,
+  count = 1,
+): Promise<void> {
   for (let i = 0; i < 200; i++) {
     await worker.drain();
     const page = await ctx.deliveries.list(scope, { limit: 100, endpointId, state: state as never });

@@ -27,7 +27,9 @@ export interface TestReceiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(initial: (req: Received, index: number) => Behaviour = () => ({ status: 200, body: 'ok' })): Promise<TestReceiver> {
+export async function startReceiver(
+  initial: (req: Received, index: number) => Behaviour = () => ({ status: 200, body: 'ok' }),
+): Promise<TestReceiver> {
   let behaviour = initial;
   const requests: Received[] = [];
   const waiters: Array<{ n: number; resolve: () => void }> = [];
@@ -36,7 +38,13 @@ export async function startReceiver(initial: (req: Received, index: number) => B
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const received: Received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, raw: Buffer.concat(chunks), at: Date.now() };
+      const received: Received = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        raw: Buffer.concat(chunks),
+        at: Date.now(),
+      };
       const index = requests.length;
       requests.push(received);
       for (const w of waiters.filter((w) => requests.length >= w.n)) {
@@ -74,7 +82,13 @@ export async function startReceiver(initial: (req: Received, index: number) => B
       if (requests.length >= n) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
         const t = setTimeout(() => reject(new Error(`receiver got ${requests.length} of ${n} requests in ${timeoutMs} ms`)), timeoutMs);
-        waiters.push({ n, resolve: () => (clearTimeout(t), resolve()) });
+        waiters.push({
+          n,
+          resolve: () => {
+            clearTimeout(t);
+            resolve();
+          },
+        });
       });
     },
     async close() {

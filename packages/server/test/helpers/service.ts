@@ -26,10 +26,20 @@ export interface TestService {
  * A real service on a real database (this run's backend) listening on 127.0.0.1:0. Tests talk
  * to it over HTTP like a merchant would.
  */
-export async function startService(overrides: Partial<Config> = {}, options: { clock?: Clock; resolver?: Resolver; logger?: Logger } = {}): Promise<TestService> {
+export async function startService(
+  overrides: Partial<Config> = {},
+  options: { clock?: Clock; resolver?: Resolver; logger?: Logger } = {},
+): Promise<TestService> {
   const testDb = await createTestDatabase();
   const config = loadConfig({}, { logLevel: 'silent', port: 0, databaseUrl: testDb.databaseUrl, dataDir: '/nonexistent', ...overrides });
-  const ctx = createContext({ config, database: testDb.database, clock: options.clock ?? systemClock, logger: options.logger ?? createLogger(config), encryptionKey: randomBytes(32), ...(options.resolver ? { resolver: options.resolver } : {}) });
+  const ctx = createContext({
+    config,
+    database: testDb.database,
+    clock: options.clock ?? systemClock,
+    logger: options.logger ?? createLogger(config),
+    encryptionKey: randomBytes(32),
+    ...(options.resolver ? { resolver: options.resolver } : {}),
+  });
   const app = await buildApp(ctx);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
@@ -49,7 +59,13 @@ export async function startService(overrides: Partial<Config> = {}, options: { c
 
 export { ManualClock };
 
-export type ApiCall = (key: string | undefined, method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; headers: Headers; body: any }>;
+export type ApiCall = (
+  key: string | undefined,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => Promise<{ status: number; headers: Headers; body: any }>;
 
 /** `fetch` against `baseUrl` with an API key, like `TestService.api`. */
 export function apiClient(baseUrl: string): ApiCall {
@@ -72,4 +88,3 @@ export function apiClient(baseUrl: string): ApiCall {
     return { status: res.status, headers: res.headers, body: parsed };
   };
 }
-

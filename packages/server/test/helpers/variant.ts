@@ -19,7 +19,13 @@ export interface VariantService {
  */
 export async function startVariant(base: TestService, overrides: Partial<Config>): Promise<VariantService> {
   const config: Config = { ...base.ctx.config, ...overrides };
-  const ctx = createContext({ config, database: base.ctx.database, clock: base.ctx.clock, logger: base.ctx.logger, encryptionKey: randomBytes(32) });
+  const ctx = createContext({
+    config,
+    database: base.ctx.database,
+    clock: base.ctx.clock,
+    logger: base.ctx.logger,
+    encryptionKey: randomBytes(32),
+  });
   const app = await buildApp(ctx);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return {

@@ -27,13 +27,14 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 /** Every management route, with a valid body where one is needed. */
-const routes = () => [
-  ['GET', COLLECTION, undefined],
-  ['POST', COLLECTION, OK],
-  ['GET', `${COLLECTION}/${endpointId}`, undefined],
-  ['PATCH', `${COLLECTION}/${endpointId}`, { description: 'x' }],
-  ['DELETE', `${COLLECTION}/${endpointId}`, undefined],
-] as const;
+const routes = () =>
+  [
+    ['GET', COLLECTION, undefined],
+    ['POST', COLLECTION, OK],
+    ['GET', `${COLLECTION}/${endpointId}`, undefined],
+    ['PATCH', `${COLLECTION}/${endpointId}`, { description: 'x' }],
+    ['DELETE', `${COLLECTION}/${endpointId}`, undefined],
+  ] as const;
 
 async function rawCall(authorization: string | undefined, method: string, path: string, body?: unknown) {
   return svc.api(undefined, method, path, body, authorization === undefined ? {} : { authorization });
@@ -68,7 +69,17 @@ describe('authentication (spec 5.2)', () => {
   it('spec 5.2: a key that is not ours is 401 invalid_api_key on every route', async () => {
     const truncated = p.keys.sandbox.slice(0, -1);
     const changed = p.keys.sandbox.slice(0, -1) + (p.keys.sandbox.endsWith('a') ? 'b' : 'a');
-    const keys = ['pk_test_abc', 'whsec_abc', 'sk_test_', `sk_test_${'x'.repeat(32)}`, `sk_live_${'x'.repeat(32)}`, truncated, changed, `${p.keys.sandbox}x`, p.keys.sandbox.toUpperCase()];
+    const keys = [
+      'pk_test_abc',
+      'whsec_abc',
+      'sk_test_',
+      `sk_test_${'x'.repeat(32)}`,
+      `sk_live_${'x'.repeat(32)}`,
+      truncated,
+      changed,
+      `${p.keys.sandbox}x`,
+      p.keys.sandbox.toUpperCase(),
+    ];
     for (const key of keys) {
       for (const [method, path, body] of routes()) expect401(await rawCall(`Bearer ${key}`, method, path, body), 'invalid_api_key');
     }
@@ -120,7 +131,7 @@ describe('authentication (spec 5.2)', () => {
 });
 
 describe('revoked keys (spec 5.2)', () => {
-  it('spec 5.2: a revoked key is 401 api_key_revoked at once; the Platform\'s other keys keep working', async () => {
+  it("spec 5.2: a revoked key is 401 api_key_revoked at once; the Platform's other keys keep working", async () => {
     const doomed = await createApiKey(svc.ctx.database.db, p.platform_id, 'sandbox');
     expect((await svc.api(doomed.key, 'GET', COLLECTION)).status).toBe(200);
     const result = await revokeApiKey(svc.ctx.database.db, doomed.id, new Date());

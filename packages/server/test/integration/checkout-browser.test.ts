@@ -42,10 +42,17 @@ afterAll(async () => {
 describe('hosted checkout in Chromium', () => {
   it('spec 1: a customer pays on the hosted page and lands on success_url; the webhooks carry the full session and payment with metadata', async () => {
     const p = await svc.platform('Browser Shop');
-    const endpoint = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: receiver.url, enabled_events: ['checkout_session.completed', 'payment.succeeded'] });
+    const endpoint = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+      url: receiver.url,
+      enabled_events: ['checkout_session.completed', 'payment.succeeded'],
+    });
     const metadata = { order_id: 'ord_42', customer: 'Zoë <z@example.com>' };
     const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/checkout_sessions', {
-      amount: '42.50', asset_code: 'USDC-E.ARB', metadata, success_url: `${shopUrl}/orders/ord_42/thanks?lang=en`, cancel_url: `${shopUrl}/cart`,
+      amount: '42.50',
+      asset_code: 'USDC-E.ARB',
+      metadata,
+      success_url: `${shopUrl}/orders/ord_42/thanks?lang=en`,
+      cancel_url: `${shopUrl}/cart`,
     });
     expect(created.status).toBe(201);
     const session = created.body;
@@ -74,7 +81,12 @@ describe('hosted checkout in Chromium', () => {
     // The webhooks race the redirect (spec 1); both arrive, signed, with the full objects.
     await receiver.waitFor(2);
     const events = receiver.requests.map((r) => {
-      const check = checkSignature({ header: String(r.headers['service-signature']), rawBody: r.raw, secrets: [endpoint.body.secret], nowSeconds: Math.floor(Date.now() / 1000) });
+      const check = checkSignature({
+        header: String(r.headers['service-signature']),
+        rawBody: r.raw,
+        secrets: [endpoint.body.secret],
+        nowSeconds: Math.floor(Date.now() / 1000),
+      });
       expect(check.ok).toBe(true);
       return JSON.parse(r.raw.toString('utf8'));
     });
@@ -85,7 +97,13 @@ describe('hosted checkout in Chromium', () => {
     expect(byType['checkout_session.completed'].data.object).toEqual(completed);
     expect(byType['payment.succeeded'].data.object).toEqual(payment);
     expect(completed).toMatchObject({ status: 'complete', metadata, payment: payment.id });
-    expect(payment).toMatchObject({ status: 'succeeded', amount: '42.50', asset_code: 'USDC-E.ARB', metadata, checkout_session: session.id });
+    expect(payment).toMatchObject({
+      status: 'succeeded',
+      amount: '42.50',
+      asset_code: 'USDC-E.ARB',
+      metadata,
+      checkout_session: session.id,
+    });
     expect(shopVisits.some((v) => v.includes(`checkout_session_id=${session.id}`))).toBe(true);
   });
 });

@@ -34,7 +34,13 @@ beforeEach(async () => {
 
 const METADATA = { order_id: 'ord_<b>1</b>', customer: 'Zoë' };
 const createSession = async (body: Record<string, unknown> = {}, key = p.keys.sandbox) => {
-  const r = await svc.api(key, 'POST', '/api/v1/checkout_sessions', { amount: '42.50', asset_code: 'USDC.ETH', metadata: METADATA, success_url: 'https://shop.example/success', ...body });
+  const r = await svc.api(key, 'POST', '/api/v1/checkout_sessions', {
+    amount: '42.50',
+    asset_code: 'USDC.ETH',
+    metadata: METADATA,
+    success_url: 'https://shop.example/success',
+    ...body,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body;
 };
@@ -44,7 +50,18 @@ const getSession = async (id: string) => (await svc.api(p.keys.sandbox, 'GET', `
 describe('checkout sessions', () => {
   it('creates an open session with its Payment linked both ways, payment.created published', async () => {
     const s = await createSession({ cancel_url: 'https://shop.example/cart' });
-    expect(s).toMatchObject({ object: 'checkout_session', status: 'open', amount: '42.50', asset_code: 'USDC.ETH', metadata: METADATA, success_url: 'https://shop.example/success', cancel_url: 'https://shop.example/cart', completed_at: null, merchant_id: p.merchant_id, environment: 'sandbox' });
+    expect(s).toMatchObject({
+      object: 'checkout_session',
+      status: 'open',
+      amount: '42.50',
+      asset_code: 'USDC.ETH',
+      metadata: METADATA,
+      success_url: 'https://shop.example/success',
+      cancel_url: 'https://shop.example/cart',
+      completed_at: null,
+      merchant_id: p.merchant_id,
+      environment: 'sandbox',
+    });
     expect(s.id).toMatch(/^cs_/);
     expect(s.url).toBe(`${svc.url}/checkout/${s.id}`);
     expect(Date.parse(s.expires_at) - Date.parse(s.created_at)).toBe(3_600_000);
@@ -57,7 +74,13 @@ describe('checkout sessions', () => {
   });
 
   it('validates success_url, cancel_url and expires_in (60 to 86400 seconds)', async () => {
-    const post = (body: Record<string, unknown>, key = p.keys.sandbox) => svc.api(key, 'POST', '/api/v1/checkout_sessions', { amount: '1.00', asset_code: 'USDC.ETH', success_url: 'https://shop.example/ok', ...body });
+    const post = (body: Record<string, unknown>, key = p.keys.sandbox) =>
+      svc.api(key, 'POST', '/api/v1/checkout_sessions', {
+        amount: '1.00',
+        asset_code: 'USDC.ETH',
+        success_url: 'https://shop.example/ok',
+        ...body,
+      });
     for (const [body, param] of [
       [{ success_url: 'not a url' }, 'success_url'],
       [{ success_url: 'javascript:alert(1)' }, 'success_url'],
@@ -99,14 +122,22 @@ describe('a session follows its payment', () => {
     const rails = await startService({ allowPrivateUrls: true, internalToken: token });
     try {
       const q = await rails.platform('live shop');
-      const created = await rails.api(q.keys.live, 'POST', '/api/v1/checkout_sessions', { amount: '3.00', asset_code: 'USDC.ETH', success_url: 'https://shop.example/ok' });
+      const created = await rails.api(q.keys.live, 'POST', '/api/v1/checkout_sessions', {
+        amount: '3.00',
+        asset_code: 'USDC.ETH',
+        success_url: 'https://shop.example/ok',
+      });
       expect(created.status).toBe(201);
       const cancel = await rails.api(q.keys.live, 'POST', `/api/v1/payments/${created.body.payment}/cancel`);
       expect(cancel.status).toBe(409);
       expect(cancel.body.error.code).toBe('checkout_session_open');
       expect(cancel.body.error.message).toContain(`/api/v1/checkout_sessions/${created.body.id}/expire`);
       const move = (status: string) =>
-        fetch(`${rails.url}/internal/v1/payments/${created.body.payment}/transitions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ status }) });
+        fetch(`${rails.url}/internal/v1/payments/${created.body.payment}/transitions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ status }),
+        });
       expect((await move('processing')).status).toBe(200);
       expect((await move('succeeded')).status).toBe(200);
       const session = (await rails.api(q.keys.live, 'GET', `/api/v1/checkout_sessions/${created.body.id}`)).body;
@@ -205,7 +236,7 @@ describe('the hosted checkout page', () => {
     expect(parsedEvents(receiver.requests).map((e) => e.type)).toEqual(['payment.created', 'payment.processing', 'payment.failed']);
   });
 
-  it('a POST without the page\'s CSRF token (or with another session\'s) is refused with 403 and changes nothing', async () => {
+  it("a POST without the page's CSRF token (or with another session's) is refused with 403 and changes nothing", async () => {
     const s = await createSession();
     const other = await createSession();
     const otherToken = /name="csrf_token" value="([^"]+)"/.exec(await (await fetch(other.url)).text())![1]!;
@@ -225,7 +256,12 @@ describe('the hosted checkout page', () => {
     expect(html).not.toContain('>Pay<');
     const token = /name="csrf_token"/.test(html);
     expect(token).toBe(false);
-    const r = await fetch(`${s.url}/pay`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf_token=${svc.ctx.secrets.tag('checkout-csrf', s.id)}` , redirect: 'manual' });
+    const r = await fetch(`${s.url}/pay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `csrf_token=${svc.ctx.secrets.tag('checkout-csrf', s.id)}`,
+      redirect: 'manual',
+    });
     expect(r.status).toBe(403);
   });
 });
@@ -256,7 +292,9 @@ describe('expiry by the worker', () => {
     expect((await getPayment(reviewed.payment)).status).toBe('under_review'); // money may be moving: it carries on
     await worker.drain();
     const ours = new Set([s.id, s.payment, paid.id, paid.payment, reviewed.id, reviewed.payment]);
-    const events = parsedEvents(receiver.requests).map((e) => [e.type, e.data.object.id]).filter(([, id]) => ours.has(id!));
+    const events = parsedEvents(receiver.requests)
+      .map((e) => [e.type, e.data.object.id])
+      .filter(([, id]) => ours.has(id!));
     expect(events.sort()).toEqual(
       [
         ['payment.expired', s.payment],

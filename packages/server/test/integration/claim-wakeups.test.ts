@@ -40,7 +40,10 @@ async function until(what: string, done: () => boolean | Promise<boolean>): Prom
 }
 
 const settled = async () => {
-  const [row] = await svc.ctx.database.query<{ n: string }>(`SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') + (SELECT count(*) FROM delivery_queue WHERE lease_token IS NOT NULL) AS n`, []);
+  const [row] = await svc.ctx.database.query<{ n: string }>(
+    `SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') + (SELECT count(*) FROM delivery_queue WHERE lease_token IS NOT NULL) AS n`,
+    [],
+  );
   return Number(row!.n) === 0;
 };
 
@@ -50,7 +53,11 @@ describe('claiming on wake-ups', () => {
     // One transaction: one NOTIFY at commit for all 40 deliveries.
     await svc.ctx.database.db.transaction(async (tx) => {
       for (let i = 0; i < 40; i++) {
-        await publishEvent(tx, { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: payment({ id: `pay_backlog_${i}` }) }, svc.ctx.clock.now());
+        await publishEvent(
+          tx,
+          { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: payment({ id: `pay_backlog_${i}` }) },
+          svc.ctx.clock.now(),
+        );
       }
     });
     await until('40 deliveries', () => receiver.requests.length - before >= 40);

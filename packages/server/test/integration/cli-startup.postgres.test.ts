@@ -68,7 +68,8 @@ describe('payhooks --help and --version', () => {
   it('--help lists the commands and every environment variable of the configuration', async () => {
     const r = await runPayhooks(['--help'], {});
     expect(r.code).toBe(0);
-    for (const command of ['serve', 'worker', 'migrate', 'trigger', 'listen', 'check-receiver', 'admin']) expect(r.stdout).toContain(command);
+    for (const command of ['serve', 'worker', 'migrate', 'trigger', 'listen', 'check-receiver', 'admin'])
+      expect(r.stdout).toContain(command);
     for (const s of SETTINGS) expect(r.stdout, s.env).toMatch(new RegExp(`^  ${s.env} `, 'm'));
     expect(r.stdout).toContain('(default: 8080)');
   });
@@ -90,8 +91,17 @@ describe('start-up failures: one line naming the setting, exit 1, no stack', () 
   });
 
   it('PostgreSQL not reachable (127.0.0.1:1): names DATABASE_URL and where it pointed', async () => {
-    const r = await runPayhooks(['serve'], { DATABASE_URL: pgUrl((u) => (u.port = '1')), PAYHOOKS_ENCRYPTION_KEY: key, PAYHOOKS_DB_WAIT: '0s', PAYHOOKS_LOG_LEVEL: 'error' });
-    expectOneLine(r, 'PostgreSQL at 127.0.0.1:1 (DATABASE_URL) is not reachable (ECONNREFUSED)', 'start PostgreSQL or correct the host and port in DATABASE_URL');
+    const r = await runPayhooks(['serve'], {
+      DATABASE_URL: pgUrl((u) => (u.port = '1')),
+      PAYHOOKS_ENCRYPTION_KEY: key,
+      PAYHOOKS_DB_WAIT: '0s',
+      PAYHOOKS_LOG_LEVEL: 'error',
+    });
+    expectOneLine(
+      r,
+      'PostgreSQL at 127.0.0.1:1 (DATABASE_URL) is not reachable (ECONNREFUSED)',
+      'start PostgreSQL or correct the host and port in DATABASE_URL',
+    );
   });
 
   it('a database that does not exist: says how to create it, with a createdb command that works', async () => {
@@ -99,7 +109,11 @@ describe('start-up failures: one line naming the setting, exit 1, no stack', () 
     const url = pgUrl((u) => (u.pathname = `/${name}`));
     const r = await runPayhooks(['serve'], { DATABASE_URL: url, PAYHOOKS_ENCRYPTION_KEY: key, PAYHOOKS_PORT: '0' });
     const createdb = `createdb -h ${admin.hostname} -p ${admin.port || '5432'} -U ${admin.username} ${name}`;
-    expectOneLine(r, `Database "${name}" does not exist on PostgreSQL at ${admin.hostname}:${admin.port || '5432'} (DATABASE_URL)`, `create it with \`${createdb}\``);
+    expectOneLine(
+      r,
+      `Database "${name}" does not exist on PostgreSQL at ${admin.hostname}:${admin.port || '5432'} (DATABASE_URL)`,
+      `create it with \`${createdb}\``,
+    );
     // What the message says to run is right: the database it names, on that server, as that user.
     const c = new pg.Client({ connectionString: ADMIN_URL });
     await c.connect();
@@ -116,7 +130,12 @@ describe('start-up failures: one line naming the setting, exit 1, no stack', () 
 
   it('authentication failed (a role that does not exist): names the user and DATABASE_URL, never the password', async () => {
     const role = `payhooks_nobody_${randomBytes(4).toString('hex')}`;
-    const r = await runPayhooks(['migrate'], { DATABASE_URL: pgUrl((u) => ((u.username = role), (u.password = 'hunter2-secret'))) });
+    const r = await runPayhooks(['migrate'], {
+      DATABASE_URL: pgUrl((u) => {
+        u.username = role;
+        u.password = 'hunter2-secret';
+      }),
+    });
     expectOneLine(r, `refused user "${role}" (DATABASE_URL)`, 'the role does not exist or may not connect');
     expect(r.stderr).not.toContain('hunter2-secret');
   });
@@ -128,7 +147,12 @@ describe('start-up failures: one line naming the setting, exit 1, no stack', () 
   });
 
   it('a port in use (PAYHOOKS_PORT) names the variable; at debug level the cause and its stack follow', async () => {
-    const r = await runPayhooks(['serve'], { DATABASE_URL: scratch.url, PAYHOOKS_ENCRYPTION_KEY: key, PAYHOOKS_PORT: String(busyPort), PAYHOOKS_LOG_LEVEL: 'debug' });
+    const r = await runPayhooks(['serve'], {
+      DATABASE_URL: scratch.url,
+      PAYHOOKS_ENCRYPTION_KEY: key,
+      PAYHOOKS_PORT: String(busyPort),
+      PAYHOOKS_LOG_LEVEL: 'debug',
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`Port ${busyPort} (PAYHOOKS_PORT=${busyPort}) is already in use`);
     expect(r.stderr).toMatch(/payhooks: \(debug\) Error: listen EADDRINUSE[^\n]*\n\s+at /);
@@ -136,7 +160,10 @@ describe('start-up failures: one line naming the setting, exit 1, no stack', () 
   });
 
   it('an address this machine does not have (--host 203.0.113.1): exit 1 naming the flag, before anything is migrated', async () => {
-    const r = await runPayhooks(['serve', '--host', '203.0.113.1', '--port', '0'], { DATABASE_URL: scratch.url, PAYHOOKS_ENCRYPTION_KEY: key });
+    const r = await runPayhooks(['serve', '--host', '203.0.113.1', '--port', '0'], {
+      DATABASE_URL: scratch.url,
+      PAYHOOKS_ENCRYPTION_KEY: key,
+    });
     expectOneLine(r, 'Address 203.0.113.1 (--host 203.0.113.1) is not an address of this machine');
     expect(await migrated(scratch.url), 'nothing migrated').toBe(false);
   });

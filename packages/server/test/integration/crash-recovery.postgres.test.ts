@@ -31,7 +31,10 @@ beforeAll(async () => {
   ({ url: dbUrl, drop } = await createPgDatabase());
   database = await openDatabase({ databaseUrl: dbUrl });
   await migrate(database);
-  const config = loadConfig({}, { databaseUrl: dbUrl, allowPrivateUrls: true, logLevel: 'silent', leaseMs: LEASE_MS, attemptTimeoutMs: 2000 });
+  const config = loadConfig(
+    {},
+    { databaseUrl: dbUrl, allowPrivateUrls: true, logLevel: 'silent', leaseMs: LEASE_MS, attemptTimeoutMs: 2000 },
+  );
   ctx = createContext({ config, database, clock, logger: pino({ level: 'silent' }), encryptionKey: key });
   receiver = await startReceiver();
 });
@@ -61,7 +64,10 @@ function worker(env: Record<string, string> = {}): Spawned {
 /** The `payhooks workers started` log line, parsed. */
 async function started(w: Spawned): Promise<{ workers: string[]; metrics: string | null }> {
   await w.waitFor('payhooks workers started');
-  const line = w.output().split('\n').find((l) => l.includes('payhooks workers started'))!;
+  const line = w
+    .output()
+    .split('\n')
+    .find((l) => l.includes('payhooks workers started'))!;
   return JSON.parse(line);
 }
 
@@ -69,7 +75,10 @@ async function setUp(path: string) {
   const p = await createPlatform(database.db, 'crash');
   const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
   const ep = await ctx.endpoints.create(scope, { url: receiver.url.replace('/webhooks', path), enabled_events: ['*'] });
-  const publish = () => database.db.transaction((tx) => publishEvent(tx, { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: payment() }, new Date()));
+  const publish = () =>
+    database.db.transaction((tx) =>
+      publishEvent(tx, { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: payment() }, new Date()),
+    );
   return { p, scope, ep, publish };
 }
 
@@ -77,7 +86,11 @@ describe('a worker that dies mid-attempt', () => {
   it('its in-flight attempt appears as interrupted (no status, its worker, when it started) once the lease is taken over; the retry is logged after it', async () => {
     const { scope, ep, publish } = await setUp('/crash');
     // The receiver takes the request and holds it: the worker is killed while waiting for the answer.
-    receiver.behave((req) => (req.path === '/crash' && receiver.requests.filter((r) => r.path === '/crash').length === 1 ? { status: 200, delayMs: 60_000 } : { status: 200 }));
+    receiver.behave((req) =>
+      req.path === '/crash' && receiver.requests.filter((r) => r.path === '/crash').length === 1
+        ? { status: 200, delayMs: 60_000 }
+        : { status: 200 },
+    );
     const w = worker();
     const { workers } = await started(w);
     const before = Date.now();
@@ -100,7 +113,15 @@ describe('a worker that dies mid-attempt', () => {
     expect(after!.state).toBe('delivered');
     expect(after!.attempts).toHaveLength(2);
     const [lost, retry] = after!.attempts;
-    expect(lost).toMatchObject({ attempt_number: 1, trigger: 'automatic', succeeded: false, status_code: null, response_body: null, error_kind: 'interrupted', worker_id: workers[0] });
+    expect(lost).toMatchObject({
+      attempt_number: 1,
+      trigger: 'automatic',
+      succeeded: false,
+      status_code: null,
+      response_body: null,
+      error_kind: 'interrupted',
+      worker_id: workers[0],
+    });
     expect(lost!.error_message).toContain('may or may not have received it');
     const startedAt = new Date(lost!.started_at).getTime();
     expect(startedAt).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);

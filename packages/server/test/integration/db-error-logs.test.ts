@@ -21,14 +21,25 @@ const SECRET = 'sk_live_ThisMustNeverBeLogged0123456789';
 
 function capture() {
   const lines: string[] = [];
-  const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+  const logger = createLogger(
+    { logLevel: 'info' },
+    new Writable({
+      write: (c, _e, cb) => {
+        lines.push(String(c));
+        cb();
+      },
+    }),
+  );
   return { logger, lines };
 }
 
 describe(`failed queries in logs on ${backend}`, () => {
   it('a drizzle query that fails logs statement and SQLSTATE, not its parameters', async () => {
     const { logger, lines } = capture();
-    const err = await testDb.database.db.execute(sql`SELECT ${SECRET}::int AS n`).then(() => null, (e: unknown) => e);
+    const err = await testDb.database.db.execute(sql`SELECT ${SECRET}::int AS n`).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).not.toBeNull();
     logger.error({ err }, 'query failed');
     logger.error(err);
@@ -42,7 +53,10 @@ describe(`failed queries in logs on ${backend}`, () => {
 
   it('a hand-written statement that fails logs its own name', async () => {
     const { logger, lines } = capture();
-    const err = await testDb.database.query('SELECT $1::int AS n', [SECRET], 'parse_number').then(() => null, (e: unknown) => e);
+    const err = await testDb.database.query('SELECT $1::int AS n', [SECRET], 'parse_number').then(
+      () => null,
+      (e: unknown) => e,
+    );
     logger.error({ err }, 'query failed');
     expect(JSON.parse(lines[0]!).err).toMatchObject({ type: 'DatabaseError', statement: 'parse_number', code: '22P02' });
     expect(lines[0]).not.toContain(SECRET);

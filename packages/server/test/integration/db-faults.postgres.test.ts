@@ -71,14 +71,19 @@ function start(args: string[], environment: Record<string, string>): Spawned {
 
 /** The `url` of the `payhooks listening` log line. */
 function listeningUrl(s: Spawned): string {
-  const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"payhooks listening"|"msg":"payhooks listening"[^\n]*"url":"(http:\/\/[^"]+)"/.exec(s.output());
+  const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"payhooks listening"|"msg":"payhooks listening"[^\n]*"url":"(http:\/\/[^"]+)"/.exec(
+    s.output(),
+  );
   if (!m) throw new Error(`no listening line in:\n${s.output()}`);
   return (m[1] ?? m[2])!;
 }
 
 async function platformWithEndpoint(name: string): Promise<CreatedPlatform> {
   const p = await createPlatform(database.db, name);
-  await ctx.endpoints.create({ platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' }, { url: `${receiver.url}/${name}`, enabled_events: ['*'] });
+  await ctx.endpoints.create(
+    { platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' },
+    { url: `${receiver.url}/${name}`, enabled_events: ['*'] },
+  );
   return p;
 }
 
@@ -95,7 +100,12 @@ async function publishHttp(baseUrl: string, merchantId: string): Promise<Publish
     const res = await fetch(`${baseUrl}/internal/v1/events`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'payment.succeeded', merchant_id: merchantId, environment: 'sandbox', data: { object: payment({ metadata: { marker: MARKER } }) } }),
+      body: JSON.stringify({
+        type: 'payment.succeeded',
+        merchant_id: merchantId,
+        environment: 'sandbox',
+        data: { object: payment({ metadata: { marker: MARKER } }) },
+      }),
       signal: AbortSignal.timeout(20_000),
     });
     const body = (await res.json()) as { id?: string; error?: { code?: string } };
@@ -116,7 +126,10 @@ async function until(check: () => Promise<boolean> | boolean, timeoutMs: number,
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function deliveredCount(eventIds: string[]): Promise<number> {
-  const [row] = await database.query<{ n: string }>(`SELECT count(DISTINCT event_id) AS n FROM webhook_deliveries WHERE event_id = ANY($1::text[]) AND state = 'delivered'`, [eventIds]);
+  const [row] = await database.query<{ n: string }>(
+    `SELECT count(DISTINCT event_id) AS n FROM webhook_deliveries WHERE event_id = ANY($1::text[]) AND state = 'delivered'`,
+    [eventIds],
+  );
   return Number(row!.n);
 }
 
@@ -146,7 +159,11 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
     for (let round = 1; round <= 2; round++) {
       await server.restart();
       // The listener reconnects with backoff and says so (once per reconnect).
-      await until(() => (w.output().match(/wake-up listener reconnected/g) ?? []).length >= round, 20_000, `listener reconnected (round ${round})`);
+      await until(
+        () => (w.output().match(/wake-up listener reconnected/g) ?? []).length >= round,
+        20_000,
+        `listener reconnected (round ${round})`,
+      );
       const id = await settled(() => publishInProcess(p.merchant_id));
       // Well inside the 30 s poll interval, so only a NOTIFY can have woken the worker.
       await until(() => received(id), 10_000, `event ${round} delivered well before the poll interval`);
@@ -244,9 +261,18 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
       // It works: a platform, an endpoint and a published event that gets delivered.
       const db = await openDatabase({ databaseUrl: late.url });
       try {
-        const lateCtx = createContext({ config: loadConfig({}, { databaseUrl: late.url, allowPrivateUrls: true, logLevel: 'silent' }), database: db, clock: systemClock, logger: pino({ level: 'silent' }), encryptionKey: key });
+        const lateCtx = createContext({
+          config: loadConfig({}, { databaseUrl: late.url, allowPrivateUrls: true, logLevel: 'silent' }),
+          database: db,
+          clock: systemClock,
+          logger: pino({ level: 'silent' }),
+          encryptionKey: key,
+        });
         const p = await createPlatform(db.db, 'late');
-        await lateCtx.endpoints.create({ platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' }, { url: `${receiver.url}/late`, enabled_events: ['*'] });
+        await lateCtx.endpoints.create(
+          { platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' },
+          { url: `${receiver.url}/late`, enabled_events: ['*'] },
+        );
         await lateCtx.close();
         const answer = await publishHttp(listeningUrl(s), p.merchant_id);
         expect(answer.status).toBe(201);
@@ -262,7 +288,9 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
       const w = start(['worker'], env(late.url, { PAYHOOKS_DB_WAIT: '1s' }));
       expect(await w.exited).toBe(1);
       expect(w.output()).toContain('not reachable yet');
-      expect(w.output()).toMatch(/payhooks: PostgreSQL at 127\.0\.0\.1:\d+ \(DATABASE_URL\) is not reachable \(ECONNREFUSED\) after \d+ s: start PostgreSQL or correct the host and port in DATABASE_URL; PAYHOOKS_DB_WAIT sets how long to wait for it\./);
+      expect(w.output()).toMatch(
+        /payhooks: PostgreSQL at 127\.0\.0\.1:\d+ \(DATABASE_URL\) is not reachable \(ECONNREFUSED\) after \d+ s: start PostgreSQL or correct the host and port in DATABASE_URL; PAYHOOKS_DB_WAIT sets how long to wait for it\./,
+      );
       expect(w.output(), 'no stack trace').not.toMatch(/\n\s+at /);
     } finally {
       await late.destroy();
@@ -282,7 +310,9 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
   it('a database that answers but refuses us (no such database) is not waited for: exit 1 at once saying what to check', async () => {
     const w = start(['worker'], env(server.url.replace(/\/postgres$/, '/no_such_database'), { PAYHOOKS_DB_WAIT: '60s' }));
     expect(await w.exited).toBe(1);
-    expect(w.output()).toMatch(/payhooks: Database "no_such_database" does not exist on PostgreSQL at 127\.0\.0\.1:\d+ \(DATABASE_URL\): create it with `createdb -h 127\.0\.0\.1 -p \d+ -U postgres no_such_database`/);
+    expect(w.output()).toMatch(
+      /payhooks: Database "no_such_database" does not exist on PostgreSQL at 127\.0\.0\.1:\d+ \(DATABASE_URL\): create it with `createdb -h 127\.0\.0\.1 -p \d+ -U postgres no_such_database`/,
+    );
     expect(w.output()).not.toContain('not reachable yet');
   }, 30_000);
 });
@@ -290,7 +320,11 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
 /** Publishes in this process (the payment core's path), returning the event id. */
 async function publishInProcess(merchantId: string): Promise<string> {
   const result = await database.db.transaction((tx) =>
-    publishEvent(tx, { type: 'payment.succeeded', merchantId, environment: 'sandbox', object: payment({ metadata: { marker: MARKER } }) }, new Date()),
+    publishEvent(
+      tx,
+      { type: 'payment.succeeded', merchantId, environment: 'sandbox', object: payment({ metadata: { marker: MARKER } }) },
+      new Date(),
+    ),
   );
   return result.event.id;
 }

@@ -3,18 +3,22 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type TestService } from '../helpers/service.ts';
-import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
+import { startReceiver } from '../helpers/receiver.ts';
 import { publish } from '../helpers/publish.ts';
 import type { Resolver } from '../../src/delivery/safe-lookup.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 
-const resolver: Resolver = (hostname, _o, cb) => cb(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
+const resolver: Resolver = (hostname, _o, cb) =>
+  cb(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
 
 let svc: TestService;
 let p: CreatedPlatform;
 
 beforeAll(async () => {
-  svc = await startService({ allowPrivateUrls: true, endpointConcurrency: 2, workerConcurrency: 20, attemptTimeoutMs: 10_000, pollIntervalMs: 50 }, { resolver });
+  svc = await startService(
+    { allowPrivateUrls: true, endpointConcurrency: 2, workerConcurrency: 20, attemptTimeoutMs: 10_000, pollIntervalMs: 50 },
+    { resolver },
+  );
   p = await svc.platform();
 });
 afterAll(async () => svc?.close());
@@ -66,7 +70,10 @@ describe('isolation and failure kinds', () => {
 
   it('spec 7: a TLS failure (untrusted certificate) is a failed attempt with error kind tls', async () => {
     const fixtures = new URL('../fixtures/', import.meta.url);
-    const server = createHttpsServer({ key: readFileSync(new URL('self-signed.key', fixtures)), cert: readFileSync(new URL('self-signed.crt', fixtures)) }, (_req, res) => res.end('ok'));
+    const server = createHttpsServer(
+      { key: readFileSync(new URL('self-signed.key', fixtures)), cert: readFileSync(new URL('self-signed.crt', fixtures)) },
+      (_req, res) => res.end('ok'),
+    );
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     let hits = 0;
     server.on('request', () => hits++);

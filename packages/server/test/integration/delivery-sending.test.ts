@@ -45,7 +45,7 @@ async function receiverAt(path: string, b: (index: number) => Behaviour): Promis
   const old = routes.size === 0;
   routes.set(path, b);
   if (old) {
-    prev.behave((req, i) => {
+    prev.behave((req) => {
       const route = routes.get(req.path);
       return route ? route(counts.set(req.path, (counts.get(req.path) ?? 0) + 1).get(req.path)! - 1) : { status: 200, body: 'ok' };
     });
@@ -99,7 +99,9 @@ describe('sending (spec 2.1, 4.2, 5.1)', () => {
     // spec 5.1.2: t is the Unix time of the attempt, in seconds.
     expect(Number(t)).toBe(Math.floor(clock.now().getTime() / 1000));
     // spec 5.1.3, 5.1.4: HMAC-SHA256 keyed with the full whsec_ string over `${t}.${raw body}`.
-    const expected = createHmac('sha256', ep.secret).update(Buffer.concat([Buffer.from(`${t}.`), req!.raw])).digest('hex');
+    const expected = createHmac('sha256', ep.secret)
+      .update(Buffer.concat([Buffer.from(`${t}.`), req!.raw]))
+      .digest('hex');
     expect(v1).toBe(expected);
   });
 
@@ -141,17 +143,20 @@ describe('sending (spec 2.1, 4.2, 5.1)', () => {
     expect(hits(`/code-${code}`)).toHaveLength(1);
   });
 
-  it.each([301, 302, 307, 308, 400, 401, 404, 409, 410, 429, 500, 502, 503])('spec 3.2, 4.2: a %i answer is a failed attempt (no redirect followed)', async (code) => {
-    const target = await receiverAt(`/redirect-target-${code}`, () => ({ status: 200 }));
-    const url = await receiverAt(`/fail-${code}`, () => ({ status: code, headers: { location: target } }));
-    const ep = await endpointFor(url);
-    const { event } = await publish(svc.ctx, p.merchant_id);
-    await worker.drain();
-    const d = await delivery(event.id, ep.id);
-    expect(d.state).toBe('failed_retrying');
-    expect(d.attempts[0]).toMatchObject({ succeeded: false, status_code: code, error_kind: 'http_status' });
-    expect(hits(`/redirect-target-${code}`)).toHaveLength(0);
-  });
+  it.each([301, 302, 307, 308, 400, 401, 404, 409, 410, 429, 500, 502, 503])(
+    'spec 3.2, 4.2: a %i answer is a failed attempt (no redirect followed)',
+    async (code) => {
+      const target = await receiverAt(`/redirect-target-${code}`, () => ({ status: 200 }));
+      const url = await receiverAt(`/fail-${code}`, () => ({ status: code, headers: { location: target } }));
+      const ep = await endpointFor(url);
+      const { event } = await publish(svc.ctx, p.merchant_id);
+      await worker.drain();
+      const d = await delivery(event.id, ep.id);
+      expect(d.state).toBe('failed_retrying');
+      expect(d.attempts[0]).toMatchObject({ succeeded: false, status_code: code, error_kind: 'http_status' });
+      expect(hits(`/redirect-target-${code}`)).toHaveLength(0);
+    },
+  );
 
   it('spec 3.2: a 1xx with no final answer is a failed attempt', async () => {
     const raw = await startRawServer('HTTP/1.1 102 Processing\r\n\r\n');
@@ -240,7 +245,9 @@ describe('schedule and states (spec 3.2, 8)', () => {
     expect(d.attempt_count).toBe(MAX_ATTEMPTS);
     expect(d.next_attempt_at).toBeNull();
     expect(d.attempts.map((a: { attempt_number: number }) => a.attempt_number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-    expect(d.attempts.every((a: { trigger: string; response_body: string }) => a.trigger === 'automatic' && a.response_body === 'nope')).toBe(true);
+    expect(
+      d.attempts.every((a: { trigger: string; response_body: string }) => a.trigger === 'automatic' && a.response_body === 'nope'),
+    ).toBe(true);
     // Terminal for the automatic schedule.
     clock.advance(30 * 86_400_000);
     await worker.drain();
@@ -280,7 +287,13 @@ describe('manual replay (spec 3.2, 8)', () => {
     const replayed = await svc.ctx.deliveries.replay({ platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' }, d0.id);
     expect(replayed.state).toBe('delivered');
     expect(replayed.attempt_count).toBe(9);
-    expect(replayed.attempts.at(-1)).toMatchObject({ attempt_number: 9, trigger: 'manual', succeeded: true, status_code: 200, response_body: 'fine now' });
+    expect(replayed.attempts.at(-1)).toMatchObject({
+      attempt_number: 9,
+      trigger: 'manual',
+      succeeded: true,
+      status_code: 200,
+      response_body: 'fine now',
+    });
     // The replay carries the same bytes as the automatic attempts.
     const reqs = hits('/replay-exhausted');
     expect(reqs.at(-1)!.raw.equals(reqs[0]!.raw)).toBe(true);
@@ -312,6 +325,8 @@ describe('manual replay (spec 3.2, 8)', () => {
     // Only failed_retrying and exhausted deliveries can be replayed.
     await expect(svc.ctx.deliveries.replay(scope, d0.id)).rejects.toMatchObject({ code: 'delivery_not_replayable' });
     // Another Platform can't replay it: 404 as for a missing one.
-    await expect(svc.ctx.deliveries.replay({ ...scope, platformId: 'plt_other' }, d0.id)).rejects.toMatchObject({ code: 'resource_missing' });
+    await expect(svc.ctx.deliveries.replay({ ...scope, platformId: 'plt_other' }, d0.id)).rejects.toMatchObject({
+      code: 'resource_missing',
+    });
   });
 });

@@ -24,7 +24,10 @@ beforeAll(async () => {
   receiver = await startReceiver((req) => (req.path.endsWith('/fail') ? { status: 503, body: 'down' } : { status: 200, body: 'ok' }));
   const p = await svc.platform('Dashboard');
   for (const path of ['/webhooks', '/webhooks/fail']) {
-    const r = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: receiver.url.replace('/webhooks', path), enabled_events: ['*'] });
+    const r = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+      url: receiver.url.replace('/webhooks', path),
+      enabled_events: ['*'],
+    });
     expect(r.status).toBe(201);
   }
   await publish(svc.ctx, p.merchant_id, { type: 'payment.succeeded', environment: 'sandbox' });
@@ -58,15 +61,22 @@ function samples(text: string): Map<string, Set<string>> {
 }
 
 describe('deploy/grafana-dashboard.json', () => {
-  it('parses, has panels with Prometheus queries, all on the dashboard\'s datasource variable', () => {
-    const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { uid: string; title: string; panels: Panel[]; templating: { list: Array<{ name: string; type: string }> } };
+  it("parses, has panels with Prometheus queries, all on the dashboard's datasource variable", () => {
+    const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+      uid: string;
+      title: string;
+      panels: Panel[];
+      templating: { list: Array<{ name: string; type: string }> };
+    };
     expect(dashboard.uid).toBeTruthy();
     expect(dashboard.templating.list).toContainEqual(expect.objectContaining({ name: 'datasource', type: 'datasource' }));
     expect(dashboard.panels.length).toBeGreaterThanOrEqual(8);
     for (const panel of dashboard.panels) {
       expect(panel.targets.length, panel.title).toBeGreaterThan(0);
-      expect(panel.datasource.uid, panel.title).toBe('${datasource}');
-      for (const t of panel.targets) expect(t.datasource.uid, panel.title).toBe('${datasource}');
+      // Grafana's datasource variable, literally.
+      const DATASOURCE = ['$', '{datasource}'].join('');
+      expect(panel.datasource.uid, panel.title).toBe(DATASOURCE);
+      for (const t of panel.targets) expect(t.datasource.uid, panel.title).toBe(DATASOURCE);
     }
   });
 
@@ -96,7 +106,10 @@ describe('deploy/grafana-dashboard.json', () => {
     const exported = [...scrape.matchAll(/^# TYPE (payhooks_[a-z_]+) /gm)].map((m) => m[1]!);
     expect(exported.length).toBeGreaterThanOrEqual(7);
     for (const name of exported) {
-      expect([...used].some((u) => u === name || u.startsWith(`${name}_`)), `${name} has no panel`).toBe(true);
+      expect(
+        [...used].some((u) => u === name || u.startsWith(`${name}_`)),
+        `${name} has no panel`,
+      ).toBe(true);
     }
   });
 

@@ -11,7 +11,15 @@ let receiver: TestReceiver;
 
 function capture() {
   const lines: string[] = [];
-  return { lines, stream: new Writable({ write: (c, _e, cb) => (lines.push(...String(c).split('\n').filter(Boolean)), cb()) }) };
+  return {
+    lines,
+    stream: new Writable({
+      write: (c, _e, cb) => {
+        lines.push(...String(c).split('\n').filter(Boolean));
+        cb();
+      },
+    }),
+  };
 }
 
 /** One service per mode (starting one is the slow part), each logging into its own capture. */
@@ -27,7 +35,10 @@ let prod: Mode;
 
 async function mode(isDev: boolean): Promise<Mode> {
   const { lines, stream } = capture();
-  const svc = await startService({ allowPrivateUrls: true, dev: isDev }, { clock, logger: createLogger({ logLevel: 'info', dev: isDev }, stream) });
+  const svc = await startService(
+    { allowPrivateUrls: true, dev: isDev },
+    { clock, logger: createLogger({ logLevel: 'info', dev: isDev }, stream) },
+  );
   const p = await svc.platform();
   return { svc, lines, key: p.keys.sandbox, merchant: p.merchant_id, platformId: p.platform_id };
 }
@@ -93,7 +104,8 @@ describe('attempt log line', () => {
 
   it('a manual replay logs its line too, marked manual', async () => {
     const { event, ep } = await run(dev, 503);
-    const [delivery] = (await dev.svc.api(dev.key, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${ep.id}`)).body.data;
+    const [delivery] = (await dev.svc.api(dev.key, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${ep.id}`)).body
+      .data;
     receiver.behave(() => ({ status: 200 }));
     await dev.svc.ctx.deliveries.replay({ platformId: dev.platformId, environment: 'sandbox', apiKeyId: 'test' }, delivery.id);
     const manual = dev.lines.filter((l) => l.includes(event.id) && l.includes(ep.id) && l.includes('manual payment.succeeded'));

@@ -56,7 +56,20 @@ describe('checkout session expiry by the workers', () => {
       await ctx.endpoints.create(scope, { url: receiver.url, enabled_events: ['payment.expired', 'checkout_session.expired'] });
       const sessions = await database.db.transaction(async (tx) => {
         const out = [];
-        for (let i = 0; i < 300; i++) out.push(await ctx.checkout.create(scope, { amount: '9.99', asset_code: 'USDC.ETH', metadata: { n: String(i) }, success_url: 'https://shop.example/ok', expires_in: 60 }, tx));
+        for (let i = 0; i < 300; i++)
+          out.push(
+            await ctx.checkout.create(
+              scope,
+              {
+                amount: '9.99',
+                asset_code: 'USDC.ETH',
+                metadata: { n: String(i) },
+                success_url: 'https://shop.example/ok',
+                expires_in: 60,
+              },
+              tx,
+            ),
+          );
         return out;
       });
       const ws = [worker(), worker()];
@@ -67,7 +80,14 @@ describe('checkout session expiry by the workers', () => {
       expect(Number(open!.n)).toBe(300);
       // Their time runs out while both workers poll.
       await database.query(`UPDATE checkout_sessions SET expires_at = now() - interval '1 second'`, []);
-      await until(async () => Number((await database.query<{ n: string }>(`SELECT count(*) AS n FROM checkout_sessions WHERE status = 'expired'`, []))[0]!.n) === 300, 60_000, '300 sessions expired');
+      await until(
+        async () =>
+          Number(
+            (await database.query<{ n: string }>(`SELECT count(*) AS n FROM checkout_sessions WHERE status = 'expired'`, []))[0]!.n,
+          ) === 300,
+        60_000,
+        '300 sessions expired',
+      );
       await receiver.waitFor(600, 60_000);
 
       const events = await database.query<{ type: string; object_id: string; n: string }>(
@@ -76,8 +96,12 @@ describe('checkout session expiry by the workers', () => {
       );
       expect(events).toHaveLength(600);
       expect(events.every((e) => Number(e.n) === 1)).toBe(true);
-      expect(new Set(events.filter((e) => e.type === 'checkout_session.expired').map((e) => e.object_id))).toEqual(new Set(sessions.map((s) => s.id)));
-      expect(new Set(events.filter((e) => e.type === 'payment.expired').map((e) => e.object_id))).toEqual(new Set(sessions.map((s) => s.payment)));
+      expect(new Set(events.filter((e) => e.type === 'checkout_session.expired').map((e) => e.object_id))).toEqual(
+        new Set(sessions.map((s) => s.id)),
+      );
+      expect(new Set(events.filter((e) => e.type === 'payment.expired').map((e) => e.object_id))).toEqual(
+        new Set(sessions.map((s) => s.payment)),
+      );
       const [payments] = await database.query<{ n: string }>(`SELECT count(*) AS n FROM payments WHERE status = 'expired'`, []);
       expect(Number(payments!.n)).toBe(300);
       // Delivered once each to the real receiver.

@@ -100,7 +100,15 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
 describe('fair sharing between Platforms', () => {
   it("a Platform's stuck endpoints hold at most its share of a worker while another Platform's deliveries go out", async () => {
     // Attempts to these last the whole deadline; with many due at once they would fill the worker.
-    const svcLong = await startService({ allowPrivateUrls: true, workerConcurrency: 20, endpointConcurrency: 2, platformShare: 0.5, attemptTimeoutMs: 30_000, leaseMs: 120_000, pollIntervalMs: 50 });
+    const svcLong = await startService({
+      allowPrivateUrls: true,
+      workerConcurrency: 20,
+      endpointConcurrency: 2,
+      platformShare: 0.5,
+      attemptTimeoutMs: 30_000,
+      leaseMs: 120_000,
+      pollIntervalMs: 50,
+    });
     cleanup.push(() => svcLong.close());
     const stuck = await concurrencyReceiver();
     cleanup.push(() => stuck.close());
@@ -114,7 +122,9 @@ describe('fair sharing between Platforms', () => {
     }
     // Platform A's 30 deliveries (10 endpoints x 3) are all due before B's first.
     for (let i = 0; i < 3; i++) await publish(svcLong.ctx, a.merchant_id);
-    expect((await svcLong.api(b.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: healthy.url, enabled_events: ['*'] })).status).toBe(201);
+    expect(
+      (await svcLong.api(b.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: healthy.url, enabled_events: ['*'] })).status,
+    ).toBe(201);
     for (let i = 0; i < 5; i++) await publish(svcLong.ctx, b.merchant_id);
 
     const worker = svcLong.ctx.createWorker();
@@ -148,7 +158,10 @@ describe('circuit breaker for endpoints that keep timing out', () => {
     cleanup.push(() => worker.stop());
 
     // Cap 2 at first: two at once; once the timeouts add up, one at a time.
-    await until(async () => (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health.status === 'throttled', 'throttled');
+    await until(
+      async () => (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health.status === 'throttled',
+      'throttled',
+    );
     const throttled = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health;
     expect(throttled.consecutive_timeouts).toBeGreaterThanOrEqual(THROTTLE_AFTER_TIMEOUTS);
     expect(throttled.throttled_since).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
@@ -161,7 +174,10 @@ describe('circuit breaker for endpoints that keep timing out', () => {
 
     // It answers again (slowly, so parallel attempts would overlap): the throttle lifts.
     receiver.answerWith((res) => setTimeout(() => res.end('ok'), 150));
-    await until(async () => (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health.status === 'healthy', 'healthy again');
+    await until(
+      async () => (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health.status === 'healthy',
+      'healthy again',
+    );
     const healed = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health;
     expect(healed).toEqual({ status: 'healthy', consecutive_timeouts: 0, throttled_since: null });
     receiver.takeMaxOpen();

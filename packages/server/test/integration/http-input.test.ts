@@ -24,11 +24,19 @@ let routes: RouteInfo[];
 beforeAll(async () => {
   svc = await startService({ rateLimitPerSecond: 1_000_000, rateLimitBurst: 1_000_000, internalToken: INTERNAL_TOKEN });
   p = await svc.platform();
-  const endpoint = (await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 'https://merchant.example.com/hooks', enabled_events: ['*'] })).body;
+  const endpoint = (
+    await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 'https://merchant.example.com/hooks', enabled_events: ['*'] })
+  ).body;
   const { event } = await publish(svc.ctx, p.merchant_id);
   const [delivery] = (await svc.api(p.keys.sandbox, 'GET', '/api/v1/webhook_deliveries')).body.data;
   const payment = (await svc.api(p.keys.sandbox, 'POST', '/api/v1/payments', { amount: '10.00', asset_code: 'USDC.ETH' })).body;
-  const session = (await svc.api(p.keys.sandbox, 'POST', '/api/v1/checkout_sessions', { amount: '10.00', asset_code: 'USDC.ETH', success_url: 'https://shop.example.com/ok' })).body;
+  const session = (
+    await svc.api(p.keys.sandbox, 'POST', '/api/v1/checkout_sessions', {
+      amount: '10.00',
+      asset_code: 'USDC.ETH',
+      success_url: 'https://shop.example.com/ok',
+    })
+  ).body;
   ids = { endpoint: endpoint.id, event: event.id, delivery: delivery.id, payment: payment.id, session: session.id };
   // The listen session route answers a stream that stays open while its client is connected:
   // its input is tested in listen.test.ts.
@@ -60,7 +68,10 @@ function pct(s: string): string {
   let out = '';
   for (const ch of s) {
     const c = ch.codePointAt(0)!;
-    out += c >= 0xd800 && c <= 0xdfff ? [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('') : encodeURIComponent(ch);
+    out +=
+      c >= 0xd800 && c <= 0xdfff
+        ? [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('')
+        : encodeURIComponent(ch);
   }
   return out;
 }
@@ -85,8 +96,18 @@ describe('JSON bodies: Unicode and nesting', () => {
   });
 
   it('a lone surrogate in a key, in an array item and in a URL is refused too; a valid pair is accepted', async () => {
-    expectError(await create('{"url":"https://m.example.com/h","enabled_events":["*"],"metadata":{"k\\udc00":"v"}}'), 400, 'invalid_unicode', 'metadata.k\udc00');
-    expectError(await create('{"url":"https://m.example.com/h","enabled_events":["*","\\ud83d"]}'), 400, 'invalid_unicode', 'enabled_events[1]');
+    expectError(
+      await create('{"url":"https://m.example.com/h","enabled_events":["*"],"metadata":{"k\\udc00":"v"}}'),
+      400,
+      'invalid_unicode',
+      'metadata.k\udc00',
+    );
+    expectError(
+      await create('{"url":"https://m.example.com/h","enabled_events":["*","\\ud83d"]}'),
+      400,
+      'invalid_unicode',
+      'enabled_events[1]',
+    );
     expectError(await create('{"url":"https://m.example.com/\\udfff","enabled_events":["*"]}'), 400, 'invalid_unicode', 'url');
     const ok = await create('{"url":"https://m.example.com/h","enabled_events":["*"],"metadata":{"emoji":"\\ud83d\\ude00"}}');
     expect(ok.status).toBe(201);
@@ -94,8 +115,9 @@ describe('JSON bodies: Unicode and nesting', () => {
   });
 
   it(`nesting beyond ${MAX_JSON_DEPTH} levels is 400 nesting_too_deep on the internal events API (4,100 levels used to overflow the stack)`, async () => {
-    const deep = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
-    const body = (n: number) => `{"type":"payment.succeeded","merchant_id":"${p.merchant_id}","environment":"sandbox","data":{"object":${deep(n)}}}`;
+    const deep = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
+    const body = (n: number) =>
+      `{"type":"payment.succeeded","merchant_id":"${p.merchant_id}","environment":"sandbox","data":{"object":${deep(n)}}}`;
     const headers = { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' };
     const res = await fetch(`${svc.url}/internal/v1/events`, { method: 'POST', headers, body: body(4_100) });
     expectError({ status: res.status, headers: res.headers, body: await res.json() }, 400, 'nesting_too_deep');
@@ -110,11 +132,26 @@ describe('JSON bodies: Unicode and nesting', () => {
 describe('requests the HTTP parser refuses get our error shape', () => {
   const cases: Array<[string, string, number, string]> = [
     ['a space in the path', 'GET /api/v1/webhook endpoints HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_http'],
-    ['an invalid Content-Length', 'POST /api/v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'malformed_http'],
-    ['Content-Length and Transfer-Encoding together', 'POST /api/v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'malformed_http'],
+    [
+      'an invalid Content-Length',
+      'POST /api/v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+      400,
+      'malformed_http',
+    ],
+    [
+      'Content-Length and Transfer-Encoding together',
+      'POST /api/v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      400,
+      'malformed_http',
+    ],
     ['an invalid method', 'GE@T / HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_http'],
     ['an unknown HTTP version', 'GET / HTTP/9.9\r\nHost: x\r\n\r\n', 400, 'malformed_http'],
-    ['headers over 16 KiB', `GET /api/v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+    [
+      'headers over 16 KiB',
+      `GET /api/v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      431,
+      'headers_too_large',
+    ],
   ];
   for (const [name, bytes, status, code] of cases) {
     it(`${name}: ${status} ${code}`, async () => {
@@ -154,12 +191,37 @@ describe('fuzz: every route, no 5xx', () => {
       nasty,
       fc.constantFrom('payment.succeeded', 'sandbox', 'live', '10.00', 'USDC.ETH', 'https://m.example.com/h', '*', 'enabled', 'disabled'),
       fc.array(tie('value'), { maxLength: 4 }),
-      fc.dictionary(fc.oneof(nasty, fc.constantFrom('url', 'enabled_events', 'metadata', 'status', 'amount', 'asset_code', 'type', 'data', 'object', 'environment', 'merchant_id')), tie('value'), { maxKeys: 5 }),
+      fc.dictionary(
+        fc.oneof(
+          nasty,
+          fc.constantFrom(
+            'url',
+            'enabled_events',
+            'metadata',
+            'status',
+            'amount',
+            'asset_code',
+            'type',
+            'data',
+            'object',
+            'environment',
+            'merchant_id',
+          ),
+        ),
+        tie('value'),
+        { maxKeys: 5 },
+      ),
     ),
   })).value;
   const auth = () =>
-    fc.constantFrom<Array<string | undefined>>([p.keys.sandbox, p.keys.live, INTERNAL_TOKEN, 'sk_test_nope', undefined]).chain((keys) => fc.constantFrom(...keys));
-  const param = () => fc.oneof(fc.constantFrom(ids.endpoint, ids.event, ids.delivery, ids.payment, ids.session, 'pay_x', 'cs_x'), nasty.filter((s) => s.length > 0));
+    fc
+      .constantFrom<Array<string | undefined>>([p.keys.sandbox, p.keys.live, INTERNAL_TOKEN, 'sk_test_nope', undefined])
+      .chain((keys) => fc.constantFrom(...keys));
+  const param = () =>
+    fc.oneof(
+      fc.constantFrom(ids.endpoint, ids.event, ids.delivery, ids.payment, ids.session, 'pay_x', 'cs_x'),
+      nasty.filter((s) => s.length > 0),
+    );
 
   /**
    * Valid bodies of the routes that take one, keyed by `METHOD url`. Mutating one field of a
@@ -167,16 +229,45 @@ describe('fuzz: every route, no 5xx', () => {
    * is refused at the first field. A route missing here is still fuzzed with random bodies.
    */
   const templates = (): Record<string, Record<string, unknown>> => ({
-    'POST /api/v1/webhook_endpoints': { url: 'https://m.example.com/h', enabled_events: ['*'], description: 'd', metadata: { order: 'o1' } },
+    'POST /api/v1/webhook_endpoints': {
+      url: 'https://m.example.com/h',
+      enabled_events: ['*'],
+      description: 'd',
+      metadata: { order: 'o1' },
+    },
     'POST /api/v1/webhook_endpoints/:id/rotate_secret': { expire_previous_in: 60 },
-    'PATCH /api/v1/webhook_endpoints/:id': { url: 'https://m.example.com/h2', enabled_events: ['payment.succeeded'], description: 'd', metadata: { order: 'o2' }, status: 'enabled' },
+    'PATCH /api/v1/webhook_endpoints/:id': {
+      url: 'https://m.example.com/h2',
+      enabled_events: ['payment.succeeded'],
+      description: 'd',
+      metadata: { order: 'o2' },
+      status: 'enabled',
+    },
     'POST /api/v1/payments': { amount: '25.00', asset_code: 'USDC.ETH', metadata: { order_id: 'o4' } },
-    'POST /api/v1/checkout_sessions': { amount: '25.00', asset_code: 'USDC-E.ARB', metadata: { order_id: 'o5' }, success_url: 'https://shop.example.com/ok', cancel_url: 'https://shop.example.com/cart', expires_in: 600 },
+    'POST /api/v1/checkout_sessions': {
+      amount: '25.00',
+      asset_code: 'USDC-E.ARB',
+      metadata: { order_id: 'o5' },
+      success_url: 'https://shop.example.com/ok',
+      cancel_url: 'https://shop.example.com/cart',
+      expires_in: 600,
+    },
     'POST /api/v1/sandbox/payments/:id/simulate': { status: 'processing', double_delivery: true },
     'POST /internal/v1/payments/:id/transitions': { status: 'under_review' },
     'POST /internal/v1/events': {
-      type: 'payment.succeeded', merchant_id: p.merchant_id, environment: 'sandbox',
-      data: { object: { id: 'pay_fuzz', object: 'payment', status: 'succeeded', amount: '10.00', asset_code: 'USDC.ETH', metadata: { order: 'o3' } } },
+      type: 'payment.succeeded',
+      merchant_id: p.merchant_id,
+      environment: 'sandbox',
+      data: {
+        object: {
+          id: 'pay_fuzz',
+          object: 'payment',
+          status: 'succeeded',
+          amount: '10.00',
+          asset_code: 'USDC.ETH',
+          metadata: { order: 'o3' },
+        },
+      },
     },
   });
   /** Leaves of a JSON value as paths, so one of them can be replaced. */
@@ -200,10 +291,27 @@ describe('fuzz: every route, no 5xx', () => {
       route: fc.constantFrom(...routes),
       auth: auth(),
       params: fc.array(param(), { minLength: 4, maxLength: 4 }),
-      query: fc.array(fc.tuple(fc.oneof(nasty, fc.constantFrom('limit', 'starting_after', 'state', 'status', 'type', 'endpoint_id')), nasty), { maxLength: 3 }),
-      body: fc.option(fc.oneof(json.map((v) => JSON.stringify(v) ?? 'null'), nasty, fc.constant('template')), { nil: undefined }),
+      query: fc.array(
+        fc.tuple(fc.oneof(nasty, fc.constantFrom('limit', 'starting_after', 'state', 'status', 'type', 'endpoint_id')), nasty),
+        { maxLength: 3 },
+      ),
+      body: fc.option(
+        fc.oneof(
+          json.map((v) => JSON.stringify(v) ?? 'null'),
+          nasty,
+          fc.constant('template'),
+        ),
+        { nil: undefined },
+      ),
       mutation: fc.tuple(fc.nat(), json, fc.option(nasty, { nil: null })),
-      contentType: fc.constantFrom('application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'),
+      contentType: fc.constantFrom(
+        'application/json',
+        'application/json',
+        'application/json; charset=utf-8',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+      ),
     });
     let n = 0;
     await fc.assert(

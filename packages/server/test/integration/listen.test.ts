@@ -33,7 +33,12 @@ async function localReceiver() {
     received,
     rejected,
     useSecret(secret: string) {
-      handler = createWebhookHandler({ secret, store: memoryStore(), onEvent: (e) => void received.push(e), onRejected: (e) => void rejected.push(e.reason) });
+      handler = createWebhookHandler({
+        secret,
+        store: memoryStore(),
+        onEvent: (e) => void received.push(e),
+        onRejected: (e) => void rejected.push(e.reason),
+      });
     },
     async close() {
       await handler?.close();
@@ -87,7 +92,9 @@ describe('payhooks listen', () => {
       expect(local.received.map((e) => e.id)).toEqual([event.id]);
       expect(local.rejected).toEqual([]);
       // The bytes the receiver verified are the stored event's (the SDK verified them over the raw body).
-      expect(local.received[0]).toEqual(JSON.parse((await svc.ctx.database.query<{ body: string }>('SELECT body FROM events WHERE id = $1', [event.id]))[0]!.body));
+      expect(local.received[0]).toEqual(
+        JSON.parse((await svc.ctx.database.query<{ body: string }>('SELECT body FROM events WHERE id = $1', [event.id]))[0]!.body),
+      );
 
       const delivery = await until(async () => {
         const r = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${session}`);
@@ -102,7 +109,10 @@ describe('payhooks listen', () => {
       cli.child.kill('SIGINT');
       expect(await cli.exited).toBe(0);
       expect(cli.output()).toContain('Session ended.');
-      await until(async () => ((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${session}`)).status === 404 ? true : undefined), 'the session to be deleted');
+      await until(
+        async () => ((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${session}`)).status === 404 ? true : undefined),
+        'the session to be deleted',
+      );
     } finally {
       await local.close();
     }
@@ -137,7 +147,10 @@ describe('payhooks listen', () => {
       const { cli, session } = await startListen(local);
       cli.child.kill('SIGKILL');
       await cli.exited;
-      await until(async () => ((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${session}`)).status === 404 ? true : undefined), 'the session to be deleted');
+      await until(
+        async () => ((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${session}`)).status === 404 ? true : undefined),
+        'the session to be deleted',
+      );
     } finally {
       await local.close();
     }
@@ -149,7 +162,13 @@ describe('payhooks listen', () => {
     expect(live.body.error.code).toBe('sandbox_only');
     const bad = await svc.api(p.keys.sandbox, 'POST', '/api/v1/listen_sessions', { enabled_events: ['payment.nope'] });
     expect(bad.status).toBe(400);
-    const result = await svc.api(p.keys.sandbox, 'POST', '/api/v1/listen_sessions/we_unknown/results', { forward_id: 'fwd_x', status_code: 200, body: '', duration_ms: 1, error: null });
+    const result = await svc.api(p.keys.sandbox, 'POST', '/api/v1/listen_sessions/we_unknown/results', {
+      forward_id: 'fwd_x',
+      status_code: 200,
+      body: '',
+      duration_ms: 1,
+      error: null,
+    });
     expect(result.status).toBe(404);
   });
 
@@ -161,7 +180,15 @@ describe('payhooks listen', () => {
     const local = await localReceiver();
     try {
       const { cli, session } = await startListen(local);
-      const forged = await fetch(`${svc.url}/listen/${session}`, { method: 'POST', body: '{"id":"evt_x"}', headers: { 'content-type': 'application/json', 'service-event-id': 'evt_x', 'service-signature': `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}` } });
+      const forged = await fetch(`${svc.url}/listen/${session}`, {
+        method: 'POST',
+        body: '{"id":"evt_x"}',
+        headers: {
+          'content-type': 'application/json',
+          'service-event-id': 'evt_x',
+          'service-signature': `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}`,
+        },
+      });
       expect(forged.status).toBe(400);
       expect(((await forged.json()) as any).error.code).toBe('listen_signature_invalid');
       expect(cli.output()).not.toContain('-->');

@@ -25,7 +25,8 @@ async function publicColumns(database: Database): Promise<Map<string, Map<string
   return out;
 }
 
-const drizzleTables = () => (Object.values(schema) as unknown[]).filter((v): v is PgTable => v instanceof PgTable).map((t) => getTableConfig(t));
+const drizzleTables = () =>
+  (Object.values(schema) as unknown[]).filter((v): v is PgTable => v instanceof PgTable).map((t) => getTableConfig(t));
 
 beforeAll(async () => {
   testDb = await createTestDatabase({ migrate: false });
@@ -67,7 +68,9 @@ describe('migrations', () => {
     for (const t of ['platforms', 'merchants', 'api_keys', 'webhook_endpoints', 'idempotency_keys', 'payhooks_migrations']) {
       expect(tables.has(t), t).toBe(true);
     }
-    expect([...tables.get('webhook_endpoints')!.keys()]).toEqual(expect.arrayContaining(['platform_id', 'environment', 'secret_ciphertext', 'deleted_at']));
+    expect([...tables.get('webhook_endpoints')!.keys()]).toEqual(
+      expect.arrayContaining(['platform_id', 'environment', 'secret_ciphertext', 'deleted_at']),
+    );
     // Secrets are stored encrypted and API keys hashed: no column holds them in clear.
     expect(tables.get('webhook_endpoints')!.has('secret')).toBe(false);
     expect(tables.get('api_keys')!.has('key')).toBe(false);
@@ -96,15 +99,27 @@ describe('migrations', () => {
   it('CHECK constraints refuse values outside the model', async () => {
     await query(testDb.database, `INSERT INTO platforms (id, name) VALUES ('plt_mig', 'm')`);
     await expect(
-      query(testDb.database, `INSERT INTO api_keys (id, platform_id, environment, prefix, key_hash) VALUES ('key_mig', 'plt_mig', 'staging', 'sk_x', 'h1')`),
+      query(
+        testDb.database,
+        `INSERT INTO api_keys (id, platform_id, environment, prefix, key_hash) VALUES ('key_mig', 'plt_mig', 'staging', 'sk_x', 'h1')`,
+      ),
     ).rejects.toThrow();
     await expect(
-      query(testDb.database, `INSERT INTO api_keys (id, platform_id, environment, prefix, key_hash) VALUES ('key_mig', 'plt_nope', 'live', 'sk_x', 'h1')`),
+      query(
+        testDb.database,
+        `INSERT INTO api_keys (id, platform_id, environment, prefix, key_hash) VALUES ('key_mig', 'plt_nope', 'live', 'sk_x', 'h1')`,
+      ),
     ).rejects.toThrow();
-    await query(testDb.database, `INSERT INTO api_keys (id, platform_id, environment, prefix, key_hash) VALUES ('key_mig', 'plt_mig', 'live', 'sk_x', 'h1')`);
+    await query(
+      testDb.database,
+      `INSERT INTO api_keys (id, platform_id, environment, prefix, key_hash) VALUES ('key_mig', 'plt_mig', 'live', 'sk_x', 'h1')`,
+    );
     // Key hashes are unique: one key can't belong to two Platforms.
     await expect(
-      query(testDb.database, `INSERT INTO api_keys (id, platform_id, environment, prefix, key_hash) VALUES ('key_mig2', 'plt_mig', 'live', 'sk_x', 'h1')`),
+      query(
+        testDb.database,
+        `INSERT INTO api_keys (id, platform_id, environment, prefix, key_hash) VALUES ('key_mig2', 'plt_mig', 'live', 'sk_x', 'h1')`,
+      ),
     ).rejects.toThrow();
   });
 });

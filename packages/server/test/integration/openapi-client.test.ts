@@ -42,10 +42,15 @@ afterAll(async () => {
 
 describe('the generated client', () => {
   it('is generated from the served document (the committed types are up to date)', async () => {
-    const doc = (await (await fetch(`${svc.url}/api/v1/openapi.json`)).json()) as OpenAPI3 & { components: { schemas: Record<string, { enum?: string[] }> } };
+    const doc = (await (await fetch(`${svc.url}/api/v1/openapi.json`)).json()) as OpenAPI3 & {
+      components: { schemas: Record<string, { enum?: string[] }> };
+    };
     const generated = HEADER + astToString(await openapiTS(doc));
     if (process.env.UPDATE_OPENAPI_TYPES) writeFileSync(GENERATED, generated);
-    expect(readFileSync(GENERATED, 'utf8'), 'stale test/generated/public-api.ts: regenerate it (see the comment at the top of this test)').toBe(generated);
+    expect(
+      readFileSync(GENERATED, 'utf8'),
+      'stale test/generated/public-api.ts: regenerate it (see the comment at the top of this test)',
+    ).toBe(generated);
     // The event types of the generated client are the catalog's, as a union.
     expect(doc.components.schemas.EventType?.enum).toEqual([...EVENT_TYPES]);
     expect(doc.components.schemas.EnabledEventType?.enum).toEqual([WILDCARD_EVENT_TYPE, ...EVENT_TYPES]);
@@ -75,29 +80,44 @@ describe('the generated client', () => {
     expect(listed.data!.data.map((e) => e.id)).toEqual([endpoint.id]);
     expect(listed.data!.has_more).toBe(false);
 
-    const updated = await client.PATCH('/api/v1/webhook_endpoints/{id}', { params: { path: { id: endpoint.id } }, body: { enabled_events: ['payment.created', 'payment.succeeded'], description: 'typed' } });
+    const updated = await client.PATCH('/api/v1/webhook_endpoints/{id}', {
+      params: { path: { id: endpoint.id } },
+      body: { enabled_events: ['payment.created', 'payment.succeeded'], description: 'typed' },
+    });
     expect(updated.data).toMatchObject({ id: endpoint.id, enabled_events: ['payment.created', 'payment.succeeded'], description: 'typed' });
 
     // A misspelled event type does not compile; sent anyway, the API names the allowed values.
-    // @ts-expect-error 'payment.succeded' is not an event type of the catalog
-    const misspelled = await client.PATCH('/api/v1/webhook_endpoints/{id}', { params: { path: { id: endpoint.id } }, body: { enabled_events: ['payment.succeded'] } });
+    const misspelled = await client.PATCH('/api/v1/webhook_endpoints/{id}', {
+      params: { path: { id: endpoint.id } },
+      // @ts-expect-error 'payment.succeded' is not an event type of the catalog
+      body: { enabled_events: ['payment.succeded'] },
+    });
     expect(misspelled.response.status).toBe(400);
     expect(misspelled.error!.error).toMatchObject({ code: 'event_type_unknown', param: 'enabled_events[0]' });
     expect(misspelled.error!.error.message).toContain(`must be one of: *, ${EVENT_TYPES.join(', ')}`);
 
     // A real event, delivered to a real receiver: the delivery log shows it through the client.
-    const paid = await client.POST('/api/v1/payments', { body: { amount: '12.50', asset_code: 'USDC.ETH', metadata: { order: 'typed-1' } } });
+    const paid = await client.POST('/api/v1/payments', {
+      body: { amount: '12.50', asset_code: 'USDC.ETH', metadata: { order: 'typed-1' } },
+    });
     expect(paid.response.status).toBe(201);
     const payment: Payment = paid.data!;
     await worker.drain();
     await receiver.waitFor(1);
     expect(JSON.parse(receiver.requests[0]!.raw.toString()).data.object.id).toBe(payment.id);
 
-    const deliveries = await client.GET('/api/v1/webhook_deliveries', { params: { query: { endpoint_id: endpoint.id, state: 'delivered' } } });
+    const deliveries = await client.GET('/api/v1/webhook_deliveries', {
+      params: { query: { endpoint_id: endpoint.id, state: 'delivered' } },
+    });
     expect(deliveries.data!.data).toHaveLength(1);
     const delivery = deliveries.data!.data[0]!;
     expect(delivery).toMatchObject({ endpoint_id: endpoint.id, state: 'delivered', attempt_count: 1 });
-    expect(delivery.attempts[0]).toMatchObject({ attempt_number: 1, succeeded: true, status_code: 200, response_body: '{"received":true}' });
+    expect(delivery.attempts[0]).toMatchObject({
+      attempt_number: 1,
+      succeeded: true,
+      status_code: 200,
+      response_body: '{"received":true}',
+    });
 
     const one = await client.GET('/api/v1/webhook_deliveries/{id}', { params: { path: { id: delivery.id } } });
     expect(one.data!.attempts.map((a) => a.id)).toEqual(delivery.attempts.map((a) => a.id));

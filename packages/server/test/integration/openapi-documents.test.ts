@@ -16,7 +16,6 @@ const REDOCLY = join(ROOT, 'node_modules/.bin/redocly');
 const INTERNAL_TOKEN = 'openapi-documents-test-internal-token-0123456789';
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Doc = any;
 let svc: TestService;
 let p: CreatedPlatform;
@@ -35,7 +34,9 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 function operations(doc: Doc): Array<{ path: string; method: string; op: Doc }> {
-  return Object.entries<Doc>(doc.paths).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((method) => ({ path, method, op: item[method] })));
+  return Object.entries<Doc>(doc.paths).flatMap(([path, item]) =>
+    METHODS.filter((m) => item[m]).map((method) => ({ path, method, op: item[method] })),
+  );
 }
 
 /** `/api/v1/webhook_endpoints/:id` -> `/api/v1/webhook_endpoints/{id}`. */
@@ -50,12 +51,16 @@ describe('the OpenAPI documents', () => {
       await writeFile(files[1]!, JSON.stringify(docs.operator, null, 2));
       for (const file of files) {
         // One file per run: the JSON format prints one report per run.
-        const run = await promisify(execFile)(REDOCLY, ['lint', file, '--config', join(ROOT, 'redocly.yaml'), '--format', 'json'], { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch(
-          (err: { stdout?: string; stderr?: string }) => ({ stdout: err.stdout ?? '', stderr: err.stderr ?? '' }),
-        );
+        const run = await promisify(execFile)(REDOCLY, ['lint', file, '--config', join(ROOT, 'redocly.yaml'), '--format', 'json'], {
+          cwd: dir,
+          maxBuffer: 64 * 1024 * 1024,
+        }).catch((err: { stdout?: string; stderr?: string }) => ({ stdout: err.stdout ?? '', stderr: err.stderr ?? '' }));
         const start = run.stdout.indexOf('{');
         expect(start, `redocly printed no report: ${run.stderr}`).toBeGreaterThanOrEqual(0);
-        const report = JSON.parse(run.stdout.slice(start)) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string; location: Array<{ pointer: string }> }> };
+        const report = JSON.parse(run.stdout.slice(start)) as {
+          totals: { errors: number; warnings: number };
+          problems: Array<{ ruleId: string; message: string; location: Array<{ pointer: string }> }>;
+        };
         const problems = report.problems.map((x) => `${x.ruleId}: ${x.message} at ${x.location[0]?.pointer}`);
         expect([file, problems]).toEqual([file, []]);
         expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
@@ -66,7 +71,9 @@ describe('the OpenAPI documents', () => {
   });
 
   it('list every route of the app in exactly one of the two (browser pages in neither), and nothing else', () => {
-    const documented = new Set([...operations(docs.public), ...operations(docs.operator)].map((o) => `${o.method.toUpperCase()} ${o.path}`));
+    const documented = new Set(
+      [...operations(docs.public), ...operations(docs.operator)].map((o) => `${o.method.toUpperCase()} ${o.path}`),
+    );
     const routes = routesOf(svc.app);
     expect(routes.length).toBeGreaterThan(40);
     const fromRoutes = new Set<string>();
@@ -81,9 +88,19 @@ describe('the OpenAPI documents', () => {
       expect([key, Number(inPublic) + Number(inOperator)], 'in exactly one document').toEqual([key, 1]);
       fromRoutes.add(key);
     }
-    expect([...documented].filter((k) => !fromRoutes.has(k)), 'documented operations without a route').toEqual([]);
+    expect(
+      [...documented].filter((k) => !fromRoutes.has(k)),
+      'documented operations without a route',
+    ).toEqual([]);
     // The operator document is the operator's: publishing, health, metrics.
-    expect(Object.keys(docs.operator.paths).sort()).toEqual(['/healthz', '/internal/v1/events', '/internal/v1/openapi.json', '/internal/v1/payments/{id}/transitions', '/metrics', '/readyz']);
+    expect(Object.keys(docs.operator.paths).sort()).toEqual([
+      '/healthz',
+      '/internal/v1/events',
+      '/internal/v1/openapi.json',
+      '/internal/v1/payments/{id}/transitions',
+      '/metrics',
+      '/readyz',
+    ]);
   });
 
   it('give every operation an operationId, a summary, declared tags, and an example for every response', () => {
@@ -96,11 +113,15 @@ describe('the OpenAPI documents', () => {
         const where = `${method.toUpperCase()} ${path}`;
         expect(op.operationId, where).toMatch(/^[a-z][A-Za-z]+$/);
         expect(op.summary, where).toBeTruthy();
-        expect(op.tags.every((t: string) => tags.has(t)), where).toBe(true);
+        expect(
+          op.tags.every((t: string) => tags.has(t)),
+          where,
+        ).toBe(true);
         for (const [status, response] of Object.entries<Doc>(op.responses)) {
           const resolved = response.$ref ? doc.components.responses[response.$ref.split('/').pop()] : response;
           expect(resolved.description, `${where} ${status}`).toBeTruthy();
-          for (const media of Object.values<Doc>(resolved.content ?? {})) expect(media.example ?? media.examples, `${where} ${status} example`).toBeDefined();
+          for (const media of Object.values<Doc>(resolved.content ?? {}))
+            expect(media.example ?? media.examples, `${where} ${status} example`).toBeDefined();
         }
       }
     }
@@ -110,15 +131,33 @@ describe('the OpenAPI documents', () => {
     const s = docs.public.components.schemas;
     expect(s.EventType.enum).toEqual([...EVENT_TYPES]);
     expect(s.EnabledEventType.enum).toEqual([WILDCARD_EVENT_TYPE, ...EVENT_TYPES]);
-    expect(Object.keys(s.Event.properties)).toEqual(['id', 'object', 'type', 'api_version', 'environment', 'merchant_id', 'created_at', 'data']);
+    expect(Object.keys(s.Event.properties)).toEqual([
+      'id',
+      'object',
+      'type',
+      'api_version',
+      'environment',
+      'merchant_id',
+      'created_at',
+      'data',
+    ]);
     expect(s.Event.properties.type).toEqual({ $ref: '#/components/schemas/EventType' });
-    expect(s.Event.properties.data.properties.object.oneOf).toEqual([{ $ref: '#/components/schemas/Payment' }, { $ref: '#/components/schemas/CheckoutSession' }, { $ref: '#/components/schemas/WebhookEndpoint' }]);
-    expect(s.Payment.properties.status.enum ?? s.Payment.properties.status.anyOf.map((b: Doc) => b.enum?.[0] ?? b.const)).toContain('succeeded');
-    for (const name of ['CheckoutSession', 'WebhookEndpoint', 'WebhookEndpointWithSecret', 'WebhookDelivery', 'DeliveryAttempt', 'Error']) expect(Object.keys(s[name].properties ?? {}).length, name).toBeGreaterThan(0);
+    expect(s.Event.properties.data.properties.object.oneOf).toEqual([
+      { $ref: '#/components/schemas/Payment' },
+      { $ref: '#/components/schemas/CheckoutSession' },
+      { $ref: '#/components/schemas/WebhookEndpoint' },
+    ]);
+    expect(s.Payment.properties.status.enum ?? s.Payment.properties.status.anyOf.map((b: Doc) => b.enum?.[0] ?? b.const)).toContain(
+      'succeeded',
+    );
+    for (const name of ['CheckoutSession', 'WebhookEndpoint', 'WebhookEndpointWithSecret', 'WebhookDelivery', 'DeliveryAttempt', 'Error'])
+      expect(Object.keys(s[name].properties ?? {}).length, name).toBeGreaterThan(0);
     expect(s.WebhookEndpoint.properties.enabled_events.items).toEqual({ $ref: '#/components/schemas/EnabledEventType' });
     const body = (path: string, method = 'post') => docs.public.paths[path][method].requestBody.content['application/json'].schema;
     expect(body('/api/v1/webhook_endpoints').properties.enabled_events.items).toEqual({ $ref: '#/components/schemas/EnabledEventType' });
-    expect(body('/api/v1/webhook_endpoints/{id}', 'patch').properties.enabled_events.items).toEqual({ $ref: '#/components/schemas/EnabledEventType' });
+    expect(body('/api/v1/webhook_endpoints/{id}', 'patch').properties.enabled_events.items).toEqual({
+      $ref: '#/components/schemas/EnabledEventType',
+    });
     expect(body('/api/v1/listen_sessions').properties.enabled_events.items).toEqual({ $ref: '#/components/schemas/EnabledEventType' });
     const typeParam = docs.public.paths['/api/v1/events'].get.parameters.find((x: Doc) => x.name === 'type');
     expect(typeParam.schema.enum).toEqual([...EVENT_TYPES]);
@@ -135,13 +174,20 @@ describe('the OpenAPI documents', () => {
     expect(Object.keys(create.responses)).not.toContain('200');
     expect(create.parameters).toContainEqual({ $ref: '#/components/parameters/IdempotencyKey' });
     expect(create.responses['201'].headers['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
-    for (const name of ['TooManyRequests', 'Unavailable']) expect(pub.components.responses[name].headers['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
+    for (const name of ['TooManyRequests', 'Unavailable'])
+      expect(pub.components.responses[name].headers['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
     expect(docs.operator.paths['/readyz'].get.responses['503'].headers['Retry-After']).toBeDefined();
-    expect(docs.operator.paths['/internal/v1/events'].post.responses['201'].headers['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
+    expect(docs.operator.paths['/internal/v1/events'].post.responses['201'].headers['Idempotent-Replayed']).toEqual({
+      $ref: '#/components/headers/IdempotentReplayed',
+    });
     expect(Object.keys(pub.components.securitySchemes).sort()).toEqual(['bearerAuth', 'portalSession']);
     expect(pub.components.securitySchemes.portalSession).toMatchObject({ type: 'apiKey', in: 'cookie' });
     expect(Object.keys(docs.operator.components.securitySchemes)).toEqual(['internalToken']);
-    for (const [path, method] of [['/api/v1/payments', 'post'], ['/api/v1/checkout_sessions', 'post']] as const) expect(Object.keys(pub.paths[path][method].responses), path).toContain('201');
+    for (const [path, method] of [
+      ['/api/v1/payments', 'post'],
+      ['/api/v1/checkout_sessions', 'post'],
+    ] as const)
+      expect(Object.keys(pub.paths[path][method].responses), path).toContain('201');
   });
 
   it('declare the statuses the app really answers: 401 without credentials, 415 for a non-JSON body, 403 for a portal change from another origin', async () => {
@@ -152,7 +198,10 @@ describe('the OpenAPI documents', () => {
         if (!op.security?.length) continue; // open routes (health, documents, sign-in, relay)
         const declared = Object.keys(op.responses);
         const url = svc.url + idFor(path);
-        const noCredentials = await fetch(url, { method: method.toUpperCase(), ...(method === 'get' ? {} : { headers: { origin: svc.url, 'content-type': 'application/json' }, body: '{}' }) });
+        const noCredentials = await fetch(url, {
+          method: method.toUpperCase(),
+          ...(method === 'get' ? {} : { headers: { origin: svc.url, 'content-type': 'application/json' }, body: '{}' }),
+        });
         probes.push({ where: `${method.toUpperCase()} ${path} without credentials`, status: noCredentials.status, declared });
         if (method !== 'get') {
           const auth = path.startsWith('/internal/') ? `Bearer ${INTERNAL_TOKEN}` : `Bearer ${p.keys.sandbox}`;
@@ -167,7 +216,11 @@ describe('the OpenAPI documents', () => {
     expect(probes.filter((x) => !x.declared.includes(String(x.status)))).toEqual([]);
     // And the probes hit what they were meant to.
     expect(new Set(probes.filter((x) => x.where.endsWith('without credentials')).map((x) => x.status))).toEqual(new Set([401]));
-    expect(new Set(probes.filter((x) => x.where.endsWith('text/plain body') && x.where.includes(' /portal/')).map((x) => x.status))).toEqual(new Set([403]));
-    expect(new Set(probes.filter((x) => x.where.endsWith('text/plain body') && x.where.includes(' /api/')).map((x) => x.status))).toEqual(new Set([415]));
+    expect(
+      new Set(probes.filter((x) => x.where.endsWith('text/plain body') && x.where.includes(' /portal/')).map((x) => x.status)),
+    ).toEqual(new Set([403]));
+    expect(new Set(probes.filter((x) => x.where.endsWith('text/plain body') && x.where.includes(' /api/')).map((x) => x.status))).toEqual(
+      new Set([415]),
+    );
   });
 });

@@ -24,7 +24,10 @@ const answers = new Map<string, Behaviour>();
 beforeAll(async () => {
   // Retries 6 h apart, so nothing is retried within a test unless the clock is moved past it;
   // auto-disable after 1 h of failures.
-  svc = await startService({ allowPrivateUrls: true, allowHttpUrls: true, retryScheduleMs: Array(7).fill(6 * HOUR), autoDisableAfterMs: HOUR }, { clock });
+  svc = await startService(
+    { allowPrivateUrls: true, allowHttpUrls: true, retryScheduleMs: Array(7).fill(6 * HOUR), autoDisableAfterMs: HOUR },
+    { clock },
+  );
   worker = svc.ctx.createWorker();
   receiver = await startReceiver((req) => answers.get(req.path) ?? { status: 200, body: 'ok' });
 });
@@ -36,7 +39,12 @@ afterAll(async () => {
 const at = (path: string) => receiver.url.replace('/webhooks', path);
 const hits = (path: string) => receiver.requests.filter((r) => r.path === path);
 
-async function endpoint(p: CreatedPlatform, path: string, events: string[] = ['*'], key = p.keys.sandbox): Promise<{ id: string; secret: string }> {
+async function endpoint(
+  p: CreatedPlatform,
+  path: string,
+  events: string[] = ['*'],
+  key = p.keys.sandbox,
+): Promise<{ id: string; secret: string }> {
   const r = await svc.api(key, 'POST', '/api/v1/webhook_endpoints', { url: at(path), enabled_events: events });
   expect(r.status).toBe(201);
   return r.body;
@@ -45,7 +53,13 @@ async function endpoint(p: CreatedPlatform, path: string, events: string[] = ['*
 async function deliveriesOf(p: CreatedPlatform, endpointId: string) {
   const r = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?endpoint_id=${endpointId}&limit=100`);
   expect(r.status).toBe(200);
-  return r.body.data as Array<{ id: string; state: string; next_attempt_at: string | null; cancel_reason: string | null; attempts: unknown[] }>;
+  return r.body.data as Array<{
+    id: string;
+    state: string;
+    next_attempt_at: string | null;
+    cancel_reason: string | null;
+    attempts: unknown[];
+  }>;
 }
 
 /** Does `secret` verify this request, per our receiver SDK and per stripe-node, at the test clock's time? */
@@ -108,7 +122,10 @@ describe('secret rotation', () => {
     expect(verifies(during, oldSecret)).toEqual(BOTH);
     expect(verifies(during, 'whsec_someoneelse')).toEqual(NEITHER);
     // New first: the first v1 alone is the new secret's.
-    const firstOnly = { ...during, headers: { ...during.headers, 'service-signature': `t=${header.timestamp},v1=${header.signatures[0]}` } };
+    const firstOnly = {
+      ...during,
+      headers: { ...during.headers, 'service-signature': `t=${header.timestamp},v1=${header.signatures[0]}` },
+    };
     expect(verifies(firstOnly, newSecret)).toEqual(BOTH);
     expect(verifies(firstOnly, oldSecret)).toEqual(NEITHER);
 
@@ -119,7 +136,9 @@ describe('secret rotation', () => {
     expect(verifies(after, newSecret)).toEqual(BOTH);
     expect(verifies(after, oldSecret)).toEqual(NEITHER);
     expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${ep.id}`)).body.previous_secret_expires_at).toBeNull();
-    expect(await svc.ctx.metrics.registry.getSingleMetricAsString('payhooks_secret_rotations_total')).toMatch(/payhooks_secret_rotations_total [1-9]/);
+    expect(await svc.ctx.metrics.registry.getSingleMetricAsString('payhooks_secret_rotations_total')).toMatch(
+      /payhooks_secret_rotations_total [1-9]/,
+    );
   });
 
   it('defaults to a 24 h overlap; expire_previous_in 0 stops the old secret at once; a retry of a failed delivery is signed with the secrets live at send time', async () => {
@@ -170,7 +189,7 @@ describe('secret rotation', () => {
     }
   });
 
-  it('the portal\'s Roll secret does the same rotation and shows the new secret once', async () => {
+  it("the portal's Roll secret does the same rotation and shows the new secret once", async () => {
     const p = await svc.platform();
     const ep = await endpoint(p, '/rotate-portal');
     const portal = await portalSignIn(svc.url, p.portal.email, p.portal.password);
@@ -190,7 +209,14 @@ describe('secret rotation', () => {
 
 describe('auto-disable', () => {
   const sweep = () =>
-    disableFailingEndpoints({ database: svc.ctx.database, clock, logger: svc.ctx.logger, metrics: svc.ctx.metrics, windowMs: HOUR, scheduleMs: 42 * HOUR });
+    disableFailingEndpoints({
+      database: svc.ctx.database,
+      clock,
+      logger: svc.ctx.logger,
+      metrics: svc.ctx.metrics,
+      windowMs: HOUR,
+      scheduleMs: 42 * HOUR,
+    });
 
   /** `n` events to the Platform, each attempted once now. */
   async function failN(p: CreatedPlatform, n: number): Promise<void> {
@@ -240,7 +266,9 @@ describe('auto-disable', () => {
     expect(hits('/dying')).toHaveLength(10);
     void paymentsOnly;
     void liveWatcher;
-    expect(await svc.ctx.metrics.registry.getSingleMetricAsString('payhooks_endpoints_auto_disabled_total')).toMatch(/payhooks_endpoints_auto_disabled_total [1-9]/);
+    expect(await svc.ctx.metrics.registry.getSingleMetricAsString('payhooks_endpoints_auto_disabled_total')).toMatch(
+      /payhooks_endpoints_auto_disabled_total [1-9]/,
+    );
 
     // Parked deliveries are not attempted, even past their schedule.
     clock.advance(7 * HOUR);
@@ -278,7 +306,10 @@ describe('auto-disable', () => {
     expect(await sweep(), 'the 2xx restarted the window').toEqual([]);
     clock.set(start + 3 * HOUR);
     expect(await sweep(), 'a whole window, but 2 failures since the 2xx').toEqual([]);
-    expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${flaky.id}`)).body).toMatchObject({ status: 'enabled', disabled_reason: null });
+    expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${flaky.id}`)).body).toMatchObject({
+      status: 'enabled',
+      disabled_reason: null,
+    });
     answers.delete('/flaky');
   });
 
@@ -291,20 +322,34 @@ describe('auto-disable', () => {
     const job = svc.ctx.createAutoDisableJob();
     job.start();
     await job.stop();
-    expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${ep.id}`)).body).toMatchObject({ status: 'disabled', disabled_reason: 'failing' });
+    expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${ep.id}`)).body).toMatchObject({
+      status: 'disabled',
+      disabled_reason: 'failing',
+    });
     answers.delete('/swept');
   });
 
   it('webhook_endpoint.disabled is in the catalog but not the live minimum; never carries a secret; payhooks trigger refuses it with the reason', async () => {
     const p = await svc.platform();
-    const live = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', { url: 'https://ops.example.com/h', enabled_events: ['webhook_endpoint.disabled'] });
+    const live = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://ops.example.com/h',
+      enabled_events: ['webhook_endpoint.disabled'],
+    });
     expect(live.status).toBe(422);
     expect(live.body.error.code).toBe('live_subscription_incomplete');
-    const ok = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 'https://ops.example.com/h', enabled_events: ['webhook_endpoint.disabled'] });
+    const ok = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://ops.example.com/h',
+      enabled_events: ['webhook_endpoint.disabled'],
+    });
     expect(ok.status).toBe(201);
     const object = { id: ok.body.id, object: 'webhook_endpoint', status: 'disabled', secret: ok.body.secret };
-    await expect(publish(svc.ctx, p.merchant_id, { type: 'webhook_endpoint.disabled', object })).rejects.toMatchObject({ code: 'parameter_invalid', param: 'data.object.secret' });
-    await expect(runTrigger('webhook_endpoint.disabled', { apiKey: p.keys.sandbox, url: svc.url, doubleDelivery: false }, () => {})).rejects.toThrow(/emitted by the service itself/);
+    await expect(publish(svc.ctx, p.merchant_id, { type: 'webhook_endpoint.disabled', object })).rejects.toMatchObject({
+      code: 'parameter_invalid',
+      param: 'data.object.secret',
+    });
+    await expect(
+      runTrigger('webhook_endpoint.disabled', { apiKey: p.keys.sandbox, url: svc.url, doubleDelivery: false }, () => {}),
+    ).rejects.toThrow(/emitted by the service itself/);
   });
 
   it('PAYHOOKS_AUTO_DISABLE_AFTER=0 turns it off', async () => {
@@ -313,7 +358,9 @@ describe('auto-disable', () => {
     const ep = await endpoint(p, '/never-off');
     await failN(p, 12);
     clock.advance(30 * 24 * HOUR);
-    expect(await disableFailingEndpoints({ database: svc.ctx.database, clock, logger: svc.ctx.logger, windowMs: 0, scheduleMs: 42 * HOUR })).toEqual([]);
+    expect(
+      await disableFailingEndpoints({ database: svc.ctx.database, clock, logger: svc.ctx.logger, windowMs: 0, scheduleMs: 42 * HOUR }),
+    ).toEqual([]);
     expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${ep.id}`)).body.status).toBe('enabled');
     answers.delete('/never-off');
   });
@@ -333,7 +380,7 @@ describe('auto-disable', () => {
 });
 
 describe('deleted endpoints stop honestly', () => {
-  it('a deleted endpoint\'s unfinished deliveries end cancelled (reason endpoint_deleted, next_attempt_at null); finished ones keep their state', async () => {
+  it("a deleted endpoint's unfinished deliveries end cancelled (reason endpoint_deleted, next_attempt_at null); finished ones keep their state", async () => {
     const p = await svc.platform();
     answers.set('/deleted', { status: 500 });
     const ep = await endpoint(p, '/deleted');
@@ -346,7 +393,11 @@ describe('deleted endpoints stop honestly', () => {
     expect((await svc.api(p.keys.sandbox, 'DELETE', `/api/v1/webhook_endpoints/${ep.id}`)).status).toBe(200);
     const after = await deliveriesOf(p, ep.id);
     expect(after.find((d) => d.state === 'delivered')).toMatchObject({ cancel_reason: null });
-    expect(after.find((d) => d.state !== 'delivered')).toMatchObject({ state: 'cancelled', cancel_reason: 'endpoint_deleted', next_attempt_at: null });
+    expect(after.find((d) => d.state !== 'delivered')).toMatchObject({
+      state: 'cancelled',
+      cancel_reason: 'endpoint_deleted',
+      next_attempt_at: null,
+    });
     const filtered = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?state=cancelled&endpoint_id=${ep.id}`);
     expect(filtered.body.data).toHaveLength(1);
     clock.advance(7 * HOUR);
@@ -370,7 +421,11 @@ describe('deleted endpoints stop honestly', () => {
     clock.advance(7 * HOUR);
     await worker.drain();
     expect(hits('/deleted-in-flight')).toHaveLength(1);
-    expect((await deliveriesOf(p, ep.id))[0]).toMatchObject({ state: 'cancelled', cancel_reason: 'endpoint_deleted', next_attempt_at: null });
+    expect((await deliveriesOf(p, ep.id))[0]).toMatchObject({
+      state: 'cancelled',
+      cancel_reason: 'endpoint_deleted',
+      next_attempt_at: null,
+    });
     answers.delete('/deleted-in-flight');
   });
 });
@@ -379,11 +434,17 @@ describe('interrupted attempts', () => {
   /** What a worker that dies right after claiming leaves behind: a lease and no outcome. */
   const claimAndDie = (worker: string) =>
     claimDue(svc.ctx.database, {
-      now: clock.now(), leaseUntil: new Date(clock.now().getTime() + svc.ctx.config.leaseMs), limit: 100, perEndpoint: 10, perPlatform: 100,
-      excludeEndpoints: [], excludePlatforms: [], token: `${worker}:1`,
+      now: clock.now(),
+      leaseUntil: new Date(clock.now().getTime() + svc.ctx.config.leaseMs),
+      limit: 100,
+      perEndpoint: 10,
+      perPlatform: 100,
+      excludeEndpoints: [],
+      excludePlatforms: [],
+      token: `${worker}:1`,
     });
 
-  it('a lease taken over by a worker or by a manual replay logs the dead holder\'s attempt as interrupted, once, in attempt order; a normal claim logs none', async () => {
+  it("a lease taken over by a worker or by a manual replay logs the dead holder's attempt as interrupted, once, in attempt order; a normal claim logs none", async () => {
     const p = await svc.platform();
     answers.set('/held', { status: 500 });
     const ep = await endpoint(p, '/held');
@@ -404,7 +465,12 @@ describe('interrupted attempts', () => {
       [2, 'interrupted', null, 'w_dead1'],
       [3, 'http_status', 500, null],
     ]);
-    expect((d!.attempts as any[])[1]).toMatchObject({ trigger: 'automatic', succeeded: false, response_body: null, started_at: iso(leasedAt) });
+    expect((d!.attempts as any[])[1]).toMatchObject({
+      trigger: 'automatic',
+      succeeded: false,
+      response_body: null,
+      started_at: iso(leasedAt),
+    });
 
     // A manual replay that finds a dead lease does the same.
     clock.advance(6 * HOUR);
@@ -422,7 +488,10 @@ describe('interrupted attempts', () => {
       [5, null, 'manual', null],
     ]);
     // The automatic budget counts attempts with a known outcome only.
-    const [row] = await svc.ctx.database.query<{ automatic_attempts: number }>('SELECT automatic_attempts FROM webhook_deliveries WHERE id = $1', [d!.id]);
+    const [row] = await svc.ctx.database.query<{ automatic_attempts: number }>(
+      'SELECT automatic_attempts FROM webhook_deliveries WHERE id = $1',
+      [d!.id],
+    );
     expect(Number(row!.automatic_attempts)).toBe(2);
     [d] = await deliveriesOf(p, ep.id);
     expect(d!.attempts).toHaveLength(5);
@@ -435,7 +504,10 @@ describe('metrics', () => {
     expect(text).toMatch(/payhooks_deliveries\{state="pending"\} \d+/);
     expect(text).toMatch(/payhooks_deliveries\{state="failed_retrying"\} \d+/);
     expect(text).not.toMatch(/payhooks_deliveries\{state="delivered"\}/);
-    const [row] = await svc.ctx.database.query<{ n: string }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'failed_retrying'`, []);
+    const [row] = await svc.ctx.database.query<{ n: string }>(
+      `SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'failed_retrying'`,
+      [],
+    );
     expect(text).toContain(`payhooks_deliveries{state="failed_retrying"} ${Number(row!.n)}`);
   });
 });

@@ -23,7 +23,10 @@ beforeAll(async () => {
   worker = svc.ctx.createWorker();
   receiver = await startReceiver();
   for (const key of [p.keys.sandbox, p.keys.live]) {
-    const ep = await svc.api(key, 'POST', '/api/v1/webhook_endpoints', { url: `${receiver.url}/${key === p.keys.live ? 'live' : 'sandbox'}`, enabled_events: ['*'] });
+    const ep = await svc.api(key, 'POST', '/api/v1/webhook_endpoints', {
+      url: `${receiver.url}/${key === p.keys.live ? 'live' : 'sandbox'}`,
+      enabled_events: ['*'],
+    });
     expect(ep.status).toBe(201);
   }
 });
@@ -42,11 +45,23 @@ const create = async (key = p.keys.sandbox, body: Record<string, unknown> = {}) 
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body;
 };
-const simulate = (id: string, status: string, extra: Record<string, unknown> = {}, key = p.keys.sandbox) => api(key, 'POST', `/api/v1/sandbox/payments/${id}/simulate`, { status, ...extra });
+const simulate = (id: string, status: string, extra: Record<string, unknown> = {}, key = p.keys.sandbox) =>
+  api(key, 'POST', `/api/v1/sandbox/payments/${id}/simulate`, { status, ...extra });
 const internal = (path: string, body: unknown) =>
-  fetch(`${svc.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+  fetch(`${svc.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
 const createSession = async (key = p.keys.sandbox, body: Record<string, unknown> = {}) => {
-  const r = await api(key, 'POST', '/api/v1/checkout_sessions', { amount: '42.50', asset_code: 'USDC-E.ARB', metadata: METADATA, success_url: 'https://shop.example/success?from=checkout', cancel_url: 'https://shop.example/cart', ...body });
+  const r = await api(key, 'POST', '/api/v1/checkout_sessions', {
+    amount: '42.50',
+    asset_code: 'USDC-E.ARB',
+    metadata: METADATA,
+    success_url: 'https://shop.example/success?from=checkout',
+    cancel_url: 'https://shop.example/cart',
+    ...body,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body;
 };
@@ -59,7 +74,16 @@ async function delivered(): Promise<ReturnType<typeof parsedEvents>> {
 describe('payments API', () => {
   it('spec 2.2: creates a Payment with the spec fields and ours, and publishes payment.created with it as data.object', async () => {
     const pay = await create();
-    expect(pay).toMatchObject({ object: 'payment', status: 'created', amount: '25.00', asset_code: 'USDC.ETH', metadata: METADATA, merchant_id: p.merchant_id, environment: 'sandbox', checkout_session: null });
+    expect(pay).toMatchObject({
+      object: 'payment',
+      status: 'created',
+      amount: '25.00',
+      asset_code: 'USDC.ETH',
+      metadata: METADATA,
+      merchant_id: p.merchant_id,
+      environment: 'sandbox',
+      checkout_session: null,
+    });
     expect(pay.id).toMatch(/^pay_[0-9A-Za-z]{24}$/);
     expect(pay.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
     const got = await api(p.keys.sandbox, 'GET', `/api/v1/payments/${pay.id}`);
@@ -71,7 +95,9 @@ describe('payments API', () => {
 
   it('metadata is echoed back byte for byte, non-ASCII included, in the API answer and the delivered body', async () => {
     const pay = await create();
-    const raw = await (await fetch(`${svc.url}/api/v1/payments/${pay.id}`, { headers: { authorization: `Bearer ${p.keys.sandbox}` } })).text();
+    const raw = await (
+      await fetch(`${svc.url}/api/v1/payments/${pay.id}`, { headers: { authorization: `Bearer ${p.keys.sandbox}` } })
+    ).text();
     expect(raw).toContain(`"metadata":${JSON.stringify(METADATA)}`);
     await worker.drain();
     expect(receiver.requests[0]!.raw.toString('utf8')).toContain(`"metadata":${JSON.stringify(METADATA)}`);
@@ -100,7 +126,9 @@ describe('payments API', () => {
   it('validation: metadata limits are 50 keys, 40-character keys, 500-character values, strings only', async () => {
     const fifty = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`key_${i}`, 'x'.repeat(500)]));
     expect((await create(p.keys.sandbox, { metadata: fifty })).metadata).toEqual(fifty);
-    expect((await create(p.keys.sandbox, { metadata: { ['ü'.repeat(40)]: '日'.repeat(500) } })).metadata).toEqual({ ['ü'.repeat(40)]: '日'.repeat(500) });
+    expect((await create(p.keys.sandbox, { metadata: { ['ü'.repeat(40)]: '日'.repeat(500) } })).metadata).toEqual({
+      ['ü'.repeat(40)]: '日'.repeat(500),
+    });
     const bad = [{ ...fifty, one_more: 'x' }, { ['k'.repeat(41)]: 'v' }, { k: 'v'.repeat(501) }, { k: 5 }, { k: { nested: 'x' } }, ['a']];
     for (const metadata of bad) {
       const r = await api(p.keys.sandbox, 'POST', '/api/v1/payments', { amount: '1.00', asset_code: 'USDC.ETH', metadata });
@@ -149,7 +177,9 @@ describe('payments API', () => {
     expect((await api(p.keys.sandbox, 'POST', '/api/v1/payments', { ...body, amount: '6.00' }, h)).status).toBe(409);
 
     const hs = k('simulate');
-    expect((await api(p.keys.sandbox, 'POST', `/api/v1/sandbox/payments/${first.body.id}/simulate`, { status: 'processing' }, hs)).status).toBe(200);
+    expect(
+      (await api(p.keys.sandbox, 'POST', `/api/v1/sandbox/payments/${first.body.id}/simulate`, { status: 'processing' }, hs)).status,
+    ).toBe(200);
     const simAgain = await api(p.keys.sandbox, 'POST', `/api/v1/sandbox/payments/${first.body.id}/simulate`, { status: 'processing' }, hs);
     expect(simAgain.status).toBe(200); // replayed, not a 409 for processing -> processing
     expect(simAgain.headers.get('idempotent-replayed')).toBe('true');
@@ -157,7 +187,9 @@ describe('payments API', () => {
     const second = await create();
     const hc = k('cancel');
     expect((await api(p.keys.sandbox, 'POST', `/api/v1/payments/${second.id}/cancel`, undefined, hc)).status).toBe(200);
-    expect((await api(p.keys.sandbox, 'POST', `/api/v1/payments/${second.id}/cancel`, undefined, hc)).headers.get('idempotent-replayed')).toBe('true');
+    expect(
+      (await api(p.keys.sandbox, 'POST', `/api/v1/payments/${second.id}/cancel`, undefined, hc)).headers.get('idempotent-replayed'),
+    ).toBe('true');
 
     const hsess = k('session');
     const sbody = { amount: '1.00', asset_code: 'USDC.ETH', success_url: 'https://shop.example/ok' };
@@ -169,14 +201,32 @@ describe('payments API', () => {
     expect((await api(p.keys.sandbox, 'POST', `/api/v1/checkout_sessions/${s1.body.id}/expire`, undefined, he)).status).toBe(200);
 
     const types = (await delivered()).map((e) => e.type).sort();
-    expect(types).toEqual(['checkout_session.expired', 'payment.cancelled', 'payment.created', 'payment.created', 'payment.created', 'payment.expired', 'payment.processing'].sort());
+    expect(types).toEqual(
+      [
+        'checkout_session.expired',
+        'payment.cancelled',
+        'payment.created',
+        'payment.created',
+        'payment.created',
+        'payment.expired',
+        'payment.processing',
+      ].sort(),
+    );
   });
 });
 
 describe('OpenAPI', () => {
   it('documents the payment, checkout session and sandbox routes with their objects (not the internal ones)', async () => {
     const doc = (await api(undefined, 'GET', '/api/v1/openapi.json')).body;
-    for (const path of ['/api/v1/payments', '/api/v1/payments/{id}', '/api/v1/payments/{id}/cancel', '/api/v1/sandbox/payments/{id}/simulate', '/api/v1/checkout_sessions', '/api/v1/checkout_sessions/{id}', '/api/v1/checkout_sessions/{id}/expire']) {
+    for (const path of [
+      '/api/v1/payments',
+      '/api/v1/payments/{id}',
+      '/api/v1/payments/{id}/cancel',
+      '/api/v1/sandbox/payments/{id}/simulate',
+      '/api/v1/checkout_sessions',
+      '/api/v1/checkout_sessions/{id}',
+      '/api/v1/checkout_sessions/{id}/expire',
+    ]) {
       expect(doc.paths[path], path).toBeDefined();
     }
     expect(Object.keys(doc.paths).some((k) => k.startsWith('/internal') || k.startsWith('/checkout'))).toBe(false);
@@ -212,7 +262,9 @@ describe('state machine over HTTP', () => {
       expect(results.filter((r) => r.status === 409)).toHaveLength(targets.length - 1);
       const final = (await api(p.keys.sandbox, 'GET', `/api/v1/payments/${pay.id}`)).body.status;
       expect(final).toBe(winners[0]!.body.status);
-      const ev = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/events?limit=100`)).body.data.filter((e: any) => e.data.object.id === pay.id);
+      const ev = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/events?limit=100`)).body.data.filter(
+        (e: any) => e.data.object.id === pay.id,
+      );
       expect(ev.map((e: any) => e.type).sort()).toEqual(['payment.created', 'payment.processing', `payment.${final}`].sort());
     }
   });
@@ -225,14 +277,21 @@ describe('state machine over HTTP', () => {
     expect(r.body.error.code).toBe('sandbox_only');
     const doubled = await create(p.keys.live, {}).catch(() => null);
     expect(doubled).not.toBeNull();
-    expect((await api(p.keys.live, 'POST', '/api/v1/payments', { amount: '1.00', asset_code: 'USDC.ETH', double_delivery: true })).body.error.code).toBe('sandbox_only');
+    expect(
+      (await api(p.keys.live, 'POST', '/api/v1/payments', { amount: '1.00', asset_code: 'USDC.ETH', double_delivery: true })).body.error
+        .code,
+    ).toBe('sandbox_only');
     const moved = await internal(`/internal/v1/payments/${pay.id}/transitions`, { status: 'processing' });
     expect(moved.status).toBe(200);
     expect(moved.body.status).toBe('processing');
     const illegal = await internal(`/internal/v1/payments/${pay.id}/transitions`, { status: 'cancelled' });
     expect(illegal.status).toBe(409);
     expect(illegal.body.error.message).toContain('succeeded, failed');
-    const noToken = await fetch(`${svc.url}/internal/v1/payments/${pay.id}/transitions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"status":"succeeded"}' });
+    const noToken = await fetch(`${svc.url}/internal/v1/payments/${pay.id}/transitions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"status":"succeeded"}',
+    });
     expect(noToken.status).toBe(401);
     expect((await internal('/internal/v1/payments/pay_doesnotexist/transitions', { status: 'processing' })).status).toBe(404);
   });
@@ -332,7 +391,10 @@ describe('double delivery (spec 6.2.5)', () => {
     expect(deliveries.body.data).toHaveLength(2);
     const ids = deliveries.body.data.map((d: { id: string }) => d.id);
     expect(new Set(ids).size).toBe(2);
-    const logs = await svc.ctx.database.query<{ delivery_id: string }>('SELECT delivery_id FROM delivery_attempts WHERE delivery_id = ANY($1::text[])', [ids]);
+    const logs = await svc.ctx.database.query<{ delivery_id: string }>(
+      'SELECT delivery_id FROM delivery_attempts WHERE delivery_id = ANY($1::text[])',
+      [ids],
+    );
     expect(logs.map((l) => l.delivery_id).sort()).toEqual([...ids].sort());
     // The next transition without the flag is delivered once.
     receiver.requests.length = 0;
@@ -347,14 +409,27 @@ describe('double delivery (spec 6.2.5)', () => {
     receiver.requests.length = 0;
     const once = () =>
       svc.ctx.database.db.transaction((tx) =>
-        publishEvent(tx, { type: 'payment.processing', merchantId: p.merchant_id, environment: 'sandbox', object, copies: 2, idempotencyKey: `dd-${object.id}` }, clock.now()),
+        publishEvent(
+          tx,
+          {
+            type: 'payment.processing',
+            merchantId: p.merchant_id,
+            environment: 'sandbox',
+            object,
+            copies: 2,
+            idempotencyKey: `dd-${object.id}`,
+          },
+          clock.now(),
+        ),
       );
     const first = await once();
     const again = await once();
     expect(first.deliveries).toBe(2);
     expect(again).toMatchObject({ replayed: true, deliveries: 0 });
     expect(again.event.id).toBe(first.event.id);
-    const [row] = await svc.ctx.database.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE event_id = $1', [first.event.id]);
+    const [row] = await svc.ctx.database.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE event_id = $1', [
+      first.event.id,
+    ]);
     expect(Number(row!.n)).toBe(2);
     await worker.drain();
     expect(receiver.requests.map((r) => r.headers['service-event-id'])).toEqual([first.event.id, first.event.id]);
@@ -368,31 +443,61 @@ describe('double delivery (spec 6.2.5)', () => {
     for (const e of events) byId.set(e.id, (byId.get(e.id) ?? 0) + 1);
     expect([...byId.values()].every((n) => n === 2)).toBe(true);
     expect(events.map((e) => e.type).sort()).toEqual(
-      ['payment.created', 'payment.created', 'payment.processing', 'payment.processing', 'payment.succeeded', 'payment.succeeded', 'checkout_session.completed', 'checkout_session.completed'].sort(),
+      [
+        'payment.created',
+        'payment.created',
+        'payment.processing',
+        'payment.processing',
+        'payment.succeeded',
+        'payment.succeeded',
+        'checkout_session.completed',
+        'checkout_session.completed',
+      ].sort(),
     );
   });
 });
 
 describe('internal event publishing checks the object against the type', () => {
   const publishRaw = (body: unknown) => internal('/internal/v1/events', body);
-  it('refuses a payment.* event whose data.object.status is not the type\'s status', async () => {
+  it("refuses a payment.* event whose data.object.status is not the type's status", async () => {
     const object = { id: 'pay_x1', object: 'payment', status: 'processing', amount: '1.00', asset_code: 'USDC.ETH', metadata: {} };
     const r = await publishRaw({ type: 'payment.succeeded', merchant_id: p.merchant_id, environment: 'sandbox', data: { object } });
     expect(r.status).toBe(400);
     expect(r.body.error.param).toBe('data.object.status');
-    expect((await publishRaw({ type: 'payment.processing', merchant_id: p.merchant_id, environment: 'sandbox', data: { object } })).status).toBe(201);
+    expect(
+      (await publishRaw({ type: 'payment.processing', merchant_id: p.merchant_id, environment: 'sandbox', data: { object } })).status,
+    ).toBe(201);
   });
 
   it('validates checkout_session.* events against the documented session object', async () => {
     const sess = await createSession();
     await submitCheckout(sess.url, 'pay');
     const complete = (await api(p.keys.sandbox, 'GET', `/api/v1/checkout_sessions/${sess.id}`)).body;
-    expect((await publishRaw({ type: 'checkout_session.completed', merchant_id: p.merchant_id, environment: 'sandbox', data: { object: complete } })).status).toBe(201);
-    const wrongStatus = await publishRaw({ type: 'checkout_session.expired', merchant_id: p.merchant_id, environment: 'sandbox', data: { object: complete } });
+    expect(
+      (
+        await publishRaw({
+          type: 'checkout_session.completed',
+          merchant_id: p.merchant_id,
+          environment: 'sandbox',
+          data: { object: complete },
+        })
+      ).status,
+    ).toBe(201);
+    const wrongStatus = await publishRaw({
+      type: 'checkout_session.expired',
+      merchant_id: p.merchant_id,
+      environment: 'sandbox',
+      data: { object: complete },
+    });
     expect(wrongStatus.status).toBe(400);
     expect(wrongStatus.body.error.param).toBe('data.object.status');
     const { payment: _omit, ...noPayment } = complete;
-    const missing = await publishRaw({ type: 'checkout_session.completed', merchant_id: p.merchant_id, environment: 'sandbox', data: { object: noPayment } });
+    const missing = await publishRaw({
+      type: 'checkout_session.completed',
+      merchant_id: p.merchant_id,
+      environment: 'sandbox',
+      data: { object: noPayment },
+    });
     expect(missing.status).toBe(400);
     expect(missing.body.error.param).toBe('data.object.payment');
   });

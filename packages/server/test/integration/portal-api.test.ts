@@ -55,8 +55,20 @@ async function createEndpoint(client: PortalClient, url = receiver.url, events =
 
 describe('portal sign-in and session', () => {
   it('a wrong password and an unknown email get the same 401 that does not say which was wrong', async () => {
-    const wrong = await portalRequest(svc.url, 'POST', '/session', { email: a.portal.email, password: 'not-the-password' }, { origin: svc.url });
-    const unknown = await portalRequest(svc.url, 'POST', '/session', { email: 'nobody@example.com', password: a.portal.password }, { origin: svc.url });
+    const wrong = await portalRequest(
+      svc.url,
+      'POST',
+      '/session',
+      { email: a.portal.email, password: 'not-the-password' },
+      { origin: svc.url },
+    );
+    const unknown = await portalRequest(
+      svc.url,
+      'POST',
+      '/session',
+      { email: 'nobody@example.com', password: a.portal.password },
+      { origin: svc.url },
+    );
     for (const r of [wrong, unknown]) {
       expect(r.status).toBe(401);
       expect(r.body.error).toEqual({ type: 'authentication_error', code: 'invalid_credentials', message: 'Incorrect email or password.' });
@@ -65,7 +77,13 @@ describe('portal sign-in and session', () => {
   });
 
   it('signing in sets an httpOnly, SameSite=Lax session cookie on /portal (not Secure on plain http) and the session names its Platform', async () => {
-    const r = await portalRequest(svc.url, 'POST', '/session', { email: a.portal.email.toUpperCase(), password: a.portal.password }, { origin: svc.url });
+    const r = await portalRequest(
+      svc.url,
+      'POST',
+      '/session',
+      { email: a.portal.email.toUpperCase(), password: a.portal.password },
+      { origin: svc.url },
+    );
     expect(r.status).toBe(200);
     const cookie = r.headers.get('set-cookie')!;
     expect(cookie).toMatch(/^payhooks_portal=[\w-]{43};/);
@@ -73,7 +91,11 @@ describe('portal sign-in and session', () => {
     expect(cookie).toContain('SameSite=Lax');
     expect(cookie).toContain('Path=/portal');
     expect(cookie).not.toContain('Secure');
-    expect(r.body).toMatchObject({ platform: { id: a.platform_id, name: 'Platform A' }, environment: 'sandbox', user: { email: a.portal.email } });
+    expect(r.body).toMatchObject({
+      platform: { id: a.platform_id, name: 'Platform A' },
+      environment: 'sandbox',
+      user: { email: a.portal.email },
+    });
     expect(r.body.csrf_token).toMatch(/^[\w-]{43}$/);
     const me = await portalRequest(svc.url, 'GET', '/session', undefined, { cookie: cookie.split(';')[0]! });
     expect(me.body.platform.id).toBe(a.platform_id);
@@ -100,10 +122,18 @@ describe('portal sign-in and session', () => {
     expect(await findUserByEmail(svc.ctx.database.db, c.portal.email)).toBeDefined();
     const statuses: number[] = [];
     for (let i = 0; i < 10; i++) {
-      statuses.push((await portalRequest(svc.url, 'POST', '/session', { email: c.portal.email, password: `guess-${i}` }, { origin: svc.url })).status);
+      statuses.push(
+        (await portalRequest(svc.url, 'POST', '/session', { email: c.portal.email, password: `guess-${i}` }, { origin: svc.url })).status,
+      );
     }
     expect(statuses).toEqual(Array(10).fill(401));
-    const limited = await portalRequest(svc.url, 'POST', '/session', { email: c.portal.email, password: c.portal.password }, { origin: svc.url });
+    const limited = await portalRequest(
+      svc.url,
+      'POST',
+      '/session',
+      { email: c.portal.email, password: c.portal.password },
+      { origin: svc.url },
+    );
     expect(limited.status).toBe(429);
     expect(limited.body.error.code).toBe('rate_limited');
     expect(limited.body.error.message).toMatch(/^Too many sign-in attempts for this account; retry after \d+ s\.$/);
@@ -157,7 +187,12 @@ describe('portal endpoints', () => {
       expect(r.text).not.toContain('whsec_');
       expect(r.text).not.toContain(ep.secret.slice(6));
     }
-    expect(responses[1]!.body).toMatchObject({ id: ep.id, url: 'https://secret.example.com/h', status: 'enabled', stats: { attempts: 0, success_rate: null } });
+    expect(responses[1]!.body).toMatchObject({
+      id: ep.id,
+      url: 'https://secret.example.com/h',
+      status: 'enabled',
+      stats: { attempts: 0, success_rate: null },
+    });
   });
 
   it('spec 4.1 rule 3: in live, an endpoint without the required event types is refused; with them it is created', async () => {
@@ -172,7 +207,11 @@ describe('portal endpoints', () => {
 
   it('edit, disable, enable and delete go through the endpoint service', async () => {
     const ep = await createEndpoint(portalA, 'https://edit.example.com/h');
-    const edited = await portalA.call('PATCH', `/endpoints/${ep.id}`, { url: 'https://edit.example.com/v2', enabled_events: ['payment.failed'], description: 'v2' });
+    const edited = await portalA.call('PATCH', `/endpoints/${ep.id}`, {
+      url: 'https://edit.example.com/v2',
+      enabled_events: ['payment.failed'],
+      description: 'v2',
+    });
     expect(edited.body).toMatchObject({ url: 'https://edit.example.com/v2', enabled_events: ['payment.failed'], description: 'v2' });
     expect((await portalA.call('PATCH', `/endpoints/${ep.id}`, { status: 'disabled' })).body.status).toBe('disabled');
     expect((await portalA.call('PATCH', `/endpoints/${ep.id}`, { status: 'enabled' })).body.status).toBe('enabled');
@@ -188,7 +227,11 @@ describe('portal endpoints', () => {
     const other = await createEndpoint(portalA, `${receiver.url}?other`, ['*']);
     const sent = await portalA.call('POST', `/endpoints/${target.id}/test_event`);
     expect(sent.status, sent.text).toBe(201);
-    expect(sent.body).toMatchObject({ type: 'payment.succeeded', event_id: expect.stringMatching(/^evt_/), delivery_id: expect.stringMatching(/^whd_/) });
+    expect(sent.body).toMatchObject({
+      type: 'payment.succeeded',
+      event_id: expect.stringMatching(/^evt_/),
+      delivery_id: expect.stringMatching(/^whd_/),
+    });
     const forEvent = await portalA.call('GET', `/deliveries?event_id=${sent.body.event_id}`);
     expect(forEvent.body.data.map((d: { endpoint_id: string }) => d.endpoint_id)).toEqual([target.id]);
     const event = await portalA.call('GET', `/events/${sent.body.event_id}`);
@@ -210,7 +253,13 @@ describe('portal Replay, Resend and bulk replay (spec 3.2, 8)', () => {
     const { event } = await publish(svc.ctx, a.merchant_id);
     await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted');
     const [row] = (await portalA.call('GET', `/deliveries?endpoint_id=${ep.id}&state=exhausted`)).body.data;
-    expect(row).toMatchObject({ event_id: event.id, event_type: 'payment.succeeded', state: 'exhausted', attempt_count: 3, last_attempt: { status_code: 503, response_body: 'down for maintenance' } });
+    expect(row).toMatchObject({
+      event_id: event.id,
+      event_type: 'payment.succeeded',
+      state: 'exhausted',
+      attempt_count: 3,
+      last_attempt: { status_code: 503, response_body: 'down for maintenance' },
+    });
 
     const stillFailing = await portalA.call('POST', `/deliveries/${row.id}/replay`);
     expect(stillFailing.body).toMatchObject({ state: 'exhausted', attempt_count: 4 });
@@ -219,7 +268,11 @@ describe('portal Replay, Resend and bulk replay (spec 3.2, 8)', () => {
     expect(replayed.status).toBe(200);
     expect(replayed.body).toMatchObject({ state: 'delivered', attempt_count: 5, next_attempt_at: null, event_type: 'payment.succeeded' });
     expect(replayed.body.attempts.map((x: { trigger: string; status_code: number }) => [x.trigger, x.status_code])).toEqual([
-      ['automatic', 503], ['automatic', 503], ['automatic', 503], ['manual', 503], ['manual', 200],
+      ['automatic', 503],
+      ['automatic', 503],
+      ['automatic', 503],
+      ['manual', 503],
+      ['manual', 200],
     ]);
     expect(JSON.parse(replayed.body.event_body).id).toBe(event.id);
     const again = await portalA.call('POST', `/deliveries/${row.id}/replay`);
@@ -260,10 +313,13 @@ describe('portal Replay, Resend and bulk replay (spec 3.2, 8)', () => {
       req.on('end', () => {
         open++;
         maxOpen = Math.max(maxOpen, open);
-        setTimeout(() => {
-          open--;
-          res.writeHead(up ? 200 : 500).end(up ? 'ok' : 'no');
-        }, up ? 40 : 0);
+        setTimeout(
+          () => {
+            open--;
+            res.writeHead(up ? 200 : 500).end(up ? 'ok' : 'no');
+          },
+          up ? 40 : 0,
+        );
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -271,7 +327,11 @@ describe('portal Replay, Resend and bulk replay (spec 3.2, 8)', () => {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/bulk`;
       const ep = await createEndpoint(portalA, url, ['payment.failed']);
       const since = new Date(Date.now() - 1000).toISOString();
-      for (let i = 0; i < 7; i++) await publish(svc.ctx, a.merchant_id, { type: 'payment.failed', object: { id: `pay_bulk${i}`, object: 'payment', status: 'failed', amount: '1.00', asset_code: 'USDC.ETH', metadata: {} } });
+      for (let i = 0; i < 7; i++)
+        await publish(svc.ctx, a.merchant_id, {
+          type: 'payment.failed',
+          object: { id: `pay_bulk${i}`, object: 'payment', status: 'failed', amount: '1.00', asset_code: 'USDC.ETH', metadata: {} },
+        });
       await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted', 7);
       up = true;
       maxOpen = 0;
@@ -332,7 +392,11 @@ describe('portal tenant and environment isolation (spec 4.1 rule 1)', () => {
       expect(r.status, r.text).toBe(404);
       expect(r.body.error.code).toBe('resource_missing');
     }
-    const lists = await Promise.all([portalB.call('GET', `/deliveries?endpoint_id=${ep.id}`), portalB.call('GET', `/deliveries?event_id=${event.id}`), portalB.call('GET', '/endpoints')]);
+    const lists = await Promise.all([
+      portalB.call('GET', `/deliveries?endpoint_id=${ep.id}`),
+      portalB.call('GET', `/deliveries?event_id=${event.id}`),
+      portalB.call('GET', '/endpoints'),
+    ]);
     for (const l of lists) expect(l.text).not.toContain(ep.id);
     const cursor = await portalB.call('GET', `/deliveries?starting_after=${d.id}`);
     expect(cursor.status).toBe(400);

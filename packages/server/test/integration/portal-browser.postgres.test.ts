@@ -163,7 +163,7 @@ describe('Merchant Portal in Chromium', () => {
       expect(text).toContain('maintenance until 10:00');
       expect(text).toContain('Automatic');
     }
-    expect(await page.locator('pre[aria-label="Event body"]').innerText()).toContain(`"id": "${event.id}"`);
+    expect(await page.getByTestId('event-body').innerText()).toContain(`"id": "${event.id}"`);
     // Times are shown in the browser's zone with UTC in the title.
     expect(await page.locator('li.attempt time').first().getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
 
@@ -214,13 +214,22 @@ describe('Merchant Portal in Chromium', () => {
     const payload = '<img src=x onerror=alert(1)>';
     const ep = await endpointOfA('xss', { status: 400, body: payload, headers: { 'content-type': 'text/html' } });
     await svc.ctx.endpoints.update(scopeA(), ep.id, { description: '<script>alert(2)</script>' });
-    await publish(svc.ctx, a.merchant_id, { object: { id: 'pay_xss', object: 'payment', status: 'succeeded', amount: '1.00', asset_code: 'USDC.ETH', metadata: { note: '<img src=y onerror=alert(3)>' } } });
+    await publish(svc.ctx, a.merchant_id, {
+      object: {
+        id: 'pay_xss',
+        object: 'payment',
+        status: 'succeeded',
+        amount: '1.00',
+        asset_code: 'USDC.ETH',
+        metadata: { note: '<img src=y onerror=alert(3)>' },
+      },
+    });
     await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted');
     const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
     await page.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
     await page.locator('pre.response-body').first().waitFor();
     expect(await page.locator('pre.response-body').first().innerText()).toBe(payload);
-    expect(await page.locator('pre[aria-label="Event body"]').innerText()).toContain('<img src=y onerror=alert(3)>');
+    expect(await page.getByTestId('event-body').innerText()).toContain('<img src=y onerror=alert(3)>');
     await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
     await page.getByText('<script>alert(2)</script>').waitFor();
     expect(await page.locator('img').count()).toBe(0);
@@ -259,7 +268,11 @@ describe('Merchant Portal in Chromium', () => {
           ];
           const out: Array<[string, number]> = [];
           for (const [method, path] of calls) {
-            const res = await fetch(path, { method, headers: { 'content-type': 'application/json', 'x-csrf-token': csrf }, body: method === 'POST' ? JSON.stringify(path.endsWith('bulk_replays') ? { since: '2020-01-01T00:00:00Z' } : {}) : undefined });
+            const res = await fetch(path, {
+              method,
+              headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+              body: method === 'POST' ? JSON.stringify(path.endsWith('bulk_replays') ? { since: '2020-01-01T00:00:00Z' } : {}) : undefined,
+            });
             out.push([path, res.status]);
           }
           const list = await (await fetch(`/portal/api/deliveries?endpoint_id=${ep}`)).text();
@@ -279,7 +292,11 @@ describe('Merchant Portal in Chromium', () => {
   it('a mutation without the CSRF token, or from a page of another origin, is refused', async () => {
     await page.goto(`${svc.url}/portal/webhooks/endpoints`);
     const noToken = await page.evaluate(async () => {
-      const res = await fetch('/portal/api/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'https://no-token.example.com/h', enabled_events: ['*'] }) });
+      const res = await fetch('/portal/api/endpoints', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'https://no-token.example.com/h', enabled_events: ['*'] }),
+      });
       return { status: res.status, body: (await res.json()) as { error: { code: string } } };
     });
     expect(noToken.status).toBe(403);
@@ -290,7 +307,11 @@ describe('Merchant Portal in Chromium', () => {
     let hits = 0;
     const evil: Server = createServer((_req, res) => {
       hits++;
-      res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><form id="f" method="POST" action="${svc.url}/portal/api/endpoints" enctype="text/plain"><input name='{"url":"https://evil.example.com/h","enabled_events":["*"],"x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`);
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(
+          `<!doctype html><form id="f" method="POST" action="${svc.url}/portal/api/endpoints" enctype="text/plain"><input name='{"url":"https://evil.example.com/h","enabled_events":["*"],"x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`,
+        );
     });
     await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
     try {
@@ -314,7 +335,7 @@ describe('Merchant Portal in Chromium', () => {
     expect(urls).not.toContain('https://evil.example.com/h');
   });
 
-  it('Roll secret shows the new whsec_ secret once and the previous one\'s expiry; deliveries verify with both secrets until then', async () => {
+  it("Roll secret shows the new whsec_ secret once and the previous one's expiry; deliveries verify with both secrets until then", async () => {
     const ep = await endpointOfA('rolled', { status: 200 });
     await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
     await page.getByRole('button', { name: 'Roll secret…' }).click();
@@ -331,7 +352,10 @@ describe('Merchant Portal in Chromium', () => {
     const req = receiver.requests.find((r) => r.path === '/webhooks?rolled' && r.headers['service-event-id'] === event.id)!;
     const header = String(req.headers['service-signature']);
     for (const secret of [fresh, ep.secret]) {
-      expect(checkSignature({ header, rawBody: req.raw, secrets: [secret], nowSeconds: Math.floor(Date.now() / 1000) }), secret === fresh ? 'new' : 'old').toMatchObject({ ok: true });
+      expect(
+        checkSignature({ header, rawBody: req.raw, secrets: [secret], nowSeconds: Math.floor(Date.now() / 1000) }),
+        secret === fresh ? 'new' : 'old',
+      ).toMatchObject({ ok: true });
     }
     await page.reload();
     await page.getByTestId('previous-secret').waitFor();
@@ -339,7 +363,7 @@ describe('Merchant Portal in Chromium', () => {
     expect(await page.content()).not.toContain(fresh);
   });
 
-  it('a deleted endpoint\'s unfinished delivery shows Cancelled with its reason, and the state filter finds it', async () => {
+  it("a deleted endpoint's unfinished delivery shows Cancelled with its reason, and the state filter finds it", async () => {
     const ep = await endpointOfA('gone', { status: 200 });
     const { event } = await publish(svc.ctx, a.merchant_id);
     await svc.ctx.endpoints.delete(scopeA(), ep.id);

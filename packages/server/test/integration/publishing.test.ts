@@ -25,7 +25,8 @@ afterAll(async () => {
   await svc?.close();
 });
 
-const count = async (table: string) => Number((await svc.ctx.database.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`, []))[0]!.n);
+const count = async (table: string) =>
+  Number((await svc.ctx.database.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`, []))[0]!.n);
 
 async function endpoint(key: string, events: string[], path = '/hook'): Promise<string> {
   const r = await svc.api(key, 'POST', '/api/v1/webhook_endpoints', { url: `${receiver.url}${path}`, enabled_events: events });
@@ -39,7 +40,11 @@ describe('publishing (transactional outbox)', () => {
     const [events, deliveries] = [await count('events'), await count('webhook_deliveries')];
     await expect(
       svc.ctx.database.db.transaction(async (tx) => {
-        await publishEvent(tx, { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: payment() }, clock.now());
+        await publishEvent(
+          tx,
+          { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: payment() },
+          clock.now(),
+        );
         throw new Error('payment write failed');
       }),
     ).rejects.toThrow('payment write failed');
@@ -53,7 +58,10 @@ describe('publishing (transactional outbox)', () => {
     const exact = await endpoint(q.keys.sandbox, ['payment.succeeded']);
     const wildcard = await endpoint(q.keys.sandbox, ['*']);
     await endpoint(q.keys.sandbox, ['checkout_session.completed']); // other type
-    const liveEp = await svc.api(q.keys.live, 'POST', '/api/v1/webhook_endpoints', { url: 'https://live.example.com/h', enabled_events: [...REQUIRED_LIVE_EVENT_TYPES] });
+    const liveEp = await svc.api(q.keys.live, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://live.example.com/h',
+      enabled_events: [...REQUIRED_LIVE_EVENT_TYPES],
+    });
     expect(liveEp.status).toBe(201);
     const disabled = await endpoint(q.keys.sandbox, ['*']);
     await svc.api(q.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${disabled}`, { status: 'disabled' });
@@ -62,12 +70,17 @@ describe('publishing (transactional outbox)', () => {
     await endpoint(p.keys.sandbox, ['payment.succeeded'], '/other-platform');
     const { event, deliveries } = await publish(svc.ctx, q.merchant_id);
     expect(deliveries).toBe(2);
-    const rows = await svc.ctx.database.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [event.id]);
+    const rows = await svc.ctx.database.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [
+      event.id,
+    ]);
     expect(rows.map((r) => r.endpoint_id).sort()).toEqual([exact, wildcard].sort());
     // A live event of the same Platform reaches its live endpoint only.
     const live = await publish(svc.ctx, q.merchant_id, { environment: 'live' });
     expect(live.deliveries).toBe(1);
-    const liveRows = await svc.ctx.database.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [live.event.id]);
+    const liveRows = await svc.ctx.database.query<{ endpoint_id: string }>(
+      'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1',
+      [live.event.id],
+    );
     expect(liveRows.map((r) => r.endpoint_id)).toEqual([liveEp.body.id]);
     await svc.api(q.keys.live, 'DELETE', `/api/v1/webhook_endpoints/${liveEp.body.id}`);
   });
@@ -103,7 +116,13 @@ describe('publishing (transactional outbox)', () => {
 });
 
 describe('internal events API (POST /internal/v1/events)', () => {
-  const body = (over: Record<string, unknown> = {}) => ({ type: 'payment.succeeded', merchant_id: p.merchant_id, environment: 'sandbox', data: { object: payment() }, ...over });
+  const body = (over: Record<string, unknown> = {}) => ({
+    type: 'payment.succeeded',
+    merchant_id: p.merchant_id,
+    environment: 'sandbox',
+    data: { object: payment() },
+    ...over,
+  });
   const post = (b: unknown, token = INTERNAL_TOKEN) => svc.api(token as never, 'POST', '/internal/v1/events', b);
 
   it('spec 2.1: publishes and answers 201 with the envelope', async () => {
@@ -189,7 +208,16 @@ describe('delivery log and events API (spec 2.4)', () => {
       last_attempt_at: '2026-11-22T09:30:00Z',
     });
     expect(one.body.attempts).toEqual([
-      expect.objectContaining({ attempt_number: 1, trigger: 'automatic', succeeded: false, status_code: 500, response_body: 'down', error_kind: 'http_status', started_at: '2026-11-22T09:30:00Z', duration_ms: expect.any(Number) }),
+      expect.objectContaining({
+        attempt_number: 1,
+        trigger: 'automatic',
+        succeeded: false,
+        status_code: 500,
+        response_body: 'down',
+        error_kind: 'http_status',
+        started_at: '2026-11-22T09:30:00Z',
+        duration_ms: expect.any(Number),
+      }),
     ]);
     const byEndpoint = await svc.api(q.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?endpoint_id=${good}`);
     expect(byEndpoint.body.data[0].state).toBe('delivered');
@@ -222,7 +250,16 @@ describe('delivery log and events API (spec 2.4)', () => {
     const res = await fetch(`${svc.url}/metrics`);
     const text = await res.text();
     expect(res.status).toBe(200);
-    for (const name of ['payhooks_delivery_attempts_total{outcome="succeeded"', 'payhooks_delivery_attempt_duration_seconds_bucket', 'payhooks_delivery_backlog', 'payhooks_delivery_oldest_due_age_seconds', 'payhooks_deliveries{state="pending"}', 'payhooks_deliveries{state="failed_retrying"}', 'payhooks_endpoints_auto_disabled_total', 'payhooks_secret_rotations_total']) {
+    for (const name of [
+      'payhooks_delivery_attempts_total{outcome="succeeded"',
+      'payhooks_delivery_attempt_duration_seconds_bucket',
+      'payhooks_delivery_backlog',
+      'payhooks_delivery_oldest_due_age_seconds',
+      'payhooks_deliveries{state="pending"}',
+      'payhooks_deliveries{state="failed_retrying"}',
+      'payhooks_endpoints_auto_disabled_total',
+      'payhooks_secret_rotations_total',
+    ]) {
       expect(text).toContain(name);
     }
   });

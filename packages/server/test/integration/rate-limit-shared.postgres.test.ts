@@ -68,7 +68,13 @@ describe('rate limit shared through Redis (PAYHOOKS_REDIS_URL)', () => {
     for (const server of [a, b]) {
       const refused = await get(server, key);
       expect(refused.status).toBe(429);
-      expect(await refused.json()).toEqual({ error: { type: 'rate_limit_error', code: 'rate_limited', message: expect.stringMatching(/^Too many requests for this API key; retry after \d+ s\.$/) } });
+      expect(await refused.json()).toEqual({
+        error: {
+          type: 'rate_limit_error',
+          code: 'rate_limited',
+          message: expect.stringMatching(/^Too many requests for this API key; retry after \d+ s\.$/),
+        },
+      });
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(30);
     }
@@ -96,60 +102,87 @@ describe('rate limit shared through Redis (PAYHOOKS_REDIS_URL)', () => {
 });
 
 describe('Redis unreachable', () => {
-  it('at start: serve exits 1 with one line naming PAYHOOKS_REDIS_URL and what to do, no stack trace', async () => {
-    const port = await freePort();
-    const r = await runPayhooks(['serve', '--no-worker'], { ...dbEnv, PAYHOOKS_PORT: '0', PAYHOOKS_REDIS_URL: `redis://:hunter2@127.0.0.1:${port}` }, 80_000);
-    expect(r.code, r.stderr).toBe(1);
-    expect(r.stderr).toMatch(new RegExp(`^payhooks: Cannot reach Redis at redis://127\\.0\\.0\\.1:${port} \\(PAYHOOKS_REDIS_URL\\)`));
-    expect(r.stderr).toContain('unset it to rate-limit each API process on its own');
-    expect(r.stderr).not.toContain('hunter2');
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-  }, SPAWN_TIMEOUT);
+  it(
+    'at start: serve exits 1 with one line naming PAYHOOKS_REDIS_URL and what to do, no stack trace',
+    async () => {
+      const port = await freePort();
+      const r = await runPayhooks(
+        ['serve', '--no-worker'],
+        { ...dbEnv, PAYHOOKS_PORT: '0', PAYHOOKS_REDIS_URL: `redis://:hunter2@127.0.0.1:${port}` },
+        80_000,
+      );
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`^payhooks: Cannot reach Redis at redis://127\\.0\\.0\\.1:${port} \\(PAYHOOKS_REDIS_URL\\)`));
+      expect(r.stderr).toContain('unset it to rate-limit each API process on its own');
+      expect(r.stderr).not.toContain('hunter2');
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    },
+    SPAWN_TIMEOUT,
+  );
 
-  it('while running: requests are served without the limit and the log says why; the limit is back with Redis', async () => {
-    const port = await freePort();
-    const startRedis = async (): Promise<ChildProcess> => {
-      const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-      // Ready when it answers PING (it takes a moment to bind).
-      for (let tries = 0; ; tries++) {
-        const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
-        probe.on('error', () => {});
-        try {
-          await probe.connect();
-          await probe.ping();
-          return child;
-        } catch (err) {
-          if (tries > 100) throw err;
-          await new Promise((r) => setTimeout(r, 100));
-        } finally {
-          probe.disconnect();
+  it(
+    'while running: requests are served without the limit and the log says why; the limit is back with Redis',
+    async () => {
+      const port = await freePort();
+      const startRedis = async (): Promise<ChildProcess> => {
+        const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+          stdio: 'ignore',
+        });
+        // Ready when it answers PING (it takes a moment to bind).
+        for (let tries = 0; ; tries++) {
+          const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
+          probe.on('error', () => {});
+          try {
+            await probe.connect();
+            await probe.ping();
+            return child;
+          } catch (err) {
+            if (tries > 100) throw err;
+            await new Promise((r) => setTimeout(r, 100));
+          } finally {
+            probe.disconnect();
+          }
         }
+      };
+      const stopRedis = (child: ChildProcess) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null) resolve();
+          else {
+            child.once('exit', () => resolve());
+            child.kill('SIGKILL');
+          }
+        });
+      let redis = await startRedis();
+      const server = await startServe(
+        ['--no-worker'],
+        { ...dbEnv, PAYHOOKS_RATE_LIMIT: '1', PAYHOOKS_RATE_LIMIT_BURST: '2', PAYHOOKS_REDIS_URL: `redis://127.0.0.1:${port}` },
+        80_000,
+      );
+      try {
+        const key = platform.keys.live;
+        // Fresh Redis: this key's window here is empty.
+        expect([(await get(server, key)).status, (await get(server, key)).status, (await get(server, key)).status]).toEqual([
+          200, 200, 429,
+        ]);
+        await stopRedis(redis);
+        const during: number[] = [];
+        for (let i = 0; i < 5; i++) during.push((await get(server, key)).status);
+        expect(during).toEqual([200, 200, 200, 200, 200]);
+        expect(server.stdout()).toContain('rate limit not applied: its Redis store failed');
+        redis = await startRedis();
+        // ioredis reconnects with backoff; once it has, the (new, empty) window counts again.
+        let statuses: number[] = [];
+        for (let tries = 0; tries < 100; tries++) {
+          statuses = [(await get(server, key)).status, (await get(server, key)).status, (await get(server, key)).status];
+          if (statuses.includes(429)) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        expect(statuses).toContain(429);
+      } finally {
+        await server.stop();
+        await stopRedis(redis);
       }
-    };
-    const stopRedis = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill('SIGKILL'))));
-    let redis = await startRedis();
-    const server = await startServe(['--no-worker'], { ...dbEnv, PAYHOOKS_RATE_LIMIT: '1', PAYHOOKS_RATE_LIMIT_BURST: '2', PAYHOOKS_REDIS_URL: `redis://127.0.0.1:${port}` }, 80_000);
-    try {
-      const key = platform.keys.live;
-      // Fresh Redis: this key's window here is empty.
-      expect([(await get(server, key)).status, (await get(server, key)).status, (await get(server, key)).status]).toEqual([200, 200, 429]);
-      await stopRedis(redis);
-      const during: number[] = [];
-      for (let i = 0; i < 5; i++) during.push((await get(server, key)).status);
-      expect(during).toEqual([200, 200, 200, 200, 200]);
-      expect(server.stdout()).toContain('rate limit not applied: its Redis store failed');
-      redis = await startRedis();
-      // ioredis reconnects with backoff; once it has, the (new, empty) window counts again.
-      let statuses: number[] = [];
-      for (let tries = 0; tries < 100; tries++) {
-        statuses = [(await get(server, key)).status, (await get(server, key)).status, (await get(server, key)).status];
-        if (statuses.includes(429)) break;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      expect(statuses).toContain(429);
-    } finally {
-      await server.stop();
-      await stopRedis(redis);
-    }
-  }, SPAWN_TIMEOUT * 2);
+    },
+    SPAWN_TIMEOUT * 2,
+  );
 });

@@ -28,22 +28,48 @@ const sql = (database: Database, text: string) => database.script((run) => run(t
 const count = async (database: Database, text: string) => Number((await sql(database, text))[0]!.n);
 
 async function partitionsOf(database: Database, table: string): Promise<string[]> {
-  const rows = await sql(database, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = '${table}'::regclass ORDER BY 1`);
+  const rows = await sql(
+    database,
+    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = '${table}'::regclass ORDER BY 1`,
+  );
   return rows.map((r) => String(r.relname));
 }
 
 /** Claims every due delivery and records an automatic attempt for each: `outcome` decides by event id. */
-async function attemptDue(outcome: (eventId: string) => { succeeded: boolean; state: 'delivered' | 'failed_retrying' | 'exhausted'; next: Date | null }): Promise<number> {
+async function attemptDue(
+  outcome: (eventId: string) => { succeeded: boolean; state: 'delivered' | 'failed_retrying' | 'exhausted'; next: Date | null },
+): Promise<number> {
   const database = svc.ctx.database;
   const now = clock.now();
-  const rows = await claimDue(database, { now, leaseUntil: new Date(now.getTime() + 60_000), limit: 100, perEndpoint: 100, perPlatform: 100, excludeEndpoints: [], excludePlatforms: [], token: 'tok' });
+  const rows = await claimDue(database, {
+    now,
+    leaseUntil: new Date(now.getTime() + 60_000),
+    limit: 100,
+    perEndpoint: 100,
+    perPlatform: 100,
+    excludeEndpoints: [],
+    excludePlatforms: [],
+    token: 'tok',
+  });
   const recorded = await recordOutcomes(
     database,
     rows.map((r) => {
       const o = outcome(r.event_id);
       return {
-        deliveryId: r.id, token: 'tok', trigger: 'automatic' as const, state: o.state, nextAttemptAt: o.next,
-        result: { succeeded: o.succeeded, startedAt: now, durationMs: 5, statusCode: o.succeeded ? 200 : 500, responseBody: 'ok', errorKind: o.succeeded ? null : ('http_status' as never), errorMessage: null },
+        deliveryId: r.id,
+        token: 'tok',
+        trigger: 'automatic' as const,
+        state: o.state,
+        nextAttemptAt: o.next,
+        result: {
+          succeeded: o.succeeded,
+          startedAt: now,
+          durationMs: 5,
+          statusCode: o.succeeded ? 200 : 500,
+          responseBody: 'ok',
+          errorKind: o.succeeded ? null : ('http_status' as never),
+          errorMessage: null,
+        },
       };
     }),
     now,
@@ -53,7 +79,13 @@ async function attemptDue(outcome: (eventId: string) => { succeeded: boolean; st
 }
 
 const deliveriesOf = async (eventId: string) =>
-  (await svc.api(platform.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${eventId}`)).body.data as Array<{ id: string; endpoint_id: string; state: string; next_attempt_at: string | null; attempts: unknown[] }>;
+  (await svc.api(platform.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${eventId}`)).body.data as Array<{
+    id: string;
+    endpoint_id: string;
+    state: string;
+    next_attempt_at: string | null;
+    attempts: unknown[];
+  }>;
 
 async function endpoint(url: string): Promise<string> {
   const r = await svc.api(platform.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url, enabled_events: ['*'] });
@@ -76,7 +108,9 @@ describe('retention (issue 10 item 3)', () => {
     expect(first.ran).toBe(true);
     expect(first.created).toEqual(['20250303', '20250310', '20250317']);
     for (const t of ['events', 'webhook_deliveries', 'delivery_attempts']) {
-      expect(await partitionsOf(svc.ctx.database, t)).toEqual(expect.arrayContaining(first.created.map((w) => `${t}_p${w}`).concat(`${t}_default`)));
+      expect(await partitionsOf(svc.ctx.database, t)).toEqual(
+        expect.arrayContaining(first.created.map((w) => `${t}_p${w}`).concat(`${t}_default`)),
+      );
     }
     expect((await job.runOnce()).created).toEqual([]);
   });
@@ -87,13 +121,19 @@ describe('retention (issue 10 item 3)', () => {
     // A second endpoint, disabled after this event: its delivery is parked (out of the queue).
     const parkedEndpoint = await endpoint('http://127.0.0.1:9/parked');
     const parked = await publish(svc.ctx, platform.merchant_id);
-    expect((await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${parkedEndpoint}`, { status: 'disabled' })).status).toBe(200);
+    expect(
+      (await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${parkedEndpoint}`, { status: 'disabled' })).status,
+    ).toBe(200);
     // Rows of the current week land in its partition, not the default one.
     expect(await count(svc.ctx.database, `SELECT count(*) AS n FROM webhook_deliveries_p20250303`)).toBe(4);
     expect(await count(svc.ctx.database, `SELECT count(*) AS n FROM webhook_deliveries_default`)).toBe(0);
-    expect(await attemptDue((id) =>
-      id === retrying.event.id ? { succeeded: false, state: 'failed_retrying', next: new Date(clock.now().getTime() + 60_000) } : { succeeded: true, state: 'delivered', next: null },
-    )).toBe(3);
+    expect(
+      await attemptDue((id) =>
+        id === retrying.event.id
+          ? { succeeded: false, state: 'failed_retrying', next: new Date(clock.now().getTime() + 60_000) }
+          : { succeeded: true, state: 'delivered', next: null },
+      ),
+    ).toBe(3);
     const parkedDelivery = (await deliveriesOf(parked.event.id)).find((d) => d.endpoint_id === parkedEndpoint)!;
     expect(parkedDelivery).toMatchObject({ state: 'pending', next_attempt_at: null });
     clock.set(Date.UTC(2025, 2, 17, 9, 0, 0));
@@ -128,14 +168,20 @@ describe('retention (issue 10 item 3)', () => {
     }
     expect((await svc.api(platform.keys.sandbox, 'GET', `/api/v1/webhook_deliveries/${parkedDelivery.id}`)).status).toBe(404);
     // Re-enabling the endpoint finds nothing left to resume from that week.
-    expect((await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${parkedEndpoint}`, { status: 'enabled' })).status).toBe(200);
+    expect(
+      (await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${parkedEndpoint}`, { status: 'enabled' })).status,
+    ).toBe(200);
     expect(await count(svc.ctx.database, `SELECT count(*) AS n FROM delivery_queue WHERE endpoint_id = '${parkedEndpoint}'`)).toBe(0);
     // The week of 03-17 ends 03-24, within 30 days of 04-11: kept, with its attempt.
     expect((await svc.api(platform.keys.sandbox, 'GET', `/api/v1/events/${recent.event.id}`)).status).toBe(200);
     expect((await deliveriesOf(recent.event.id))[0]!.attempts).toHaveLength(1);
     // And the weeks ahead of the new date exist.
-    expect(await partitionsOf(svc.ctx.database, 'webhook_deliveries')).toEqual(expect.arrayContaining(['webhook_deliveries_p20250407', 'webhook_deliveries_p20250421']));
-    expect((await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${parkedEndpoint}`, { status: 'disabled' })).status).toBe(200);
+    expect(await partitionsOf(svc.ctx.database, 'webhook_deliveries')).toEqual(
+      expect.arrayContaining(['webhook_deliveries_p20250407', 'webhook_deliveries_p20250421']),
+    );
+    expect(
+      (await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${parkedEndpoint}`, { status: 'disabled' })).status,
+    ).toBe(200);
   });
 
   it('rows outside every week (the default partition) are purged row by row with the same rules', async () => {
@@ -143,7 +189,11 @@ describe('retention (issue 10 item 3)', () => {
     const old = await publish(svc.ctx, platform.merchant_id);
     const oldRetrying = await publish(svc.ctx, platform.merchant_id);
     expect(await count(svc.ctx.database, `SELECT count(*) AS n FROM webhook_deliveries_default`)).toBe(2);
-    await attemptDue((id) => (id === old.event.id ? { succeeded: true, state: 'delivered', next: null } : { succeeded: false, state: 'failed_retrying', next: new Date(Date.UTC(2025, 3, 11, 1)) }));
+    await attemptDue((id) =>
+      id === old.event.id
+        ? { succeeded: true, state: 'delivered', next: null }
+        : { succeeded: false, state: 'failed_retrying', next: new Date(Date.UTC(2025, 3, 11, 1)) },
+    );
     clock.set(Date.UTC(2025, 3, 11));
     const r = await job.runOnce();
     expect(r.defaultRowsDeleted).toBe(3); // the delivered one's attempt, delivery and event
@@ -196,14 +246,18 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
   it('keeps every event, delivery, attempt and key, their uniqueness, and queues exactly the deliveries with work to do', async () => {
     const db = testDb.database;
     await db.script(async (run) => {
-      await run(`CREATE TABLE payhooks_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      await run(
+        `CREATE TABLE payhooks_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
       for (const m of listMigrations().filter((m) => m.id < 7)) {
         await run(m.sql);
         await run(`INSERT INTO payhooks_migrations (id, name) VALUES (${m.id}, '${m.name}')`);
       }
       await run(`INSERT INTO platforms (id, name) VALUES ('plt_m', 'M')`);
       await run(`INSERT INTO merchants (id, platform_id, name) VALUES ('mch_m', 'plt_m', 'M')`);
-      await run(`INSERT INTO webhook_endpoints (id, platform_id, environment, url, enabled_events, status, secret_ciphertext) VALUES ('we_m', 'plt_m', 'sandbox', 'https://x.example/h', '{*}', 'enabled', 'c')`);
+      await run(
+        `INSERT INTO webhook_endpoints (id, platform_id, environment, url, enabled_events, status, secret_ciphertext) VALUES ('we_m', 'plt_m', 'sandbox', 'https://x.example/h', '{*}', 'enabled', 'c')`,
+      );
       // 200 events over the last ~40 weeks (and one far older), each with two deliveries and attempts.
       await run(`INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at)
         SELECT 'evt_m' || g, 'plt_m', 'sandbox', 'mch_m', 'payment.succeeded', '{"n":' || g || '}', CASE WHEN g % 10 = 0 THEN 'key' || g END,
@@ -223,9 +277,18 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
         SELECT 'att_' || d.id, d.id, 1, 'automatic', true, d.created_at, 7, 200 FROM webhook_deliveries d`);
     });
     const snapshot = async () => ({
-      events: await sql(db, `SELECT id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at FROM events ORDER BY id`),
-      deliveries: await sql(db, `SELECT id, event_id, endpoint_id, copy, state, attempt_count, automatic_attempts, next_attempt_at, created_at, updated_at FROM webhook_deliveries ORDER BY id`),
-      attempts: await sql(db, `SELECT id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms, status_code FROM delivery_attempts ORDER BY id`),
+      events: await sql(
+        db,
+        `SELECT id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at FROM events ORDER BY id`,
+      ),
+      deliveries: await sql(
+        db,
+        `SELECT id, event_id, endpoint_id, copy, state, attempt_count, automatic_attempts, next_attempt_at, created_at, updated_at FROM webhook_deliveries ORDER BY id`,
+      ),
+      attempts: await sql(
+        db,
+        `SELECT id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms, status_code FROM delivery_attempts ORDER BY id`,
+      ),
     });
     const before = await snapshot();
     expect(before.attempts).toHaveLength(400);
@@ -234,12 +297,20 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
     expect(await snapshot()).toEqual(before);
     const partitioned = await sql(db, `SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid ORDER BY 1`);
     expect(partitioned.map((r) => r.relname)).toEqual(['delivery_attempts', 'events', 'webhook_deliveries']);
-    expect(await count(db, `SELECT count(*) AS n FROM delivery_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE a.delivery_created_at <> d.created_at`)).toBe(0);
+    expect(
+      await count(
+        db,
+        `SELECT count(*) AS n FROM delivery_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE a.delivery_created_at <> d.created_at`,
+      ),
+    ).toBe(0);
     // The 2019 row is outside every week: the default partition holds it.
     expect(await count(db, `SELECT count(*) AS n FROM events_default`)).toBe(1);
     expect(await count(db, `SELECT count(*) AS n FROM event_idempotency_keys`)).toBe(20);
     // The queue: the two with a due time (one still leased, lease kept); the parked one is not queued.
-    const queued = await sql(db, `SELECT delivery_id, lease_token, delivery_created_at = (SELECT created_at FROM events WHERE id = q.event_id) AS same_week FROM delivery_queue q ORDER BY 1`);
+    const queued = await sql(
+      db,
+      `SELECT delivery_id, lease_token, delivery_created_at = (SELECT created_at FROM events WHERE id = q.event_id) AS same_week FROM delivery_queue q ORDER BY 1`,
+    );
     expect(queued).toEqual([
       { delivery_id: 'whd_mevt_m1_1', lease_token: null, same_week: true },
       { delivery_id: 'whd_mevt_m2_1', lease_token: 'w_old:1', same_week: true },
@@ -247,11 +318,18 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
 
     // Uniqueness as before: (event, endpoint, copy), and the event idempotency key per tenant.
     await expect(
-      sql(db, `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count, automatic_attempts, created_at, updated_at)
-        SELECT 'whd_dup', id, 'we_m', 1, 'plt_m', 'sandbox', 'pending', 0, 0, created_at, created_at FROM events WHERE id = 'evt_m5'`),
+      sql(
+        db,
+        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count, automatic_attempts, created_at, updated_at)
+        SELECT 'whd_dup', id, 'we_m', 1, 'plt_m', 'sandbox', 'pending', 0, 0, created_at, created_at FROM events WHERE id = 'evt_m5'`,
+      ),
     ).rejects.toThrow(/duplicate key|unique/);
     const again = await db.db.transaction((tx) =>
-      publishEvent(tx, { type: 'payment.succeeded', merchantId: 'mch_m', environment: 'sandbox', object: payment(), idempotencyKey: 'key150' }, new Date()),
+      publishEvent(
+        tx,
+        { type: 'payment.succeeded', merchantId: 'mch_m', environment: 'sandbox', object: payment(), idempotencyKey: 'key150' },
+        new Date(),
+      ),
     );
     expect(again.replayed).toBe(true);
     expect(again.event).toEqual({ n: 150 });

@@ -36,7 +36,10 @@ afterAll(async () => {
 });
 
 async function attemptTo(url: string, viaDatabase = false) {
-  const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: viaDatabase ? 'http://placeholder.test/h' : url, enabled_events: ['*'] });
+  const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+    url: viaDatabase ? 'http://placeholder.test/h' : url,
+    enabled_events: ['*'],
+  });
   expect(created.status).toBe(201);
   // An address that passed registration (public then, or written before a rule change) and
   // points inside now: only the connect-time check stands in the way.
@@ -49,14 +52,17 @@ async function attemptTo(url: string, viaDatabase = false) {
 }
 
 describe('safe targets (SSRF guard at connect time)', () => {
-  it.each(['rebind.test', 'metadata.test', 'private.test', 'ula.test'])('refuses %s, whose DNS answer is a forbidden address, and logs why', async (host) => {
-    const before = receiver.requests.length;
-    const d = await attemptTo(`http://${host}:${receiver.port}/h`);
-    expect(d.state).toBe('failed_retrying');
-    expect(d.attempts[0]).toMatchObject({ succeeded: false, error_kind: 'forbidden_address', status_code: null });
-    expect(d.attempts[0].error_message).toContain('PAYHOOKS_ALLOW_PRIVATE_URLS');
-    expect(receiver.requests.length).toBe(before);
-  });
+  it.each(['rebind.test', 'metadata.test', 'private.test', 'ula.test'])(
+    'refuses %s, whose DNS answer is a forbidden address, and logs why',
+    async (host) => {
+      const before = receiver.requests.length;
+      const d = await attemptTo(`http://${host}:${receiver.port}/h`);
+      expect(d.state).toBe('failed_retrying');
+      expect(d.attempts[0]).toMatchObject({ succeeded: false, error_kind: 'forbidden_address', status_code: null });
+      expect(d.attempts[0].error_message).toContain('PAYHOOKS_ALLOW_PRIVATE_URLS');
+      expect(receiver.requests.length).toBe(before);
+    },
+  );
 
   it.each(['127.0.0.1', '[::ffff:127.0.0.1]', '[::1]'])('refuses the literal address %s at connect time', async (host) => {
     const before = receiver.requests.length;
@@ -66,7 +72,13 @@ describe('safe targets (SSRF guard at connect time)', () => {
   });
 
   it('refuses private and loopback URLs at registration too (422)', async () => {
-    for (const url of [`http://127.0.0.1:${receiver.port}/h`, 'http://localhost/h', 'http://[::1]/h', 'http://169.254.169.254/latest/meta-data', 'http://[::ffff:10.0.0.1]/h']) {
+    for (const url of [
+      `http://127.0.0.1:${receiver.port}/h`,
+      'http://localhost/h',
+      'http://[::1]/h',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::ffff:10.0.0.1]/h',
+    ]) {
       const r = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url, enabled_events: ['*'] });
       expect(r.status, url).toBe(422);
       expect(r.body.error.code).toBe('url_not_allowed');
@@ -77,7 +89,10 @@ describe('safe targets (SSRF guard at connect time)', () => {
     const open = await startService({ allowPrivateUrls: true }, { resolver });
     try {
       const q = await open.platform();
-      const ep = await open.api(q.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: `http://rebind.test:${receiver.port}/h`, enabled_events: ['*'] });
+      const ep = await open.api(q.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+        url: `http://rebind.test:${receiver.port}/h`,
+        enabled_events: ['*'],
+      });
       const before = receiver.requests.length;
       await publish(open.ctx, q.merchant_id);
       await open.ctx.createWorker().drain();

@@ -29,7 +29,13 @@ async function raw(response: string): Promise<string> {
 async function http(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
   const server: Server = createServer(handle);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  servers.push({ close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) });
+  servers.push({
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  });
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
 }
 

@@ -85,7 +85,12 @@ describe('tenancy: a key sees only its own Platform and environment', () => {
   it('spec 4.1 rule 1: the refused PATCH and DELETE changed nothing', async () => {
     const s = await svc.api(a.keys.sandbox, 'GET', path(aSandbox.id));
     expect(s.status).toBe(200);
-    expect(s.body).toMatchObject({ url: 'https://a-sandbox.example.com/h', description: 'A sandbox', metadata: { owner: 'a' }, status: 'enabled' });
+    expect(s.body).toMatchObject({
+      url: 'https://a-sandbox.example.com/h',
+      description: 'A sandbox',
+      metadata: { owner: 'a' },
+      status: 'enabled',
+    });
     const { secret: _s, ...asCreated } = aSandbox;
     expect(s.body).toEqual(asCreated);
     const l = await svc.api(a.keys.live, 'GET', path(aLive.id));
@@ -96,7 +101,8 @@ describe('tenancy: a key sees only its own Platform and environment', () => {
   });
 
   it("spec 4.1 List: a key lists only its own Platform's endpoints of its own environment", async () => {
-    const ids = async (key: string) => (await svc.api(key, 'GET', '/api/v1/webhook_endpoints?limit=100')).body.data.map((e: { id: string }) => e.id);
+    const ids = async (key: string) =>
+      (await svc.api(key, 'GET', '/api/v1/webhook_endpoints?limit=100')).body.data.map((e: { id: string }) => e.id);
     expect(await ids(a.keys.sandbox)).toEqual([aSandbox.id]);
     expect(await ids(a.keys.live)).toEqual([aLive.id]);
     expect(await ids(b.keys.sandbox)).toEqual([bSandbox.id]);
@@ -131,7 +137,18 @@ describe('tenancy: a key sees only its own Platform and environment', () => {
 
   it('spec 4.1 rule 1: ids that are not endpoint ids at all answer the same 404', async () => {
     const missing = await svc.api(a.keys.sandbox, 'GET', path(NONEXISTENT));
-    for (const id of ['x', 'we_', `we_${'a'.repeat(40)}`, `we_${'a'.repeat(61)}`, 'plt_000000000000000000000000', a.platform_id, "we_1'%20OR%20'1'='1", '%00', 'we_%00abc', '%E2%82%AC']) {
+    for (const id of [
+      'x',
+      'we_',
+      `we_${'a'.repeat(40)}`,
+      `we_${'a'.repeat(61)}`,
+      'plt_000000000000000000000000',
+      a.platform_id,
+      "we_1'%20OR%20'1'='1",
+      '%00',
+      'we_%00abc',
+      '%E2%82%AC',
+    ]) {
       const r = await svc.api(a.keys.sandbox, 'GET', path(id));
       expect(r.status, id).toBe(404);
       expect(r.body.error, id).toMatchObject({ type: 'invalid_request_error', code: 'resource_missing', param: 'id' });

@@ -48,14 +48,19 @@ describe('payhooks trigger (over HTTP, against a running server)', () => {
 
   it('spec 6.2.5: --double-delivery delivers each emitted event twice, same evt_ id and bytes; plain output lists ids and events', async () => {
     receiver.requests.length = 0;
-    const r = await runPayhooks(['trigger', 'payment.succeeded', '--double-delivery', '--api-key', p.keys.sandbox, '--url', svc.url], {}, 60_000);
+    const r = await runPayhooks(
+      ['trigger', 'payment.succeeded', '--double-delivery', '--api-key', p.keys.sandbox, '--url', svc.url],
+      {},
+      60_000,
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/created payment pay_\w+/);
     expect(r.stdout).toMatch(/event evt_\w+ payment\.succeeded/);
     await worker.drain();
     expect(receiver.requests).toHaveLength(6); // created, processing, succeeded: twice each
     const byId = new Map<string, Buffer[]>();
-    for (const q of receiver.requests) byId.set(String(q.headers['service-event-id']), [...(byId.get(String(q.headers['service-event-id'])) ?? []), q.raw]);
+    for (const q of receiver.requests)
+      byId.set(String(q.headers['service-event-id']), [...(byId.get(String(q.headers['service-event-id'])) ?? []), q.raw]);
     expect(byId.size).toBe(3);
     for (const bodies of byId.values()) {
       expect(bodies).toHaveLength(2);

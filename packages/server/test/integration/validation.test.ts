@@ -30,7 +30,8 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 const post = (body: unknown, headers?: Record<string, string>, key = p.keys.sandbox) => svc.api(key, 'POST', COLLECTION, body, headers);
-const patch = (body: unknown, headers?: Record<string, string>, id = endpointId) => svc.api(p.keys.sandbox, 'PATCH', `${COLLECTION}/${id}`, body, headers);
+const patch = (body: unknown, headers?: Record<string, string>, id = endpointId) =>
+  svc.api(p.keys.sandbox, 'PATCH', `${COLLECTION}/${id}`, body, headers);
 
 describe('request bodies that are not a JSON object', () => {
   it.each([
@@ -147,9 +148,12 @@ describe('unknown fields', () => {
     expect(err.message).toContain(field);
   });
 
-  it.each([['secret'], ['id'], ['environment'], ['object'], ['enabled_event']])('update with unknown field %s is 400 parameter_unknown', async (field) => {
-    expectError(await patch({ [field]: 'x' }), 400, 'parameter_unknown', field);
-  });
+  it.each([['secret'], ['id'], ['environment'], ['object'], ['enabled_event']])(
+    'update with unknown field %s is 400 parameter_unknown',
+    async (field) => {
+      expectError(await patch({ [field]: 'x' }), 400, 'parameter_unknown', field);
+    },
+  );
 
   it('a refused update changed nothing', async () => {
     const before = await svc.api(p.keys.sandbox, 'GET', `${COLLECTION}/${endpointId}`);
@@ -202,7 +206,13 @@ describe('each field of create and update', () => {
     ['enabled_events with a number', { enabled_events: ['*', 5] }, 400, 'parameter_invalid', 'enabled_events[1]'],
     ['spec 6.1: enabled_events with an empty type', { enabled_events: [''] }, 400, 'event_type_unknown', 'enabled_events[0]'],
     ['enabled_events with a nested array', { enabled_events: [['*']] }, 400, 'parameter_invalid', 'enabled_events[0]'],
-    ['spec 6.1: enabled_events with a type outside the catalog', { enabled_events: ['payment.succeeded', 'payment.refunded'] }, 400, 'event_type_unknown', 'enabled_events[1]'],
+    [
+      'spec 6.1: enabled_events with a type outside the catalog',
+      { enabled_events: ['payment.succeeded', 'payment.refunded'] },
+      400,
+      'event_type_unknown',
+      'enabled_events[1]',
+    ],
     ['spec 6.1: enabled_events with a NUL type', { enabled_events: ['payment\u0000'] }, 400, 'event_type_unknown', 'enabled_events[0]'],
     ['description a number', { description: 5 }, 400, 'parameter_invalid', 'description'],
     ['description an object', { description: { text: 'x' } }, 400, 'parameter_invalid', 'description'],
@@ -263,7 +273,10 @@ describe('each field of create and update', () => {
     expect(res.body.url).toHaveLength(2048);
     expect(res.body.enabled_events).toEqual(['payment.created']);
     expect(Object.keys(res.body.metadata)).toHaveLength(50);
-    const cleared = await svc.api(p.keys.sandbox, 'PATCH', `${COLLECTION}/${res.body.id}`, { description: null, metadata: { [long(40)]: '' } });
+    const cleared = await svc.api(p.keys.sandbox, 'PATCH', `${COLLECTION}/${res.body.id}`, {
+      description: null,
+      metadata: { [long(40)]: '' },
+    });
     expect(cleared.status).toBe(200);
     expect(cleared.body.description).toBeNull();
     expect(Object.keys(cleared.body.metadata)).toHaveLength(49);
@@ -299,7 +312,12 @@ describe('list query parameters', () => {
   });
 
   it('starting_after an unknown id is 400 resource_missing', async () => {
-    expectError(await svc.api(p.keys.sandbox, 'GET', `${COLLECTION}?starting_after=we_000000000000000000000000`), 400, 'resource_missing', 'starting_after');
+    expectError(
+      await svc.api(p.keys.sandbox, 'GET', `${COLLECTION}?starting_after=we_000000000000000000000000`),
+      400,
+      'resource_missing',
+      'starting_after',
+    );
   });
 
   it('starting_after with a NUL byte is a 400, not a 500', async () => {
@@ -319,7 +337,11 @@ describe('URL policy switches', () => {
   let httpOk: VariantService;
   let dev: VariantService;
   beforeAll(async () => {
-    [privateOk, httpOk, dev] = await Promise.all([startVariant(svc, { allowPrivateUrls: true }), startVariant(svc, { allowHttpUrls: true }), startVariant(svc, { dev: true })]);
+    [privateOk, httpOk, dev] = await Promise.all([
+      startVariant(svc, { allowPrivateUrls: true }),
+      startVariant(svc, { allowHttpUrls: true }),
+      startVariant(svc, { dev: true }),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([privateOk?.close(), httpOk?.close(), dev?.close()]);
@@ -330,12 +352,22 @@ describe('URL policy switches', () => {
       const res = await privateOk.api(p.keys.live, 'POST', COLLECTION, { url, enabled_events: ['*'] });
       expect(res.status, url).toBe(201);
     }
-    expectError(await privateOk.api(p.keys.live, 'POST', COLLECTION, { url: 'http://127.0.0.1/h', enabled_events: ['*'] }), 422, 'url_insecure', 'url');
+    expectError(
+      await privateOk.api(p.keys.live, 'POST', COLLECTION, { url: 'http://127.0.0.1/h', enabled_events: ['*'] }),
+      422,
+      'url_insecure',
+      'url',
+    );
   });
 
   it('PAYHOOKS_ALLOW_HTTP_URLS admits http for live, but not private hosts', async () => {
     expect((await httpOk.api(p.keys.live, 'POST', COLLECTION, { url: 'http://example.com/h', enabled_events: ['*'] })).status).toBe(201);
-    expectError(await httpOk.api(p.keys.live, 'POST', COLLECTION, { url: 'http://127.0.0.1/h', enabled_events: ['*'] }), 422, 'url_not_allowed', 'url');
+    expectError(
+      await httpOk.api(p.keys.live, 'POST', COLLECTION, { url: 'http://127.0.0.1/h', enabled_events: ['*'] }),
+      422,
+      'url_not_allowed',
+      'url',
+    );
   });
 
   it('development mode admits http://127.0.0.1 for live and sandbox', async () => {
@@ -358,9 +390,15 @@ describe('no input gives a 500', () => {
   const endpointish = fc.record(
     {
       url: fc.oneof(anyJson, fc.webUrl(), fc.constantFrom('https://example.com/h', 'http://[::1]/h', 'https://a@b/h')),
-      enabled_events: fc.oneof(anyJson, fc.array(fc.oneof(fc.constantFrom('*', 'payment.succeeded', 'payment.refunded'), fc.string({ unit: 'binary' })), { maxLength: 5 })),
+      enabled_events: fc.oneof(
+        anyJson,
+        fc.array(fc.oneof(fc.constantFrom('*', 'payment.succeeded', 'payment.refunded'), fc.string({ unit: 'binary' })), { maxLength: 5 }),
+      ),
       description: fc.oneof(anyJson, fc.string({ unit: 'binary' })),
-      metadata: fc.oneof(anyJson, fc.dictionary(fc.string({ unit: 'binary', maxLength: 45 }), fc.oneof(fc.string({ unit: 'binary' }), anyJson), { maxKeys: 4 })),
+      metadata: fc.oneof(
+        anyJson,
+        fc.dictionary(fc.string({ unit: 'binary', maxLength: 45 }), fc.oneof(fc.string({ unit: 'binary' }), anyJson), { maxKeys: 4 }),
+      ),
       status: fc.oneof(anyJson, fc.constantFrom('enabled', 'disabled')),
     },
     { requiredKeys: [] },
@@ -395,12 +433,20 @@ describe('no input gives a 500', () => {
 
   it('random path ids and query strings answer 2xx or 4xx in the error shape', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }), fc.string({ unit: 'binary', maxLength: 60 }), async (id, q) => {
-        const get = await svc.api(p.keys.sandbox, 'GET', `${COLLECTION}/${encodeURIComponent(id)}`);
-        await check(get.status, get.body, `GET id ${JSON.stringify(id)}`);
-        const list = await svc.api(p.keys.sandbox, 'GET', `${COLLECTION}?starting_after=${encodeURIComponent(q)}&limit=${encodeURIComponent(q)}`);
-        await check(list.status, list.body, `GET list ${JSON.stringify(q)}`);
-      }),
+      fc.asyncProperty(
+        fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }),
+        fc.string({ unit: 'binary', maxLength: 60 }),
+        async (id, q) => {
+          const get = await svc.api(p.keys.sandbox, 'GET', `${COLLECTION}/${encodeURIComponent(id)}`);
+          await check(get.status, get.body, `GET id ${JSON.stringify(id)}`);
+          const list = await svc.api(
+            p.keys.sandbox,
+            'GET',
+            `${COLLECTION}?starting_after=${encodeURIComponent(q)}&limit=${encodeURIComponent(q)}`,
+          );
+          await check(list.status, list.body, `GET list ${JSON.stringify(q)}`);
+        },
+      ),
       { numRuns: 100 },
     );
   });
@@ -410,13 +456,21 @@ describe('errors on closed lists (enums) name the allowed values', () => {
   it('a body field (update status)', async () => {
     const res = await svc.api(p.keys.sandbox, 'PATCH', `${COLLECTION}/${endpointId}`, { status: 'paused' });
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'parameter_invalid', param: 'status', message: "Invalid 'status' (got 'paused'): status must be one of: enabled, disabled." });
+    expect(res.body.error).toMatchObject({
+      code: 'parameter_invalid',
+      param: 'status',
+      message: "Invalid 'status' (got 'paused'): status must be one of: enabled, disabled.",
+    });
   });
 
   it('a query parameter (the delivery log filter)', async () => {
     const res = await svc.api(p.keys.sandbox, 'GET', '/api/v1/webhook_deliveries?state=done');
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: 'parameter_invalid', param: 'state', message: "Invalid 'state' (got 'done'): state must be one of: pending, delivered, failed_retrying, exhausted, cancelled." });
+    expect(res.body.error).toMatchObject({
+      code: 'parameter_invalid',
+      param: 'state',
+      message: "Invalid 'state' (got 'done'): state must be one of: pending, delivered, failed_retrying, exhausted, cancelled.",
+    });
   });
 
   it('spec 6.1: an event type filter outside the catalog', async () => {

@@ -77,7 +77,10 @@ describe('webhook endpoint management API (spec 4.1)', () => {
   });
 
   it('spec 2.3, 4.1 rule 2: the whsec_ secret is in the create response only, and encrypted at rest', async () => {
-    const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 'https://a.example.com/h', enabled_events: ['*'] });
+    const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://a.example.com/h',
+      enabled_events: ['*'],
+    });
     const secret: string = created.body.secret;
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43,}$/);
     const id = created.body.id;
@@ -92,7 +95,10 @@ describe('webhook endpoint management API (spec 4.1)', () => {
       expect(text).not.toContain(secret);
       expect(text).not.toContain('"secret"');
     }
-    const rows = await svc.ctx.database.query<{ secret_ciphertext: string }>('SELECT secret_ciphertext FROM webhook_endpoints WHERE id = $1', [id]);
+    const rows = await svc.ctx.database.query<{ secret_ciphertext: string }>(
+      'SELECT secret_ciphertext FROM webhook_endpoints WHERE id = $1',
+      [id],
+    );
     const stored = rows[0]!.secret_ciphertext;
     expect(stored).not.toContain(secret);
     expect(stored).not.toContain(secret.slice(6));
@@ -112,33 +118,55 @@ describe('webhook endpoint management API (spec 4.1)', () => {
     expect(missing.body.error.message).toContain('payment.expired');
     expect(missing.body.error.message).toContain('checkout_session.completed');
 
-    const full = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', { url: 'https://live.example.com/h', enabled_events: LIVE_EVENTS });
+    const full = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://live.example.com/h',
+      enabled_events: LIVE_EVENTS,
+    });
     expect(full.status).toBe(201);
     expect(full.body.environment).toBe('live');
-    const wildcard = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', { url: 'https://live.example.com/h2', enabled_events: ['*'] });
+    const wildcard = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://live.example.com/h2',
+      enabled_events: ['*'],
+    });
     expect(wildcard.status).toBe(201);
     // The rule is for live endpoints; a sandbox endpoint may subscribe to one type.
-    const sandbox = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 'https://s.example.com/h', enabled_events: ['payment.created'] });
+    const sandbox = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://s.example.com/h',
+      enabled_events: ['payment.created'],
+    });
     expect(sandbox.status).toBe(201);
   });
 
   it('spec 4.1 rule 3: the live subscription rule holds on PATCH too', async () => {
-    const created = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', { url: 'https://live.example.com/p', enabled_events: ['*'] });
-    const res = await svc.api(p.keys.live, 'PATCH', `/api/v1/webhook_endpoints/${created.body.id}`, { enabled_events: ['payment.succeeded'] });
+    const created = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://live.example.com/p',
+      enabled_events: ['*'],
+    });
+    const res = await svc.api(p.keys.live, 'PATCH', `/api/v1/webhook_endpoints/${created.body.id}`, {
+      enabled_events: ['payment.succeeded'],
+    });
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('live_subscription_incomplete');
     expect(res.body.error.message).toContain('payment.failed');
     const unchanged = await svc.api(p.keys.live, 'GET', `/api/v1/webhook_endpoints/${created.body.id}`);
     expect(unchanged.body.enabled_events).toEqual(['*']);
-    const ok = await svc.api(p.keys.live, 'PATCH', `/api/v1/webhook_endpoints/${created.body.id}`, { enabled_events: [...LIVE_EVENTS, 'payment.created'] });
+    const ok = await svc.api(p.keys.live, 'PATCH', `/api/v1/webhook_endpoints/${created.body.id}`, {
+      enabled_events: [...LIVE_EVENTS, 'payment.created'],
+    });
     expect(ok.status).toBe(200);
   });
 
   it('live endpoints need https; sandbox endpoints may use http', async () => {
-    const live = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', { url: 'http://live.example.com/h', enabled_events: ['*'] });
+    const live = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'http://live.example.com/h',
+      enabled_events: ['*'],
+    });
     expect(live.status).toBe(422);
     expect(live.body.error).toMatchObject({ code: 'url_insecure', param: 'url' });
-    const sandbox = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 'http://sandbox.example.com/h', enabled_events: ['*'] });
+    const sandbox = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'http://sandbox.example.com/h',
+      enabled_events: ['*'],
+    });
     expect(sandbox.status).toBe(201);
   });
 
@@ -146,7 +174,10 @@ describe('webhook endpoint management API (spec 4.1)', () => {
     const other = await svc.platform('pager');
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const r = await svc.api(other.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: `https://p${i}.example.com/h`, enabled_events: ['*'] });
+      const r = await svc.api(other.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+        url: `https://p${i}.example.com/h`,
+        enabled_events: ['*'],
+      });
       ids.push(r.body.id);
     }
     const newestFirst = [...ids].reverse();
@@ -163,7 +194,10 @@ describe('webhook endpoint management API (spec 4.1)', () => {
   });
 
   it('accepts every catalog type (spec 6.1)', async () => {
-    const r = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', { url: 'https://all.example.com/h', enabled_events: [...EVENT_TYPES] });
+    const r = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://all.example.com/h',
+      enabled_events: [...EVENT_TYPES],
+    });
     expect(r.status).toBe(201);
     expect(r.body.enabled_events).toEqual([...EVENT_TYPES]);
   });

@@ -19,7 +19,7 @@ const DOC = readFileSync(fileURLToPath(new URL('../../../../docs/webhooks.md', i
 
 function snippet(heading: string, lang: string): string {
   const section = DOC.slice(DOC.indexOf(heading));
-  const m = new RegExp('```' + lang + '\\n([\\s\\S]*?)```').exec(section);
+  const m = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(section);
   if (!m) throw new Error(`no ${lang} block under ${heading} in docs/webhooks.md`);
   return m[1]!;
 }
@@ -64,11 +64,17 @@ describe.each(variants)('docs/webhooks.md snippet: %s', (_name, heading, lang, c
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-doc-'));
     const file = join(dir, lang === 'js' ? 'receiver.mjs' : 'receiver.py');
     writeFileSync(file, snippet(heading, lang));
-    const child = spawn(command[0]!, [file], { env: { PATH: process.env.PATH ?? '', PAYHOOKS_WEBHOOK_SECRET: endpoint.secret, PORT: new URL(url).port }, stdio: 'ignore' });
+    const child = spawn(command[0]!, [file], {
+      env: { PATH: process.env.PATH ?? '', PAYHOOKS_WEBHOOK_SECRET: endpoint.secret, PORT: new URL(url).port },
+      stdio: 'ignore',
+    });
     children.push(child);
     // Ready when it answers (an unsigned request is a 400).
     for (let i = 0; ; i++) {
-      const ok = await fetch(url, { method: 'POST', body: '{}' }).then((r) => r.status === 400, () => false);
+      const ok = await fetch(url, { method: 'POST', body: '{}' }).then(
+        (r) => r.status === 400,
+        () => false,
+      );
       if (ok) break;
       if (i > 200) throw new Error(`the ${lang} snippet did not start`);
       await new Promise((r) => setTimeout(r, 50));
@@ -85,11 +91,18 @@ describe.each(variants)('docs/webhooks.md snippet: %s', (_name, heading, lang, c
   });
 
   it('spec 5.1.4, 5.1.6, 5.1.7: refuses a tampered body, a wrong signature and a timestamp outside the 300 s tolerance with 400', async () => {
-    const { event } = await publish(svc.ctx, p.merchant_id, { type: 'payment.failed', object: { id: 'pay_doc', object: 'payment', status: 'failed', amount: '10.00', asset_code: 'USDC.ETH', metadata: { note: 'Zoë' } } });
+    const { event } = await publish(svc.ctx, p.merchant_id, {
+      type: 'payment.failed',
+      object: { id: 'pay_doc', object: 'payment', status: 'failed', amount: '10.00', asset_code: 'USDC.ETH', metadata: { note: 'Zoë' } },
+    });
     const body = (await svc.ctx.database.query<{ body: string }>('SELECT body FROM events WHERE id = $1', [event.id]))[0]!.body;
     const now = Math.floor(Date.now() / 1000);
     const post = (b: string, signature: string) =>
-      fetch(url, { method: 'POST', body: b, headers: { 'content-type': 'application/json', [EVENT_ID_HEADER]: event.id, [SIGNATURE_HEADER]: signature } }).then((r) => r.status);
+      fetch(url, {
+        method: 'POST',
+        body: b,
+        headers: { 'content-type': 'application/json', [EVENT_ID_HEADER]: event.id, [SIGNATURE_HEADER]: signature },
+      }).then((r) => r.status);
     // The stored bytes signed as the sender signs them are accepted (the control) ...
     expect(await post(body!, signPayload(endpoint.secret, now, body!))).toBe(200);
     // ... one changed byte is not,

@@ -50,7 +50,11 @@ async function setUp(receiver: TestReceiver, endpoints: number, events: number):
   for (let done = 0; done < events; done += 100) {
     await database.db.transaction(async (tx) => {
       for (let i = done; i < Math.min(events, done + 100); i++) {
-        await publishEvent(tx, { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: payment() }, new Date());
+        await publishEvent(
+          tx,
+          { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: payment() },
+          new Date(),
+        );
       }
     });
   }
@@ -58,7 +62,10 @@ async function setUp(receiver: TestReceiver, endpoints: number, events: number):
 }
 
 async function states(platformId: string): Promise<Record<string, number>> {
-  const rows = await database.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM webhook_deliveries WHERE platform_id = $1 GROUP BY state', [platformId]);
+  const rows = await database.query<{ state: string; n: string }>(
+    'SELECT state, count(*) AS n FROM webhook_deliveries WHERE platform_id = $1 GROUP BY state',
+    [platformId],
+  );
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
 }
 
@@ -85,7 +92,10 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       const seen = pairs(receiver);
       expect(seen).toHaveLength(5000);
       expect(new Set(seen).size).toBe(5000);
-      const [attempts] = await database.query<{ n: string; max: number }>('SELECT count(*) AS n, max(attempt_number) AS max FROM delivery_attempts', []);
+      const [attempts] = await database.query<{ n: string; max: number }>(
+        'SELECT count(*) AS n, max(attempt_number) AS max FROM delivery_attempts',
+        [],
+      );
       expect(Number(attempts!.n)).toBe(5000);
       expect(Number(attempts!.max)).toBe(1);
       // SIGTERM: each drains and exits cleanly.
@@ -105,7 +115,10 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       await receiver.waitFor(100);
       a.child.kill('SIGKILL');
       expect(await a.exited).toBe('SIGKILL');
-      const [leased] = await database.query<{ n: string }>('SELECT count(*) AS n FROM delivery_queue WHERE lease_token IS NOT NULL AND platform_id = $1', [p.platform_id]);
+      const [leased] = await database.query<{ n: string }>(
+        'SELECT count(*) AS n FROM delivery_queue WHERE lease_token IS NOT NULL AND platform_id = $1',
+        [p.platform_id],
+      );
       expect(Number(leased!.n)).toBeGreaterThan(0); // the dead worker held work
       const b = worker({ PAYHOOKS_LEASE: '6s', PAYHOOKS_ATTEMPT_TIMEOUT: '2s' });
       await until(async () => (await states(p.platform_id)).delivered === 500, 60_000, '500 delivered after SIGKILL');
@@ -132,9 +145,15 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       // What was in flight finished and is recorded as delivered; nothing is left leased.
       expect(s.delivered).toBe(receiver.requests.length);
       expect(s.delivered! + (s.pending ?? 0)).toBe(10);
-      const [leased] = await database.query<{ n: string }>('SELECT count(*) AS n FROM delivery_queue WHERE lease_token IS NOT NULL AND platform_id = $1', [p.platform_id]);
+      const [leased] = await database.query<{ n: string }>(
+        'SELECT count(*) AS n FROM delivery_queue WHERE lease_token IS NOT NULL AND platform_id = $1',
+        [p.platform_id],
+      );
       expect(Number(leased!.n)).toBe(0);
-      const [due] = await database.query<{ n: string }>('SELECT count(*) AS n FROM delivery_queue WHERE due_at <= now() AND platform_id = $1', [p.platform_id]);
+      const [due] = await database.query<{ n: string }>(
+        'SELECT count(*) AS n FROM delivery_queue WHERE due_at <= now() AND platform_id = $1',
+        [p.platform_id],
+      );
       expect(Number(due!.n)).toBe(s.pending ?? 0);
     } finally {
       await receiver.close();
@@ -147,13 +166,21 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       try {
         // A 30 s poll: deliveries within the test's time can only come from NOTIFY wake-ups.
         const listening = async () => {
-          const [row] = await database.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN %'`, []);
+          const [row] = await database.query<{ n: string }>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN %'`,
+            [],
+          );
           return Number(row!.n);
         };
         const before = await listening();
         const w = worker({ PAYHOOKS_POLL_INTERVAL: '30s' }, ['--workers', String(n)]);
         await w.waitFor('payhooks workers started');
-        const started = JSON.parse(w.output().split('\n').find((l) => l.includes('payhooks workers started'))!) as { workers: string[] };
+        const started = JSON.parse(
+          w
+            .output()
+            .split('\n')
+            .find((l) => l.includes('payhooks workers started'))!,
+        ) as { workers: string[] };
         expect(started.workers).toHaveLength(n);
         // One LISTEN connection for the whole process, whatever n is: listening takes no pool slot.
         expect((await listening()) - before).toBe(1);
@@ -175,7 +202,9 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       await setUp(receiver, 1, 0); // at least one stored signing secret
       const w = worker({ PAYHOOKS_ENCRYPTION_KEY: randomBytes(32).toString('hex') });
       expect(await w.exited).toBe(1);
-      expect(w.output()).toContain('payhooks: PAYHOOKS_ENCRYPTION_KEY is not the key the stored endpoint signing secrets were encrypted with');
+      expect(w.output()).toContain(
+        'payhooks: PAYHOOKS_ENCRYPTION_KEY is not the key the stored endpoint signing secrets were encrypted with',
+      );
       expect(w.output(), 'no stack trace').not.toMatch(/\n\s+at /);
     } finally {
       await receiver.close();

@@ -40,11 +40,19 @@ beforeAll(async () => {
   // and the server's prepack step that matters here, bundling the portal, is run as it is.
   await ensureReceiverDist();
   await run(process.execPath, [join(SERVER, 'scripts/copy-assets.js'), '--portal'], { cwd: SERVER });
-  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir, ...PACKAGES.flatMap((p) => ['-w', p])], { cwd: ROOT, env: { ...process.env, npm_config_loglevel: 'error' } });
+  const packed = await run(
+    'npm',
+    ['pack', '--ignore-scripts', '--json', '--pack-destination', dir, ...PACKAGES.flatMap((p) => ['-w', p])],
+    { cwd: ROOT, env: { ...process.env, npm_config_loglevel: 'error' } },
+  );
   const tarballs = (JSON.parse(packed.stdout) as Array<{ filename: string }>).map((t) => `./${t.filename}`);
   expect(tarballs).toHaveLength(3);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'payhooks-packed-install-test', private: true, type: 'module' }));
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...tarballs], { cwd: dir, env: env(), timeout: 300_000 });
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...tarballs], {
+    cwd: dir,
+    env: env(),
+    timeout: 300_000,
+  });
 }, 360_000);
 
 afterAll(async () => {
@@ -109,7 +117,10 @@ describe('the packed packages, installed from their tarballs outside the workspa
 
     let ready = 0;
     for (let i = 0; i < 100 && ready !== 200; i++) {
-      ready = await fetch(`${url}/readyz`).then((r) => r.status, () => 0);
+      ready = await fetch(`${url}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      );
       if (ready !== 200) await new Promise((r) => setTimeout(r, 100));
     }
     expect(ready).toBe(200);
@@ -126,7 +137,11 @@ describe('the packed packages, installed from their tarballs outside the workspa
     expect(created.status).toBe(201);
     const { secret } = (await created.json()) as { secret: string };
 
-    const triggered = await run('npx', ['--no-install', 'payhooks', 'trigger', 'payment.succeeded', '--api-key', keys.sandbox, '--url', url, '--json'], { cwd: dir, env: env() });
+    const triggered = await run(
+      'npx',
+      ['--no-install', 'payhooks', 'trigger', 'payment.succeeded', '--api-key', keys.sandbox, '--url', url, '--json'],
+      { cwd: dir, env: env() },
+    );
     const { events } = JSON.parse(triggered.stdout) as { events: Array<{ id: string; type: string }> };
     const succeeded = events.find((e) => e.type === 'payment.succeeded')!;
 

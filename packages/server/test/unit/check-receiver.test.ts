@@ -32,7 +32,13 @@ const REJECTIONS = ALL_DUTIES.filter((d) => d.startsWith('rejects_'));
 let sdk: { url: string; handler: WebhookHandler; close(): Promise<void> };
 
 beforeAll(async () => {
-  const handler = createWebhookHandler({ secret: SECRET, store: memoryStore(), onEvent: () => {}, types: ['payment.succeeded'], onRejected: () => {} });
+  const handler = createWebhookHandler({
+    secret: SECRET,
+    store: memoryStore(),
+    onEvent: () => {},
+    types: ['payment.succeeded'],
+    onRejected: () => {},
+  });
   const server = createServer(toNodeHandler(handler));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   sdk = {
@@ -48,7 +54,11 @@ afterAll(async () => {
   await sdk?.close();
 });
 
-const failing = (r: Awaited<ReturnType<typeof checkReceiver>>) => r.duties.filter((d) => !d.ok).map((d) => d.id).sort();
+const failing = (r: Awaited<ReturnType<typeof checkReceiver>>) =>
+  r.duties
+    .filter((d) => !d.ok)
+    .map((d) => d.id)
+    .sort();
 
 describe('check-receiver', () => {
   it('spec 4.2, 5.1, 6.1 rule 1, 6.2: @payhooks/receiver holds every duty', async () => {
@@ -144,7 +154,9 @@ describe('payhooks check-receiver (CLI)', () => {
     try {
       const r = await runPayhooks(['check-receiver', broken.url, '--secret', SECRET], {});
       expect(r.code).toBe(1);
-      expect(r.stdout).toMatch(/^FAIL {2}a valid event whose bytes are not what JSON.stringify makes of it .* \(spec 5\.1\.3, 5\.1\.4\): answered 400/m);
+      expect(r.stdout).toMatch(
+        /^FAIL {2}a valid event whose bytes are not what JSON.stringify makes of it .* \(spec 5\.1\.3, 5\.1\.4\): answered 400/m,
+      );
       expect(r.stdout).toMatch(/fix: Compute the HMAC over the request body exactly as received/);
       expect(r.stdout).toContain('1 of 13 duties fail.');
     } finally {
@@ -155,7 +167,7 @@ describe('payhooks check-receiver (CLI)', () => {
   it('bad input is refused with a message saying what to fix', async () => {
     const noPrefix = await runPayhooks(['check-receiver', sdk.url, '--secret', 'sk_test_nope'], {});
     expect(noPrefix.code).toBe(1);
-    expect(noPrefix.stderr).toContain('--secret must be the endpoint\'s signing secret, which starts with whsec_');
+    expect(noPrefix.stderr).toContain("--secret must be the endpoint's signing secret, which starts with whsec_");
     const badUrl = await runPayhooks(['check-receiver', 'localhost:3000', '--secret', SECRET], {});
     expect(badUrl.code).toBe(1);
     expect(badUrl.stderr).toMatch(/must be http or https|is not a URL/);

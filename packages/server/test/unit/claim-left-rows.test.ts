@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { mayHaveLeftRows } from '../../src/delivery/worker.ts';
 
-const rows = (n: number, throttled = false) => Array.from({ length: n }, (_, i) => ({ endpoint_id: `we_${i % 3}`, endpoint_throttled: throttled }));
+const rows = (n: number, throttled = false) =>
+  Array.from({ length: n }, (_, i) => ({ endpoint_id: `we_${i % 3}`, endpoint_throttled: throttled }));
 const opts = { limit: 100, endpointCap: 10, excluded: false };
 
 describe('whether a finished attempt should claim again', () => {
@@ -11,7 +12,7 @@ describe('whether a finished attempt should claim again', () => {
     expect(mayHaveLeftRows(rows(9), opts)).toBe(false);
   });
 
-  it('yes: the claim was full, or took an endpoint cap of rows, or hit a throttled endpoint\'s cap of one', () => {
+  it("yes: the claim was full, or took an endpoint cap of rows, or hit a throttled endpoint's cap of one", () => {
     expect(mayHaveLeftRows(rows(100), opts)).toBe(true);
     expect(mayHaveLeftRows(rows(4), { ...opts, limit: 4 })).toBe(true);
     expect(mayHaveLeftRows(rows(10), opts)).toBe(true);

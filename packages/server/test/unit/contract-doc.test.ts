@@ -46,7 +46,28 @@ const sources = ['packages', 'examples', 'docs', 'bench', 'README.md'].flatMap((
 
 describe('docs/contract.md: the sections "spec N" cites', () => {
   it('has sections 1 to 9 and the numbered rules of each', () => {
-    for (const id of ['1', '2.1', '2.2', '2.3', '2.4', '3.2', '4.1', '4.1.3', '4.2', '5.1', '5.1.1', '5.1.7', '5.2', '6.1', '6.1.4', '6.2', '6.2.5', '7', '8', '9']) {
+    for (const id of [
+      '1',
+      '2.1',
+      '2.2',
+      '2.3',
+      '2.4',
+      '3.2',
+      '4.1',
+      '4.1.3',
+      '4.2',
+      '5.1',
+      '5.1.1',
+      '5.1.7',
+      '5.2',
+      '6.1',
+      '6.1.4',
+      '6.2',
+      '6.2.5',
+      '7',
+      '8',
+      '9',
+    ]) {
       expect(sections.has(id), id).toBe(true);
     }
     expect(sections.has('5.1.8')).toBe(false);

@@ -26,8 +26,22 @@ function drizzleFailure(cause: Error): Error {
 describe('database failures in logs (issue 9: never the parameters)', () => {
   it('a failed drizzle query logs its statement name and SQLSTATE, not the SQL values', () => {
     const lines: string[] = [];
-    const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
-    const err = drizzleFailure(pgError('23505', 'duplicate key value violates unique constraint "webhook_endpoints_pkey"', `Key (key_hash)=(${SECRET_HASH}) already exists.`));
+    const logger = createLogger(
+      { logLevel: 'info' },
+      new Writable({
+        write: (c, _e, cb) => {
+          lines.push(String(c));
+          cb();
+        },
+      }),
+    );
+    const err = drizzleFailure(
+      pgError(
+        '23505',
+        'duplicate key value violates unique constraint "webhook_endpoints_pkey"',
+        `Key (key_hash)=(${SECRET_HASH}) already exists.`,
+      ),
+    );
     logger.error({ err }, 'failed');
     logger.error(err); // an Error as the first argument goes through the same serializer
     expect(lines).toHaveLength(2);
@@ -35,7 +49,8 @@ describe('database failures in logs (issue 9: never the parameters)', () => {
       const entry = JSON.parse(line) as { err: Record<string, unknown> };
       expect(entry.err).toMatchObject({ type: 'DatabaseError', statement: 'insert webhook_endpoints', code: '23505', unavailable: false });
       expect(entry.err.message).toBe("database statement 'insert webhook_endpoints' failed with SQLSTATE 23505");
-      for (const leak of [SECRET_HASH, CIPHERTEXT, 'merchant.example', 'ord_42', 'params', 'Failed query', 'values (']) expect(line).not.toContain(leak);
+      for (const leak of [SECRET_HASH, CIPHERTEXT, 'merchant.example', 'ord_42', 'params', 'Failed query', 'values ('])
+        expect(line).not.toContain(leak);
     }
   });
 
@@ -47,13 +62,13 @@ describe('database failures in logs (issue 9: never the parameters)', () => {
     expect(out).not.toContain('sk_live_abc');
   });
 
-  it('a lost connection says so, with the server\'s (value-free) reason', () => {
+  it("a lost connection says so, with the server's (value-free) reason", () => {
     const summary = describeDbError(drizzleFailure(pgError('57P01', 'terminating connection due to administrator command')))!;
     expect(summary).toMatchObject({ statement: 'insert webhook_endpoints', code: '57P01', unavailable: true });
     expect(summary.message).toBe('database unavailable: terminating connection due to administrator command');
   });
 
-  it('other errors keep pino\'s standard shape', () => {
+  it("other errors keep pino's standard shape", () => {
     const out = serializeError(new TypeError('boom')) as { type: string; message: string };
     expect(out).toMatchObject({ type: 'TypeError', message: 'boom' });
     expect(describeDbError(new TypeError('boom'))).toBeUndefined();
@@ -117,8 +132,27 @@ describe('backoff', () => {
 describe('request log lines', () => {
   it('carry the path, never the query string', () => {
     const lines: string[] = [];
-    const logger = createLogger({ logLevel: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
-    logger.info({ req: { method: 'GET', url: '/api/v1/webhook_deliveries?starting_after=del_secret&limit=5', host: 'h', ip: '127.0.0.1', socket: { remotePort: 5 } } }, 'incoming request');
+    const logger = createLogger(
+      { logLevel: 'info' },
+      new Writable({
+        write: (c, _e, cb) => {
+          lines.push(String(c));
+          cb();
+        },
+      }),
+    );
+    logger.info(
+      {
+        req: {
+          method: 'GET',
+          url: '/api/v1/webhook_deliveries?starting_after=del_secret&limit=5',
+          host: 'h',
+          ip: '127.0.0.1',
+          socket: { remotePort: 5 },
+        },
+      },
+      'incoming request',
+    );
     const entry = JSON.parse(lines[0]!) as { req: { url: string; method: string } };
     expect(entry.req).toMatchObject({ method: 'GET', url: '/api/v1/webhook_deliveries' });
     expect(lines[0]).not.toContain('del_secret');

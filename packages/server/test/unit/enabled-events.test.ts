@@ -32,11 +32,19 @@ describe('validateEnabledEvents', () => {
   });
 
   it('drops duplicates and keeps the first order', () => {
-    expect(validateEnabledEvents(['payment.failed', 'payment.created', 'payment.failed'], 'sandbox')).toEqual(['payment.failed', 'payment.created']);
+    expect(validateEnabledEvents(['payment.failed', 'payment.created', 'payment.failed'], 'sandbox')).toEqual([
+      'payment.failed',
+      'payment.created',
+    ]);
   });
 
   it('spec 4.1 rule 3: a live subscription must cover the four required types', () => {
-    expect([...REQUIRED_LIVE_EVENT_TYPES].sort()).toEqual(['checkout_session.completed', 'payment.expired', 'payment.failed', 'payment.succeeded']);
+    expect([...REQUIRED_LIVE_EVENT_TYPES].sort()).toEqual([
+      'checkout_session.completed',
+      'payment.expired',
+      'payment.failed',
+      'payment.succeeded',
+    ]);
     expect(validateEnabledEvents([...REQUIRED_LIVE_EVENT_TYPES], 'live')).toEqual([...REQUIRED_LIVE_EVENT_TYPES]);
     for (const missing of REQUIRED_LIVE_EVENT_TYPES) {
       const list = REQUIRED_LIVE_EVENT_TYPES.filter((t) => t !== missing);

@@ -54,15 +54,37 @@ describe('SecretBox (signing secrets at rest, AES-256-GCM)', () => {
   it('refuses a truncated authentication tag (a short tag would make forgery cheap)', () => {
     const sealed = box().encrypt(SECRET, 'we_1');
     for (const length of [4, 8, 12, 15]) {
-      expect(() => box().decrypt(withPart(sealed, 2, (t) => t.subarray(0, length)), 'we_1'), `tag of ${length} bytes`).toThrow();
+      expect(
+        () =>
+          box().decrypt(
+            withPart(sealed, 2, (t) => t.subarray(0, length)),
+            'we_1',
+          ),
+        `tag of ${length} bytes`,
+      ).toThrow();
     }
   });
 
   it('refuses a changed IV length, truncated or extended ciphertext', () => {
     const sealed = box().encrypt(SECRET, 'we_1');
-    expect(() => box().decrypt(withPart(sealed, 1, (iv) => iv.subarray(0, 8)), 'we_1')).toThrow();
-    expect(() => box().decrypt(withPart(sealed, 3, (ct) => ct.subarray(0, ct.length - 1)), 'we_1')).toThrow();
-    expect(() => box().decrypt(withPart(sealed, 3, (ct) => Buffer.concat([ct, Buffer.from([0])])), 'we_1')).toThrow();
+    expect(() =>
+      box().decrypt(
+        withPart(sealed, 1, (iv) => iv.subarray(0, 8)),
+        'we_1',
+      ),
+    ).toThrow();
+    expect(() =>
+      box().decrypt(
+        withPart(sealed, 3, (ct) => ct.subarray(0, ct.length - 1)),
+        'we_1',
+      ),
+    ).toThrow();
+    expect(() =>
+      box().decrypt(
+        withPart(sealed, 3, (ct) => Buffer.concat([ct, Buffer.from([0])])),
+        'we_1',
+      ),
+    ).toThrow();
   });
 
   it('is bound to its associated data: the wrong row id does not decrypt', () => {
@@ -174,10 +196,10 @@ describe('resolveEncryptionKey', () => {
   });
 
   it.each([
-    ['zz' + 'ab'.repeat(32), 'junk before 64 hex characters'],
-    ['ab'.repeat(32) + 'zz', 'junk after 64 hex characters'],
-    ['ab'.repeat(32) + 'a', '65 hex characters'],
-    ['ab'.repeat(31) + 'a', '63 hex characters'],
+    [`zz${'ab'.repeat(32)}`, 'junk before 64 hex characters'],
+    [`${'ab'.repeat(32)}zz`, 'junk after 64 hex characters'],
+    [`${'ab'.repeat(32)}a`, '65 hex characters'],
+    [`${'ab'.repeat(31)}a`, '63 hex characters'],
   ])('embedded: a key file holding %j (%s) is refused, naming the file', (content) => {
     dir = mkdtempSync(join(tmpdir(), 'payhooks-key-'));
     const file = join(dir, 'encryption.key');
@@ -190,7 +212,9 @@ describe('resolveEncryptionKey', () => {
   it('embedded: a key file with upper-case hex and surrounding whitespace is read', () => {
     dir = mkdtempSync(join(tmpdir(), 'payhooks-key-'));
     writeFileSync(join(dir, 'encryption.key'), `  ${'AB'.repeat(32)}\r\n`);
-    expect(resolveEncryptionKey({ configured: undefined, databaseUrl: undefined, dataDir: dir, dev: false }).toString('hex')).toBe('ab'.repeat(32));
+    expect(resolveEncryptionKey({ configured: undefined, databaseUrl: undefined, dataDir: dir, dev: false }).toString('hex')).toBe(
+      'ab'.repeat(32),
+    );
   });
 
   it('embedded: a damaged key file is a ConfigError, not a new key', () => {

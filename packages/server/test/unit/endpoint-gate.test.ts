@@ -15,7 +15,12 @@ describe('EndpointGate', () => {
       open++;
       max = Math.max(max, open);
       order.push(i);
-      return new Promise<void>((r) => releases.push(() => (open--, r())));
+      return new Promise<void>((r) =>
+        releases.push(() => {
+          open--;
+          r();
+        }),
+      );
     };
     const runs = [0, 1, 2, 3, 4].map((i) => gate.run('we_a', task(i)));
     const other = gate.run('we_b', async () => 'b');

@@ -3,8 +3,14 @@ import { endpointCapOf, fairnessLimits } from '../../src/delivery/fairness.ts';
 
 describe('fairness limits', () => {
   it("a Platform's cap is its share of the worker, rounded up", () => {
-    expect(fairnessLimits({ endpointConcurrency: 10, workerConcurrency: 200, platformShare: 0.5 })).toEqual({ endpointCap: 10, platformCap: 100 });
-    expect(fairnessLimits({ endpointConcurrency: 10, workerConcurrency: 200, platformShare: 0.333 })).toEqual({ endpointCap: 10, platformCap: 67 });
+    expect(fairnessLimits({ endpointConcurrency: 10, workerConcurrency: 200, platformShare: 0.5 })).toEqual({
+      endpointCap: 10,
+      platformCap: 100,
+    });
+    expect(fairnessLimits({ endpointConcurrency: 10, workerConcurrency: 200, platformShare: 0.333 })).toEqual({
+      endpointCap: 10,
+      platformCap: 67,
+    });
     expect(fairnessLimits({ endpointConcurrency: 10, workerConcurrency: 200, platformShare: 1 }).platformCap).toBe(200);
   });
 

@@ -82,9 +82,12 @@ describe('isForbiddenAddress', () => {
     expect(isForbiddenAddress(ip)).toBe(false);
   });
 
-  it.each(['localhost', 'example.com', '', '127.1', '0x7f000001', '2130706433', '1.2.3.4.5', ':::1', '[::1]'])('refuses %j: not a literal address', (s) => {
-    expect(isForbiddenAddress(s)).toBe(true);
-  });
+  it.each(['localhost', 'example.com', '', '127.1', '0x7f000001', '2130706433', '1.2.3.4.5', ':::1', '[::1]'])(
+    'refuses %j: not a literal address',
+    (s) => {
+      expect(isForbiddenAddress(s)).toBe(true);
+    },
+  );
 
   it.each([
     ['::ffff:0:8.8.8.8', 'IPv4-translated public'],

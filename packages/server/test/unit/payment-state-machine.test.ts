@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { EVENT_TYPES } from '@payhooks/contract';
 import {
-  PAYMENT_STATUSES, PAYMENT_TRANSITIONS, TERMINAL_PAYMENT_STATUSES, allowedNext, canTransition, isTerminal, paymentEventType, statusOfPaymentEvent,
+  PAYMENT_STATUSES,
+  PAYMENT_TRANSITIONS,
+  TERMINAL_PAYMENT_STATUSES,
+  allowedNext,
+  canTransition,
+  isTerminal,
+  paymentEventType,
+  statusOfPaymentEvent,
 } from '../../src/payments/state-machine.ts';
 import { serialiseMetadata, validateAmount, validateAssetCode } from '../../src/payments/objects.ts';
 import { AppError } from '../../src/errors.ts';
@@ -15,7 +22,8 @@ describe('payment state machine', () => {
   });
 
   it('allows at least the transitions the issue requires', () => {
-    for (const to of ['requires_action', 'under_review', 'processing', 'cancelled', 'expired'] as const) expect(canTransition('created', to)).toBe(true);
+    for (const to of ['requires_action', 'under_review', 'processing', 'cancelled', 'expired'] as const)
+      expect(canTransition('created', to)).toBe(true);
     expect(canTransition('processing', 'succeeded')).toBe(true);
     expect(canTransition('processing', 'failed')).toBe(true);
   });
@@ -40,7 +48,11 @@ describe('payment state machine', () => {
 
   it('every status is reachable from created, and every non-terminal status can reach a terminal one', () => {
     const reach = (from: string, seen = new Set<string>()): Set<string> => {
-      for (const n of PAYMENT_TRANSITIONS[from as 'created']) if (!seen.has(n)) (seen.add(n), reach(n, seen));
+      for (const n of PAYMENT_TRANSITIONS[from as 'created'])
+        if (!seen.has(n)) {
+          seen.add(n);
+          reach(n, seen);
+        }
       return seen;
     };
     expect([...reach('created')].sort()).toEqual(PAYMENT_STATUSES.filter((s) => s !== 'created').sort());
@@ -63,12 +75,14 @@ describe('payment field validation', () => {
 
   it('amount: exactly two decimals, more than 0, at most 999999999.99', () => {
     for (const ok of ['0.01', '25.00', '1.50', '999999999.99']) expect(validateAmount(ok)).toBe(ok);
-    for (const bad of ['0.00', '25', '25.0', '25.000', '-1.00', '1e3', ' 1.00', '01.00', '1,00', '1000000000.00', '', '.50']) rejects(() => validateAmount(bad), 'amount');
+    for (const bad of ['0.00', '25', '25.0', '25.000', '-1.00', '1e3', ' 1.00', '01.00', '1,00', '1000000000.00', '', '.50'])
+      rejects(() => validateAmount(bad), 'amount');
   });
 
   it('asset_code: <ASSET>.<NETWORK>, upper-case letters, digits and -', () => {
     for (const ok of ['USDC.ETH', 'USDC-E.ARB', 'BTC.BTC', 'USDT.TRON', 'EURC.BASE-2']) expect(validateAssetCode(ok)).toBe(ok);
-    for (const bad of ['usdc.eth', 'USDC', 'USDC.', '.ETH', 'USDC.ETH.X', 'USDC_E.ARB', '-USDC.ETH', 'USDC-.ETH', 'US DC.ETH', 'Usdc.ETH']) rejects(() => validateAssetCode(bad), 'asset_code');
+    for (const bad of ['usdc.eth', 'USDC', 'USDC.', '.ETH', 'USDC.ETH.X', 'USDC_E.ARB', '-USDC.ETH', 'USDC-.ETH', 'US DC.ETH', 'Usdc.ETH'])
+      rejects(() => validateAssetCode(bad), 'asset_code');
   });
 
   it('metadata: 50 keys, keys up to 40 characters, values up to 500, strings only; kept as sent', () => {

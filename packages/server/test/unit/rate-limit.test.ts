@@ -35,11 +35,26 @@ async function limitedApp(rule: LimitRule) {
 
 describe('fixedWindow: a rate and burst as @fastify/rate-limit windows', () => {
   it.each([
-    [{ perSecond: 100, burst: 200 }, { max: 200, timeWindowMs: 2000 }],
-    [{ perSecond: 1, burst: 2 }, { max: 2, timeWindowMs: 2000 }],
-    [{ perSecond: 10 / 60, burst: 30 }, { max: 30, timeWindowMs: 180_000 }],
-    [{ perSecond: 5 / 60, burst: 10 }, { max: 10, timeWindowMs: 120_000 }],
-    [{ perSecond: 1_000_000, burst: 1 }, { max: 1, timeWindowMs: 1 }],
+    [
+      { perSecond: 100, burst: 200 },
+      { max: 200, timeWindowMs: 2000 },
+    ],
+    [
+      { perSecond: 1, burst: 2 },
+      { max: 2, timeWindowMs: 2000 },
+    ],
+    [
+      { perSecond: 10 / 60, burst: 30 },
+      { max: 30, timeWindowMs: 180_000 },
+    ],
+    [
+      { perSecond: 5 / 60, burst: 10 },
+      { max: 10, timeWindowMs: 120_000 },
+    ],
+    [
+      { perSecond: 1_000_000, burst: 1 },
+      { max: 1, timeWindowMs: 1 },
+    ],
   ])('%j -> %j: the same long-run rate, `burst` requests at once', (rule, window) => {
     expect(fixedWindow(rule)).toEqual(window);
   });
@@ -53,7 +68,9 @@ describe('rate limit, per process', () => {
     for (let i = 0; i < 3; i++) expect((await hit()).statusCode).toBe(200);
     const refused = await hit();
     expect(refused.statusCode).toBe(429);
-    expect(refused.json()).toEqual({ error: { type: 'rate_limit_error', code: 'rate_limited', message: 'Too many requests for this key; retry after 3 s.' } });
+    expect(refused.json()).toEqual({
+      error: { type: 'rate_limit_error', code: 'rate_limited', message: 'Too many requests for this key; retry after 3 s.' },
+    });
     expect(refused.headers['retry-after']).toBe('3');
   });
 

@@ -25,13 +25,19 @@ describe('retry schedule (spec 8)', () => {
   });
 
   it('spec 8: exhausted after the 8th failed attempt', () => {
-    expect(afterAutomaticAttempt({ succeeded: false, automaticAttemptsBefore: 7, delaysMs: RETRY_DELAYS_MS, now })).toEqual({ state: 'exhausted', nextAttemptAt: null });
+    expect(afterAutomaticAttempt({ succeeded: false, automaticAttemptsBefore: 7, delaysMs: RETRY_DELAYS_MS, now })).toEqual({
+      state: 'exhausted',
+      nextAttemptAt: null,
+    });
   });
 
   it('spec 3.2: any success is delivered with nothing more scheduled', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 7 }), (before) => {
-        expect(afterAutomaticAttempt({ succeeded: true, automaticAttemptsBefore: before, delaysMs: RETRY_DELAYS_MS, now })).toEqual({ state: 'delivered', nextAttemptAt: null });
+        expect(afterAutomaticAttempt({ succeeded: true, automaticAttemptsBefore: before, delaysMs: RETRY_DELAYS_MS, now })).toEqual({
+          state: 'delivered',
+          nextAttemptAt: null,
+        });
       }),
     );
   });
@@ -56,9 +62,21 @@ describe('retry schedule (spec 8)', () => {
 
   it('spec 3.2: a manual replay that succeeds is delivered; one that fails keeps state and schedule', () => {
     const next = new Date(now.getTime() + HOUR);
-    expect(afterManualAttempt({ succeeded: true, state: 'exhausted', nextAttemptAt: null })).toEqual({ state: 'delivered', nextAttemptAt: null });
-    expect(afterManualAttempt({ succeeded: true, state: 'failed_retrying', nextAttemptAt: next })).toEqual({ state: 'delivered', nextAttemptAt: null });
-    expect(afterManualAttempt({ succeeded: false, state: 'failed_retrying', nextAttemptAt: next })).toEqual({ state: 'failed_retrying', nextAttemptAt: next });
-    expect(afterManualAttempt({ succeeded: false, state: 'exhausted', nextAttemptAt: null })).toEqual({ state: 'exhausted', nextAttemptAt: null });
+    expect(afterManualAttempt({ succeeded: true, state: 'exhausted', nextAttemptAt: null })).toEqual({
+      state: 'delivered',
+      nextAttemptAt: null,
+    });
+    expect(afterManualAttempt({ succeeded: true, state: 'failed_retrying', nextAttemptAt: next })).toEqual({
+      state: 'delivered',
+      nextAttemptAt: null,
+    });
+    expect(afterManualAttempt({ succeeded: false, state: 'failed_retrying', nextAttemptAt: next })).toEqual({
+      state: 'failed_retrying',
+      nextAttemptAt: next,
+    });
+    expect(afterManualAttempt({ succeeded: false, state: 'exhausted', nextAttemptAt: null })).toEqual({
+      state: 'exhausted',
+      nextAttemptAt: null,
+    });
   });
 });

@@ -39,7 +39,7 @@ describe("the worker's decrypted signing keys", () => {
     expect(() => rekeyed.decrypt(before, 'we_1')).toThrow();
   });
 
-  it("keeps the associated-data check: a cached ciphertext copied onto another endpoint still fails there", () => {
+  it('keeps the associated-data check: a cached ciphertext copied onto another endpoint still fails there', () => {
     const keys = new SigningKeys(box);
     const ct = box.encrypt('whsec_a', 'we_a');
     expect(keys.decrypt(ct, 'we_a')).toBe('whsec_a');

@@ -10,7 +10,9 @@ const URL_WITH_PASSWORD = 'postgres://shop:s3cret-pw@db.internal:6543/shop_prod'
 
 describe('start-up messages', () => {
   it('a setting given as a flag is named as the flag; from the environment, as the variable', () => {
-    expect(() => loadConfig({}, {}, { port: { flag: '--port', value: 'abc' } })).toThrow('--port abc is not valid: expected a whole number from 0 to 65535.');
+    expect(() => loadConfig({}, {}, { port: { flag: '--port', value: 'abc' } })).toThrow(
+      '--port abc is not valid: expected a whole number from 0 to 65535.',
+    );
     expect(() => loadConfig({ PAYHOOKS_PORT: 'abc' })).toThrow('PAYHOOKS_PORT="abc" is not valid');
     // The flag wins over the variable.
     expect(loadConfig({ PAYHOOKS_PORT: 'abc' }, {}, { port: { flag: '--port', value: '9000' } }).port).toBe(9000);
@@ -25,7 +27,9 @@ describe('start-up messages', () => {
     expect(refusedConnection(pgError('28P01'), URL_WITH_PASSWORD).message).toBe(
       'PostgreSQL at db.internal:6543 rejected the password of user "shop" (DATABASE_URL): correct the user or password in DATABASE_URL.',
     );
-    expect(refusedConnection(pgError('28000'), URL_WITH_PASSWORD).message).toContain('refused user "shop" (DATABASE_URL): the role does not exist');
+    expect(refusedConnection(pgError('28000'), URL_WITH_PASSWORD).message).toContain(
+      'refused user "shop" (DATABASE_URL): the role does not exist',
+    );
     expect(refusedConnection(pgError('42501'), URL_WITH_PASSWORD).message).toBe(
       'PostgreSQL at db.internal:6543 refused the connection (SQLSTATE 42501): check the user, password and database name in DATABASE_URL.',
     );
@@ -44,10 +48,16 @@ describe('start-up messages', () => {
     expect(describeListenError(inUse, '127.0.0.1', 8080, listenSource({ port: '8080' }, {}))!.message).toBe(
       'Port 8080 (--port 8080) is already in use on 127.0.0.1: stop the process using it, or choose another port.',
     );
-    expect(describeListenError(inUse, '127.0.0.1', 8080, listenSource({}, { PAYHOOKS_PORT: '8080' }))!.message).toContain('(PAYHOOKS_PORT=8080)');
-    expect(describeListenError(inUse, '127.0.0.1', 8080, listenSource({}, {}))!.message).toContain('(the default; change it with --port or PAYHOOKS_PORT)');
+    expect(describeListenError(inUse, '127.0.0.1', 8080, listenSource({}, { PAYHOOKS_PORT: '8080' }))!.message).toContain(
+      '(PAYHOOKS_PORT=8080)',
+    );
+    expect(describeListenError(inUse, '127.0.0.1', 8080, listenSource({}, {}))!.message).toContain(
+      '(the default; change it with --port or PAYHOOKS_PORT)',
+    );
     const noAddr = Object.assign(new Error('listen EADDRNOTAVAIL'), { code: 'EADDRNOTAVAIL' });
-    expect(describeListenError(noAddr, '203.0.113.1', 0, listenSource({}, { PAYHOOKS_HOST: '203.0.113.1' }))!.message).toContain('Address 203.0.113.1 (PAYHOOKS_HOST=203.0.113.1) is not an address of this machine');
+    expect(describeListenError(noAddr, '203.0.113.1', 0, listenSource({}, { PAYHOOKS_HOST: '203.0.113.1' }))!.message).toContain(
+      'Address 203.0.113.1 (PAYHOOKS_HOST=203.0.113.1) is not an address of this machine',
+    );
     expect(describeListenError(new Error('something else'), '127.0.0.1', 1, listenSource({}, {}))).toBeUndefined();
   });
 });

@@ -6,7 +6,15 @@ import { warnAboutTestSettings } from '../../src/runtime.ts';
 
 function capture() {
   const lines: string[] = [];
-  const logger = pino({ level: 'warn' }, new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) }));
+  const logger = pino(
+    { level: 'warn' },
+    new Writable({
+      write: (chunk, _enc, cb) => {
+        lines.push(String(chunk));
+        cb();
+      },
+    }),
+  );
   return { logger, lines };
 }
 

@@ -5,7 +5,11 @@ import { MAX_URL_LENGTH, validateEndpointUrl, type UrlPolicy } from '../../src/s
 const strict: UrlPolicy = { allowHttp: false, allowPrivate: false };
 const open: UrlPolicy = { allowHttp: true, allowPrivate: true };
 
-function rejection(url: string, environment: 'live' | 'sandbox' = 'sandbox', policy = strict): { status: number; code: string; param: string | undefined } {
+function rejection(
+  url: string,
+  environment: 'live' | 'sandbox' = 'sandbox',
+  policy = strict,
+): { status: number; code: string; param: string | undefined } {
   try {
     validateEndpointUrl(url, environment, policy);
   } catch (err) {
@@ -18,7 +22,13 @@ function rejection(url: string, environment: 'live' | 'sandbox' = 'sandbox', pol
 
 describe('validateEndpointUrl', () => {
   it('accepts absolute https URLs with ports, paths and queries, and returns them unchanged', () => {
-    for (const url of ['https://merchant.example.com/hooks', 'https://example.com', 'https://example.com:8443/a/b?x=1&y=2', 'https://93.184.216.34/h', 'https://[2606:4700::1111]/h']) {
+    for (const url of [
+      'https://merchant.example.com/hooks',
+      'https://example.com',
+      'https://example.com:8443/a/b?x=1&y=2',
+      'https://93.184.216.34/h',
+      'https://[2606:4700::1111]/h',
+    ]) {
       expect(validateEndpointUrl(url, 'live', strict)).toBe(url);
     }
   });
@@ -97,7 +107,13 @@ describe('validateEndpointUrl', () => {
   });
 
   it('allowPrivate admits private and loopback hosts', () => {
-    for (const url of ['https://127.0.0.1:4000/h', 'https://localhost/h', 'https://[::1]/h', 'https://10.0.0.5/h', 'https://169.254.169.254/h']) {
+    for (const url of [
+      'https://127.0.0.1:4000/h',
+      'https://localhost/h',
+      'https://[::1]/h',
+      'https://10.0.0.5/h',
+      'https://169.254.169.254/h',
+    ]) {
       expect(validateEndpointUrl(url, 'live', { allowHttp: false, allowPrivate: true })).toBe(url);
     }
   });
@@ -118,11 +134,15 @@ describe('validateEndpointUrl', () => {
   });
 
   it.each([
-    ['https://example.com/' + 'a'.repeat(MAX_URL_LENGTH), 'live', /^url must be at most 2048 characters\.$/],
+    [`https://example.com/${'a'.repeat(MAX_URL_LENGTH)}`, 'live', /^url must be at most 2048 characters\.$/],
     ['https://example.com/a b', 'live', /^url must not contain spaces or control characters; percent-encode them\.$/],
     ['example.com/h', 'live', /^url must be an absolute http:\/\/ or https:\/\/ URL\.$/],
     ['ftp://example.com/h', 'live', /^url must use http or https\.$/],
-    ['https://u:p@example.com/h', 'live', /^url must not contain credentials \(user:password@\); authenticate with the signature instead\.$/],
+    [
+      'https://u:p@example.com/h',
+      'live',
+      /^url must not contain credentials \(user:password@\); authenticate with the signature instead\.$/,
+    ],
     ['https://example.com/h#x', 'live', /^url must not contain a #fragment\.$/],
     ['http://example.com/h', 'live', /^Live endpoints must use https\. Use a sandbox key for plain-http testing\.$/],
     ['https://[::1]/h', 'sandbox', /^url points at a private or local address \(::1\); webhooks are delivered over the public internet\.$/],

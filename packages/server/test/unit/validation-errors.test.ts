@@ -39,14 +39,23 @@ describe('validation errors on closed lists name the allowed values', () => {
   });
 
   it('an event type inside an array keeps the stable code event_type_unknown and names its position', () => {
-    const err = refusal(Type.Object({ enabled_events: Type.Array(Type.Ref(EnabledEventTypeSchema)) }), { enabled_events: ['payment.created', 'payment.refunded'] }, 'body', [EnabledEventTypeSchema]);
+    const err = refusal(
+      Type.Object({ enabled_events: Type.Array(Type.Ref(EnabledEventTypeSchema)) }),
+      { enabled_events: ['payment.created', 'payment.refunded'] },
+      'body',
+      [EnabledEventTypeSchema],
+    );
     expect(err.code).toBe('event_type_unknown');
     expect(err.param).toBe('enabled_events[1]');
-    expect(err.message).toBe(`Invalid 'enabled_events[1]' (got 'payment.refunded'): enabled_events[1] must be one of: *, ${EVENT_TYPES.join(', ')}.`);
+    expect(err.message).toBe(
+      `Invalid 'enabled_events[1]' (got 'payment.refunded'): enabled_events[1] must be one of: *, ${EVENT_TYPES.join(', ')}.`,
+    );
   });
 
   it('does not echo a value with control characters or a long one', () => {
-    expect(refusal(Type.Object({ s: StringEnum(States) }), { s: 'done\u0000' }).message).toBe("Invalid 's': s must be one of: pending, delivered, failed_retrying, exhausted, cancelled.");
+    expect(refusal(Type.Object({ s: StringEnum(States) }), { s: 'done\u0000' }).message).toBe(
+      "Invalid 's': s must be one of: pending, delivered, failed_retrying, exhausted, cancelled.",
+    );
     expect(refusal(Type.Object({ s: StringEnum(States) }), { s: 'x'.repeat(101) }).message).not.toContain('xxx');
   });
 

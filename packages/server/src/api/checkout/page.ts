@@ -48,12 +48,18 @@ export const checkoutPageRoutes = (ctx: ServiceContext) => async (app: FastifyIn
       return sendError(reply, err.status, title, err.message);
     }
     const status = (err as { statusCode?: number }).statusCode;
-    if (status && status >= 400 && status < 500) return sendError(reply, status, 'Bad request', 'The form could not be read; reload the page and try again.');
+    if (status && status >= 400 && status < 500)
+      return sendError(reply, status, 'Bad request', 'The form could not be read; reload the page and try again.');
     reply.log.error({ err }, 'checkout page error');
     return sendError(reply, 500, 'Something went wrong', 'Something went wrong on our side; reload the page.');
   });
 
-  app.get(STYLESHEET_PATH, { schema: { hide: true } }, async (_req, reply) => reply.headers({ 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=3600' }).type('text/css; charset=utf-8').send(STYLESHEET));
+  app.get(STYLESHEET_PATH, { schema: { hide: true } }, async (_req, reply) =>
+    reply
+      .headers({ 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=3600' })
+      .type('text/css; charset=utf-8')
+      .send(STYLESHEET),
+  );
 
   app.get<{ Params: { id: string } }>('/checkout/:id', { schema: { hide: true } }, async (req, reply) => {
     const found = await ctx.checkout.forPage(req.params.id);
@@ -72,13 +78,19 @@ export const checkoutPageRoutes = (ctx: ServiceContext) => async (app: FastifyIn
       csrfToken: ctx.secrets.tag(CSRF_PURPOSE, session.id),
       expiresAt: formatEventTimestamp(session.expiresAt),
     });
-    return securityHeaders(reply, [session.successUrl, ...(session.cancelUrl ? [session.cancelUrl] : [])]).type('text/html; charset=utf-8').send(page);
+    return securityHeaders(reply, [session.successUrl, ...(session.cancelUrl ? [session.cancelUrl] : [])])
+      .type('text/html; charset=utf-8')
+      .send(page);
   });
 
   const checkCsrf = (id: string, body: FormBody | undefined) => {
     const token = typeof body?.csrf_token === 'string' ? body.csrf_token : '';
     if (!ctx.secrets.verifyTag(CSRF_PURPOSE, id, token)) {
-      throw new AppError('forbidden', 'csrf_token_invalid', 'This form has expired or did not come from the checkout page; reload the page and try again.');
+      throw new AppError(
+        'forbidden',
+        'csrf_token_invalid',
+        'This form has expired or did not come from the checkout page; reload the page and try again.',
+      );
     }
   };
 

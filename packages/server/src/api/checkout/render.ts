@@ -30,7 +30,9 @@ function render(part: Part): string {
 /** Tagged template: the literal text is markup, every `${value}` is escaped unless it is SafeHtml. */
 export function html(strings: TemplateStringsArray, ...values: Part[]): SafeHtml {
   let out = strings[0]!;
-  values.forEach((v, i) => (out += render(v) + strings[i + 1]!));
+  values.forEach((v, i) => {
+    out += render(v) + strings[i + 1]!;
+  });
   return new SafeHtml(out);
 }
 

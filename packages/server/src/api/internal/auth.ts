@@ -14,8 +14,14 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 export function internalAuth(ctx: ServiceContext): (req: FastifyRequest) => Promise<void> {
   const expected = ctx.config.internalToken ? digest(ctx.config.internalToken) : null;
   return async (req) => {
-    if (!expected) throw new AppError('not_found', 'route_not_found', 'The internal API is disabled: set PAYHOOKS_INTERNAL_TOKEN to enable it.');
+    if (!expected)
+      throw new AppError('not_found', 'route_not_found', 'The internal API is disabled: set PAYHOOKS_INTERNAL_TOKEN to enable it.');
     const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
-    if (!m || !timingSafeEqual(digest(m[1]!), expected)) throw new AppError('authentication', 'invalid_internal_token', 'A valid `Authorization: Bearer <PAYHOOKS_INTERNAL_TOKEN>` is required.');
+    if (!m || !timingSafeEqual(digest(m[1]!), expected))
+      throw new AppError(
+        'authentication',
+        'invalid_internal_token',
+        'A valid `Authorization: Bearer <PAYHOOKS_INTERNAL_TOKEN>` is required.',
+      );
   };
 }

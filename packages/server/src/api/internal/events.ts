@@ -11,8 +11,26 @@ const PublishBody = Type.Object(
     type: Type.Ref(EventTypeSchema),
     merchant_id: Type.String({ minLength: 1, maxLength: 64 }),
     environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')]),
-    data: Type.Object({ object: Type.Object({}, { additionalProperties: true, description: 'The resource the event is about, in its API shape (a Payment for payment.*, a CheckoutSession for checkout_session.*).' }) }, { additionalProperties: false }),
-    idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Publishing again with the same key returns the first event (Idempotent-Replayed: true) instead of a new one.' })),
+    data: Type.Object(
+      {
+        object: Type.Object(
+          {},
+          {
+            additionalProperties: true,
+            description:
+              'The resource the event is about, in its API shape (a Payment for payment.*, a CheckoutSession for checkout_session.*).',
+          },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    idempotency_key: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: 'Publishing again with the same key returns the first event (Idempotent-Replayed: true) instead of a new one.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -21,27 +39,44 @@ const PublishBody = Type.Object(
  * `POST /internal/v1/events`: lets a payment core in another process publish. Authenticated by
  * the internal token (auth.ts); without a configured token the route answers 404.
  */
-export const internalEventRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  app.addHook('onRequest', internalAuth(ctx));
-  app.post(
-    '/events',
-    {
-      bodyLimit: 256 * 1024,
-      serializerCompiler: asStored,
-      schema: {
-        tags: ['internal'], security: [{ internalToken: [] }], operationId: 'publishEvent', summary: 'Publish an event to the merchant\'s subscribed endpoints',
-        'x-idempotent-replayed': true,
-        body: PublishBody,
-        response: { 201: Type.Ref(EventSchema, { description: 'The published event (or, for a repeated idempotency_key, the first one).' }) },
+export const internalEventRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.addHook('onRequest', internalAuth(ctx));
+    app.post(
+      '/events',
+      {
+        bodyLimit: 256 * 1024,
+        serializerCompiler: asStored,
+        schema: {
+          tags: ['internal'],
+          security: [{ internalToken: [] }],
+          operationId: 'publishEvent',
+          summary: "Publish an event to the merchant's subscribed endpoints",
+          'x-idempotent-replayed': true,
+          body: PublishBody,
+          response: {
+            201: Type.Ref(EventSchema, { description: 'The published event (or, for a repeated idempotency_key, the first one).' }),
+          },
+        },
       },
-    },
-    async (req, reply) => {
-      const b = req.body;
-      const result = await ctx.database.db.transaction((tx) =>
-        publishEvent(tx, { type: b.type, merchantId: b.merchant_id, environment: b.environment, object: b.data.object, idempotencyKey: b.idempotency_key }, ctx.clock.now()),
-      );
-      if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.code(201).send(result.event);
-    },
-  );
-};
+      async (req, reply) => {
+        const b = req.body;
+        const result = await ctx.database.db.transaction((tx) =>
+          publishEvent(
+            tx,
+            {
+              type: b.type,
+              merchantId: b.merchant_id,
+              environment: b.environment,
+              object: b.data.object,
+              idempotencyKey: b.idempotency_key,
+            },
+            ctx.clock.now(),
+          ),
+        );
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.code(201).send(result.event);
+      },
+    );
+  };

@@ -19,16 +19,30 @@ const TransitionBody = Type.Object(
  * `POST /internal/v1/payments/:id/transitions`: the operator's payment rails move live (and
  * sandbox) payments through the state machine. Any Platform's payment, by id; internal token.
  */
-export const internalPaymentRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  app.addHook('onRequest', internalAuth(ctx));
-  app.post(
-    '/payments/:id/transitions',
-    { schema: { tags: ['internal'], security: [{ internalToken: [] }], operationId: 'transitionPayment', summary: 'Move any Platform\'s payment to a status (publishes payment.<status>)', params: IdParams, body: TransitionBody, response: { 200: Type.Ref(PaymentSchema, { description: 'The payment in its new status.' }), ...errorResponses(409) } } },
-    async (req) => {
-      const body: Static<typeof TransitionBody> = req.body;
-      const id = paymentId(req.params.id);
-      const row = await ctx.database.db.transaction((tx) => ctx.payments.transition(tx, { id }, body.status, { doubleDelivery: body.double_delivery }));
-      return toPayment(row);
-    },
-  );
-};
+export const internalPaymentRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.addHook('onRequest', internalAuth(ctx));
+    app.post(
+      '/payments/:id/transitions',
+      {
+        schema: {
+          tags: ['internal'],
+          security: [{ internalToken: [] }],
+          operationId: 'transitionPayment',
+          summary: "Move any Platform's payment to a status (publishes payment.<status>)",
+          params: IdParams,
+          body: TransitionBody,
+          response: { 200: Type.Ref(PaymentSchema, { description: 'The payment in its new status.' }), ...errorResponses(409) },
+        },
+      },
+      async (req) => {
+        const body: Static<typeof TransitionBody> = req.body;
+        const id = paymentId(req.params.id);
+        const row = await ctx.database.db.transaction((tx) =>
+          ctx.payments.transition(tx, { id }, body.status, { doubleDelivery: body.double_delivery }),
+        );
+        return toPayment(row);
+      },
+    );
+  };

@@ -4,7 +4,7 @@ import { IDEMPOTENCY_WINDOW_MS } from '../idempotency.ts';
 import { exampleOf } from './examples.ts';
 
 // Documents are plain JSON: typed loosely, checked by `redocly lint` in the tests.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: OpenAPI documents are free-form JSON, validated by redocly rather than by types
 type Json = any;
 export type OpenApiDocument = Json;
 
@@ -22,10 +22,10 @@ const TAGS: Record<string, string> = {
   sandbox: 'Sandbox-only helpers: move sandbox payments the way the payment rails move live ones.',
   listen: '`payhooks listen`: forward sandbox deliveries to a local receiver.',
   checkout_pages: 'The hosted checkout page a customer opens (HTML for browsers, not JSON).',
-  portal: 'The Merchant Portal\'s JSON API, used by its page (`/portal/`): a cookie session, not API keys.',
-  portal_pages: 'The Merchant Portal\'s page and assets (HTML for browsers).',
+  portal: "The Merchant Portal's JSON API, used by its page (`/portal/`): a cookie session, not API keys.",
+  portal_pages: "The Merchant Portal's page and assets (HTML for browsers).",
   meta: 'This document.',
-  internal: 'The operator\'s publishing API: publish events and move payments, for a payment core in another process.',
+  internal: "The operator's publishing API: publish events and move payments, for a payment core in another process.",
   operations: 'Health, readiness and metrics, for load balancers and Prometheus.',
 };
 
@@ -39,28 +39,49 @@ interface ErrorDoc {
 const errorDocs = (): Record<string, ErrorDoc> => ({
   400: {
     name: 'BadRequest',
-    description: 'The request is invalid: a parameter is missing, unknown or malformed, the body is not JSON, or the path is not a valid URL. `param` names the field; for a closed list the message lists the allowed values.',
-    example: { type: 'invalid_request_error', code: 'parameter_invalid', message: "Invalid 'state' (got 'done'): state must be one of: pending, delivered, failed_retrying, exhausted, cancelled.", param: 'state' },
+    description:
+      'The request is invalid: a parameter is missing, unknown or malformed, the body is not JSON, or the path is not a valid URL. `param` names the field; for a closed list the message lists the allowed values.',
+    example: {
+      type: 'invalid_request_error',
+      code: 'parameter_invalid',
+      message: "Invalid 'state' (got 'done'): state must be one of: pending, delivered, failed_retrying, exhausted, cancelled.",
+      param: 'state',
+    },
   },
   401: {
     name: 'Unauthorized',
     description: 'No valid credentials: the key (or token, or session) is missing, malformed, unknown or revoked.',
-    example: { type: 'authentication_error', code: 'missing_api_key', message: 'No API key given. Send it as `Authorization: Bearer sk_test_…`.' },
+    example: {
+      type: 'authentication_error',
+      code: 'missing_api_key',
+      message: 'No API key given. Send it as `Authorization: Bearer sk_test_…`.',
+    },
   },
   403: {
     name: 'Forbidden',
-    description: 'Not allowed for these credentials (e.g. a sandbox-only action with a live key, or a portal change without its CSRF token).',
-    example: { type: 'permission_error', code: 'sandbox_only', message: 'Simulating payment transitions is available to sandbox keys only (sk_test_…); live payments move only through the payment rails.' },
+    description:
+      'Not allowed for these credentials (e.g. a sandbox-only action with a live key, or a portal change without its CSRF token).',
+    example: {
+      type: 'permission_error',
+      code: 'sandbox_only',
+      message:
+        'Simulating payment transitions is available to sandbox keys only (sk_test_…); live payments move only through the payment rails.',
+    },
   },
   404: {
     name: 'NotFound',
-    description: 'No such object in the caller\'s Platform and environment (objects of other tenants are answered the same way).',
+    description: "No such object in the caller's Platform and environment (objects of other tenants are answered the same way).",
     example: { type: 'invalid_request_error', code: 'resource_missing', message: "No such webhook endpoint: 'we_missing'.", param: 'id' },
   },
   409: {
     name: 'Conflict',
     description: 'The Idempotency-Key was used for a different request, or the object is not in a state that allows the operation.',
-    example: { type: 'idempotency_error', code: 'idempotency_key_reused', message: 'This Idempotency-Key was used with a different request in the last 24 hours; use a new key for a new request.', param: 'Idempotency-Key' },
+    example: {
+      type: 'idempotency_error',
+      code: 'idempotency_key_reused',
+      message: 'This Idempotency-Key was used with a different request in the last 24 hours; use a new key for a new request.',
+      param: 'Idempotency-Key',
+    },
   },
   408: {
     name: 'RequestTimeout',
@@ -70,22 +91,39 @@ const errorDocs = (): Record<string, ErrorDoc> => ({
   413: {
     name: 'PayloadTooLarge',
     description: `The body is larger than the route accepts (${API_BODY_LIMIT / 1024} KiB for management requests).`,
-    example: { type: 'invalid_request_error', code: 'body_too_large', message: 'The request body is too large; management requests are small JSON objects.' },
+    example: {
+      type: 'invalid_request_error',
+      code: 'body_too_large',
+      message: 'The request body is too large; management requests are small JSON objects.',
+    },
   },
   415: {
     name: 'UnsupportedMediaType',
     description: 'The body is not JSON: send it with `Content-Type: application/json`.',
-    example: { type: 'invalid_request_error', code: 'unsupported_media_type', message: 'Send the body as JSON with Content-Type: application/json.' },
+    example: {
+      type: 'invalid_request_error',
+      code: 'unsupported_media_type',
+      message: 'Send the body as JSON with Content-Type: application/json.',
+    },
   },
   422: {
     name: 'Unprocessable',
     description: 'Well-formed but refused: e.g. a live endpoint with a plain-http or private URL, or without the required event types.',
-    example: { type: 'invalid_request_error', code: 'url_insecure', message: 'Live endpoints must use https. Use a sandbox key for plain-http testing.', param: 'url' },
+    example: {
+      type: 'invalid_request_error',
+      code: 'url_insecure',
+      message: 'Live endpoints must use https. Use a sandbox key for plain-http testing.',
+      param: 'url',
+    },
   },
   431: {
     name: 'HeadersTooLarge',
     description: 'The request line and headers exceed 16 KiB (answered by the HTTP parser, on any route).',
-    example: { type: 'invalid_request_error', code: 'headers_too_large', message: 'The request line and headers are too large (over 16 KiB); send fewer or shorter headers.' },
+    example: {
+      type: 'invalid_request_error',
+      code: 'headers_too_large',
+      message: 'The request line and headers are too large (over 16 KiB); send fewer or shorter headers.',
+    },
   },
   429: {
     name: 'TooManyRequests',
@@ -95,26 +133,44 @@ const errorDocs = (): Record<string, ErrorDoc> => ({
   },
   500: {
     name: 'InternalError',
-    description: 'A fault on our side, logged with the request id (X-Request-Id). Retry; a write with the same Idempotency-Key applies once.',
-    example: { type: 'api_error', code: 'internal_error', message: 'Something went wrong on our side; it has been logged. Retry the request.' },
+    description:
+      'A fault on our side, logged with the request id (X-Request-Id). Retry; a write with the same Idempotency-Key applies once.',
+    example: {
+      type: 'api_error',
+      code: 'internal_error',
+      message: 'Something went wrong on our side; it has been logged. Retry the request.',
+    },
   },
   502: {
     name: 'BadGateway',
-    description: 'payhooks listen could not forward the delivery to the local receiver (recorded as the attempt\'s answer).',
-    example: { type: 'api_error', code: 'listen_forward_failed', message: 'payhooks listen could not forward the delivery: connect ECONNREFUSED 127.0.0.1:4242' },
+    description: "payhooks listen could not forward the delivery to the local receiver (recorded as the attempt's answer).",
+    example: {
+      type: 'api_error',
+      code: 'listen_forward_failed',
+      message: 'payhooks listen could not forward the delivery: connect ECONNREFUSED 127.0.0.1:4242',
+    },
   },
   503: {
     name: 'Unavailable',
     description: `The database is unreachable for now: retry after Retry-After (${UNAVAILABLE_RETRY_AFTER_S} s), with the same Idempotency-Key for a write.`,
-    example: { type: 'api_error', code: 'unavailable', message: `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_S} s (retry a write with the same idempotency key, so it applies once).` },
+    example: {
+      type: 'api_error',
+      code: 'unavailable',
+      message: `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_S} s (retry a write with the same idempotency key, so it applies once).`,
+    },
     headers: { 'Retry-After': 'RetryAfter' },
   },
 });
 
 const HEADERS = {
-  RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 }, example: UNAVAILABLE_RETRY_AFTER_S },
+  RetryAfter: {
+    description: 'Seconds to wait before retrying.',
+    schema: { type: 'integer', minimum: 1 },
+    example: UNAVAILABLE_RETRY_AFTER_S,
+  },
   IdempotentReplayed: {
-    description: 'Present (`true`) when this is the stored response of an earlier request with the same Idempotency-Key: nothing was done again.',
+    description:
+      'Present (`true`) when this is the stored response of an earlier request with the same Idempotency-Key: nothing was done again.',
     schema: { type: 'string', enum: ['true'] },
     example: 'true',
   },
@@ -175,7 +231,8 @@ function completeOperation(op: Json, method: string, path: string, schemas: Reco
     else op.requestBody = { required: false, content: { 'application/json': { schema: optional } } };
     delete op['x-optional-body'];
   }
-  for (const status of commonStatuses(security, method, path)) op.responses[status] ??= { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+  for (const status of commonStatuses(security, method, path))
+    op.responses[status] ??= { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   for (const [status, response] of Object.entries<Json>(op.responses)) {
     if (Number(status) >= 400 && isErrorRef(response)) {
       const doc = errorDocs()[status];
@@ -183,7 +240,8 @@ function completeOperation(op: Json, method: string, path: string, schemas: Reco
       op.responses[status] = { $ref: `#/components/responses/${doc.name}` };
       continue;
     }
-    if (idempotent && status.startsWith('2')) response.headers = { 'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' }, ...response.headers };
+    if (idempotent && status.startsWith('2'))
+      response.headers = { 'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' }, ...response.headers };
     if (status === '503' && path === '/readyz') response.headers = { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } };
     for (const media of Object.values<Json>(response.content ?? {})) {
       if (media.example === undefined && media.examples === undefined) media.example = exampleOf(media.schema, schemas);
@@ -199,7 +257,9 @@ function errorComponents(): Json {
       e.name,
       {
         description: e.description,
-        ...(e.headers ? { headers: Object.fromEntries(Object.entries(e.headers).map(([h, ref]) => [h, { $ref: `#/components/headers/${ref}` }])) } : {}),
+        ...(e.headers
+          ? { headers: Object.fromEntries(Object.entries(e.headers).map(([h, ref]) => [h, { $ref: `#/components/headers/${ref}` }])) }
+          : {}),
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, example: { error: e.example } } },
       },
     ]),
@@ -240,7 +300,8 @@ function prune(doc: Json): void {
     if (Object.keys(all).length === 0) delete doc.components[section];
   }
   const used = new Set<string>();
-  for (const item of Object.values<Json>(doc.paths)) for (const m of METHODS) for (const req of item[m]?.security ?? []) for (const k of Object.keys(req)) used.add(k);
+  for (const item of Object.values<Json>(doc.paths))
+    for (const m of METHODS) for (const req of item[m]?.security ?? []) for (const k of Object.keys(req)) used.add(k);
   for (const name of Object.keys(doc.components.securitySchemes ?? {})) if (!used.has(name)) delete doc.components.securitySchemes[name];
 }
 
@@ -264,8 +325,12 @@ function documentOf(base: Json, which: 'public' | 'operator', serverUrl: string)
       description: which === 'public' ? PUBLIC_DESCRIPTION : OPERATOR_DESCRIPTION,
       license: { name: 'MIT', identifier: 'MIT' },
     },
-    servers: [{ url: serverUrl, description: which === 'public' ? 'This payhooks server' : 'This payhooks server (the operator\'s network)' }],
-    tags: Object.entries(TAGS).filter(([name]) => used.has(name)).map(([name, description]) => ({ name, description })),
+    servers: [
+      { url: serverUrl, description: which === 'public' ? 'This payhooks server' : "This payhooks server (the operator's network)" },
+    ],
+    tags: Object.entries(TAGS)
+      .filter(([name]) => used.has(name))
+      .map(([name, description]) => ({ name, description })),
     paths,
     components: structuredClone(base.components),
   };

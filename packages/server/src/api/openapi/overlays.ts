@@ -15,16 +15,29 @@ type Schema = Record<string, unknown>;
 const ref = (id: string): Schema => ({ $ref: id });
 const error = ref('Error');
 const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
-const obj = (properties: Record<string, Schema>, extra: Schema = {}): Schema => ({ type: 'object', required: Object.keys(properties), properties, ...extra });
+const obj = (properties: Record<string, Schema>, extra: Schema = {}): Schema => ({
+  type: 'object',
+  required: Object.keys(properties),
+  properties,
+  ...extra,
+});
 const json = (description: string, schema: Schema): Schema => ({ ...schema, description });
-const idParam = (description: string): Schema => ({ type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 64, description } } });
+const idParam = (description: string): Schema => ({
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', minLength: 1, maxLength: 64, description } },
+});
 
 const Stats = obj(
   {
     attempts: { type: 'integer', minimum: 0 },
     succeeded: { type: 'integer', minimum: 0 },
     success_rate: nullable({ type: 'number', minimum: 0, maximum: 1 }),
-    hourly: { type: 'array', items: obj({ attempts: { type: 'integer', minimum: 0 }, succeeded: { type: 'integer', minimum: 0 } }), description: '24 one-hour buckets, the last hour last.' },
+    hourly: {
+      type: 'array',
+      items: obj({ attempts: { type: 'integer', minimum: 0 }, succeeded: { type: 'integer', minimum: 0 } }),
+      description: '24 one-hour buckets, the last hour last.',
+    },
   },
   { description: 'Attempts of the last 24 hours.' },
 );
@@ -53,54 +66,153 @@ const BulkReplay = obj({
 });
 const Labels = { event_type: nullable(ref('EventType')), endpoint_url: nullable({ type: 'string' }) };
 const { attempts: _attempts, ...deliveryFields } = DeliverySchema.properties as Record<string, Schema>;
-const DeliveryRow = obj({ ...deliveryFields, ...Labels, last_attempt: nullable(ref('DeliveryAttempt')) }, { description: 'A delivery with its latest attempt (the log leaves the full `attempts` list out).' });
+const DeliveryRow = obj(
+  { ...deliveryFields, ...Labels, last_attempt: nullable(ref('DeliveryAttempt')) },
+  { description: 'A delivery with its latest attempt (the log leaves the full `attempts` list out).' },
+);
 const DeliveryDetail = json('The delivery, its attempts and the exact event body they sent.', {
-  allOf: [ref('WebhookDelivery'), obj({ ...Labels, endpoint_deleted: { type: 'boolean' }, event_body: { type: 'string', description: 'The stored event, byte for byte.' } })],
+  allOf: [
+    ref('WebhookDelivery'),
+    obj({
+      ...Labels,
+      endpoint_deleted: { type: 'boolean' },
+      event_body: { type: 'string', description: 'The stored event, byte for byte.' },
+    }),
+  ],
 });
-const list = (item: Schema, description: string) => json(description, obj({ object: { type: 'string', const: 'list' }, data: { type: 'array', items: item }, has_more: { type: 'boolean' } }));
+const list = (item: Schema, description: string) =>
+  json(
+    description,
+    obj({ object: { type: 'string', const: 'list' }, data: { type: 'array', items: item }, has_more: { type: 'boolean' } }),
+  );
 
-const portal = (operationId: string, summary: string, response: Record<number, Schema>, extra: Schema = {}) => ({ tags: ['portal'], security: [{ portalSession: [] }], operationId, summary, response, ...extra });
+const portal = (operationId: string, summary: string, response: Record<number, Schema>, extra: Schema = {}) => ({
+  tags: ['portal'],
+  security: [{ portalSession: [] }],
+  operationId,
+  summary,
+  response,
+  ...extra,
+});
 
 export const DOCUMENTED_ROUTES: Record<string, Schema> = {
-  'POST /portal/api/session': portal('portalSignIn', 'Sign in (sets the session cookie)', { 200: json('Signed in (the session cookie is set).', PortalSession), 401: error, 403: error, 413: error, 415: error, 429: error }, { security: [] }),
+  'POST /portal/api/session': portal(
+    'portalSignIn',
+    'Sign in (sets the session cookie)',
+    { 200: json('Signed in (the session cookie is set).', PortalSession), 401: error, 403: error, 413: error, 415: error, 429: error },
+    { security: [] },
+  ),
   'GET /portal/api/session': portal('portalSession', 'Who is signed in, and the CSRF token', { 200: json('The session.', PortalSession) }),
-  'PUT /portal/api/session/environment': portal('portalSwitchEnvironment', 'Switch between sandbox and live', { 200: json('The session in its new environment.', PortalSession) }),
-  'DELETE /portal/api/session': portal('portalSignOut', 'Sign out', { 200: json('Signed out.', obj({ object: { type: 'string', const: 'portal_session' }, signed_out: { type: 'boolean', const: true } })) }),
+  'PUT /portal/api/session/environment': portal('portalSwitchEnvironment', 'Switch between sandbox and live', {
+    200: json('The session in its new environment.', PortalSession),
+  }),
+  'DELETE /portal/api/session': portal('portalSignOut', 'Sign out', {
+    200: json('Signed out.', obj({ object: { type: 'string', const: 'portal_session' }, signed_out: { type: 'boolean', const: true } })),
+  }),
   'GET /portal/api/catalog': portal('portalCatalog', 'The event-type catalog', {
     200: json('The catalog.', {
-      ...obj({ event_types: { type: 'array', items: ref('EventType') }, wildcard: { type: 'string', const: WILDCARD_EVENT_TYPE }, required_live_event_types: { type: 'array', items: ref('EventType') } }),
-      examples: [{ event_types: [...EVENT_TYPES], wildcard: WILDCARD_EVENT_TYPE, required_live_event_types: [...REQUIRED_LIVE_EVENT_TYPES] }],
+      ...obj({
+        event_types: { type: 'array', items: ref('EventType') },
+        wildcard: { type: 'string', const: WILDCARD_EVENT_TYPE },
+        required_live_event_types: { type: 'array', items: ref('EventType') },
+      }),
+      examples: [
+        { event_types: [...EVENT_TYPES], wildcard: WILDCARD_EVENT_TYPE, required_live_event_types: [...REQUIRED_LIVE_EVENT_TYPES] },
+      ],
     }),
   }),
-  'GET /portal/api/endpoints': portal('portalListEndpoints', 'List endpoints with their last-24-hour statistics', { 200: list(EndpointWithStats, 'A page of endpoints.') }),
-  'POST /portal/api/endpoints': portal('portalCreateEndpoint', 'Create an endpoint', { 201: json('The endpoint, with its signing secret (shown only here).', ref('WebhookEndpointWithSecret')), 422: error }),
-  'GET /portal/api/endpoints/:id': portal('portalRetrieveEndpoint', 'Retrieve an endpoint with its statistics', { 200: json('The endpoint.', EndpointWithStats) }),
-  'PATCH /portal/api/endpoints/:id': portal('portalUpdateEndpoint', 'Update an endpoint', { 200: json('The updated endpoint.', ref('WebhookEndpoint')), 422: error }),
-  'DELETE /portal/api/endpoints/:id': portal('portalDeleteEndpoint', 'Delete an endpoint', { 200: json('Deleted.', obj({ id: { type: 'string' }, object: { type: 'string', const: 'webhook_endpoint' }, deleted: { type: 'boolean', const: true } })) }),
-  'POST /portal/api/endpoints/:id/rotate_secret': portal('portalRotateSecret', 'Roll the signing secret', { 200: json('The endpoint, with its new signing secret (shown only here).', ref('WebhookEndpointWithSecret')) }, { 'x-optional-body': { type: 'object', additionalProperties: false, properties: { expire_previous_in: { type: 'integer', minimum: 0 } } } }),
+  'GET /portal/api/endpoints': portal('portalListEndpoints', 'List endpoints with their last-24-hour statistics', {
+    200: list(EndpointWithStats, 'A page of endpoints.'),
+  }),
+  'POST /portal/api/endpoints': portal('portalCreateEndpoint', 'Create an endpoint', {
+    201: json('The endpoint, with its signing secret (shown only here).', ref('WebhookEndpointWithSecret')),
+    422: error,
+  }),
+  'GET /portal/api/endpoints/:id': portal('portalRetrieveEndpoint', 'Retrieve an endpoint with its statistics', {
+    200: json('The endpoint.', EndpointWithStats),
+  }),
+  'PATCH /portal/api/endpoints/:id': portal('portalUpdateEndpoint', 'Update an endpoint', {
+    200: json('The updated endpoint.', ref('WebhookEndpoint')),
+    422: error,
+  }),
+  'DELETE /portal/api/endpoints/:id': portal('portalDeleteEndpoint', 'Delete an endpoint', {
+    200: json(
+      'Deleted.',
+      obj({ id: { type: 'string' }, object: { type: 'string', const: 'webhook_endpoint' }, deleted: { type: 'boolean', const: true } }),
+    ),
+  }),
+  'POST /portal/api/endpoints/:id/rotate_secret': portal(
+    'portalRotateSecret',
+    'Roll the signing secret',
+    { 200: json('The endpoint, with its new signing secret (shown only here).', ref('WebhookEndpointWithSecret')) },
+    {
+      'x-optional-body': {
+        type: 'object',
+        additionalProperties: false,
+        properties: { expire_previous_in: { type: 'integer', minimum: 0 } },
+      },
+    },
+  ),
   'POST /portal/api/endpoints/:id/test_event': portal('portalSendTestEvent', 'Send a test event to a sandbox endpoint', {
-    201: json('The test event and its delivery.', obj({ object: { type: 'string', const: 'test_event' }, event_id: { type: 'string' }, type: ref('EventType'), delivery_id: { type: 'string' } })),
+    201: json(
+      'The test event and its delivery.',
+      obj({
+        object: { type: 'string', const: 'test_event' },
+        event_id: { type: 'string' },
+        type: ref('EventType'),
+        delivery_id: { type: 'string' },
+      }),
+    ),
     409: error,
   }),
-  'POST /portal/api/endpoints/:id/bulk_replays': portal('portalStartBulkReplay', 'Replay every failed delivery since a time', { 202: json('The job, started.', BulkReplay), 409: error }),
+  'POST /portal/api/endpoints/:id/bulk_replays': portal('portalStartBulkReplay', 'Replay every failed delivery since a time', {
+    202: json('The job, started.', BulkReplay),
+    409: error,
+  }),
   'GET /portal/api/bulk_replays/:id': portal('portalBulkReplay', 'Progress of a bulk replay', { 200: json('The job.', BulkReplay) }),
   'GET /portal/api/deliveries': portal('portalListDeliveries', 'The delivery log', { 200: list(DeliveryRow, 'A page of deliveries.') }),
-  'GET /portal/api/deliveries/:id': portal('portalRetrieveDelivery', 'A delivery with its attempts and event body', { 200: DeliveryDetail }),
-  'POST /portal/api/deliveries/:id/replay': portal('portalReplayDelivery', 'Replay a delivery now (a manual attempt)', { 200: DeliveryDetail, 409: error }),
-  'POST /portal/api/deliveries/:id/resend': portal('portalResendDelivery', 'Resend a finished delivery (a manual attempt)', { 200: DeliveryDetail, 409: error }),
+  'GET /portal/api/deliveries/:id': portal('portalRetrieveDelivery', 'A delivery with its attempts and event body', {
+    200: DeliveryDetail,
+  }),
+  'POST /portal/api/deliveries/:id/replay': portal('portalReplayDelivery', 'Replay a delivery now (a manual attempt)', {
+    200: DeliveryDetail,
+    409: error,
+  }),
+  'POST /portal/api/deliveries/:id/resend': portal('portalResendDelivery', 'Resend a finished delivery (a manual attempt)', {
+    200: DeliveryDetail,
+    409: error,
+  }),
   'GET /portal/api/events/:id': portal('portalRetrieveEvent', 'An event with its stored body', {
-    200: json('The event.', obj({ id: { type: 'string' }, object: { type: 'string', const: 'event' }, type: ref('EventType'), created_at: { type: 'string' }, body: { type: 'string', description: 'The stored event, byte for byte.' } })),
+    200: json(
+      'The event.',
+      obj({
+        id: { type: 'string' },
+        object: { type: 'string', const: 'event' },
+        type: ref('EventType'),
+        created_at: { type: 'string' },
+        body: { type: 'string', description: 'The stored event, byte for byte.' },
+      }),
+    ),
   }),
 
   'POST /listen/:id': {
-    tags: ['listen'], security: [], operationId: 'listenRelay', summary: 'The url of a listen session\'s endpoint: deliveries are forwarded to `payhooks listen`',
-    description: 'The delivery worker POSTs each delivery here like to any endpoint. The Service-Signature must verify with the session\'s secret. The answer is the local receiver\'s status and body.',
-    params: idParam('The listen session\'s endpoint (we_…).'),
+    tags: ['listen'],
+    security: [],
+    operationId: 'listenRelay',
+    summary: "The url of a listen session's endpoint: deliveries are forwarded to `payhooks listen`",
+    description:
+      "The delivery worker POSTs each delivery here like to any endpoint. The Service-Signature must verify with the session's secret. The answer is the local receiver's status and body.",
+    params: idParam("The listen session's endpoint (we_…)."),
     consumes: ['application/json'],
     body: ref('Event'),
     response: {
-      200: { description: 'The local receiver\'s answer (any status it gave), as text.', content: { 'text/plain': { schema: { type: 'string', examples: ['{"received":true}'] } } } },
-      400: error, 404: error, 413: error,
+      200: {
+        description: "The local receiver's answer (any status it gave), as text.",
+        content: { 'text/plain': { schema: { type: 'string', examples: ['{"received":true}'] } } },
+      },
+      400: error,
+      404: error,
+      413: error,
       502: json('payhooks listen could not reach the local receiver.', error),
     },
   },
@@ -119,7 +231,8 @@ const OVERLAID = /^\/(portal\/api\/|listen\/)/;
  * portal's page and assets. They are HTML, redirects and files for a browser, not an API, so
  * neither document lists them (docs/decisions.md); every other route is in one of the two.
  */
-export const isBrowserPage = (url: string) => url.startsWith('/checkout/') || ((url === '/portal' || url.startsWith('/portal/')) && !url.startsWith('/portal/api/'));
+export const isBrowserPage = (url: string) =>
+  url.startsWith('/checkout/') || ((url === '/portal' || url.startsWith('/portal/')) && !url.startsWith('/portal/api/'));
 
 /**
  * The app's `onRoute` hook: gives a route of these families its document entry, through

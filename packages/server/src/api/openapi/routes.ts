@@ -5,9 +5,24 @@ import { CSRF_HEADER, SESSION_COOKIE } from '../portal/security.ts';
 
 /** The security schemes of both documents (each keeps the ones its operations use). */
 export const SECURITY_SCHEMES = {
-  bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, `sk_test_…` (sandbox) or `sk_live_…` (live): `Authorization: Bearer sk_test_…`. The key fixes the Platform and environment of every call.' },
-  portalSession: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE, description: `The Merchant Portal session cookie set by \`POST /portal/api/session\`. Mutations also need the \`${CSRF_HEADER}\` header from the session and a same-origin \`Origin\`.` },
-  internalToken: { type: 'http', scheme: 'bearer', description: 'The operator token `PAYHOOKS_INTERNAL_TOKEN`: `Authorization: Bearer <token>`. Without a configured token the internal API answers 404.' },
+  bearerAuth: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      'An API key, `sk_test_…` (sandbox) or `sk_live_…` (live): `Authorization: Bearer sk_test_…`. The key fixes the Platform and environment of every call.',
+  },
+  portalSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: SESSION_COOKIE,
+    description: `The Merchant Portal session cookie set by \`POST /portal/api/session\`. Mutations also need the \`${CSRF_HEADER}\` header from the session and a same-origin \`Origin\`.`,
+  },
+  internalToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      'The operator token `PAYHOOKS_INTERNAL_TOKEN`: `Authorization: Bearer <token>`. Without a configured token the internal API answers 404.',
+  },
 } as const;
 
 const raw = (payload: unknown) => JSON.stringify(payload);
@@ -27,7 +42,30 @@ export const openApiRoutes = (ctx: ServiceContext) => async (app: FastifyInstanc
     }
     return cached.docs;
   };
-  const response = { 200: { description: 'An OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object', examples: [{ openapi: '3.1.0', info: { title: 'payhooks', version: 'v1' }, paths: {} }] } } } } };
-  app.get('/api/v1/openapi.json', { serializerCompiler: () => raw, schema: { tags: ['meta'], security: [], operationId: 'getOpenApiDocument', summary: 'This document', response } }, async () => documents().public);
-  app.get('/internal/v1/openapi.json', { serializerCompiler: () => raw, schema: { tags: ['operations'], security: [], operationId: 'getOperatorOpenApiDocument', summary: 'This document', response } }, async () => documents().operator);
+  const response = {
+    200: {
+      description: 'An OpenAPI 3.1 document.',
+      content: {
+        'application/json': {
+          schema: { type: 'object', examples: [{ openapi: '3.1.0', info: { title: 'payhooks', version: 'v1' }, paths: {} }] },
+        },
+      },
+    },
+  };
+  app.get(
+    '/api/v1/openapi.json',
+    {
+      serializerCompiler: () => raw,
+      schema: { tags: ['meta'], security: [], operationId: 'getOpenApiDocument', summary: 'This document', response },
+    },
+    async () => documents().public,
+  );
+  app.get(
+    '/internal/v1/openapi.json',
+    {
+      serializerCompiler: () => raw,
+      schema: { tags: ['operations'], security: [], operationId: 'getOperatorOpenApiDocument', summary: 'This document', response },
+    },
+    async () => documents().operator,
+  );
 };

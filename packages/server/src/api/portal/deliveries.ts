@@ -7,71 +7,92 @@ import type { Scope } from '../../tenancy/scope.ts';
 import { IdParams } from './ids.ts';
 import { ListDeliveriesQuery } from '../v1/webhook-deliveries.ts';
 
-
 /** Event types and endpoint URLs for a page of deliveries, read in the same Scope. */
 async function labels(ctx: ServiceContext, scope: Scope, eventIds: string[], endpointIds: string[]) {
   const db = ctx.database.db;
   const [evs, eps] = await Promise.all([
     eventIds.length
-      ? db.select({ id: events.id, type: events.type }).from(events).where(and(eq(events.platformId, scope.platformId), eq(events.environment, scope.environment), inArray(events.id, eventIds)))
+      ? db
+          .select({ id: events.id, type: events.type })
+          .from(events)
+          .where(and(eq(events.platformId, scope.platformId), eq(events.environment, scope.environment), inArray(events.id, eventIds)))
       : [],
     endpointIds.length
       ? db
           .select({ id: webhookEndpoints.id, url: webhookEndpoints.url, deletedAt: webhookEndpoints.deletedAt })
           .from(webhookEndpoints)
-          .where(and(eq(webhookEndpoints.platformId, scope.platformId), eq(webhookEndpoints.environment, scope.environment), inArray(webhookEndpoints.id, endpointIds)))
+          .where(
+            and(
+              eq(webhookEndpoints.platformId, scope.platformId),
+              eq(webhookEndpoints.environment, scope.environment),
+              inArray(webhookEndpoints.id, endpointIds),
+            ),
+          )
       : [],
   ]);
-  return { types: new Map(evs.map((e) => [e.id, e.type])), endpoints: new Map(eps.map((e) => [e.id, { url: e.url, deleted: e.deletedAt !== null }])) };
+  return {
+    types: new Map(evs.map((e) => [e.id, e.type])),
+    endpoints: new Map(eps.map((e) => [e.id, { url: e.url, deleted: e.deletedAt !== null }])),
+  };
 }
 
 /**
  * `/portal/api/deliveries`: the delivery log per endpoint and per event, a delivery with its
  * event and attempts, and the manual attempts (DeliveryService.replay / resend).
  */
-export const deliveryRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  app.get('/deliveries', { schema: { querystring: ListDeliveriesQuery } }, async (req) => {
-    const scope = scopeOf(req.portalSession);
-    const page = await ctx.deliveries.list(scope, {
-      limit: req.query.limit ?? 20,
-      startingAfter: req.query.starting_after,
-      endpointId: req.query.endpoint_id,
-      eventId: req.query.event_id,
-      state: req.query.state as never,
+export const deliveryRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.get('/deliveries', { schema: { querystring: ListDeliveriesQuery } }, async (req) => {
+      const scope = scopeOf(req.portalSession);
+      const page = await ctx.deliveries.list(scope, {
+        limit: req.query.limit ?? 20,
+        startingAfter: req.query.starting_after,
+        endpointId: req.query.endpoint_id,
+        eventId: req.query.event_id,
+        state: req.query.state as never,
+      });
+      const l = await labels(ctx, scope, [...new Set(page.data.map((d) => d.event_id))], [...new Set(page.data.map((d) => d.endpoint_id))]);
+      return {
+        ...page,
+        // The list shows the latest attempt only; the delivery page has them all.
+        data: page.data.map(({ attempts, ...d }) => ({
+          ...d,
+          event_type: l.types.get(d.event_id) ?? null,
+          endpoint_url: l.endpoints.get(d.endpoint_id)?.url ?? null,
+          last_attempt: attempts.at(-1) ?? null,
+        })),
+      };
     });
-    const l = await labels(ctx, scope, [...new Set(page.data.map((d) => d.event_id))], [...new Set(page.data.map((d) => d.endpoint_id))]);
-    return {
-      ...page,
-      // The list shows the latest attempt only; the delivery page has them all.
-      data: page.data.map(({ attempts, ...d }) => ({ ...d, event_type: l.types.get(d.event_id) ?? null, endpoint_url: l.endpoints.get(d.endpoint_id)?.url ?? null, last_attempt: attempts.at(-1) ?? null })),
-    };
-  });
 
-  const detail = async (scope: Scope, id: string) => {
-    const delivery = await ctx.deliveries.get(scope, id);
-    const [body, l] = await Promise.all([ctx.events.getBody(scope, delivery.event_id), labels(ctx, scope, [delivery.event_id], [delivery.endpoint_id])]);
-    const endpoint = l.endpoints.get(delivery.endpoint_id);
-    return {
-      ...delivery,
-      event_type: l.types.get(delivery.event_id) ?? null,
-      endpoint_url: endpoint?.url ?? null,
-      endpoint_deleted: endpoint?.deleted ?? true,
-      /** The exact bytes every attempt sent; the page pretty-prints them. */
-      event_body: body,
+    const detail = async (scope: Scope, id: string) => {
+      const delivery = await ctx.deliveries.get(scope, id);
+      const [body, l] = await Promise.all([
+        ctx.events.getBody(scope, delivery.event_id),
+        labels(ctx, scope, [delivery.event_id], [delivery.endpoint_id]),
+      ]);
+      const endpoint = l.endpoints.get(delivery.endpoint_id);
+      return {
+        ...delivery,
+        event_type: l.types.get(delivery.event_id) ?? null,
+        endpoint_url: endpoint?.url ?? null,
+        endpoint_deleted: endpoint?.deleted ?? true,
+        /** The exact bytes every attempt sent; the page pretty-prints them. */
+        event_body: body,
+      };
     };
+
+    app.get('/deliveries/:id', { schema: { params: IdParams } }, async (req) => detail(scopeOf(req.portalSession), req.params.id));
+
+    app.post('/deliveries/:id/replay', { schema: { params: IdParams } }, async (req) => {
+      const scope = scopeOf(req.portalSession);
+      await ctx.deliveries.replay(scope, req.params.id);
+      return detail(scope, req.params.id);
+    });
+
+    app.post('/deliveries/:id/resend', { schema: { params: IdParams } }, async (req) => {
+      const scope = scopeOf(req.portalSession);
+      await ctx.deliveries.resend(scope, req.params.id);
+      return detail(scope, req.params.id);
+    });
   };
-
-  app.get('/deliveries/:id', { schema: { params: IdParams } }, async (req) => detail(scopeOf(req.portalSession), req.params.id));
-
-  app.post('/deliveries/:id/replay', { schema: { params: IdParams } }, async (req) => {
-    const scope = scopeOf(req.portalSession);
-    await ctx.deliveries.replay(scope, req.params.id);
-    return detail(scope, req.params.id);
-  });
-
-  app.post('/deliveries/:id/resend', { schema: { params: IdParams } }, async (req) => {
-    const scope = scopeOf(req.portalSession);
-    await ctx.deliveries.resend(scope, req.params.id);
-    return detail(scope, req.params.id);
-  });
-};

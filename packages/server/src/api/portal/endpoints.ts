@@ -12,7 +12,10 @@ import { rotateParameters } from '../v1/webhook-endpoints.ts';
 const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 });
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
 const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
-const CreateBody = Type.Object({ url: Url, enabled_events: EnabledEvents, description: Type.Optional(Description) }, { additionalProperties: false });
+const CreateBody = Type.Object(
+  { url: Url, enabled_events: EnabledEvents, description: Type.Optional(Description) },
+  { additionalProperties: false },
+);
 const UpdateBody = Type.Object(
   {
     url: Type.Optional(Url),
@@ -23,62 +26,90 @@ const UpdateBody = Type.Object(
   { additionalProperties: false },
 );
 const ListQuery = Type.Object(
-  { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })), starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) },
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  },
   { additionalProperties: false },
 );
-const BulkBody = Type.Object({ since: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 time' }) }, { additionalProperties: false });
+const BulkBody = Type.Object(
+  { since: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 time' }) },
+  { additionalProperties: false },
+);
 
 /**
  * `/portal/api/endpoints`: Webhooks -> Endpoints. Every handler calls the same EndpointService
  * as the machine API, in the session's Scope, so tenant isolation is the same code.
  */
-export const endpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  app.get('/catalog', async () => ({ event_types: EVENT_TYPES, wildcard: WILDCARD_EVENT_TYPE, required_live_event_types: REQUIRED_LIVE_EVENT_TYPES }));
+export const endpointRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.get('/catalog', async () => ({
+      event_types: EVENT_TYPES,
+      wildcard: WILDCARD_EVENT_TYPE,
+      required_live_event_types: REQUIRED_LIVE_EVENT_TYPES,
+    }));
 
-  app.get('/endpoints', { schema: { querystring: ListQuery } }, async (req) => {
-    const scope = scopeOf(req.portalSession);
-    const page = await ctx.endpoints.list(scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after });
-    const stats = await endpointStats(ctx.database, scope, page.data.map((e) => e.id), ctx.clock.now());
-    return { ...page, data: page.data.map((e) => ({ ...e, stats: stats.get(e.id) })) };
-  });
+    app.get('/endpoints', { schema: { querystring: ListQuery } }, async (req) => {
+      const scope = scopeOf(req.portalSession);
+      const page = await ctx.endpoints.list(scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after });
+      const stats = await endpointStats(
+        ctx.database,
+        scope,
+        page.data.map((e) => e.id),
+        ctx.clock.now(),
+      );
+      return { ...page, data: page.data.map((e) => ({ ...e, stats: stats.get(e.id) })) };
+    });
 
-  app.post('/endpoints', { schema: { body: CreateBody } }, async (req, reply) => {
-    const created = await ctx.endpoints.create(scopeOf(req.portalSession), req.body);
-    return reply.code(201).send(created); // the one portal response that carries the whsec_ secret
-  });
+    app.post('/endpoints', { schema: { body: CreateBody } }, async (req, reply) => {
+      const created = await ctx.endpoints.create(scopeOf(req.portalSession), req.body);
+      return reply.code(201).send(created); // the one portal response that carries the whsec_ secret
+    });
 
-  app.get('/endpoints/:id', { schema: { params: IdParams } }, async (req) => {
-    const scope = scopeOf(req.portalSession);
-    const endpoint = await ctx.endpoints.get(scope, endpointId(req.params.id));
-    const stats = await endpointStats(ctx.database, scope, [endpoint.id], ctx.clock.now());
-    return { ...endpoint, stats: stats.get(endpoint.id) };
-  });
+    app.get('/endpoints/:id', { schema: { params: IdParams } }, async (req) => {
+      const scope = scopeOf(req.portalSession);
+      const endpoint = await ctx.endpoints.get(scope, endpointId(req.params.id));
+      const stats = await endpointStats(ctx.database, scope, [endpoint.id], ctx.clock.now());
+      return { ...endpoint, stats: stats.get(endpoint.id) };
+    });
 
-  app.patch('/endpoints/:id', { schema: { params: IdParams, body: UpdateBody } }, async (req) =>
-    ctx.endpoints.update(scopeOf(req.portalSession), endpointId(req.params.id), req.body),
-  );
+    app.patch('/endpoints/:id', { schema: { params: IdParams, body: UpdateBody } }, async (req) =>
+      ctx.endpoints.update(scopeOf(req.portalSession), endpointId(req.params.id), req.body),
+    );
 
-  app.delete('/endpoints/:id', { schema: { params: IdParams } }, async (req) => ctx.endpoints.delete(scopeOf(req.portalSession), endpointId(req.params.id)));
+    app.delete('/endpoints/:id', { schema: { params: IdParams } }, async (req) =>
+      ctx.endpoints.delete(scopeOf(req.portalSession), endpointId(req.params.id)),
+    );
 
-  // "Roll secret": the same rotation as the machine API; this response carries the new secret once.
-  app.post('/endpoints/:id/rotate_secret', { schema: { params: IdParams } }, async (req) => {
-    const rotated = await ctx.endpoints.rotateSecret(scopeOf(req.portalSession), endpointId(req.params.id), rotateParameters(req.body).expire_previous_in);
-    ctx.metrics.rotations.inc();
-    return rotated;
-  });
+    // "Roll secret": the same rotation as the machine API; this response carries the new secret once.
+    app.post('/endpoints/:id/rotate_secret', { schema: { params: IdParams } }, async (req) => {
+      const rotated = await ctx.endpoints.rotateSecret(
+        scopeOf(req.portalSession),
+        endpointId(req.params.id),
+        rotateParameters(req.body).expire_previous_in,
+      );
+      ctx.metrics.rotations.inc();
+      return rotated;
+    });
 
-  app.post('/endpoints/:id/test_event', { schema: { params: IdParams } }, async (req, reply) => {
-    const sent = await sendTestEvent(ctx, scopeOf(req.portalSession), endpointId(req.params.id));
-    return reply.code(201).send({ object: 'test_event', event_id: sent.event.id, type: sent.event.type, delivery_id: sent.delivery_id });
-  });
+    app.post('/endpoints/:id/test_event', { schema: { params: IdParams } }, async (req, reply) => {
+      const sent = await sendTestEvent(ctx, scopeOf(req.portalSession), endpointId(req.params.id));
+      return reply.code(201).send({ object: 'test_event', event_id: sent.event.id, type: sent.event.type, delivery_id: sent.delivery_id });
+    });
 
-  app.post('/endpoints/:id/bulk_replays', { schema: { params: IdParams, body: BulkBody } }, async (req, reply) => {
-    const scope = scopeOf(req.portalSession);
-    const endpoint = await ctx.endpoints.getRow(scope, endpointId(req.params.id));
-    const since = new Date(req.body.since);
-    if (Number.isNaN(since.getTime())) throw new AppError('invalid_request', 'parameter_invalid', `Invalid 'since': send an ISO 8601 time such as 2026-01-31T12:00:00Z.`, { param: 'since' });
-    return reply.code(202).send(await ctx.bulkReplays.start(scope, endpoint.id, since));
-  });
+    app.post('/endpoints/:id/bulk_replays', { schema: { params: IdParams, body: BulkBody } }, async (req, reply) => {
+      const scope = scopeOf(req.portalSession);
+      const endpoint = await ctx.endpoints.getRow(scope, endpointId(req.params.id));
+      const since = new Date(req.body.since);
+      if (Number.isNaN(since.getTime()))
+        throw new AppError('invalid_request', 'parameter_invalid', `Invalid 'since': send an ISO 8601 time such as 2026-01-31T12:00:00Z.`, {
+          param: 'since',
+        });
+      return reply.code(202).send(await ctx.bulkReplays.start(scope, endpoint.id, since));
+    });
 
-  app.get('/bulk_replays/:id', { schema: { params: IdParams } }, async (req) => ctx.bulkReplays.get(scopeOf(req.portalSession), req.params.id));
-};
+    app.get('/bulk_replays/:id', { schema: { params: IdParams } }, async (req) =>
+      ctx.bulkReplays.get(scopeOf(req.portalSession), req.params.id),
+    );
+  };

@@ -5,10 +5,12 @@ import { scopeOf } from '../../portal/sessions.ts';
 import { IdParams } from './ids.ts';
 
 /** `/portal/api/events/:id`: one event of the session's scope, with its stored body. */
-export const eventRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  app.get('/events/:id', { schema: { params: IdParams } }, async (req) => {
-    const body = await ctx.events.getBody(scopeOf(req.portalSession), req.params.id);
-    const event = JSON.parse(body) as WebhookEvent;
-    return { id: event.id, object: 'event', type: event.type, created_at: event.created_at, body };
-  });
-};
+export const eventRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.get('/events/:id', { schema: { params: IdParams } }, async (req) => {
+      const body = await ctx.events.getBody(scopeOf(req.portalSession), req.params.id);
+      const event = JSON.parse(body) as WebhookEvent;
+      return { id: event.id, object: 'event', type: event.type, created_at: event.created_at, body };
+    });
+  };

@@ -59,9 +59,14 @@ function pageOrigin(req: FastifyRequest): URL | null {
 export function checkOrigin(req: FastifyRequest): void {
   const origin = pageOrigin(req);
   const host = req.headers.host ?? '';
-  if (!origin) throw new AppError('forbidden', 'origin_missing', 'Portal changes must come from the portal page: the request has no Origin header.');
+  if (!origin)
+    throw new AppError('forbidden', 'origin_missing', 'Portal changes must come from the portal page: the request has no Origin header.');
   if (origin.host !== host) {
-    throw new AppError('forbidden', 'cross_origin_request', `Portal changes must come from the portal page on ${host}; this request came from ${origin.origin.slice(0, 200)}.`);
+    throw new AppError(
+      'forbidden',
+      'cross_origin_request',
+      `Portal changes must come from the portal page on ${host}; this request came from ${origin.origin.slice(0, 200)}.`,
+    );
   }
 }
 

@@ -30,7 +30,7 @@ export async function portalStatic(app: FastifyInstance, dist: string): Promise<
   if (!built) {
     app.get('/portal/*', async (_req, reply) => {
       securityHeaders(reply);
-      return reply.code(503).type('text/plain; charset=utf-8').send(NOT_BUILT_MESSAGE + '\n');
+      return reply.code(503).type('text/plain; charset=utf-8').send(`${NOT_BUILT_MESSAGE}\n`);
     });
     return;
   }

@@ -15,66 +15,118 @@ const CreateBody = Type.Object(
     ...PaymentFields,
     success_url: ReturnUrl,
     cancel_url: Type.Optional(Type.Union([ReturnUrl, Type.Null()])),
-    expires_in: Type.Optional(Type.Integer({ description: `Seconds until the session expires: ${EXPIRES_IN.min} to ${EXPIRES_IN.max}, default ${EXPIRES_IN.default}.` })),
+    expires_in: Type.Optional(
+      Type.Integer({
+        description: `Seconds until the session expires: ${EXPIRES_IN.min} to ${EXPIRES_IN.max}, default ${EXPIRES_IN.default}.`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
 /** `/api/v1/checkout_sessions`: a hosted page that collects one Payment. */
-export const checkoutSessionRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  const tags = ['checkout_sessions'];
-  const security = [{ bearerAuth: [] }];
+export const checkoutSessionRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const tags = ['checkout_sessions'];
+    const security = [{ bearerAuth: [] }];
 
-  app.post(
-    '/checkout_sessions',
-    {
-      schema: {
-        tags, security, operationId: 'createCheckoutSession', summary: 'Create a checkout session and its payment (publishes payment.created)', headers: IdempotencyHeaders, body: CreateBody,
-        response: { 201: idempotentResponse(Type.Ref(CheckoutSessionSchema), 'The new checkout session; send the customer to its url.'), ...errorResponses(409) },
+    app.post(
+      '/checkout_sessions',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'createCheckoutSession',
+          summary: 'Create a checkout session and its payment (publishes payment.created)',
+          headers: IdempotencyHeaders,
+          body: CreateBody,
+          response: {
+            201: idempotentResponse(Type.Ref(CheckoutSessionSchema), 'The new checkout session; send the customer to its url.'),
+            ...errorResponses(409),
+          },
+        },
       },
-    },
-    async (req, reply) => {
-      const body: Static<typeof CreateBody> = req.body;
-      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: '/api/v1/checkout_sessions', body }, async (tx) => ({
-        status: 201,
-        body: await ctx.checkout.create(req.scope, body, tx),
-      }));
-      if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.code(201).send(result.body as CheckoutSession);
-    },
-  );
-
-  app.get(
-    '/checkout_sessions',
-    { schema: { tags, security, operationId: 'listCheckoutSessions', summary: 'List checkout sessions (newest first)', querystring: ListQuery, response: { 200: ListOf(Type.Ref(CheckoutSessionSchema), 'A page of checkout sessions.') } } },
-    async (req) => ctx.checkout.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after }),
-  );
-
-  app.get(
-    '/checkout_sessions/:id',
-    { schema: { tags, security, operationId: 'retrieveCheckoutSession', summary: 'Retrieve a checkout session', params: IdParams, response: { 200: Type.Ref(CheckoutSessionSchema, { description: 'The checkout session.' }), ...errorResponses(404) } } },
-    async (req) => ctx.checkout.get(req.scope, req.params.id),
-  );
-
-  app.post(
-    '/checkout_sessions/:id/expire',
-    {
-      schema: {
-        tags, security, operationId: 'expireCheckoutSession', summary: 'Expire an open checkout session now',
-        description: 'Publishes checkout_session.expired, and payment.expired while the payment can expire.',
-        'x-optional-body': NoParameters,
-        params: IdParams, headers: IdempotencyHeaders, response: { 200: idempotentResponse(Type.Ref(CheckoutSessionSchema), 'The expired checkout session.'), ...errorResponses(404, 409) },
+      async (req, reply) => {
+        const body: Static<typeof CreateBody> = req.body;
+        const result = await withIdempotency(
+          ctx,
+          req.scope,
+          req.headers['idempotency-key'],
+          { method: 'POST', path: '/api/v1/checkout_sessions', body },
+          async (tx) => ({
+            status: 201,
+            body: await ctx.checkout.create(req.scope, body, tx),
+          }),
+        );
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.code(201).send(result.body as CheckoutSession);
       },
-    },
-    async (req, reply) => {
-      const id = sessionId(req.params.id);
-      noParameters(req.body);
-      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: `/api/v1/checkout_sessions/${id}/expire`, body: {} }, async (tx) => ({
-        status: 200,
-        body: await ctx.checkout.expire(req.scope, id, tx),
-      }));
-      if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.code(200).send(result.body as CheckoutSession);
-    },
-  );
-};
+    );
+
+    app.get(
+      '/checkout_sessions',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'listCheckoutSessions',
+          summary: 'List checkout sessions (newest first)',
+          querystring: ListQuery,
+          response: { 200: ListOf(Type.Ref(CheckoutSessionSchema), 'A page of checkout sessions.') },
+        },
+      },
+      async (req) => ctx.checkout.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after }),
+    );
+
+    app.get(
+      '/checkout_sessions/:id',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'retrieveCheckoutSession',
+          summary: 'Retrieve a checkout session',
+          params: IdParams,
+          response: { 200: Type.Ref(CheckoutSessionSchema, { description: 'The checkout session.' }), ...errorResponses(404) },
+        },
+      },
+      async (req) => ctx.checkout.get(req.scope, req.params.id),
+    );
+
+    app.post(
+      '/checkout_sessions/:id/expire',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'expireCheckoutSession',
+          summary: 'Expire an open checkout session now',
+          description: 'Publishes checkout_session.expired, and payment.expired while the payment can expire.',
+          'x-optional-body': NoParameters,
+          params: IdParams,
+          headers: IdempotencyHeaders,
+          response: {
+            200: idempotentResponse(Type.Ref(CheckoutSessionSchema), 'The expired checkout session.'),
+            ...errorResponses(404, 409),
+          },
+        },
+      },
+      async (req, reply) => {
+        const id = sessionId(req.params.id);
+        noParameters(req.body);
+        const result = await withIdempotency(
+          ctx,
+          req.scope,
+          req.headers['idempotency-key'],
+          { method: 'POST', path: `/api/v1/checkout_sessions/${id}/expire`, body: {} },
+          async (tx) => ({
+            status: 200,
+            body: await ctx.checkout.expire(req.scope, id, tx),
+          }),
+        );
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.code(200).send(result.body as CheckoutSession);
+      },
+    );
+  };

@@ -16,18 +16,22 @@ export const StringEnum = <T extends readonly string[]>(values: T, options: Reco
  */
 // Typed `string` inside the server (stored subscriptions and events are read back as strings);
 // the schemas still carry the enum, which is what validation and the documents use.
-export const EventTypeSchema = Type.Unsafe<string>(StringEnum(EVENT_TYPES, {
-  $id: 'EventType',
-  description: 'An event type of the catalog. The catalog grows over time: a receiver acknowledges and ignores types it does not handle.',
-  'x-error-code': 'event_type_unknown',
-}));
+export const EventTypeSchema = Type.Unsafe<string>(
+  StringEnum(EVENT_TYPES, {
+    $id: 'EventType',
+    description: 'An event type of the catalog. The catalog grows over time: a receiver acknowledges and ignores types it does not handle.',
+    'x-error-code': 'event_type_unknown',
+  }),
+);
 
 /** An endpoint's subscription entry: a catalog type or `*` (every type, including later ones). */
-export const EnabledEventTypeSchema = Type.Unsafe<string>(StringEnum([WILDCARD_EVENT_TYPE, ...EVENT_TYPES] as const, {
-  $id: 'EnabledEventType',
-  description: `'${WILDCARD_EVENT_TYPE}' (every type, including types added later) or an event type of the catalog.`,
-  'x-error-code': 'event_type_unknown',
-}));
+export const EnabledEventTypeSchema = Type.Unsafe<string>(
+  StringEnum([WILDCARD_EVENT_TYPE, ...EVENT_TYPES] as const, {
+    $id: 'EnabledEventType',
+    description: `'${WILDCARD_EVENT_TYPE}' (every type, including types added later) or an event type of the catalog.`,
+    'x-error-code': 'event_type_unknown',
+  }),
+);
 
 /** The same enum inline, for query strings (parameters are documented without references). */
 export const EventTypeQuery = (description: string) => StringEnum(EVENT_TYPES, { description, 'x-error-code': 'event_type_unknown' });
@@ -39,21 +43,24 @@ export type { EventType };
  * it. `data.object` is the resource the event is about, in its API shape at the time of the
  * event (a Payment, a CheckoutSession, or a WebhookEndpoint for webhook_endpoint.disabled).
  */
-export const EventSchema = Type.Unsafe<WebhookEvent>(Type.Object(
-  {
-    id: Type.String({ description: 'Prefix evt_. The same id on every delivery and retry of the event: deduplicate on it.' }),
-    object: Type.Literal('event'),
-    type: Type.Ref('EventType') as unknown as TSchema,
-    api_version: Type.String({ description: `The version of the envelope and object shapes (currently ${API_VERSION}).` }),
-    environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')]),
-    merchant_id: Type.String({ description: 'The merchant (Platform) the event belongs to.' }),
-    created_at: Timestamp,
-    data: Type.Object({
-      object: Type.Unsafe({
-        oneOf: [{ $ref: 'Payment' }, { $ref: 'CheckoutSession' }, { $ref: 'WebhookEndpoint' }],
-        description: 'The object the event is about: a Payment (payment.*), a CheckoutSession (checkout_session.*) or a WebhookEndpoint (webhook_endpoint.*), without secrets.',
+export const EventSchema = Type.Unsafe<WebhookEvent>(
+  Type.Object(
+    {
+      id: Type.String({ description: 'Prefix evt_. The same id on every delivery and retry of the event: deduplicate on it.' }),
+      object: Type.Literal('event'),
+      type: Type.Ref('EventType') as unknown as TSchema,
+      api_version: Type.String({ description: `The version of the envelope and object shapes (currently ${API_VERSION}).` }),
+      environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')]),
+      merchant_id: Type.String({ description: 'The merchant (Platform) the event belongs to.' }),
+      created_at: Timestamp,
+      data: Type.Object({
+        object: Type.Unsafe({
+          oneOf: [{ $ref: 'Payment' }, { $ref: 'CheckoutSession' }, { $ref: 'WebhookEndpoint' }],
+          description:
+            'The object the event is about: a Payment (payment.*), a CheckoutSession (checkout_session.*) or a WebhookEndpoint (webhook_endpoint.*), without secrets.',
+        }),
       }),
-    }),
-  },
-  { $id: 'Event', description: 'The event envelope: the JSON body of every delivery.' },
-));
+    },
+    { $id: 'Event', description: 'The event envelope: the JSON body of every delivery.' },
+  ),
+);

@@ -20,27 +20,47 @@ const ListEventsQuery = Type.Object(
 export const asStored = () => (payload: unknown) => (typeof payload === 'string' ? payload : JSON.stringify(payload));
 
 /** `/api/v1/events`: published events, as delivered. */
-export const eventRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  const tags = ['events'];
-  const security = [{ bearerAuth: [] }];
-  app.get(
-    '/events',
-    {
-      schema: {
-        tags, security, operationId: 'listEvents', summary: 'List events (newest first)', querystring: ListEventsQuery,
-        response: { 200: ListOf(Type.Ref(EventSchema), 'A page of events, each as its deliveries carried it.') },
+export const eventRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const tags = ['events'];
+    const security = [{ bearerAuth: [] }];
+    app.get(
+      '/events',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'listEvents',
+          summary: 'List events (newest first)',
+          querystring: ListEventsQuery,
+          response: { 200: ListOf(Type.Ref(EventSchema), 'A page of events, each as its deliveries carried it.') },
+        },
+        serializerCompiler: asStored,
       },
-      serializerCompiler: asStored,
-    },
-    async (req) => ctx.events.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after, type: req.query.type }),
-  );
-  app.get(
-    '/events/:id',
-    { schema: { tags, security, operationId: 'retrieveEvent', summary: 'Retrieve an event: the exact bytes its deliveries carried', params: IdParams, response: { 200: Type.Ref(EventSchema, { description: 'The event.' }), ...errorResponses(404) } }, serializerCompiler: asStored },
-    async (req, reply) => {
-      const body = await ctx.events.getBody(req.scope, req.params.id);
-      // The stored text, not a re-serialisation: byte-identical to what receivers got.
-      return reply.type('application/json; charset=utf-8').serializer((p: unknown) => p as string).send(body as never);
-    },
-  );
-};
+      async (req) =>
+        ctx.events.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after, type: req.query.type }),
+    );
+    app.get(
+      '/events/:id',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'retrieveEvent',
+          summary: 'Retrieve an event: the exact bytes its deliveries carried',
+          params: IdParams,
+          response: { 200: Type.Ref(EventSchema, { description: 'The event.' }), ...errorResponses(404) },
+        },
+        serializerCompiler: asStored,
+      },
+      async (req, reply) => {
+        const body = await ctx.events.getBody(req.scope, req.params.id);
+        // The stored text, not a re-serialisation: byte-identical to what receivers got.
+        return reply
+          .type('application/json; charset=utf-8')
+          .serializer((p: unknown) => p as string)
+          .send(body as never);
+      },
+    );
+  };

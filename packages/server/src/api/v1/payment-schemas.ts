@@ -19,7 +19,9 @@ export const PaymentSchema = Type.Object(
     metadata: StringMap,
     merchant_id: Type.String(),
     environment: Environment,
-    checkout_session: Type.Union([Type.String(), Type.Null()], { description: 'The checkout session (cs_…) that created the payment, or null' }),
+    checkout_session: Type.Union([Type.String(), Type.Null()], {
+      description: 'The checkout session (cs_…) that created the payment, or null',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -34,7 +36,7 @@ export const CheckoutSessionSchema = Type.Object(
     amount: Type.String(),
     asset_code: Type.String(),
     metadata: StringMap,
-    payment: Type.String({ description: 'The session\'s Payment (pay_…)' }),
+    payment: Type.String({ description: "The session's Payment (pay_…)" }),
     url: Type.String({ description: 'The hosted checkout page' }),
     success_url: Type.String(),
     cancel_url: Type.Union([Type.String(), Type.Null()]),
@@ -57,10 +59,13 @@ export const PaymentFields = {
     Type.Record(Type.String(), Type.String({ maxLength: 500 }), {
       maxProperties: 50,
       propertyNames: { type: 'string', minLength: 1, maxLength: 40 },
-      description: 'Up to 50 string pairs (keys up to 40, values up to 500 characters), stored and echoed unchanged, and in every event of the object.',
+      description:
+        'Up to 50 string pairs (keys up to 40, values up to 500 characters), stored and echoed unchanged, and in every event of the object.',
     }),
   ),
-  double_delivery: Type.Optional(Type.Boolean({ description: 'Sandbox only: deliver every event of this object twice (the double-delivery case).' })),
+  double_delivery: Type.Optional(
+    Type.Boolean({ description: 'Sandbox only: deliver every event of this object twice (the double-delivery case).' }),
+  ),
 };
 
 /** The `Idempotency-Key` request header of every create and action (api/idempotency.ts). */

@@ -16,63 +16,120 @@ const CreateBody = Type.Object(PaymentFields, { additionalProperties: false });
  */
 export function noParameters(body: unknown): void {
   if (body === undefined || body === null) return;
-  if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid_request', 'parameter_invalid', 'This action takes no parameters: send no body or {}.');
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new AppError('invalid_request', 'parameter_invalid', 'This action takes no parameters: send no body or {}.');
   const [first] = Object.keys(body);
-  if (first !== undefined) throw new AppError('invalid_request', 'parameter_unknown', `Unknown parameter '${first}' in the body: this action takes no parameters.`, { param: first });
+  if (first !== undefined)
+    throw new AppError(
+      'invalid_request',
+      'parameter_unknown',
+      `Unknown parameter '${first}' in the body: this action takes no parameters.`,
+      { param: first },
+    );
 }
 /** What an action's optional body may be, for the document (noParameters checks it). */
 export const NoParameters = Type.Object({}, { additionalProperties: false, description: 'No parameters: send no body or {}.' });
-const ListPaymentsQuery = Type.Composite([ListQuery, Type.Object({ status: Type.Optional(PaymentStatusSchema) })], { additionalProperties: false });
+const ListPaymentsQuery = Type.Composite([ListQuery, Type.Object({ status: Type.Optional(PaymentStatusSchema) })], {
+  additionalProperties: false,
+});
 
 /** `/api/v1/payments`: create, retrieve, list and cancel, inside the calling key's Platform and environment. */
-export const paymentRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  const tags = ['payments'];
-  const security = [{ bearerAuth: [] }];
+export const paymentRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const tags = ['payments'];
+    const security = [{ bearerAuth: [] }];
 
-  app.post(
-    '/payments',
-    { schema: { tags, security, operationId: 'createPayment', summary: 'Create a payment (publishes payment.created)', headers: IdempotencyHeaders, body: CreateBody, response: { 201: idempotentResponse(Type.Ref(PaymentSchema), 'The new payment.'), ...errorResponses(409) } } },
-    async (req, reply) => {
-      const body: Static<typeof CreateBody> = req.body;
-      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: '/api/v1/payments', body }, async (tx) => ({
-        status: 201,
-        body: toPayment(await ctx.payments.create(req.scope, body, tx)),
-      }));
-      if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.code(201).send(result.body as Payment);
-    },
-  );
-
-  app.get(
-    '/payments',
-    { schema: { tags, security, operationId: 'listPayments', summary: 'List payments (newest first)', querystring: ListPaymentsQuery, response: { 200: ListOf(Type.Ref(PaymentSchema), 'A page of payments.') } } },
-    async (req) => ctx.payments.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after, status: req.query.status }),
-  );
-
-  app.get(
-    '/payments/:id',
-    { schema: { tags, security, operationId: 'retrievePayment', summary: 'Retrieve a payment (the server-side check before crediting)', params: IdParams, response: { 200: Type.Ref(PaymentSchema, { description: 'The payment.' }), ...errorResponses(404) } } },
-    async (req) => ctx.payments.get(req.scope, req.params.id),
-  );
-
-  app.post(
-    '/payments/:id/cancel',
-    {
-      schema: {
-        tags, security, operationId: 'cancelPayment', summary: 'Cancel a payment before money moves (publishes payment.cancelled)', params: IdParams, headers: IdempotencyHeaders,
-        'x-optional-body': NoParameters,
-        response: { 200: idempotentResponse(Type.Ref(PaymentSchema), 'The cancelled payment.'), ...errorResponses(404, 409) },
+    app.post(
+      '/payments',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'createPayment',
+          summary: 'Create a payment (publishes payment.created)',
+          headers: IdempotencyHeaders,
+          body: CreateBody,
+          response: { 201: idempotentResponse(Type.Ref(PaymentSchema), 'The new payment.'), ...errorResponses(409) },
+        },
       },
-    },
-    async (req, reply) => {
-      const id = paymentId(req.params.id);
-      noParameters(req.body);
-      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: `/api/v1/payments/${id}/cancel`, body: {} }, async (tx) => ({
-        status: 200,
-        body: toPayment(await ctx.payments.transition(tx, { id, scope: req.scope }, 'cancelled')),
-      }));
-      if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.code(200).send(result.body as Payment);
-    },
-  );
-};
+      async (req, reply) => {
+        const body: Static<typeof CreateBody> = req.body;
+        const result = await withIdempotency(
+          ctx,
+          req.scope,
+          req.headers['idempotency-key'],
+          { method: 'POST', path: '/api/v1/payments', body },
+          async (tx) => ({
+            status: 201,
+            body: toPayment(await ctx.payments.create(req.scope, body, tx)),
+          }),
+        );
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.code(201).send(result.body as Payment);
+      },
+    );
+
+    app.get(
+      '/payments',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'listPayments',
+          summary: 'List payments (newest first)',
+          querystring: ListPaymentsQuery,
+          response: { 200: ListOf(Type.Ref(PaymentSchema), 'A page of payments.') },
+        },
+      },
+      async (req) =>
+        ctx.payments.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after, status: req.query.status }),
+    );
+
+    app.get(
+      '/payments/:id',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'retrievePayment',
+          summary: 'Retrieve a payment (the server-side check before crediting)',
+          params: IdParams,
+          response: { 200: Type.Ref(PaymentSchema, { description: 'The payment.' }), ...errorResponses(404) },
+        },
+      },
+      async (req) => ctx.payments.get(req.scope, req.params.id),
+    );
+
+    app.post(
+      '/payments/:id/cancel',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'cancelPayment',
+          summary: 'Cancel a payment before money moves (publishes payment.cancelled)',
+          params: IdParams,
+          headers: IdempotencyHeaders,
+          'x-optional-body': NoParameters,
+          response: { 200: idempotentResponse(Type.Ref(PaymentSchema), 'The cancelled payment.'), ...errorResponses(404, 409) },
+        },
+      },
+      async (req, reply) => {
+        const id = paymentId(req.params.id);
+        noParameters(req.body);
+        const result = await withIdempotency(
+          ctx,
+          req.scope,
+          req.headers['idempotency-key'],
+          { method: 'POST', path: `/api/v1/payments/${id}/cancel`, body: {} },
+          async (tx) => ({
+            status: 200,
+            body: toPayment(await ctx.payments.transition(tx, { id, scope: req.scope }, 'cancelled')),
+          }),
+        );
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.code(200).send(result.body as Payment);
+      },
+    );
+  };

@@ -5,7 +5,10 @@ import { Type, type TSchema } from '@sinclair/typebox';
 export const ErrorSchema = Type.Object(
   {
     error: Type.Object({
-      type: Type.String({ description: 'The error family: invalid_request_error, authentication_error, permission_error, idempotency_error, rate_limit_error or api_error.' }),
+      type: Type.String({
+        description:
+          'The error family: invalid_request_error, authentication_error, permission_error, idempotency_error, rate_limit_error or api_error.',
+      }),
       code: Type.String({ description: 'Machine-readable error code, stable across versions.' }),
       message: Type.String({ description: 'What went wrong and what to send instead; for people, not for parsing.' }),
       param: Type.Optional(Type.String({ description: 'The parameter at fault, e.g. enabled_events[1].' })),
@@ -19,8 +22,7 @@ export const ErrorSchema = Type.Object(
  * route of a kind can answer (400, 401, 413, 415, 429, 500, 503) are added to the document by
  * openapi/document.ts from how the app handles errors, so they are not repeated here.
  */
-export const errorResponses = (...codes: number[]) =>
-  Object.fromEntries(codes.map((c) => [c, Type.Ref(ErrorSchema)]));
+export const errorResponses = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref(ErrorSchema)]));
 
 // TypeBox drops a Record's key constraints (it emits `patternProperties: {"^(.*)$": …}`), so the
 // key rule is stated with JSON Schema's own `propertyNames`.
@@ -42,7 +44,11 @@ export const ListQuery = Type.Object(
 
 export const ListOf = <T extends TSchema>(item: T, description?: string) =>
   Type.Object(
-    { object: Type.Literal('list'), data: Type.Array(item), has_more: Type.Boolean({ description: 'True when another page follows: pass the last id as starting_after.' }) },
+    {
+      object: Type.Literal('list'),
+      data: Type.Array(item),
+      has_more: Type.Boolean({ description: 'True when another page follows: pass the last id as starting_after.' }),
+    },
     description ? { description } : {},
   );
 

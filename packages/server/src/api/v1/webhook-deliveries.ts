@@ -6,22 +6,34 @@ import { IdParams, ListOf, Timestamp, errorResponses } from './schemas.ts';
 import { StringEnum } from './event-schemas.ts';
 
 export const DELIVERY_STATES = ['pending', 'delivered', 'failed_retrying', 'exhausted', 'cancelled'] as const;
-const State = StringEnum(DELIVERY_STATES, { description: 'pending: waiting for its first attempt; failed_retrying: failed, retry scheduled; exhausted: every retry failed; cancelled: its endpoint was deleted.' });
+const State = StringEnum(DELIVERY_STATES, {
+  description:
+    'pending: waiting for its first attempt; failed_retrying: failed, retry scheduled; exhausted: every retry failed; cancelled: its endpoint was deleted.',
+});
 
-export const AttemptSchema = Type.Object({
-  id: Type.String({ description: 'Prefix wha_' }),
-  object: Type.Literal('delivery_attempt'),
-  attempt_number: Type.Integer(),
-  trigger: Type.Union([Type.Literal('automatic'), Type.Literal('manual')]),
-  succeeded: Type.Boolean(),
-  started_at: Timestamp,
-  duration_ms: Type.Integer(),
-  status_code: Type.Union([Type.Integer(), Type.Null()]),
-  response_body: Type.Union([Type.String({ description: 'First 16 KiB of the answer, as text.' }), Type.Null()]),
-  error_kind: Type.Union([Type.String({ description: 'http_status, timeout, connection_refused, … or interrupted: its worker stopped mid-attempt, so the receiver may have received it.' }), Type.Null()]),
-  error_message: Type.Union([Type.String(), Type.Null()]),
-  worker_id: Type.Union([Type.String({ description: 'The worker that held an interrupted attempt.' }), Type.Null()]),
-}, { $id: 'DeliveryAttempt', description: 'One HTTP attempt of a delivery, as the delivery log records it.' });
+export const AttemptSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Prefix wha_' }),
+    object: Type.Literal('delivery_attempt'),
+    attempt_number: Type.Integer(),
+    trigger: Type.Union([Type.Literal('automatic'), Type.Literal('manual')]),
+    succeeded: Type.Boolean(),
+    started_at: Timestamp,
+    duration_ms: Type.Integer(),
+    status_code: Type.Union([Type.Integer(), Type.Null()]),
+    response_body: Type.Union([Type.String({ description: 'First 16 KiB of the answer, as text.' }), Type.Null()]),
+    error_kind: Type.Union([
+      Type.String({
+        description:
+          'http_status, timeout, connection_refused, … or interrupted: its worker stopped mid-attempt, so the receiver may have received it.',
+      }),
+      Type.Null(),
+    ]),
+    error_message: Type.Union([Type.String(), Type.Null()]),
+    worker_id: Type.Union([Type.String({ description: 'The worker that held an interrupted attempt.' }), Type.Null()]),
+  },
+  { $id: 'DeliveryAttempt', description: 'One HTTP attempt of a delivery, as the delivery log records it.' },
+);
 
 export const DeliverySchema = Type.Object(
   {
@@ -32,7 +44,9 @@ export const DeliverySchema = Type.Object(
     state: State,
     cancel_reason: Type.Union([Type.String({ description: 'Why a cancelled delivery ended: endpoint_deleted.' }), Type.Null()]),
     attempt_count: Type.Integer(),
-    next_attempt_at: Type.Union([Timestamp, Type.Null()], { description: 'Null when no attempt is scheduled: finished, or parked while the endpoint is disabled.' }),
+    next_attempt_at: Type.Union([Timestamp, Type.Null()], {
+      description: 'Null when no attempt is scheduled: finished, or parked while the endpoint is disabled.',
+    }),
     last_attempt_at: Type.Union([Timestamp, Type.Null()]),
     created_at: Timestamp,
     attempts: Type.Array(Type.Ref(AttemptSchema), { description: 'Every attempt so far, oldest first.' }),
@@ -53,24 +67,44 @@ export const ListDeliveriesQuery = Type.Object(
 );
 
 /** `/api/v1/webhook_deliveries`: the delivery log (spec 2.4), read-only (spec 4.1: no replay endpoint yet). */
-export const webhookDeliveryRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  const tags = ['webhook_deliveries'];
-  const security = [{ bearerAuth: [] }];
-  app.get(
-    '/webhook_deliveries',
-    { schema: { tags, security, operationId: 'listWebhookDeliveries', summary: 'List deliveries with their attempts (newest first)', querystring: ListDeliveriesQuery, response: { 200: ListOf(Type.Ref(DeliverySchema), 'A page of deliveries.') } } },
-    async (req) =>
-      ctx.deliveries.list(req.scope, {
-        limit: req.query.limit ?? 20,
-        startingAfter: req.query.starting_after,
-        endpointId: req.query.endpoint_id,
-        eventId: req.query.event_id,
-        state: req.query.state as never,
-      }),
-  );
-  app.get(
-    '/webhook_deliveries/:id',
-    { schema: { tags, security, operationId: 'retrieveWebhookDelivery', summary: 'Retrieve a delivery and its attempt log', params: IdParams, response: { 200: Type.Ref(DeliverySchema, { description: 'The delivery.' }), ...errorResponses(404) } } },
-    async (req) => ctx.deliveries.get(req.scope, req.params.id),
-  );
-};
+export const webhookDeliveryRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const tags = ['webhook_deliveries'];
+    const security = [{ bearerAuth: [] }];
+    app.get(
+      '/webhook_deliveries',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'listWebhookDeliveries',
+          summary: 'List deliveries with their attempts (newest first)',
+          querystring: ListDeliveriesQuery,
+          response: { 200: ListOf(Type.Ref(DeliverySchema), 'A page of deliveries.') },
+        },
+      },
+      async (req) =>
+        ctx.deliveries.list(req.scope, {
+          limit: req.query.limit ?? 20,
+          startingAfter: req.query.starting_after,
+          endpointId: req.query.endpoint_id,
+          eventId: req.query.event_id,
+          state: req.query.state as never,
+        }),
+    );
+    app.get(
+      '/webhook_deliveries/:id',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'retrieveWebhookDelivery',
+          summary: 'Retrieve a delivery and its attempt log',
+          params: IdParams,
+          response: { 200: Type.Ref(DeliverySchema, { description: 'The delivery.' }), ...errorResponses(404) },
+        },
+      },
+      async (req) => ctx.deliveries.get(req.scope, req.params.id),
+    );
+  };

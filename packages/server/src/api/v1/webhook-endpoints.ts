@@ -8,52 +8,71 @@ import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schema
 import { EnabledEventTypeSchema } from './event-schemas.ts';
 import { IdempotencyHeaders, idempotentResponse } from './payment-schemas.ts';
 
-const EnabledEvents = Type.Array(Type.Ref(EnabledEventTypeSchema), { minItems: 1, maxItems: 100, description: 'Event types to deliver to this endpoint, or ["*"] for every type.' });
+const EnabledEvents = Type.Array(Type.Ref(EnabledEventTypeSchema), {
+  minItems: 1,
+  maxItems: 100,
+  description: 'Event types to deliver to this endpoint, or ["*"] for every type.',
+});
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute http(s) URL; live endpoints need https.' });
 const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
 
 const endpointProperties = {
-    id: Type.String({ description: 'Prefix we_' }),
-    object: Type.Literal('webhook_endpoint'),
-    url: Type.String(),
-    enabled_events: Type.Array(Type.Ref(EnabledEventTypeSchema)),
-    description: Description,
-    metadata: Type.Record(Type.String(), Type.String()),
-    status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
-    environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')]),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-    delivery_health: Type.Object(
-      {
-        status: Type.Union([Type.Literal('healthy'), Type.Literal('throttled')]),
-        consecutive_timeouts: Type.Integer(),
-        throttled_since: Type.Union([Timestamp, Type.Null()]),
-      },
-      { description: 'throttled: its attempts kept timing out, so it gets one attempt at a time until it answers again.' },
-    ),
-    disabled_reason: Type.Union([Type.Literal('manual'), Type.Literal('failing'), Type.Null()], {
-      description: 'Why it is disabled: manual (API or portal), or failing (every delivery failed for PAYHOOKS_AUTO_DISABLE_AFTER); null while enabled.',
-    }),
-    disabled_at: Type.Union([Timestamp, Type.Null()]),
-    previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], {
-      description: 'After a rotation, until when the previous secret still signs (a second v1= in Service-Signature); null otherwise.',
-    }),
+  id: Type.String({ description: 'Prefix we_' }),
+  object: Type.Literal('webhook_endpoint'),
+  url: Type.String(),
+  enabled_events: Type.Array(Type.Ref(EnabledEventTypeSchema)),
+  description: Description,
+  metadata: Type.Record(Type.String(), Type.String()),
+  status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
+  environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  delivery_health: Type.Object(
+    {
+      status: Type.Union([Type.Literal('healthy'), Type.Literal('throttled')]),
+      consecutive_timeouts: Type.Integer(),
+      throttled_since: Type.Union([Timestamp, Type.Null()]),
+    },
+    { description: 'throttled: its attempts kept timing out, so it gets one attempt at a time until it answers again.' },
+  ),
+  disabled_reason: Type.Union([Type.Literal('manual'), Type.Literal('failing'), Type.Null()], {
+    description:
+      'Why it is disabled: manual (API or portal), or failing (every delivery failed for PAYHOOKS_AUTO_DISABLE_AFTER); null while enabled.',
+  }),
+  disabled_at: Type.Union([Timestamp, Type.Null()]),
+  previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'After a rotation, until when the previous secret still signs (a second v1= in Service-Signature); null otherwise.',
+  }),
 };
 
-export const WebhookEndpointSchema = Type.Object(endpointProperties, { $id: 'WebhookEndpoint', description: 'A webhook endpoint: where and which events are delivered. Never carries its signing secret.' });
+export const WebhookEndpointSchema = Type.Object(endpointProperties, {
+  $id: 'WebhookEndpoint',
+  description: 'A webhook endpoint: where and which events are delivered. Never carries its signing secret.',
+});
 
 export const CreatedEndpointSchema = Type.Object(
   {
     ...endpointProperties,
     secret: Type.String({ description: 'whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2).' }),
   },
-  { $id: 'WebhookEndpointWithSecret', description: 'A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it.' },
+  {
+    $id: 'WebhookEndpointWithSecret',
+    description: 'A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it.',
+  },
 );
 const CreatedEndpoint = Type.Ref(CreatedEndpointSchema);
 
 /** The rotate body, for the document only (rotateParameters checks it: no body at all is fine). */
 export const RotateBody = Type.Object(
-  { expire_previous_in: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_EXPIRE_PREVIOUS_IN, description: 'Seconds the previous secret keeps signing (default 86400).' })) },
+  {
+    expire_previous_in: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_EXPIRE_PREVIOUS_IN,
+        description: 'Seconds the previous secret keeps signing (default 86400).',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -80,12 +99,25 @@ const UpdateBody = Type.Object(
  */
 export function rotateParameters(body: unknown): { expire_previous_in?: number } {
   if (body === undefined || body === null) return {};
-  if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid_request', 'parameter_invalid', 'Send no body, {} or {"expire_previous_in": <seconds>}.');
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new AppError('invalid_request', 'parameter_invalid', 'Send no body, {} or {"expire_previous_in": <seconds>}.');
   const unknown = Object.keys(body).find((k) => k !== 'expire_previous_in');
-  if (unknown !== undefined) throw new AppError('invalid_request', 'parameter_unknown', `Unknown parameter '${unknown}': rotate_secret takes only expire_previous_in.`, { param: unknown });
+  if (unknown !== undefined)
+    throw new AppError(
+      'invalid_request',
+      'parameter_unknown',
+      `Unknown parameter '${unknown}': rotate_secret takes only expire_previous_in.`,
+      { param: unknown },
+    );
   const value = (body as { expire_previous_in?: unknown }).expire_previous_in;
   if (value === undefined) return {};
-  if (typeof value !== 'number') throw new AppError('invalid_request', 'parameter_invalid', `expire_previous_in must be a whole number of seconds from 0 to ${MAX_EXPIRE_PREVIOUS_IN} (7 days).`, { param: 'expire_previous_in' });
+  if (typeof value !== 'number')
+    throw new AppError(
+      'invalid_request',
+      'parameter_invalid',
+      `expire_previous_in must be a whole number of seconds from 0 to ${MAX_EXPIRE_PREVIOUS_IN} (7 days).`,
+      { param: 'expire_previous_in' },
+    );
   return { expire_previous_in: value };
 }
 
@@ -102,79 +134,146 @@ function endpointId(id: string): string {
 }
 
 /** `/api/v1/webhook_endpoints`: spec 4.1. Every handler works inside the caller's Scope. */
-export const webhookEndpointRoutes = (ctx: ServiceContext): FastifyPluginAsyncTypebox => async (app) => {
-  const tags = ['webhook_endpoints'];
-  const security = [{ bearerAuth: [] }];
+export const webhookEndpointRoutes =
+  (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const tags = ['webhook_endpoints'];
+    const security = [{ bearerAuth: [] }];
 
-  app.post(
-    '/webhook_endpoints',
-    {
-      schema: {
-        tags, security, operationId: 'createWebhookEndpoint', summary: 'Create a webhook endpoint', headers: IdempotencyHeaders, body: CreateBody,
-        response: { 201: idempotentResponse(CreatedEndpoint, 'The endpoint, with its signing secret (shown only here).'), ...errorResponses(409, 422) },
+    app.post(
+      '/webhook_endpoints',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'createWebhookEndpoint',
+          summary: 'Create a webhook endpoint',
+          headers: IdempotencyHeaders,
+          body: CreateBody,
+          response: {
+            201: idempotentResponse(CreatedEndpoint, 'The endpoint, with its signing secret (shown only here).'),
+            ...errorResponses(409, 422),
+          },
+        },
       },
-    },
-    async (req, reply) => {
-      const body: Static<typeof CreateBody> = req.body;
-      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: '/api/v1/webhook_endpoints', body }, async (tx) => ({
-        status: 201,
-        body: await ctx.endpoints.create(req.scope, body, tx),
-      }));
-      if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.code(result.status as 201).send(result.body as Static<typeof CreatedEndpoint>);
-    },
-  );
-
-  app.get(
-    '/webhook_endpoints',
-    { schema: { tags, security, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints (newest first)', querystring: ListQuery, response: { 200: ListOf(Type.Ref(WebhookEndpointSchema), 'A page of endpoints.') } } },
-    async (req) => ctx.endpoints.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after }),
-  );
-
-  app.get(
-    '/webhook_endpoints/:id',
-    { schema: { tags, security, operationId: 'retrieveWebhookEndpoint', summary: 'Retrieve a webhook endpoint', params: EndpointIdParams, response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The endpoint.' }), ...errorResponses(404) } } },
-    async (req) => ctx.endpoints.get(req.scope, endpointId(req.params.id)),
-  );
-
-  app.patch(
-    '/webhook_endpoints/:id',
-    { schema: { tags, security, operationId: 'updateWebhookEndpoint', summary: 'Update a webhook endpoint', params: EndpointIdParams, body: UpdateBody, response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The updated endpoint.' }), ...errorResponses(404, 422) } } },
-    async (req) => ctx.endpoints.update(req.scope, endpointId(req.params.id), req.body),
-  );
-
-  app.post(
-    '/webhook_endpoints/:id/rotate_secret',
-    {
-      schema: {
-        tags, security, operationId: 'rotateWebhookEndpointSecret', summary: 'Rotate the signing secret',
-        'x-optional-body': RotateBody,
-        description: `The new whsec_ secret is returned only in this response; the previous one keeps signing until previous_secret_expires_at. Body: none, {} or {"expire_previous_in": seconds} (0 to ${MAX_EXPIRE_PREVIOUS_IN}, default 86400 = 24 h; 0 stops the previous secret at once). Until then every attempt's Service-Signature carries one v1= per live secret, the new one first.`,
-        params: EndpointIdParams, headers: IdempotencyHeaders,
-        response: { 200: idempotentResponse(CreatedEndpoint, 'The endpoint, with its new signing secret (shown only here).'), ...errorResponses(404, 409) },
+      async (req, reply) => {
+        const body: Static<typeof CreateBody> = req.body;
+        const result = await withIdempotency(
+          ctx,
+          req.scope,
+          req.headers['idempotency-key'],
+          { method: 'POST', path: '/api/v1/webhook_endpoints', body },
+          async (tx) => ({
+            status: 201,
+            body: await ctx.endpoints.create(req.scope, body, tx),
+          }),
+        );
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.code(result.status as 201).send(result.body as Static<typeof CreatedEndpoint>);
       },
-    },
-    async (req, reply) => {
-      const id = endpointId(req.params.id);
-      const body = rotateParameters(req.body);
-      const result = await withIdempotency(ctx, req.scope, req.headers['idempotency-key'], { method: 'POST', path: `/api/v1/webhook_endpoints/${id}/rotate_secret`, body }, async (tx) => ({
-        status: 200,
-        body: await ctx.endpoints.rotateSecret(req.scope, id, body.expire_previous_in, tx),
-      }));
-      if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      else ctx.metrics.rotations.inc();
-      return reply.code(200).send(result.body as Static<typeof CreatedEndpoint>);
-    },
-  );
+    );
 
-  app.delete(
-    '/webhook_endpoints/:id',
-    {
-      schema: {
-        tags, security, operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint (its pending deliveries are cancelled)', params: EndpointIdParams,
-        response: { 200: Type.Object({ id: Type.String(), object: Type.Literal('webhook_endpoint'), deleted: Type.Literal(true) }, { description: 'The endpoint is deleted.' }), ...errorResponses(404) },
+    app.get(
+      '/webhook_endpoints',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'listWebhookEndpoints',
+          summary: 'List webhook endpoints (newest first)',
+          querystring: ListQuery,
+          response: { 200: ListOf(Type.Ref(WebhookEndpointSchema), 'A page of endpoints.') },
+        },
       },
-    },
-    async (req) => ctx.endpoints.delete(req.scope, endpointId(req.params.id)),
-  );
-};
+      async (req) => ctx.endpoints.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after }),
+    );
+
+    app.get(
+      '/webhook_endpoints/:id',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'retrieveWebhookEndpoint',
+          summary: 'Retrieve a webhook endpoint',
+          params: EndpointIdParams,
+          response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The endpoint.' }), ...errorResponses(404) },
+        },
+      },
+      async (req) => ctx.endpoints.get(req.scope, endpointId(req.params.id)),
+    );
+
+    app.patch(
+      '/webhook_endpoints/:id',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'updateWebhookEndpoint',
+          summary: 'Update a webhook endpoint',
+          params: EndpointIdParams,
+          body: UpdateBody,
+          response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The updated endpoint.' }), ...errorResponses(404, 422) },
+        },
+      },
+      async (req) => ctx.endpoints.update(req.scope, endpointId(req.params.id), req.body),
+    );
+
+    app.post(
+      '/webhook_endpoints/:id/rotate_secret',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'rotateWebhookEndpointSecret',
+          summary: 'Rotate the signing secret',
+          'x-optional-body': RotateBody,
+          description: `The new whsec_ secret is returned only in this response; the previous one keeps signing until previous_secret_expires_at. Body: none, {} or {"expire_previous_in": seconds} (0 to ${MAX_EXPIRE_PREVIOUS_IN}, default 86400 = 24 h; 0 stops the previous secret at once). Until then every attempt's Service-Signature carries one v1= per live secret, the new one first.`,
+          params: EndpointIdParams,
+          headers: IdempotencyHeaders,
+          response: {
+            200: idempotentResponse(CreatedEndpoint, 'The endpoint, with its new signing secret (shown only here).'),
+            ...errorResponses(404, 409),
+          },
+        },
+      },
+      async (req, reply) => {
+        const id = endpointId(req.params.id);
+        const body = rotateParameters(req.body);
+        const result = await withIdempotency(
+          ctx,
+          req.scope,
+          req.headers['idempotency-key'],
+          { method: 'POST', path: `/api/v1/webhook_endpoints/${id}/rotate_secret`, body },
+          async (tx) => ({
+            status: 200,
+            body: await ctx.endpoints.rotateSecret(req.scope, id, body.expire_previous_in, tx),
+          }),
+        );
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        else ctx.metrics.rotations.inc();
+        return reply.code(200).send(result.body as Static<typeof CreatedEndpoint>);
+      },
+    );
+
+    app.delete(
+      '/webhook_endpoints/:id',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'deleteWebhookEndpoint',
+          summary: 'Delete a webhook endpoint (its pending deliveries are cancelled)',
+          params: EndpointIdParams,
+          response: {
+            200: Type.Object(
+              { id: Type.String(), object: Type.Literal('webhook_endpoint'), deleted: Type.Literal(true) },
+              { description: 'The endpoint is deleted.' },
+            ),
+            ...errorResponses(404),
+          },
+        },
+      },
+      async (req) => ctx.endpoints.delete(req.scope, endpointId(req.params.id)),
+    );
+  };
