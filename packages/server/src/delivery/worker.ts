@@ -20,6 +20,7 @@ interface EndpointSlot {
 import type { DeliveryMetrics } from './metrics.ts';
 import { logAttempt } from './attempt-log.ts';
 import { SigningKeys } from './signing-keys.ts';
+import { QUEUE_VACUUM_INTERVAL_MS, vacuumQueue } from './queue-vacuum.ts';
 
 export interface WorkerDeps {
   config: Pick<
@@ -88,6 +89,9 @@ export class DeliveryWorker {
   private flushing: Promise<void> = Promise.resolve();
   /** Signing secrets decrypted by earlier attempts (a new ciphertext after a rotation is a miss). */
   private readonly keys: SigningKeys;
+  /** queue-vacuum.ts: when this worker last started a VACUUM of the queue (performance.now()). */
+  private lastVacuumAt = Number.NEGATIVE_INFINITY;
+  private vacuuming = false;
 
   /** Claims this worker has made (each one statement), for the benchmark and tests. */
   get claims(): number {
@@ -370,6 +374,25 @@ export class DeliveryWorker {
     return result;
   }
 
+  /**
+   * After a batch is recorded: vacuums the queue if the last vacuum was long enough ago (see
+   * queue-vacuum.ts). Never awaited by the hot path; an idle worker records nothing, so it never
+   * vacuums. Wall time, not the injected clock: this paces database maintenance.
+   */
+  private maybeVacuumQueue(): void {
+    const now = performance.now();
+    if (this.vacuuming || now - this.lastVacuumAt < QUEUE_VACUUM_INTERVAL_MS) return;
+    this.lastVacuumAt = now;
+    this.vacuuming = true;
+    vacuumQueue(this.deps.database)
+      .catch((err: unknown) =>
+        this.deps.logger.warn({ err }, 'vacuuming the delivery queue failed; retrying after the next recorded batch'),
+      )
+      .finally(() => {
+        this.vacuuming = false;
+      });
+  }
+
   /** Queues an outcome for the next batch write; resolves once it is written. */
   private record(outcome: Outcome): Promise<void> {
     return new Promise<void>((done) => {
@@ -392,6 +415,7 @@ export class DeliveryWorker {
               batch.map((b) => b.outcome),
               this.deps.clock.now(),
             );
+            this.maybeVacuumQueue();
             if (written.length < batch.length) {
               const ok = new Set(written.map((w) => w.delivery_id));
               const lost = batch.filter((b) => !ok.has(b.outcome.deliveryId)).map((b) => b.outcome.deliveryId);
