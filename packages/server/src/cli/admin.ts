@@ -24,7 +24,8 @@ async function asConfigError<T>(fn: () => Promise<T>): Promise<T> {
  * (`--json` output is parsed by scripts), so their logs go to stderr.
  */
 async function withRuntime<T>(fn: (rt: Awaited<ReturnType<typeof openRuntime>>) => Promise<T>): Promise<T> {
-  const cfg = loadConfig(process.env, { logLevel: process.env.PAYHOOKS_LOG_LEVEL ? loadConfig().logLevel : 'warn' });
+  // Quiet unless the operator asked for a level.
+  const cfg = loadConfig(process.env, process.env.PAYHOOKS_LOG_LEVEL ? {} : { logLevel: 'warn' });
   const logger = createLogger(cfg, pino.destination({ fd: 2, sync: true }));
   const rt = await openRuntime({ config: cfg, logger });
   try {

@@ -4,6 +4,7 @@ import { openRuntime } from '../runtime.ts';
 import { buildApp } from '../api/app.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
 import { onStopSignal } from './stop-signal.ts';
+import { startBackgroundJobs } from './background-jobs.ts';
 import { describeListenError, listenSource, probeListen } from './listen-address.ts';
 
 export interface ServeOptions {
@@ -33,11 +34,6 @@ export async function serve(options: ServeOptions): Promise<void> {
   const runtime = await openRuntime({ config: cfg });
   const { ctx } = runtime;
   const worker = options.worker === false ? null : ctx.createWorker();
-  // Checkout sessions past expires_at are expired by whatever runs workers.
-  const expiry = options.worker === false ? null : ctx.createExpiryJob();
-  const autoDisable = options.worker === false ? null : ctx.createAutoDisableJob();
-  // So is retention: partitions created ahead, old weeks dropped (one process at a time).
-  const retention = options.worker === false ? null : ctx.createRetentionJob();
   let address: string;
   let app: Awaited<ReturnType<typeof buildApp>>;
   let dev: Awaited<ReturnType<typeof ensureDevPlatform>> | null;
@@ -55,14 +51,11 @@ export async function serve(options: ServeOptions): Promise<void> {
     throw err;
   }
   await worker?.start();
-  expiry?.start();
-  autoDisable?.start();
-  retention?.start();
+  // The sweeps beside the workers (expiry, auto-disable, retention) run wherever workers do.
+  const jobs = worker ? startBackgroundJobs(ctx) : null;
   onStopSignal(ctx.logger, async () => {
     await app.close(); // stop taking requests first
-    await expiry?.stop();
-    await autoDisable?.stop();
-    await retention?.stop();
+    await jobs?.stop();
     await worker?.stop(); // then let in-flight attempts finish and be recorded
     await runtime.close();
   });

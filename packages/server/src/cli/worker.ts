@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.ts';
 import { openRuntime } from '../runtime.ts';
 import { startMetricsServer } from '../api/metrics-server.ts';
 import { onStopSignal } from './stop-signal.ts';
+import { startBackgroundJobs } from './background-jobs.ts';
 
 /** `payhooks worker`: delivery workers only, for scaling out on PostgreSQL. */
 export async function workerCommand(options: { processes?: string }): Promise<void> {
@@ -17,19 +18,12 @@ export async function workerCommand(options: { processes?: string }): Promise<vo
   const runtime = await openRuntime({ config: cfg, workers: count });
   const workers = Array.from({ length: count }, () => runtime.ctx.createWorker());
   await Promise.all(workers.map((w) => w.start()));
-  const expiry = runtime.ctx.createExpiryJob();
-  expiry.start();
-  const autoDisable = runtime.ctx.createAutoDisableJob();
-  autoDisable.start();
-  const retention = runtime.ctx.createRetentionJob();
-  retention.start();
+  const jobs = startBackgroundJobs(runtime.ctx);
   // Attempt counters live in this process: without a listener they could not be scraped.
   const metrics = cfg.metricsPort === undefined ? null : await startMetricsServer(runtime.ctx, { host: cfg.host, port: cfg.metricsPort });
   onStopSignal(runtime.ctx.logger, async () => {
     await metrics?.close();
-    await expiry.stop();
-    await autoDisable.stop();
-    await retention.stop();
+    await jobs.stop();
     await Promise.all(workers.map((w) => w.stop()));
     await runtime.close();
   });
