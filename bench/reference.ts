@@ -9,6 +9,9 @@
  *
  * --quick: small sizes, the whole run in about a minute (a smoke run, not figures to quote).
  * --json: print one JSON object on stdout instead of the table (progress goes to stderr).
+ * --only publish,latency,...: only these scenarios (publish, backlog1, backlog100, baseline,
+ *   pipeline, latency, isolation, fanout), their figures as JSON on stdout; nothing is written.
+ *   For working on one figure. --rate N: the latency scenario's second rate (default 1,600/s).
  * Results: bench/results/<YYYY-MM-DD>.json and .svg (`-quick` suffix with --quick).
  * PostgreSQL: $BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres); scratch
  * databases are created on it and dropped at the end.
@@ -36,7 +39,14 @@ import {
 } from './reference/scenarios.ts';
 import { now, round } from './reference/stats.ts';
 
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } } });
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    rate: { type: 'string' },
+  },
+});
 const QUICK = args.quick!;
 const RECEIVERS = 5;
 
@@ -112,6 +122,11 @@ async function main() {
     const tplUrl = new URL(adminUrl);
     tplUrl.pathname = `/${template}`;
     await runMigrate(tplUrl.toString()); // `payhooks migrate`: whatever schema this checkout has
+
+    if (args.only) {
+      process.stdout.write(`${JSON.stringify(await focused(env, args.only.split(',')), null, 2)}\n`);
+      return;
+    }
 
     log('publish rate: publishEvent alone');
     const publish1 = await publishRate(env, { endpoints: 1, events: SIZE.publish });
@@ -235,6 +250,49 @@ async function main() {
   } finally {
     await cleanup();
   }
+}
+
+/** `--only`: the chosen scenarios at full size, one after the other. */
+async function focused(env: Env, only: string[]): Promise<Record<string, unknown>> {
+  const known = ['publish', 'backlog1', 'backlog100', 'baseline', 'pipeline', 'latency', 'isolation', 'fanout'];
+  const unknown = only.filter((o) => !known.includes(o));
+  if (unknown.length) throw new Error(`--only: unknown scenario(s) ${unknown.join(', ')}; choose from ${known.join(', ')}`);
+  const t = SIZE.timeoutMs;
+  const out: Record<string, unknown> = { load_average_start: loadavg().map((l) => +l.toFixed(2)) };
+  for (const name of only) {
+    log(`--only: ${name}`);
+    if (name === 'publish')
+      out.publish = {
+        endpoints_1: await publishRate(env, { endpoints: 1, events: SIZE.publish }),
+        endpoints_10: await publishRate(env, { endpoints: 10, events: Math.round(SIZE.publish / 2) }),
+      };
+    if (name === 'backlog1') out.backlog1 = await backlog(env, { target: 'payhooks', endpoints: 1, events: SIZE.backlog1, timeoutMs: t });
+    if (name === 'backlog100')
+      out.backlog100 = await backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, timeoutMs: t });
+    if (name === 'baseline')
+      out.baseline = await backlog(env, { target: 'graphile', endpoints: 100, events: SIZE.backlog100, timeoutMs: t });
+    if (name === 'pipeline') out.pipeline = await pipeline(env, { endpoints: 10, events: SIZE.pipeline, timeoutMs: t });
+    if (name === 'latency')
+      out.latency = await latency(env, {
+        target: 'payhooks',
+        endpoints: 10,
+        ratesPerS: [100, Number(args.rate ?? 1600)],
+        seconds: SIZE.latencyS,
+        warmupS: SIZE.warmupS,
+      });
+    if (name === 'isolation')
+      out.isolation = await isolation(env, {
+        healthy: 5,
+        events: SIZE.isoEvents,
+        ratePerS: SIZE.isoRate,
+        seconds: SIZE.isoS,
+        rounds: SIZE.isoRounds,
+        timeoutMs: t,
+      });
+    if (name === 'fanout') out.fanout = await fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs: t });
+  }
+  out.load_average_end = loadavg().map((l) => +l.toFixed(2));
+  return out;
 }
 
 type Result = Record<string, any>;

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 /**
  * The scenarios of the reference benchmark. Each one gets a scratch database cloned from a
  * migrated template, real `payhooks worker` processes (or the graphile-worker baseline process),
@@ -319,6 +320,16 @@ export async function latency(
       await db.sampler.sample();
       const t2 = Math.max(env.receivers.arrivals.last, t1 + 1);
       const lat = latencies(env, pub.commits, paths);
+      // BENCH_LATENCY_TRACE=dir: every delivery's (commit time, latency), to see when the tail happens.
+      if (process.env.BENCH_LATENCY_TRACE) {
+        const lines: string[] = [];
+        for (const [id, committed] of pub.commits)
+          for (const p of paths) {
+            const at = env.receivers.arrivals.at.get(`${id}|${p}`);
+            if (at !== undefined) lines.push(`${round(committed - t1, 1)} ${round(at - committed, 1)}`);
+          }
+        writeFileSync(`${process.env.BENCH_LATENCY_TRACE}/${o.target}-${rate}.txt`, `${lines.join('\n')}\n`);
+      }
       out.push({
         offered_deliveries_per_s: rate,
         events_per_s: round(eventsPerS, 1),

@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { startService, type TestService } from '../helpers/service.ts';
+import { publishEvent } from '../../src/events/publish.ts';
+import { payment } from '../helpers/publish.ts';
+import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
+
+/**
+ * Issue 11 (publishEvent at 2,000 events/s in one round trip): the publishing statement is a
+ * named, prepared statement whose generic plan PostgreSQL chooses, so it is planned once per
+ * connection instead of on every publish (planning was more than half its server time). The
+ * choice is PostgreSQL's, made from cost estimates: a change to the statement that makes its
+ * generic plan look dear (a `generate_series` with a parameter, a join over every partition)
+ * silently brings planning back on every call. This test catches that.
+ */
+let svc: TestService;
+let p: CreatedPlatform;
+beforeAll(async () => {
+  svc = await startService({ allowPrivateUrls: true });
+  p = await svc.platform();
+  for (const path of ['/a', '/b'])
+    expect(
+      (await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: `http://127.0.0.1:9${path}`, enabled_events: ['*'] }))
+        .status,
+    ).toBe(201);
+});
+afterAll(async () => svc?.close());
+
+it('publishEvent is prepared once per connection and runs its generic plan (no planning per publish), with and without an idempotency key', async () => {
+  const plans = await svc.ctx.database.db.transaction(async (tx) => {
+    for (let i = 0; i < 12; i++) {
+      const r = await publishEvent(
+        tx,
+        {
+          type: 'payment.succeeded',
+          merchantId: p.merchant_id,
+          environment: 'sandbox',
+          object: payment({ id: `pay_${i}` }),
+          idempotencyKey: i % 2 ? `key-${i}` : undefined,
+        },
+        new Date(),
+      );
+      expect(r).toMatchObject({ deliveries: 2, replayed: false });
+    }
+    const replay = await publishEvent(
+      tx,
+      { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: payment(), idempotencyKey: 'key-1' },
+      new Date(),
+    );
+    expect(replay).toMatchObject({ deliveries: 0, replayed: true });
+    expect(replay.event.data.object).toMatchObject({ id: 'pay_1' });
+    // pg_prepared_statements is per session: the transaction's own connection.
+    const r = (await tx.execute(
+      sql`SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name = 'publish_event'`,
+    )) as unknown as { rows: Array<{ generic: number; custom: number }> };
+    return r.rows;
+  });
+  expect(plans).toHaveLength(1);
+  // PostgreSQL plans the first five executions for their parameters, then compares.
+  expect(plans[0]!.custom).toBeLessThanOrEqual(5);
+  expect(plans[0]!.generic).toBeGreaterThanOrEqual(8);
+});
