@@ -16,6 +16,12 @@ export interface Child {
   kill(): Promise<void>;
 }
 
+/**
+ * BENCH_WORKER_NODE_ARGS: extra node flags for `payhooks worker` processes, e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where a worker's CPU goes in a scenario.
+ */
+const WORKER_NODE_ARGS = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+
 /** Every child still running, so a failed run leaves none behind. */
 const live = new Set<ChildProcess>();
 
@@ -35,7 +41,8 @@ function childOf(process: ChildProcess): Child {
     pid: process.pid!,
     process,
     async kill() {
-      if (process.exitCode === null && process.signalCode === null) process.kill('SIGKILL');
+      // With BENCH_WORKER_NODE_ARGS (profiling), a clean stop, so node writes the profile.
+      if (process.exitCode === null && process.signalCode === null) process.kill(WORKER_NODE_ARGS.length ? 'SIGTERM' : 'SIGKILL');
       await exited;
     },
   };
@@ -64,7 +71,7 @@ export async function startWorker(options: {
   name: string;
 }): Promise<Child> {
   const child = track(
-    spawn(process.execPath, [CLI, 'worker'], {
+    spawn(process.execPath, [...WORKER_NODE_ARGS, CLI, 'worker'], {
       env: {
         ...baseEnv(),
         DATABASE_URL: options.databaseUrl,

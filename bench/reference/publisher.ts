@@ -87,22 +87,35 @@ function graphilePublisher(req: PublishRequest, utils: WorkerUtils): PublishBatc
   };
 }
 
-async function run(req: PublishRequest): Promise<void> {
-  let close: () => Promise<void>;
-  let publish: PublishBatch;
-  const concurrency = req.concurrency ?? 4;
+/**
+ * The connection pool of the scenario's database, kept from one request to the next: a
+ * payment service publishes from a warm pool. Opening a fresh pool for every phase made each
+ * phase start with a burst of new PostgreSQL backends (fork, catalog caches, the statement
+ * prepared again), which stalled the whole machine for up to a second and showed up as the
+ * worker's latency. A request for another database closes the old pool first.
+ */
+let open: { key: string; publish: PublishBatch; close: () => Promise<void> } | null = null;
+
+async function publisherFor(req: PublishRequest, concurrency: number): Promise<PublishBatch> {
+  const key = `${req.target} ${req.databaseUrl} ${req.merchantId} ${(req.endpoints ?? []).map((e) => e.id).join(',')}`;
+  if (open?.key === key) return open.publish;
+  await open?.close().catch(() => {}); // its database may have been dropped meanwhile
+  open = null;
+  const poolSize = Math.max(concurrency, 64) + 1;
   if (req.target === 'graphile') {
-    const utils = await makeWorkerUtils({ connectionString: req.databaseUrl, maxPoolSize: Math.max(concurrency, 64) + 1 } as never);
+    const utils = await makeWorkerUtils({ connectionString: req.databaseUrl, maxPoolSize: poolSize } as never);
     await utils.migrate(); // graphile-worker's schema, before anything is added
-    publish = graphilePublisher(req, utils);
-    close = async () => {
-      await utils.release();
-    };
+    open = { key, publish: graphilePublisher(req, utils), close: async () => utils.release() };
   } else {
-    const db = await openDatabase({ databaseUrl: req.databaseUrl, dataDir: undefined, poolSize: Math.max(concurrency, 64) + 1 });
-    publish = await payhooksPublisher(req, db);
-    close = () => db.close();
+    const db = await openDatabase({ databaseUrl: req.databaseUrl, dataDir: undefined, poolSize });
+    open = { key, publish: await payhooksPublisher(req, db), close: () => db.close() };
   }
+  return open!.publish;
+}
+
+async function run(req: PublishRequest): Promise<void> {
+  const concurrency = req.concurrency ?? 4;
+  const publish = await publisherFor(req, concurrency);
   let pending: [string, number][] = [];
   const flush = () => {
     if (pending.length) process.send!({ type: 'commits', list: pending });
@@ -153,7 +166,6 @@ async function run(req: PublishRequest): Promise<void> {
   const ms = now() - t0;
   clearInterval(timer);
   flush();
-  await close();
   process.send!({ type: 'done', published, ms, t0 });
 }
 

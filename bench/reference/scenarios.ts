@@ -288,19 +288,21 @@ export async function latency(
     const workers = o.target === 'payhooks' ? await startWorkers(env, db, 1, BENCH_WORKER_ENV) : [await startBaseline(db)];
     for (const w of workers) db.sampler.addWorker(w.pid);
     const out: LatencyResult[] = [];
-    // Warm-up (connections, JIT), not measured.
     const paths = urls.map(pathOf);
-    const warm = await publish(env, {
-      mode: 'rate',
-      target: o.target,
-      databaseUrl: db.url,
-      merchantId,
-      endpoints,
-      ratePerS: Math.max(1, o.ratesPerS[0]! / o.endpoints),
-      seconds: o.warmupS,
-    });
-    await waitForAll(env, warm.commits, paths, 30_000);
     for (const rate of o.ratesPerS) {
+      // Warm-up at this rate, not measured: connections (the worker's, the publisher's, to the
+      // receivers), JIT, the statements prepared. Without it, the first second of a phase
+      // measures the ramp from the previous rate.
+      const warm = await publish(env, {
+        mode: 'rate',
+        target: o.target,
+        databaseUrl: db.url,
+        merchantId,
+        endpoints,
+        ratePerS: rate / o.endpoints,
+        seconds: o.warmupS,
+      });
+      await waitForAll(env, warm.commits, paths, 30_000);
       await sleep(200);
       env.receivers.arrivals.reset();
       const eventsPerS = rate / o.endpoints;
@@ -326,7 +328,7 @@ export async function latency(
         for (const [id, committed] of pub.commits)
           for (const p of paths) {
             const at = env.receivers.arrivals.at.get(`${id}|${p}`);
-            if (at !== undefined) lines.push(`${round(committed - t1, 1)} ${round(at - committed, 1)}`);
+            if (at !== undefined) lines.push(`${round(committed, 1)} ${round(at - committed, 1)}`);
           }
         writeFileSync(`${process.env.BENCH_LATENCY_TRACE}/${o.target}-${rate}.txt`, `${lines.join('\n')}\n`);
       }
