@@ -13,6 +13,8 @@ function baseEnv(): NodeJS.ProcessEnv {
 export interface Child {
   pid: number;
   process: ChildProcess;
+  /** A `payhooks worker`'s Prometheus endpoint (each is started with PAYHOOKS_METRICS_PORT=0). */
+  metricsUrl?: string;
   kill(): Promise<void>;
 }
 
@@ -79,17 +81,20 @@ export async function startWorker(options: {
         PAYHOOKS_ALLOW_PRIVATE_URLS: 'true',
         PAYHOOKS_LOG_LEVEL: 'info',
         PGAPPNAME: `bench-worker-${options.name}`,
+        PAYHOOKS_METRICS_PORT: '0', // any free port; the start line says which (claims per delivery)
         ...options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
   );
   let out = '';
+  let metricsUrl: string | undefined;
   let timer: NodeJS.Timeout | undefined;
   const ready = new Promise<void>((resolve, reject) => {
     const onData = (d: Buffer) => {
       out += d;
       if (out.includes('workers started')) {
+        metricsUrl = /"metrics":"(http:[^"]+)"/.exec(out)?.[1];
         child.stdout!.off('data', onData);
         out = '';
         clearTimeout(timer);
@@ -113,7 +118,7 @@ export async function startWorker(options: {
   child.stdout!.resume();
   child.stderr!.resume();
   await ready;
-  return childOf(child);
+  return { ...childOf(child), metricsUrl };
 }
 
 /** A child running a TypeScript entry (tsx), talking over IPC. */

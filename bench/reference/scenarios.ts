@@ -131,6 +131,33 @@ async function startWorkers(env: Env, db: Scratch, count: number, workerEnv: Rec
   );
 }
 
+export interface Claims {
+  /** Claim statements per delivery, over every worker process (from their /metrics). */
+  per_delivery: number;
+  /** Deliveries leased per claim statement, on average. */
+  mean_batch: number;
+}
+
+type ClaimCounters = { claims: number; claimed: number } | null;
+
+/** The workers' claim counters, summed; null for the baseline (it has none). */
+async function claimCounters(workers: Child[]): Promise<ClaimCounters> {
+  const sum = { claims: 0, claimed: 0 };
+  for (const w of workers) {
+    if (!w.metricsUrl) return null;
+    const text = await (await fetch(w.metricsUrl)).text();
+    sum.claims += Number(/^payhooks_delivery_claims_total (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
+    sum.claimed += Number(/^payhooks_delivery_claimed_total (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
+  }
+  return Number.isFinite(sum.claims) ? sum : null;
+}
+
+function claimsBetween(before: ClaimCounters, after: ClaimCounters, deliveries: number): Claims | null {
+  if (!before || !after || after.claims === before.claims) return null;
+  const claims = after.claims - before.claims;
+  return { per_delivery: round(claims / Math.max(1, deliveries), 3), mean_batch: round((after.claimed - before.claimed) / claims, 1) };
+}
+
 export interface CpuPerDelivery {
   worker_ms: number;
   postgres_ms: number;
@@ -155,6 +182,8 @@ export interface DrainResult {
   delivered: number;
   duplicates: number;
   cpu_per_delivery: CpuPerDelivery;
+  /** payhooks only: claim statements per delivery and the mean claim batch. */
+  claims: Claims | null;
   worker_peak_rss_mib: number;
 }
 
@@ -214,6 +243,7 @@ export async function backlog(
       delivered: a.count,
       duplicates: a.duplicates,
       cpu_per_delivery: cpuPer(db, first, a.last, counted),
+      claims: claimsBetween({ claims: 0, claimed: 0 }, await claimCounters(workers), total),
       worker_peak_rss_mib: db.sampler.peakRssMib(),
     };
     await Promise.all(workers.map((w) => w.kill()));
@@ -231,6 +261,8 @@ export interface LatencyResult {
   delivered: number;
   latency_ms: Percentiles;
   cpu_per_delivery: CpuPerDelivery;
+  /** payhooks only: claim statements per delivery and the mean claim batch. */
+  claims: Claims | null;
 }
 
 /** Publish commit -> receiver for every (event, endpoint) of `commits`. */
@@ -307,6 +339,7 @@ export async function latency(
       env.receivers.arrivals.reset();
       const eventsPerS = rate / o.endpoints;
       env.log(`  ${o.target}: ${rate} deliveries/s (${round(eventsPerS, 1)} events/s x ${o.endpoints} endpoints) for ${o.seconds} s`);
+      const countersBefore = await claimCounters(workers);
       const t1 = now();
       const pub = await publish(env, {
         mode: 'rate',
@@ -340,6 +373,7 @@ export async function latency(
         delivered: lat.delivered,
         latency_ms: percentiles(lat.values),
         cpu_per_delivery: cpuPer(db, t1, t2, lat.delivered),
+        claims: claimsBetween(countersBefore, await claimCounters(workers), lat.delivered),
       });
     }
     await Promise.all(workers.map((w) => w.kill()));

@@ -17,6 +17,8 @@ export class DeliveryMetrics {
   readonly duration: Histogram<'outcome'>;
   readonly rotations: Counter;
   readonly autoDisabled: Counter;
+  readonly claims: Counter;
+  readonly claimedRows: Counter;
 
   constructor(database: Database, clock: Clock) {
     this.attempts = new Counter({
@@ -56,6 +58,16 @@ export class DeliveryMetrics {
         this.set(r?.oldest ? Math.max(0, (clock.now().getTime() - new Date(r.oldest).getTime()) / 1000) : 0);
       },
     });
+    this.claims = new Counter({
+      name: 'payhooks_delivery_claims_total',
+      help: 'Claim statements run by this process (each leases a batch of due deliveries; empty claims included).',
+      registers: [this.registry],
+    });
+    this.claimedRows = new Counter({
+      name: 'payhooks_delivery_claimed_total',
+      help: 'Deliveries leased by those claims. claimed / claims is the mean batch: a handful means the database is paying a claim per few deliveries.',
+      registers: [this.registry],
+    });
     this.rotations = new Counter({
       name: 'payhooks_secret_rotations_total',
       help: 'Endpoint signing secrets rotated through this process (API or portal).',
@@ -87,6 +99,12 @@ export class DeliveryMetrics {
   /** A lease taken over: its holder's attempt was logged as interrupted. */
   interrupted(): void {
     this.attempts.inc({ outcome: 'failed', error_kind: 'interrupted' });
+  }
+
+  /** One claim statement that leased `rows` deliveries. */
+  claimed(rows: number): void {
+    this.claims.inc();
+    this.claimedRows.inc(rows);
   }
 
   observe(succeeded: boolean, errorKind: string | null, durationMs: number): void {

@@ -215,6 +215,7 @@ export class DeliveryWorker {
       excludePlatforms: fullPlatforms,
       token,
     });
+    this.deps.metrics?.claimed(rows.length);
     this.moreMayBeDue = mayHaveLeftRows(rows, {
       limit: Math.min(free, 100),
       endpointCap,

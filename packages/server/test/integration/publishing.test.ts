@@ -246,7 +246,7 @@ describe('delivery log and events API (spec 2.4)', () => {
     expect((await svc.api(q.keys.sandbox, 'GET', '/api/v1/events')).body.data).toHaveLength(2);
   });
 
-  it('exposes Prometheus metrics: attempts by outcome, duration, backlog, oldest due age, unfinished deliveries by state, auto-disable and rotation counters', async () => {
+  it('exposes Prometheus metrics: attempts by outcome, duration, backlog, oldest due age, unfinished deliveries by state, claims and claimed rows, auto-disable and rotation counters', async () => {
     const res = await fetch(`${svc.url}/metrics`);
     const text = await res.text();
     expect(res.status).toBe(200);
@@ -262,5 +262,9 @@ describe('delivery log and events API (spec 2.4)', () => {
     ]) {
       expect(text).toContain(name);
     }
+    // Earlier tests in this file delivered through this process's worker: claims were counted.
+    const value = (name: string) => Number(text.match(new RegExp(`^${name} (\\d+)$`, 'm'))?.[1]);
+    expect(value('payhooks_delivery_claims_total')).toBeGreaterThan(0);
+    expect(value('payhooks_delivery_claimed_total')).toBeGreaterThan(0);
   });
 });
