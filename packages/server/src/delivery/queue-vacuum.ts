@@ -16,9 +16,11 @@ export const QUEUE_VACUUM_INTERVAL_MS = 2_000;
 
 /**
  * `SKIP_LOCKED`: when another worker process is vacuuming the queue right now, that is enough;
- * this one neither waits nor queues behind it. Unnamed (simple protocol): VACUUM can't run in
+ * this one neither waits nor queues behind it. `TRUNCATE false`: giving the empty pages at the
+ * end back would take an ACCESS EXCLUSIVE lock that stalls every claim, record and publish
+ * (migration 0008 turns it off for autovacuum too). Unnamed (simple protocol): VACUUM can't run in
  * a transaction block, and a prepared utility statement gains nothing.
  */
 export async function vacuumQueue(database: Database): Promise<void> {
-  await database.query('VACUUM (SKIP_LOCKED) delivery_queue', []);
+  await database.query('VACUUM (SKIP_LOCKED, TRUNCATE false) delivery_queue', []);
 }

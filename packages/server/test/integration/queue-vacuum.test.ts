@@ -40,6 +40,15 @@ async function queueVacuums(): Promise<number> {
 }
 
 describe('queue vacuum', () => {
+  it('the queue is never truncated by a vacuum (no ACCESS EXCLUSIVE lock stalling claims and publishes), autovacuum included', async () => {
+    const [row] = await svc.ctx.database.query<{ options: string[] | string | null }>(
+      `SELECT reloptions AS options FROM pg_class WHERE oid = 'delivery_queue'::regclass`,
+      [],
+    );
+    const options = typeof row!.options === 'string' ? row!.options : (row!.options ?? []).join(',');
+    expect(options).toContain('vacuum_truncate=false');
+  });
+
   it('a worker that delivers vacuums the queue itself, without waiting for autovacuum', async () => {
     const before = await queueVacuums();
     for (let i = 0; i < 20; i++) await publish(svc.ctx, p.merchant_id, { object: payment() });
