@@ -65,8 +65,10 @@ export interface ClaimedDelivery {
  *   this; a normal claim's row has no token and neither CTE writes anything.
  * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secrets,
  *   status) so sending needs no further query.
+ *
+ * Exported for test/integration/claim-plan.postgres.test.ts, which reads its plan.
  */
-const CLAIM_SQL = `
+export const CLAIM_SQL = `
 WITH RECURSIVE platforms AS (
   (SELECT platform_id FROM delivery_queue ORDER BY platform_id LIMIT 1)
   UNION ALL
@@ -136,7 +138,13 @@ SELECT c.id, c.created_at, c.event_id, c.endpoint_id, c.platform_id, d.state,
 FROM claimed c
 JOIN webhook_deliveries d ON d.id = c.id AND d.created_at = c.created_at
 LEFT JOIN bumped b ON b.id = c.id
-JOIN events e ON e.id = c.event_id AND e.created_at = c.created_at
+-- The event by its full primary key, in a LATERAL subquery that can't be flattened (LIMIT 1):
+-- as a plain join, PostgreSQL could look it up by created_at alone (equal to d.created_at),
+-- scanning the week's whole index for every claimed row while the partition was small enough
+-- for that to look cheap, and keeping that plan as the statement's generic plan.
+CROSS JOIN LATERAL (
+  SELECT ev.type, ev.body FROM events ev WHERE ev.id = c.event_id AND ev.created_at = c.created_at LIMIT 1
+) e
 JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
 
 export async function claimDue(

@@ -134,7 +134,11 @@ SELECT f.id, f.event_id, f.endpoint_id, f.state, f.next_attempt_at, f.was_queued
        e.type AS event_type, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
        CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext
 FROM free f JOIN leased l ON l.delivery_id = f.id
-JOIN events e ON e.id = f.event_id AND e.created_at = f.created_at JOIN webhook_endpoints w ON w.id = f.endpoint_id`;
+-- The event by its full primary key, never by created_at alone (see the same join in claim.ts).
+CROSS JOIN LATERAL (
+  SELECT ev.type, ev.body FROM events ev WHERE ev.id = f.event_id AND ev.created_at = f.created_at LIMIT 1
+) e
+JOIN webhook_endpoints w ON w.id = f.endpoint_id`;
 
 export class DeliveryService {
   private readonly db: Db;
