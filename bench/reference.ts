@@ -123,16 +123,16 @@ async function main() {
     tplUrl.pathname = `/${template}`;
     await runMigrate(tplUrl.toString()); // `payhooks migrate`: whatever schema this checkout has
 
+    const run = runners(env);
     if (args.only) {
-      process.stdout.write(`${JSON.stringify(await focused(env, args.only.split(',')), null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(await focused(run, args.only.split(',')), null, 2)}\n`);
       return;
     }
 
     log('publish rate: publishEvent alone');
-    const publish1 = await publishRate(env, { endpoints: 1, events: SIZE.publish });
-    const publish10 = await publishRate(env, { endpoints: 10, events: Math.round(SIZE.publish / 2) });
+    const { endpoints_1: publish1, endpoints_10: publish10 } = await run.publish();
     log('backlog: 1 endpoint');
-    const b1 = await backlog(env, { target: 'payhooks', endpoints: 1, events: SIZE.backlog1, timeoutMs: SIZE.timeoutMs });
+    const b1 = await run.backlog1();
     // (not in --quick: it is the one figure the others don't need)
     if (!QUICK) log('backlog: 10 endpoints');
     const b10 = QUICK ? null : await backlog(env, { target: 'payhooks', endpoints: 10, events: SIZE.backlog10, timeoutMs: SIZE.timeoutMs });
@@ -141,47 +141,22 @@ async function main() {
     log('ceiling: bare undici client, no database');
     const ceil = await ceiling(env, { requests: SIZE.ceiling });
     log('backlog: 100 endpoints');
-    const b100 = await backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, timeoutMs: SIZE.timeoutMs });
+    const b100 = await run.backlog100();
     log('baseline: graphile-worker, 100 endpoints');
-    const base100 = await backlog(env, { target: 'graphile', endpoints: 100, events: SIZE.backlog100, timeoutMs: SIZE.timeoutMs });
+    const base100 = await run.baseline();
     log('scale-out: 100 endpoints, 2 worker processes');
-    const b100x2 = await backlog(env, {
-      target: 'payhooks',
-      endpoints: 100,
-      events: SIZE.backlog100,
-      workers: 2,
-      timeoutMs: SIZE.timeoutMs,
-    });
+    const b100x2 = await run.backlog100(2);
     log('pipeline: publisher process + worker, 10 endpoints');
-    const pipe = await pipeline(env, { endpoints: 10, events: SIZE.pipeline, timeoutMs: SIZE.timeoutMs });
+    const pipe = await run.pipeline();
     const half = Math.max(100, Math.round(b100.throughput_per_s / 2 / 10) * 10);
     log(`latency: 100/s and ${half}/s (half the 100-endpoint backlog throughput), 10 endpoints per event`);
-    const lat = await latency(env, {
-      target: 'payhooks',
-      endpoints: 10,
-      ratesPerS: [100, half],
-      seconds: SIZE.latencyS,
-      warmupS: SIZE.warmupS,
-    });
+    const lat = await run.latency('payhooks', half);
     log('latency: baseline at the same rates');
-    const baseLat = await latency(env, {
-      target: 'graphile',
-      endpoints: 10,
-      ratesPerS: [100, half],
-      seconds: SIZE.latencyS,
-      warmupS: SIZE.warmupS,
-    });
+    const baseLat = await run.latency('graphile', half);
     log('isolation: 5 healthy endpoints, alone and beside one that never answers');
-    const iso = await isolation(env, {
-      healthy: 5,
-      events: SIZE.isoEvents,
-      ratePerS: SIZE.isoRate,
-      seconds: SIZE.isoS,
-      rounds: SIZE.isoRounds,
-      timeoutMs: SIZE.timeoutMs,
-    });
+    const iso = await run.isolation();
     log('fan-out: one event to 1,000 endpoints');
-    const fan = await fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs: SIZE.timeoutMs });
+    const fan = await run.fanout();
 
     machine.load_average_end = loadavg().map((l) => +l.toFixed(2));
     const workerRss = Math.max(b1.worker_peak_rss_mib, b10?.worker_peak_rss_mib ?? 0, b100.worker_peak_rss_mib, b100x2.worker_peak_rss_mib);
@@ -252,44 +227,51 @@ async function main() {
   }
 }
 
-/** `--only`: the chosen scenarios at full size, one after the other. */
-async function focused(env: Env, only: string[]): Promise<Record<string, unknown>> {
-  const known = ['publish', 'backlog1', 'backlog100', 'baseline', 'pipeline', 'latency', 'isolation', 'fanout'];
-  const unknown = only.filter((o) => !known.includes(o));
-  if (unknown.length) throw new Error(`--only: unknown scenario(s) ${unknown.join(', ')}; choose from ${known.join(', ')}`);
-  const t = SIZE.timeoutMs;
-  const out: Record<string, unknown> = { load_average_start: loadavg().map((l) => +l.toFixed(2)) };
-  for (const name of only) {
-    log(`--only: ${name}`);
-    if (name === 'publish')
-      out.publish = {
-        endpoints_1: await publishRate(env, { endpoints: 1, events: SIZE.publish }),
-        endpoints_10: await publishRate(env, { endpoints: 10, events: Math.round(SIZE.publish / 2) }),
-      };
-    if (name === 'backlog1') out.backlog1 = await backlog(env, { target: 'payhooks', endpoints: 1, events: SIZE.backlog1, timeoutMs: t });
-    if (name === 'backlog100')
-      out.backlog100 = await backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, timeoutMs: t });
-    if (name === 'baseline')
-      out.baseline = await backlog(env, { target: 'graphile', endpoints: 100, events: SIZE.backlog100, timeoutMs: t });
-    if (name === 'pipeline') out.pipeline = await pipeline(env, { endpoints: 10, events: SIZE.pipeline, timeoutMs: t });
-    if (name === 'latency')
-      out.latency = await latency(env, {
-        target: 'payhooks',
-        endpoints: 10,
-        ratesPerS: [100, Number(args.rate ?? 1600)],
-        seconds: SIZE.latencyS,
-        warmupS: SIZE.warmupS,
-      });
-    if (name === 'isolation')
-      out.isolation = await isolation(env, {
+/** Each scenario at this run's sizes: the full run and `--only` call the same ones. */
+function runners(env: Env) {
+  const timeoutMs = SIZE.timeoutMs;
+  return {
+    publish: async () => ({
+      endpoints_1: await publishRate(env, { endpoints: 1, events: SIZE.publish }),
+      endpoints_10: await publishRate(env, { endpoints: 10, events: Math.round(SIZE.publish / 2) }),
+    }),
+    backlog1: () => backlog(env, { target: 'payhooks', endpoints: 1, events: SIZE.backlog1, timeoutMs }),
+    backlog100: (workers = 1) => backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, workers, timeoutMs }),
+    baseline: () => backlog(env, { target: 'graphile', endpoints: 100, events: SIZE.backlog100, timeoutMs }),
+    pipeline: () => pipeline(env, { endpoints: 10, events: SIZE.pipeline, timeoutMs }),
+    latency: (target: 'payhooks' | 'graphile', halfPerS: number) =>
+      latency(env, { target, endpoints: 10, ratesPerS: [100, halfPerS], seconds: SIZE.latencyS, warmupS: SIZE.warmupS }),
+    isolation: () =>
+      isolation(env, {
         healthy: 5,
         events: SIZE.isoEvents,
         ratePerS: SIZE.isoRate,
         seconds: SIZE.isoS,
         rounds: SIZE.isoRounds,
-        timeoutMs: t,
-      });
-    if (name === 'fanout') out.fanout = await fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs: t });
+        timeoutMs,
+      }),
+    fanout: () => fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs }),
+  };
+}
+
+/** `--only`: the chosen scenarios at full size, one after the other (latency: payhooks only, at --rate). */
+async function focused(run: ReturnType<typeof runners>, only: string[]): Promise<Record<string, unknown>> {
+  const pick: Record<string, () => Promise<unknown>> = {
+    publish: run.publish,
+    backlog1: run.backlog1,
+    backlog100: () => run.backlog100(),
+    baseline: run.baseline,
+    pipeline: run.pipeline,
+    latency: () => run.latency('payhooks', Number(args.rate ?? 1600)),
+    isolation: run.isolation,
+    fanout: run.fanout,
+  };
+  const unknown = only.filter((o) => !(o in pick));
+  if (unknown.length) throw new Error(`--only: unknown scenario(s) ${unknown.join(', ')}; choose from ${Object.keys(pick).join(', ')}`);
+  const out: Record<string, unknown> = { load_average_start: loadavg().map((l) => +l.toFixed(2)) };
+  for (const name of only) {
+    log(`--only: ${name}`);
+    out[name] = await pick[name]!();
   }
   out.load_average_end = loadavg().map((l) => +l.toFixed(2));
   return out;

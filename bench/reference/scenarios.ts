@@ -265,16 +265,24 @@ export interface LatencyResult {
   claims: Claims | null;
 }
 
-/** Publish commit -> receiver for every (event, endpoint) of `commits`. */
-function latencies(env: Env, commits: Map<string, number>, paths: string[]): { values: number[]; delivered: number } {
-  const values: number[] = [];
+/**
+ * Publish commit -> receiver for every (event, endpoint) of `commits`; `points` pairs each
+ * latency with its commit time (for BENCH_LATENCY_TRACE).
+ */
+function latencies(
+  env: Env,
+  commits: Map<string, number>,
+  paths: string[],
+): { values: number[]; delivered: number; points: Array<[number, number]> } {
+  const points: Array<[number, number]> = [];
   for (const [id, committed] of commits) {
     for (const p of paths) {
       const at = env.receivers.arrivals.at.get(`${id}|${p}`);
-      if (at !== undefined) values.push(at - committed);
+      if (at !== undefined) points.push([committed, at - committed]);
     }
   }
-  return { values, delivered: values.length };
+  const values = points.map(([, ms]) => ms);
+  return { values, delivered: values.length, points };
 }
 
 const pathOf = (url: string) => new URL(url).pathname;
@@ -322,34 +330,20 @@ export async function latency(
     const out: LatencyResult[] = [];
     const paths = urls.map(pathOf);
     for (const rate of o.ratesPerS) {
+      const eventsPerS = rate / o.endpoints;
+      const publishFor = (seconds: number) =>
+        publish(env, { mode: 'rate', target: o.target, databaseUrl: db.url, merchantId, endpoints, ratePerS: eventsPerS, seconds });
       // Warm-up at this rate, not measured: connections (the worker's, the publisher's, to the
       // receivers), JIT, the statements prepared. Without it, the first second of a phase
       // measures the ramp from the previous rate.
-      const warm = await publish(env, {
-        mode: 'rate',
-        target: o.target,
-        databaseUrl: db.url,
-        merchantId,
-        endpoints,
-        ratePerS: rate / o.endpoints,
-        seconds: o.warmupS,
-      });
+      const warm = await publishFor(o.warmupS);
       await waitForAll(env, warm.commits, paths, 30_000);
       await sleep(200);
       env.receivers.arrivals.reset();
-      const eventsPerS = rate / o.endpoints;
       env.log(`  ${o.target}: ${rate} deliveries/s (${round(eventsPerS, 1)} events/s x ${o.endpoints} endpoints) for ${o.seconds} s`);
       const countersBefore = await claimCounters(workers);
       const t1 = now();
-      const pub = await publish(env, {
-        mode: 'rate',
-        target: o.target,
-        databaseUrl: db.url,
-        merchantId,
-        endpoints,
-        ratePerS: eventsPerS,
-        seconds: o.seconds,
-      });
+      const pub = await publishFor(o.seconds);
       const expected = pub.published * o.endpoints;
       await waitForAll(env, pub.commits, paths, 30_000);
       await db.sampler.sample();
@@ -357,12 +351,7 @@ export async function latency(
       const lat = latencies(env, pub.commits, paths);
       // BENCH_LATENCY_TRACE=dir: every delivery's (commit time, latency), to see when the tail happens.
       if (process.env.BENCH_LATENCY_TRACE) {
-        const lines: string[] = [];
-        for (const [id, committed] of pub.commits)
-          for (const p of paths) {
-            const at = env.receivers.arrivals.at.get(`${id}|${p}`);
-            if (at !== undefined) lines.push(`${round(committed, 1)} ${round(at - committed, 1)}`);
-          }
+        const lines = lat.points.map(([committed, ms]) => `${round(committed, 1)} ${round(ms, 1)}`);
         writeFileSync(`${process.env.BENCH_LATENCY_TRACE}/${o.target}-${rate}.txt`, `${lines.join('\n')}\n`);
       }
       out.push({

@@ -97,7 +97,7 @@ interface PublishRow {
  *   $4 the wildcard event type, $5 the event type, $6 copies (1 or 2), $7 how many ids $12
  *   holds, $8 idempotency key (or null), $9 event id, $10 now, $11 the event body, $12 ids.
  */
-export const PUBLISH_SQL = `
+const PUBLISH_SQL = `
 WITH m AS (
   SELECT platform_id FROM merchants WHERE id = $1::text
 ), fan AS (
@@ -145,7 +145,7 @@ SELECT (SELECT platform_id FROM m) AS platform_id, (SELECT count(*) FROM fan)::i
        (SELECT count(*) FROM n)::int AS notified`;
 
 /** `PUBLISH_SQL`'s parameters, in order. */
-export function publishParams(
+function publishParams(
   input: EventInput & { idempotencyKey?: string | undefined; copies: 1 | 2; onlyEndpointId?: string | undefined },
   id: string,
   body: string,
