@@ -8,6 +8,7 @@ import { pino, type Logger } from 'pino';
 import * as schema from './schema.ts';
 import { ConfigError } from '../errors.ts';
 import { QueryError, statementName } from './faults.ts';
+import { CommitNotifier, deferWakeUps } from './after-commit.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** A transaction handle; it has the same query API as `Db`. */
@@ -83,9 +84,26 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
   // Idle clients report through the pool too; the listener above has already logged it.
   pool.on('error', () => {});
   const listener = new WakeListener(url, logger);
+  const db = drizzlePg(pool, { schema }) as unknown as Db;
+  const sender = new WakeSender(url, logger);
+  const notifier = new CommitNotifier(
+    (channel) => sender.send(channel),
+    (err) => logger.warn({ err }, 'wake-up after commit not sent; workers find the work when they next poll'),
+  );
+  const transaction = db.transaction.bind(db);
+  // Every top-level transaction sends its wake-ups after it commits (db/after-commit.ts).
+  db.transaction = (async (fn, config) => {
+    let channels: Set<string> | undefined;
+    const result = await transaction(async (tx) => {
+      channels = deferWakeUps(tx);
+      return fn(tx);
+    }, config);
+    for (const channel of channels ?? []) notifier.notify(channel);
+    return result;
+  }) as Db['transaction'];
   return {
     kind: 'postgres',
-    db: drizzlePg(pool, { schema }) as unknown as Db,
+    db,
     async script(fn) {
       const client = await pool.connect();
       let broken: unknown;
@@ -115,10 +133,76 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
     },
     listen: (channel, onNotify) => listener.subscribe(channel, onNotify),
     async close() {
+      await notifier.idle();
+      await sender.close();
       await listener.close();
       await pool.end();
     },
   };
+}
+
+/**
+ * The connection after-commit wake-ups are sent on (db/after-commit.ts): one per process,
+ * outside the pool, opened on first use, so a wake-up never queues behind requests waiting for
+ * a pooled connection. Each is a transaction of its own with `synchronous_commit` off: it carries
+ * nothing but the NOTIFY, so it need not wait for a disk flush. A send that fails is tried once
+ * more on a new connection; if that fails too, the notifier logs it and workers find the work when
+ * they next poll.
+ */
+class WakeSender {
+  private client: Promise<pg.Client> | null = null;
+
+  constructor(
+    private readonly url: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Sends on the open connection; if that fails, once more on a new one (it may have dropped while idle). */
+  async send(channel: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      this.client ??= this.connect();
+      const pending = this.client;
+      try {
+        const client = await pending;
+        await client.query({
+          name: 'wake_after_commit',
+          text: `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, '')`,
+          values: [channel],
+        });
+        return;
+      } catch (err) {
+        this.drop(pending);
+        if (attempt === 2) throw err;
+      }
+    }
+  }
+
+  private connect(): Promise<pg.Client> {
+    const client = new pg.Client({
+      connectionString: this.url,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_MS,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    });
+    const pending = client.connect().then(() => client);
+    client.on('error', (err) => {
+      this.logger.warn({ err }, 'wake-up connection lost; it is replaced on next use');
+      this.drop(pending);
+    });
+    return pending;
+  }
+
+  private drop(pending: Promise<pg.Client>): void {
+    if (this.client !== pending) return;
+    this.client = null;
+    pending.then((c) => c.end()).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    const pending = this.client;
+    this.client = null;
+    await pending?.then((c) => c.end()).catch(() => {});
+  }
 }
 
 /** Reconnect delays of the wake-up listener: doubling from 100 ms, at most 5 s, with jitter. */

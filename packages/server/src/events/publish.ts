@@ -1,12 +1,13 @@
 import { and, eq } from 'drizzle-orm';
 import { WILDCARD_EVENT_TYPE, type WebhookEvent } from '@payhooks/contract';
 import type { Tx } from '../db/client.ts';
+import { notifyAfterCommit, wakesAfterCommit } from '../db/after-commit.ts';
 import { eventIdempotencyKeys, events, type EventRow } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
 
-/** Workers LISTEN here; a publish NOTIFYs it at commit so they wake at once. */
+/** Workers LISTEN here; a committed publish NOTIFYs it so they wake at once. */
 export const WAKE_CHANNEL = 'payhooks_deliveries';
 
 export interface PublishResult {
@@ -29,8 +30,8 @@ const DEFAULT_FANOUT = 4;
  * Publishes an event inside the caller's transaction (transactional outbox), in one round trip:
  * one statement finds the merchant's Platform and the enabled, undeleted endpoints of the event's
  * Platform and environment subscribed to its type or `*`, and writes the event, one delivery per
- * endpoint (two with `copies: 2`), their queue rows and the wake-up. If the caller's transaction
- * rolls back, nothing was published. With `idempotencyKey`, a second publish returns the first
+ * endpoint (two with `copies: 2`) and their queue rows; workers are woken once it commits. If the
+ * caller's transaction rolls back, nothing was published. With `idempotencyKey`, a second publish returns the first
  * event and writes nothing.
  */
 export async function publishEvent(
@@ -63,7 +64,10 @@ export async function publishEvent(
       pool = needed; // more endpoints than ids: nothing was written; again with enough
       continue;
     }
-    if (Number(r.inserted) === 1) return { event: envelope, deliveries: Number(r.deliveries), replayed: false };
+    if (Number(r.inserted) === 1) {
+      if (Number(r.deliveries) > 0) notifyAfterCommit(tx, WAKE_CHANNEL);
+      return { event: envelope, deliveries: Number(r.deliveries), replayed: false };
+    }
     // The idempotency key was used before (or by a concurrent publish that committed meanwhile,
     // which ON CONFLICT caught): return the first event. A second round trip, on replays only:
     // reading the body in the statement made its generic plan too dear to be chosen.
@@ -83,8 +87,9 @@ interface PublishRow {
  * The statement. `fan` numbers the (endpoint, copy) pairs 1..n so each takes the id of that
  * rank in `$12` (the delivery ids); with fewer ids than pairs (`fits` false) nothing is written
  * and `needed` says how many. An idempotency key seen before (`prior`) writes nothing; a
- * concurrent first use is caught by ON CONFLICT (then `ev` is empty too). The NOTIFY is sent at
- * commit, so workers never wake for a rolled-back publish.
+ * concurrent first use is caught by ON CONFLICT (then `ev` is empty too). Workers are woken only
+ * if the transaction commits: by a NOTIFY sent after the commit (db/after-commit.ts) or, where the
+ * transaction can't defer one (PGlite, a savepoint), by the statement's own NOTIFY.
  *
  * Fixed text with numbered parameters, run as the named statement `publish_event`: PostgreSQL
  * prepares it once per connection and, after five executions planned for their parameters,
@@ -95,7 +100,8 @@ interface PublishRow {
  *
  *   $1 merchant id, $2 environment, $3 the one endpoint of a portal test event (or null),
  *   $4 the wildcard event type, $5 the event type, $6 copies (1 or 2), $7 how many ids $12
- *   holds, $8 idempotency key (or null), $9 event id, $10 now, $11 the event body, $12 ids.
+ *   holds, $8 idempotency key (or null), $9 event id, $10 now, $11 the event body, $12 ids,
+ *   $13 NOTIFY in this transaction (false when the wake-up is sent after commit instead).
  */
 const PUBLISH_SQL = `
 WITH m AS (
@@ -138,7 +144,7 @@ WITH m AS (
   SELECT d.id, $10::timestamptz, $9::text, d.endpoint_id, d.platform_id, $10::timestamptz FROM d
   RETURNING 1
 ), n AS (
-  SELECT pg_notify('${WAKE_CHANNEL}', '') FROM (SELECT 1 FROM q LIMIT 1) AS any_delivery
+  SELECT pg_notify('${WAKE_CHANNEL}', '') FROM (SELECT 1 FROM q LIMIT 1) AS any_delivery WHERE $13::boolean
 )
 SELECT (SELECT platform_id FROM m) AS platform_id, (SELECT count(*) FROM fan)::int AS needed,
        (SELECT count(*) FROM ev)::int AS inserted, (SELECT count(*) FROM q)::int AS deliveries,
@@ -151,6 +157,7 @@ function publishParams(
   body: string,
   now: Date,
   ids: string[],
+  notifyHere: boolean,
 ): unknown[] {
   return [
     input.merchantId,
@@ -165,6 +172,7 @@ function publishParams(
     now,
     body,
     ids,
+    notifyHere,
   ];
 }
 
@@ -180,7 +188,7 @@ async function publishStatement(
   // on the connection that holds the transaction (node-postgres prepares it per connection;
   // PGlite ignores the name).
   const prepared = tx._.session.prepareQuery(
-    { sql: PUBLISH_SQL, params: publishParams(input, id, body, now, ids) },
+    { sql: PUBLISH_SQL, params: publishParams(input, id, body, now, ids, !wakesAfterCommit(tx)) },
     undefined,
     'publish_event',
     false,
