@@ -22,6 +22,8 @@ export interface AttemptLogEntry {
  * The URL is logged without its query string: a receiver URL may carry a token there.
  */
 export function logAttempt(logger: Logger, level: 'info' | 'debug', entry: AttemptLogEntry): void {
+  // The common production case (debug off): don't build a line nobody writes, once per attempt.
+  if (!logger.isLevelEnabled(level)) return;
   const { result } = entry;
   const url = entry.url.split('?')[0]!;
   const outcome = result.statusCode !== null ? String(result.statusCode) : (result.errorKind ?? 'error');
