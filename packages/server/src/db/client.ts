@@ -80,6 +80,10 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
   // was running, never the process. The pool drops a broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', (err) => logger.warn({ err }, 'database connection lost; it is replaced on next use'));
+    // Queued before anything the pool's caller sends. No JIT compiling: it costs more than any
+    // statement here takes (migration 0009 sets it for the database too, which a pooler can't
+    // lose; this covers a database payhooks may not alter).
+    client.query('SET jit = off').catch(() => {});
   });
   // Idle clients report through the pool too; the listener above has already logged it.
   pool.on('error', () => {});
