@@ -69,6 +69,7 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
 
 async function openPostgres(url: string, poolSize: number, logger: Logger): Promise<Database> {
   const pool = new pg.Pool({
+    Client: JitOffClient,
     connectionString: url,
     max: poolSize,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
@@ -80,10 +81,6 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
   // was running, never the process. The pool drops a broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', (err) => logger.warn({ err }, 'database connection lost; it is replaced on next use'));
-    // Queued before anything the pool's caller sends. No JIT compiling: it costs more than any
-    // statement here takes (migration 0009 sets it for the database too, which a pooler can't
-    // lose; this covers a database payhooks may not alter).
-    client.query('SET jit = off').catch(() => {});
   });
   // Idle clients report through the pool too; the listener above has already logged it.
   pool.on('error', () => {});
@@ -206,6 +203,31 @@ class WakeSender {
     const pending = this.client;
     this.client = null;
     await pending?.then((c) => c.end()).catch(() => {});
+  }
+}
+
+/**
+ * A pooled connection that turns PostgreSQL's JIT compiler off before the pool hands it out: it
+ * costs more than any statement here takes (migration 0009 sets it for the database too, which a
+ * pooler can't lose; this covers a database payhooks may not alter). Done in `connect`, which
+ * the pool awaits, rather than in its `connect` event, where the SET would still be running when
+ * the caller's first query is sent.
+ */
+class JitOffClient extends pg.Client {
+  // The pool calls connect(callback); the promise form is kept for everyone else.
+  override connect(): Promise<pg.Client>;
+  override connect(callback: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): void;
+  override connect(callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): Promise<pg.Client> | undefined {
+    const ready = super.connect().then(async () => {
+      await this.query('SET jit = off');
+      return this as pg.Client;
+    });
+    if (!callback) return ready;
+    ready.then(
+      (c) => (callback as (err: null, c: pg.Client) => void)(null, c),
+      (err: Error) => (callback as (err: Error) => void)(err),
+    );
+    return undefined;
   }
 }
 
