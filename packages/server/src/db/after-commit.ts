@@ -12,12 +12,12 @@ import type { Tx } from './client.ts';
  *
  * So a top-level transaction on PostgreSQL (`database.db.transaction`, see db/client.ts) carries
  * a set of channels to wake; `notifyAfterCommit` adds one, and once the transaction has
- * committed the database sends one NOTIFY per channel from a pooled connection, as a transaction
- * of its own with `synchronous_commit` off: losing that NOTIFY in a crash loses nothing but the
+ * committed the database sends one NOTIFY per channel from a connection of its own, as a
+ * transaction with `synchronous_commit` off: losing that NOTIFY in a crash loses nothing but the
  * wake-up, and workers poll as a fallback (`PAYHOOKS_POLL_INTERVAL`).
  *
- * Where no such set exists (PGlite, a savepoint opened with `tx.transaction`), `notifyAfterCommit`
- * returns false and the caller NOTIFYs inside its transaction as before.
+ * Where no such set exists (PGlite, a savepoint opened with `tx.transaction`), `wakesAfterCommit`
+ * is false and the caller NOTIFYs inside its transaction as before.
  */
 const pending = new WeakMap<Tx, Set<string>>();
 
@@ -34,14 +34,11 @@ export function wakesAfterCommit(tx: Tx): boolean {
 }
 
 /**
- * Asks for a NOTIFY on `channel` once `tx` has committed (none if it rolls back). Returns false
- * when `tx` can't defer it; the caller must then NOTIFY inside the transaction.
+ * Asks for a NOTIFY on `channel` once `tx` has committed (none if it rolls back). Only for a `tx`
+ * that `wakesAfterCommit`; any other must NOTIFY inside the transaction.
  */
-export function notifyAfterCommit(tx: Tx, channel: string): boolean {
-  const channels = pending.get(tx);
-  if (!channels) return false;
-  channels.add(channel);
-  return true;
+export function notifyAfterCommit(tx: Tx, channel: string): void {
+  pending.get(tx)?.add(channel);
 }
 
 /**

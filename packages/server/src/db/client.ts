@@ -179,12 +179,7 @@ class WakeSender {
   }
 
   private connect(): Promise<pg.Client> {
-    const client = new pg.Client({
-      connectionString: this.url,
-      keepAlive: true,
-      keepAliveInitialDelayMillis: KEEPALIVE_MS,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    });
+    const client = directClient(this.url);
     const pending = client.connect().then(() => client);
     client.on('error', (err) => {
       this.logger.warn({ err }, 'wake-up connection lost; it is replaced on next use');
@@ -229,6 +224,16 @@ class JitOffClient extends pg.Client {
     );
     return undefined;
   }
+}
+
+/** A connection outside the pool (listening, waking), with the pool's timeouts and keepalive. */
+function directClient(url: string): pg.Client {
+  return new pg.Client({
+    connectionString: url,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_MS,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
 }
 
 /** Reconnect delays of the wake-up listener: doubling from 100 ms, at most 5 s, with jitter. */
@@ -286,12 +291,7 @@ class WakeListener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({
-      connectionString: this.url,
-      keepAlive: true,
-      keepAliveInitialDelayMillis: KEEPALIVE_MS,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    });
+    const client = directClient(this.url);
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('Connection terminated')));
     client.on('notification', (msg) => {
