@@ -1,6 +1,5 @@
 import type { Database } from '../db/client.ts';
 import type { DeliveryState, EndpointStatus } from '../db/schema.ts';
-import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
 
 /** A claimed delivery with everything needed to attempt it, from one statement. */
@@ -49,8 +48,12 @@ export interface ClaimedDelivery {
  *   candidate budget over them, at least one endpoint's cap, at most the Platform's share),
  *   locking them with SKIP LOCKED so concurrent workers never block on, or take, the same rows.
  *   Endpoints this worker already holds at their cap are left out.
- * - `ranked` numbers each candidate within its endpoint and within its Platform, and reads the
- *   endpoint's throttle (a throttled endpoint gets one row per claim).
+ * - `ranked` numbers each candidate within its endpoint and within its Platform, and marks the
+ *   rows of throttled endpoints (one row per claim for those). The throttled endpoints come as a
+ *   set from a partial index (migration 0010), usually empty: joining the candidates to
+ *   `webhook_endpoints` instead was planned as a hash join that read every endpoint on every
+ *   claim, so the claim slowed as endpoints were added. `throttled_at` is set exactly while the
+ *   endpoint's `consecutive_timeouts` is at the threshold (record.ts).
  * - `picked` keeps at most the endpoint's cap per endpoint and the Platform's share per
  *   Platform, ordered by the Platform rank first: round robin between Platforms, oldest first
  *   within each.
@@ -87,7 +90,7 @@ WITH RECURSIVE platforms AS (
   ORDER BY o.oldest
   LIMIT $5
 ), budget AS (
-  SELECT least($10::int, greatest($4::int, ceil($3::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
+  SELECT least($9::int, greatest($4::int, ceil($3::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
 ), candidates AS (
   SELECT c.delivery_id, c.delivery_created_at, c.endpoint_id, c.platform_id, c.due_at, c.seq, c.lease_token, c.leased_at
   FROM eligible e CROSS JOIN LATERAL (
@@ -102,11 +105,13 @@ WITH RECURSIVE platforms AS (
   SELECT c.delivery_id, c.delivery_created_at, c.due_at, c.seq, c.lease_token AS prev_token, c.leased_at AS prev_leased_at,
          row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.due_at, c.seq) AS endpoint_rank,
          row_number() OVER (PARTITION BY c.platform_id ORDER BY c.due_at, c.seq) AS platform_rank,
-         w.consecutive_timeouts >= $9 AS throttled
-  FROM candidates c JOIN webhook_endpoints w ON w.id = c.endpoint_id
+         c.endpoint_id IN (
+           SELECT w.id FROM webhook_endpoints w WHERE w.throttled_at IS NOT NULL AND w.status = 'enabled' AND w.deleted_at IS NULL
+         ) AS throttled
+  FROM candidates c
 ), picked AS (
   SELECT delivery_id, delivery_created_at, prev_token, prev_leased_at FROM ranked
-  WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE $4 END AND platform_rank <= $10
+  WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE $4 END AND platform_rank <= $9
   ORDER BY platform_rank, due_at, seq
   LIMIT $5
 ), claimed AS (
@@ -134,7 +139,7 @@ SELECT c.id, c.created_at, c.event_id, c.endpoint_id, c.platform_id, d.state,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_expires_at END AS previous_secret_expires_at,
        w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
-       w.consecutive_timeouts >= $9 AS endpoint_throttled
+       w.throttled_at IS NOT NULL AS endpoint_throttled
 FROM claimed c
 JOIN webhook_deliveries d ON d.id = c.id AND d.created_at = c.created_at
 LEFT JOIN bumped b ON b.id = c.id
@@ -171,7 +176,6 @@ export async function claimDue(
       options.leaseUntil,
       options.token,
       options.excludePlatforms,
-      THROTTLE_AFTER_TIMEOUTS,
       options.perPlatform,
     ],
     'claim_due',

@@ -293,7 +293,12 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
     const before = await snapshot();
     expect(before.attempts).toHaveLength(400);
 
-    expect(await migrate(db)).toEqual(['0007_delivery_queue_and_weekly_partitions', '0008_queue_never_truncated', '0009_jit_off']);
+    expect(await migrate(db)).toEqual([
+      '0007_delivery_queue_and_weekly_partitions',
+      '0008_queue_never_truncated',
+      '0009_jit_off',
+      '0010_throttled_endpoints_index',
+    ]);
     expect(await snapshot()).toEqual(before);
     const partitioned = await sql(db, `SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid ORDER BY 1`);
     expect(partitioned.map((r) => r.relname)).toEqual(['delivery_attempts', 'events', 'webhook_deliveries']);
