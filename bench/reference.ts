@@ -10,8 +10,9 @@
  * --quick: small sizes, the whole run in about a minute (a smoke run, not figures to quote).
  * --json: print one JSON object on stdout instead of the table (progress goes to stderr).
  * --only publish,latency,...: only these scenarios (publish, backlog1, backlog100, baseline,
- *   pipeline, latency, isolation, fanout), their figures as JSON on stdout; nothing is written.
- *   For working on one figure. --rate N: the latency scenario's second rate (default 1,600/s).
+ *   pipeline, latency, latency-baseline, isolation, fanout), their figures as JSON on stdout;
+ *   nothing is written. For working on one figure. --rate N: the second rate of the latency
+ *   scenarios (payhooks, and the baseline with latency-baseline; default 1,600/s).
  * Results: bench/results/<YYYY-MM-DD>.json and .svg (`-quick` suffix with --quick).
  * PostgreSQL: $BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres); scratch
  * databases are created on it and dropped at the end.
@@ -254,7 +255,7 @@ function runners(env: Env) {
   };
 }
 
-/** `--only`: the chosen scenarios at full size, one after the other (latency: payhooks only, at --rate). */
+/** `--only`: the chosen scenarios at full size, one after the other (latency and latency-baseline at 100/s and --rate). */
 async function focused(run: ReturnType<typeof runners>, only: string[]): Promise<Record<string, unknown>> {
   const pick: Record<string, () => Promise<unknown>> = {
     publish: run.publish,
@@ -263,6 +264,7 @@ async function focused(run: ReturnType<typeof runners>, only: string[]): Promise
     baseline: run.baseline,
     pipeline: run.pipeline,
     latency: () => run.latency('payhooks', Number(args.rate ?? 1600)),
+    'latency-baseline': () => run.latency('graphile', Number(args.rate ?? 1600)),
     isolation: run.isolation,
     fanout: run.fanout,
   };

@@ -6,7 +6,8 @@
  * target 'graphile': the baseline, one graphile-worker job per delivery, added with one
  *   `addJobs` call per event (a team's natural "enqueue a job per endpoint").
  * mode 'burst': as fast as possible, `concurrency` transactions of `batch` events at a time.
- * mode 'rate': one event per transaction on a fixed schedule (`ratePerS`), up to 64 in flight.
+ * mode 'rate': one event per transaction on a fixed schedule (`ratePerS`), up to RATE_IN_FLIGHT
+ * in flight.
  */
 import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
 import { openDatabase, type Database } from '../../packages/server/src/db/client.ts';
@@ -88,6 +89,14 @@ function graphilePublisher(req: PublishRequest, utils: WorkerUtils): PublishBatc
 }
 
 /**
+ * Publishing transactions in flight at once in 'rate' mode, and so the pool's size. At 64, a
+ * baseline that fell behind at half load grew the pool to 65 connections beside its own 52
+ * and the harness's, past PostgreSQL's default 100: the baseline worker failed with "too many
+ * clients" in two full runs of four. Two cores gain nothing from more concurrent commits.
+ */
+const RATE_IN_FLIGHT = 24;
+
+/**
  * The connection pool of the scenario's database, kept from one request to the next: a
  * payment service publishes from a warm pool. Opening a fresh pool for every phase made each
  * phase start with a burst of new PostgreSQL backends (fork, catalog caches, the statement
@@ -101,7 +110,7 @@ async function publisherFor(req: PublishRequest, concurrency: number): Promise<P
   if (open?.key === key) return open.publish;
   await open?.close().catch(() => {}); // its database may have been dropped meanwhile
   open = null;
-  const poolSize = Math.max(concurrency, 64) + 1;
+  const poolSize = Math.max(concurrency, RATE_IN_FLIGHT) + 1;
   if (req.target === 'graphile') {
     const utils = await makeWorkerUtils({ connectionString: req.databaseUrl, maxPoolSize: poolSize } as never);
     await utils.migrate(); // graphile-worker's schema, before anything is added
@@ -151,7 +160,7 @@ async function run(req: PublishRequest): Promise<void> {
     for (let k = 0; k < total; k++) {
       const due = t0 + (k * 1000) / rate;
       if (due > now()) await sleep(due - now());
-      while (inFlight >= 64) await sleep(1);
+      while (inFlight >= RATE_IN_FLIGHT) await sleep(1);
       inFlight++;
       all.push(
         publish(1).then((ids) => {
