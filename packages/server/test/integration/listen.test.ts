@@ -89,6 +89,9 @@ describe('payhooks listen', () => {
       const { event } = await publish(svc.ctx, p.merchant_id, { type: 'payment.succeeded' });
       await cli.waitFor(new RegExp(`<-- 200 \\d+ ms ${event.id}`));
       expect(cli.output()).toContain(`--> payment.succeeded ${event.id}`);
+      // The SDK answers 200 first and runs onEvent on a later tick (ack, then process), so the
+      // CLI's "<-- 200" line can come before the handler has the event.
+      await until(async () => (local.received.length > 0 ? true : undefined), 'the local receiver to process the event');
       expect(local.received.map((e) => e.id)).toEqual([event.id]);
       expect(local.rejected).toEqual([]);
       // The bytes the receiver verified are the stored event's (the SDK verified them over the raw body).
