@@ -53,7 +53,7 @@ export interface ClaimedDelivery {
  *   set from a partial index (migration 0010), usually empty: joining the candidates to
  *   `webhook_endpoints` instead was planned as a hash join that read every endpoint on every
  *   claim, so the claim slowed as endpoints were added. `throttled_at` is set exactly while the
- *   endpoint's `consecutive_timeouts` is at the threshold (record.ts).
+ *   endpoint's `consecutive_timeouts` is at or past the threshold (record.ts).
  * - `picked` keeps at most the endpoint's cap per endpoint and the Platform's share per
  *   Platform, ordered by the Platform rank first: round robin between Platforms, oldest first
  *   within each.
