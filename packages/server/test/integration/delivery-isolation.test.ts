@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 import { publish } from '../helpers/publish.ts';
@@ -47,8 +47,15 @@ describe('isolation and failure kinds', () => {
       // all of the healthy endpoint's deliveries went out.
       expect(stuck.requests.length).toBe(2);
       expect(healthy.requests.length).toBe(15);
-      const d = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?endpoint_id=${healthyId}&state=delivered&limit=100`);
-      expect(d.body.data.length).toBeGreaterThan(0);
+      // The receiver sees a request before the worker has recorded its 200 (outcomes are written
+      // in small batches), so wait for the log to catch up: all 15 recorded as delivered.
+      await vi.waitFor(
+        async () => {
+          const d = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?endpoint_id=${healthyId}&state=delivered&limit=100`);
+          expect(d.body.data.length).toBe(15);
+        },
+        { timeout: 5_000, interval: 50 },
+      );
       await svc.api(p.keys.sandbox, 'DELETE', `/api/v1/webhook_endpoints/${stuckId}`);
       await svc.api(p.keys.sandbox, 'DELETE', `/api/v1/webhook_endpoints/${healthyId}`);
     } finally {
