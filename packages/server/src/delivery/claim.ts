@@ -57,7 +57,8 @@ export interface ClaimedDelivery {
  * - `picked` keeps at most the endpoint's cap per endpoint and the Platform's share per
  *   Platform, ordered by the Platform rank first: round robin between Platforms, oldest first
  *   within each.
- * - `claimed` leases them in the queue: `due_at` moves to the lease expiry and `lease_token` is set. A
+ * - `claimed` leases them in the queue (by key, bounded to the picked rows whatever the queue's
+ *   statistics say): `due_at` moves to the lease expiry and `lease_token` is set. A
  *   worker that dies leaves rows that become due again when the lease runs out; a worker that
  *   records a result must still hold the token (see record.ts).
  * - `interrupted`: a row taken over from an expired lease (it still has a `lease_token`) was
@@ -115,10 +116,14 @@ WITH RECURSIVE platforms AS (
   ORDER BY platform_rank, due_at, seq
   LIMIT $5
 ), claimed AS (
+  -- The array bounds the queue side of the join to the picked rows in any plan. On the key
+  -- alone, with statistics from a VACUUM of a nearly empty queue, PostgreSQL scanned the whole
+  -- queue as the outer side of a nested loop and re-ran \`picked\` for each row (record.ts has
+  -- the story; test/integration/queue-plan.postgres.test.ts the state).
   UPDATE delivery_queue q
   SET due_at = $6, lease_token = $7, leased_at = $1
   FROM picked
-  WHERE q.delivery_id = picked.delivery_id
+  WHERE q.delivery_id = ANY (ARRAY(SELECT delivery_id FROM picked)) AND q.delivery_id = picked.delivery_id
   RETURNING q.delivery_id AS id, q.delivery_created_at AS created_at, q.event_id, q.endpoint_id, q.platform_id,
             picked.prev_token, picked.prev_leased_at
 ), bumped AS (

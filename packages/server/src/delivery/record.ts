@@ -21,36 +21,50 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, '\
  * Records a batch of attempt outcomes in one statement: moves each delivery to its new state
  * and schedule and appends its attempt to the log (spec 2.4), atomically.
  *
- * Only deliveries whose queue row still holds the caller's `lease_token` are written
- * (`finished`, `retried`), so a worker whose lease ran
- * out (and whose row another worker took) can't overwrite the newer state; its attempt is not
+ * Only deliveries whose queue row still holds the caller's `lease_token` are written (`held`),
+ * so a worker whose lease ran out (and whose row another worker took) can't overwrite the newer
+ * state; its attempt is not
  * logged either, and the caller is told which ids were dropped. The attempt number is the
  * delivery's new `attempt_count`, which also orders automatic and manual attempts together.
  * Automatic attempts advance `automatic_attempts`, the budget of spec 8; manual ones don't.
  */
-const RECORD_SQL = `
+export const RECORD_SQL = `
 WITH v AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::boolean[], $6::timestamptz[],
                        $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
     AS v(id, token, state, next_attempt_at, succeeded, started_at, duration_ms, status_code,
          response_body, error_kind, error_message, attempt_id, trigger)
-), finished AS (
-  -- The lease is checked on the queue row: a finished delivery leaves the queue, a retry's row
-  -- moves to its next due time. Either way the row's \`delivery_created_at\` gives the partition.
-  -- Both return the outcome's columns that \`updated\` writes, so it needs no second join with
-  -- \`v\` (planned for the unnest's guessed 10 rows, that join was a nested loop over \`v\`:
-  -- quadratic in the batch).
-  DELETE FROM delivery_queue q USING v
-  WHERE q.delivery_id = v.id AND q.lease_token = v.token AND v.next_attempt_at IS NULL
-  RETURNING q.delivery_id, q.delivery_created_at, v.state, v.next_attempt_at, v.trigger, v.started_at
-), retried AS (
-  UPDATE delivery_queue q
-  SET due_at = v.next_attempt_at, lease_token = NULL, leased_at = NULL
-  FROM v
-  WHERE q.delivery_id = v.id AND q.lease_token = v.token AND v.next_attempt_at IS NOT NULL
-  RETURNING q.delivery_id, q.delivery_created_at, v.state, v.next_attempt_at, v.trigger, v.started_at
 ), held AS (
-  SELECT * FROM finished UNION ALL SELECT * FROM retried
+  -- Each outcome's queue row, locked, found from the batch's side: a LATERAL subquery with
+  -- LIMIT 1 can't be flattened, so the queue is probed by primary key once per outcome, whatever
+  -- the planner believes about the queue. The lease is checked here: a row another worker has
+  -- taken since (another token) is not found, and its outcome is not recorded. The row's
+  -- \`delivery_created_at\` gives the delivery's partition.
+  --
+  -- Joined to the queue as a plain join, the statement's plan followed the queue's statistics,
+  -- which the worker's frequent VACUUM takes whenever it runs: at a low rate they say the queue
+  -- is nearly empty, and the plan made then (kept as the generic plan) scanned the whole queue
+  -- as the outer side of a nested loop, rescanning the batch for each row. When the rate jumped,
+  -- a record of 145 outcomes took 240 ms until the next VACUUM replanned it
+  -- (test/integration/queue-plan.postgres.test.ts builds that state).
+  SELECT v.id, v.state, v.next_attempt_at, v.trigger, v.started_at, q.delivery_created_at
+  FROM v CROSS JOIN LATERAL (
+    SELECT q.delivery_created_at FROM delivery_queue q
+    WHERE q.delivery_id = v.id AND q.lease_token = v.token
+    LIMIT 1
+    FOR UPDATE
+  ) q
+), finished AS (
+  -- A finished delivery leaves the queue. The rows are the ones \`held\` locked; reached by key
+  -- through the array, the queue side is those rows and no more in any plan.
+  DELETE FROM delivery_queue q
+  WHERE q.delivery_id = ANY (ARRAY(SELECT id FROM held WHERE next_attempt_at IS NULL))
+), retried AS (
+  -- A retry's row moves to its next due time, unleased.
+  UPDATE delivery_queue q
+  SET due_at = h.next_attempt_at, lease_token = NULL, leased_at = NULL
+  FROM held h
+  WHERE q.delivery_id = ANY (ARRAY(SELECT id FROM held WHERE next_attempt_at IS NOT NULL)) AND q.delivery_id = h.id
 ), updated AS (
   UPDATE webhook_deliveries d
   SET state = h.state,
@@ -60,7 +74,7 @@ WITH v AS (
       last_attempt_at = h.started_at,
       updated_at = $14
   FROM held h
-  WHERE d.id = h.delivery_id AND d.created_at = h.delivery_created_at
+  WHERE d.id = h.id AND d.created_at = h.delivery_created_at
   RETURNING d.id, d.attempt_count, d.endpoint_id, d.created_at
 ), health AS (
   -- The circuit breaker's count (delivery/fairness.ts), per endpoint of the batch: any HTTP
@@ -100,29 +114,30 @@ export interface RecordedAttempt {
   id: string;
 }
 
+/** `RECORD_SQL`'s parameters for a batch, in order (exported for the plan test). */
+export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
+  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+  return [
+    col((o) => o.deliveryId),
+    col((o) => o.token),
+    col((o) => o.state),
+    col((o) => o.nextAttemptAt),
+    col((o) => o.result.succeeded),
+    col((o) => o.result.startedAt),
+    col((o) => o.result.durationMs),
+    col((o) => o.result.statusCode),
+    col((o) => clean(o.result.responseBody)),
+    col((o) => o.result.errorKind),
+    col((o) => clean(o.result.errorMessage)),
+    col(() => newId('deliveryAttempt')),
+    col((o) => o.trigger),
+    now,
+    THROTTLE_AFTER_TIMEOUTS,
+  ];
+}
+
 export async function recordOutcomes(database: Database, outcomes: Outcome[], now: Date): Promise<RecordedAttempt[]> {
   if (outcomes.length === 0) return [];
-  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
-  const rows = await database.query<RecordedAttempt>(
-    RECORD_SQL,
-    [
-      col((o) => o.deliveryId),
-      col((o) => o.token),
-      col((o) => o.state),
-      col((o) => o.nextAttemptAt),
-      col((o) => o.result.succeeded),
-      col((o) => o.result.startedAt),
-      col((o) => o.result.durationMs),
-      col((o) => o.result.statusCode),
-      col((o) => clean(o.result.responseBody)),
-      col((o) => o.result.errorKind),
-      col((o) => clean(o.result.errorMessage)),
-      col(() => newId('deliveryAttempt')),
-      col((o) => o.trigger),
-      now,
-      THROTTLE_AFTER_TIMEOUTS,
-    ],
-    'record_outcomes',
-  );
+  const rows = await database.query<RecordedAttempt>(RECORD_SQL, recordParams(outcomes, now), 'record_outcomes');
   return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
 }

@@ -107,6 +107,9 @@ WITH d AS (
 ), prev AS (
   SELECT q.delivery_id, q.lease_token, q.leased_at, q.due_at
   FROM delivery_queue q JOIN d ON q.delivery_id = d.id
+  -- By key as well as through \`d\`: joined on \`d\` alone, the queue's statistics could make the
+  -- queue the outer side of the join, a scan of the whole queue (see record.ts).
+  WHERE q.delivery_id = $3
   FOR UPDATE OF q
 ), free AS (
   -- Not queued (finished, or parked), queued and not leased, or its lease has run out.
