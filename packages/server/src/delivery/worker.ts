@@ -21,6 +21,7 @@ import type { DeliveryMetrics } from './metrics.ts';
 import { logAttempt } from './attempt-log.ts';
 import { SigningKeys } from './signing-keys.ts';
 import { QUEUE_VACUUM_INTERVAL_MS, vacuumQueue } from './queue-vacuum.ts';
+import { BatchWriter } from './batch-writer.ts';
 
 export interface WorkerDeps {
   config: Pick<
@@ -91,9 +92,8 @@ export class DeliveryWorker {
   private readonly settled = new Set<Promise<void>>();
   /** Outcomes waiting for their batch write; the endpoint's slot is already free again. */
   private readonly recording = new Set<Promise<void>>();
-  private pending: Array<{ outcome: Outcome; done: () => void }> = [];
-  private flushTimer: NodeJS.Timeout | null = null;
-  private flushing: Promise<void> = Promise.resolve();
+  /** Finished attempts' outcomes, written in batches (batch-writer.ts). */
+  private readonly outcomes: BatchWriter<Outcome>;
   /** Signing secrets decrypted by earlier attempts (a new ciphertext after a rotation is a miss). */
   private readonly keys: SigningKeys;
   /** queue-vacuum.ts: when this worker last started a VACUUM of the queue (performance.now()). */
@@ -108,6 +108,7 @@ export class DeliveryWorker {
   constructor(private readonly deps: WorkerDeps) {
     this.limits = fairnessLimits(deps.config);
     this.keys = new SigningKeys(deps.secrets);
+    this.outcomes = new BatchWriter({ max: RECORD_BATCH, delayMs: RECORD_DELAY_MS, write: (batch) => this.writeOutcomes(batch) });
   }
 
   async start(): Promise<void> {
@@ -125,7 +126,7 @@ export class DeliveryWorker {
     await this.loopDone;
     await this.releaseWaiting();
     await Promise.all([...this.settled]);
-    await this.flush();
+    await this.outcomes.flushAll();
     await Promise.all([...this.recording]);
     await this.unlisten?.().catch(() => {});
     this.unlisten = null;
@@ -138,7 +139,7 @@ export class DeliveryWorker {
       const claimed = await this.claim();
       total += claimed;
       while (this.inFlight + this.waiting > 0) await Promise.all([...this.settled]);
-      await this.flush();
+      await this.outcomes.flushAll();
       await Promise.all([...this.recording]);
       if (claimed === 0) return total;
     }
@@ -369,7 +370,7 @@ export class DeliveryWorker {
       result,
       nextAttemptAt: next.nextAttemptAt,
     });
-    const recorded = this.record({
+    const recorded = this.outcomes.add({
       deliveryId: row.id,
       token,
       trigger: 'automatic',
@@ -401,50 +402,29 @@ export class DeliveryWorker {
       });
   }
 
-  /** Queues an outcome for the next batch write; resolves once it is written. */
-  private record(outcome: Outcome): Promise<void> {
-    return new Promise<void>((done) => {
-      this.pending.push({ outcome, done });
-      if (this.pending.length >= RECORD_BATCH) void this.flush();
-      else this.flushTimer ??= setTimeout(() => void this.flush(), RECORD_DELAY_MS);
-    });
-  }
-
-  private flush(): Promise<void> {
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = null;
-    this.flushing = this.flushing.then(async () => {
-      while (this.pending.length > 0) {
-        const batch = this.pending.splice(0, RECORD_BATCH);
-        for (let failures = 0; ; failures++) {
-          try {
-            const written = await recordOutcomes(
-              this.deps.database,
-              batch.map((b) => b.outcome),
-              this.deps.clock.now(),
-            );
-            this.maybeVacuumQueue();
-            if (written.length < batch.length) {
-              const ok = new Set(written.map((w) => w.delivery_id));
-              const lost = batch.filter((b) => !ok.has(b.outcome.deliveryId)).map((b) => b.outcome.deliveryId);
-              this.deps.logger.warn({ lost }, 'lease expired before the outcome was recorded; another worker retries these');
-            }
-            break;
-          } catch (err) {
-            if (!this.running && this.pending.length === 0 && this.settled.size === 0) {
-              this.deps.logger.error({ err }, 'recording outcomes failed during shutdown; leases will expire and the work be redone');
-              break;
-            }
-            if (failures === 0)
-              this.deps.logger.error({ err, outcomes: batch.length }, 'recording outcomes failed; retrying until the database answers');
-            else this.deps.logger.debug({ err, failures }, 'recording outcomes failed again');
-            await new Promise((r) => setTimeout(r, 500));
-          }
+  /** One batch of outcomes, retried until the database takes it (or the worker is stopping). */
+  private async writeOutcomes(batch: Outcome[]): Promise<void> {
+    for (let failures = 0; ; failures++) {
+      try {
+        const written = await recordOutcomes(this.deps.database, batch, this.deps.clock.now());
+        this.maybeVacuumQueue();
+        if (written.length < batch.length) {
+          const ok = new Set(written.map((w) => w.delivery_id));
+          const lost = batch.filter((o) => !ok.has(o.deliveryId)).map((o) => o.deliveryId);
+          this.deps.logger.warn({ lost }, 'lease expired before the outcome was recorded; another worker retries these');
         }
-        for (const b of batch) b.done();
+        return;
+      } catch (err) {
+        if (!this.running && this.outcomes.waiting === 0 && this.settled.size === 0) {
+          this.deps.logger.error({ err }, 'recording outcomes failed during shutdown; leases will expire and the work be redone');
+          return;
+        }
+        if (failures === 0)
+          this.deps.logger.error({ err, outcomes: batch.length }, 'recording outcomes failed; retrying until the database answers');
+        else this.deps.logger.debug({ err, failures }, 'recording outcomes failed again');
+        await new Promise((r) => setTimeout(r, 500));
       }
-    });
-    return this.flushing;
+    }
   }
 
   private async releaseWaiting(): Promise<void> {
