@@ -78,7 +78,7 @@ const SIZE = QUICK
       backlog100: 200,
       pipeline: 2000,
       latencyS: 15,
-      warmupS: 2,
+      warmupS: 5,
       isoEvents: 2000,
       isoRate: 250,
       isoS: 10,
