@@ -172,6 +172,7 @@ async function main() {
     const fan = await run.fanout();
 
     machine.load_average_end = loadavg().map((l) => +l.toFixed(2));
+    const bound = cpuBound(machine.cores, paired);
     const workerRss = Math.max(b1.worker_peak_rss_mib, b10?.worker_peak_rss_mib ?? 0, b100.worker_peak_rss_mib, b100x2.worker_peak_rss_mib);
     const latHalf = lat[1]!;
     const result = {
@@ -198,6 +199,7 @@ async function main() {
       fanout_1000_ms: fan.last_arrival_ms,
       worker_rss_mb: workerRss,
       cpu_ms_per_delivery: paired.cpu_per_delivery,
+      cpu_bound: bound,
       // Every figure.
       figures: {
         ceiling: ceil,
@@ -254,12 +256,18 @@ async function main() {
  */
 function pairedHeadline(ceilings: CeilingResult[], payhooks: DrainResult[], baselines: DrainResult[]) {
   const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
+  const avg = (xs: number[]) => round(xs.reduce((a, b) => a + b, 0) / xs.length, 3);
   const meanCpu = (ds: DrainResult[]) => ({
-    worker_ms: round(ds.reduce((a, d) => a + d.cpu_per_delivery.worker_ms, 0) / ds.length, 3),
-    postgres_ms: round(ds.reduce((a, d) => a + d.cpu_per_delivery.postgres_ms, 0) / ds.length, 3),
+    worker_ms: avg(ds.map((d) => d.cpu_per_delivery.worker_ms)),
+    postgres_ms: avg(ds.map((d) => d.cpu_per_delivery.postgres_ms)),
+    receivers_ms: avg(ds.map((d) => d.cpu_per_delivery.receivers_ms)),
   });
   return {
     ceiling_per_s: mean(ceilings.map((c) => c.per_s)),
+    ceiling_cpu_per_request: {
+      client_ms: avg(ceilings.map((c) => c.cpu_per_request.client_ms)),
+      receivers_ms: avg(ceilings.map((c) => c.cpu_per_request.receivers_ms)),
+    },
     throughput_per_s: mean(payhooks.map((d) => d.throughput_per_s)),
     baseline_per_s: mean(baselines.map((d) => d.throughput_per_s)),
     cpu_per_delivery: meanCpu(payhooks),
@@ -270,6 +278,29 @@ function pairedHeadline(ceilings: CeilingResult[], payhooks: DrainResult[], base
       throughput_per_s: payhooks.map((d) => d.throughput_per_s),
       baseline_per_s: baselines.map((d) => d.throughput_per_s),
     },
+  };
+}
+
+/**
+ * What the machine's cores allow at most, from the 100-endpoint drain's measured CPU per
+ * delivery: the worker, its PostgreSQL backends and the receivers (which the ceiling pays for
+ * too), and nothing else (not PostgreSQL's WAL writer, not the harness). At full use of every
+ * core, deliveries/s can't pass cores x 1000 / that; as a fraction of the ceiling it is the most
+ * `throughput_vs_ceiling` could be on this machine, an optimistic bound. The ceiling's own CPU
+ * per request (client and receivers) is beside it.
+ */
+function cpuBound(cores: number, paired: ReturnType<typeof pairedHeadline>) {
+  const c = paired.cpu_per_delivery;
+  const perDelivery = c.worker_ms + c.postgres_ms + c.receivers_ms;
+  const maxPerS = Math.round((cores * 1000) / perDelivery);
+  const ceilingMs = paired.ceiling_cpu_per_request.client_ms + paired.ceiling_cpu_per_request.receivers_ms;
+  return {
+    cores,
+    cpu_ms_per_delivery: round(perDelivery, 3),
+    max_per_s: maxPerS,
+    max_vs_ceiling: round(maxPerS / paired.ceiling_per_s, 2),
+    ceiling_cpu_ms_per_request: round(ceilingMs, 3),
+    ceiling_cpu_per_request: paired.ceiling_cpu_per_request,
   };
 }
 
@@ -330,7 +361,9 @@ function table(r: Result): string {
   const f = r.figures;
   const passes = f.headline_passes;
   const lat = (l: { p50: number; p95: number; p99: number }) => `${l.p50} / ${l.p95} / ${l.p99} ms`;
-  const cpu = (c: { worker_ms: number; postgres_ms: number }) => `worker ${c.worker_ms} ms, PostgreSQL ${c.postgres_ms} ms`;
+  const cpu = (c: { worker_ms: number; postgres_ms: number; receivers_ms: number }) =>
+    `worker ${c.worker_ms} ms, PostgreSQL ${c.postgres_ms} ms, receivers ${c.receivers_ms} ms`;
+  const b = r.cpu_bound;
   const rows: [string, string][] = [
     ['ceiling: bare undici, 50 in flight, 5 receivers', `${r.ceiling_per_s}/s (passes ${passes.ceiling_per_s.join(', ')})`],
     ['baseline: graphile-worker (tuned), 100 endpoints', `${r.baseline_per_s}/s (passes ${passes.baseline_per_s.join(', ')})`],
@@ -375,6 +408,10 @@ function table(r: Result): string {
     ['fan-out: 1 event to 1,000 endpoints, last arrival', `${r.fanout_1000_ms} ms (first ${f.fanout.first_arrival_ms} ms)`],
     ['worker peak RSS (VmHWM)', `${r.worker_rss_mb} MiB`],
     ['CPU per delivery, 100-endpoint backlog (both passes)', cpu(r.cpu_ms_per_delivery)],
+    [
+      'CPU bound: cores / CPU per delivery',
+      `${b.cores} x 1000 / ${b.cpu_ms_per_delivery} ms = ${b.max_per_s}/s at most, ${b.max_vs_ceiling} of the ceiling (ceiling: ${b.ceiling_cpu_ms_per_request} ms per request, client ${b.ceiling_cpu_per_request.client_ms} + receivers ${b.ceiling_cpu_per_request.receivers_ms})`,
+    ],
     ['CPU per delivery, baseline backlog (both passes)', cpu(f.baseline.cpu_per_delivery)],
     [
       'CPU per delivery, latency run at half load',

@@ -31,9 +31,12 @@ process.on('message', async ({ urls, total, concurrency, body, warmup }) => {
     );
   };
   await run(warmup); // connections open and JIT warm, as the worker's are after its first batch
+  process.send({ type: 'measuring' }); // the harness reads the receivers' CPU from here
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await run(total);
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   await agent.close();
-  process.send({ type: 'done', ms, total, errors });
+  process.send({ type: 'done', ms, total, errors, cpu_ms: (cpu.user + cpu.system) / 1000 });
 });

@@ -45,6 +45,11 @@ export const CLOCK_TICKS = (() => {
 })();
 
 /** utime + stime of a process in ms, or undefined when it is gone. */
+/** Summed CPU ms of `pids` (those still running). */
+export function cpuMsOfAll(pids: readonly number[]): number {
+  return pids.reduce((sum, pid) => sum + (cpuMsOf(pid) ?? 0), 0);
+}
+
 export function cpuMsOf(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

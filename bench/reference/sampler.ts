@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { cpuMsOf, peakRssMibOf } from './machine.ts';
+import { cpuMsOf, cpuMsOfAll, peakRssMibOf } from './machine.ts';
 
 interface Sample {
   t: number;
@@ -9,11 +9,13 @@ interface Sample {
   pgWorker: number;
   /** Cumulative CPU ms of the PostgreSQL backends serving the publisher process. */
   pgPublisher: number;
+  /** Cumulative CPU ms of the receiver processes. */
+  receivers: number;
 }
 
 /**
  * Samples, every 100 ms, the CPU time (utime + stime from /proc/<pid>/stat) of the worker
- * processes and of the PostgreSQL backends of the scratch database, split by the connection's
+ * processes, of the receiver processes, and of the PostgreSQL backends of the scratch database, split by the connection's
  * application_name (the bench sets PGAPPNAME=bench-worker / bench-publisher in the processes it
  * starts). A backend's CPU counts up to the last sample that saw it (a backend that exits
  * between two samples loses at most 100 ms of its time; pools keep them open for the run).
@@ -32,6 +34,7 @@ export class ProcSampler {
   constructor(
     private readonly admin: pg.Client,
     private readonly databaseName: string,
+    private readonly receiverPids: readonly number[] = [],
   ) {}
 
   start(workerPids: number[]): void {
@@ -75,7 +78,8 @@ export class ProcSampler {
       }
       let worker = 0;
       for (const ms of this.#workerCpu.values()) worker += ms;
-      this.#samples.push({ t, worker, pgWorker, pgPublisher });
+      const receivers = cpuMsOfAll(this.receiverPids);
+      this.#samples.push({ t, worker, pgWorker, pgPublisher, receivers });
     } catch {
       // the database is being dropped at the end of a scenario: stop sampling quietly
     } finally {
@@ -100,10 +104,10 @@ export class ProcSampler {
   }
 
   /** CPU ms spent between t1 and t2 (interpolated between samples). */
-  window(t1: number, t2: number): { worker: number; pgWorker: number; pgPublisher: number } {
+  window(t1: number, t2: number): { worker: number; pgWorker: number; pgPublisher: number; receivers: number } {
     const at = (t: number): Sample => {
       const s = this.#samples;
-      if (s.length === 0) return { t, worker: 0, pgWorker: 0, pgPublisher: 0 };
+      if (s.length === 0) return { t, worker: 0, pgWorker: 0, pgPublisher: 0, receivers: 0 };
       if (t <= s[0]!.t) return s[0]!;
       for (let i = 1; i < s.length; i++) {
         if (s[i]!.t >= t) {
@@ -115,6 +119,7 @@ export class ProcSampler {
             worker: a.worker + f * (b.worker - a.worker),
             pgWorker: a.pgWorker + f * (b.pgWorker - a.pgWorker),
             pgPublisher: a.pgPublisher + f * (b.pgPublisher - a.pgPublisher),
+            receivers: a.receivers + f * (b.receivers - a.receivers),
           };
         }
       }
@@ -122,6 +127,11 @@ export class ProcSampler {
     };
     const a = at(t1);
     const b = at(t2);
-    return { worker: b.worker - a.worker, pgWorker: b.pgWorker - a.pgWorker, pgPublisher: b.pgPublisher - a.pgPublisher };
+    return {
+      worker: b.worker - a.worker,
+      pgWorker: b.pgWorker - a.pgWorker,
+      pgPublisher: b.pgPublisher - a.pgPublisher,
+      receivers: b.receivers - a.receivers,
+    };
   }
 }

@@ -16,6 +16,7 @@ import { createPlatform } from '../../packages/server/src/tenancy/platforms.ts';
 import { ask, forkTs, startWorker, childOf, type Child } from './processes.ts';
 import type { PublishRequest } from './publisher.ts';
 import type { Receivers } from './receivers.ts';
+import { cpuMsOfAll } from './machine.ts';
 import { ProcSampler } from './sampler.ts';
 import { now, percentiles, perSecond, round, sleep, type Percentiles } from './stats.ts';
 
@@ -54,7 +55,7 @@ async function scratch(env: Env, fromTemplate: boolean): Promise<Scratch> {
   env.databases.push(name);
   const url = new URL(env.adminUrl);
   url.pathname = `/${name}`;
-  return { name, url: url.toString(), sampler: new ProcSampler(env.admin, name) };
+  return { name, url: url.toString(), sampler: new ProcSampler(env.admin, name, env.receivers.pids) };
 }
 
 async function drop(env: Env, db: Scratch): Promise<void> {
@@ -160,12 +161,16 @@ function claimsBetween(before: ClaimCounters, after: ClaimCounters, deliveries: 
 
 export interface CpuPerDelivery {
   worker_ms: number;
+  /** The PostgreSQL backends serving the worker processes. */
   postgres_ms: number;
+  /** The five receiver processes: what answering costs, the same work the ceiling pays for. */
+  receivers_ms: number;
 }
 
 function cpuPer(db: Scratch, t1: number, t2: number, deliveries: number): CpuPerDelivery {
   const w = db.sampler.window(t1, t2);
-  return { worker_ms: round(w.worker / Math.max(1, deliveries), 3), postgres_ms: round(w.pgWorker / Math.max(1, deliveries), 3) };
+  const per = (ms: number) => round(ms / Math.max(1, deliveries), 3);
+  return { worker_ms: per(w.worker), postgres_ms: per(w.pgWorker), receivers_ms: per(w.receivers) };
 }
 
 export interface DrainResult {
@@ -620,6 +625,8 @@ export interface CeilingResult {
   in_flight: number;
   per_s: number;
   errors: number;
+  /** CPU per request over the measured requests: the client process and the receivers. */
+  cpu_per_request: { client_ms: number; receivers_ms: number };
 }
 
 /** A bare undici client, 50 in flight, to the same receivers (round robin over 100 paths). */
@@ -646,11 +653,23 @@ export async function ceiling(env: Env, o: { requests: number }): Promise<Ceilin
     },
   });
   const urls = Array.from({ length: 100 }, (_, i) => env.receivers.url(i, 'c'));
-  const done = await ask<{ ms: number; total: number; errors: number }>(
+  // The receivers' CPU from the client's 'measuring' (after its warm-up) to its 'done'.
+  let receiversBefore = Number.NaN;
+  const done = await ask<{ ms: number; total: number; errors: number; cpu_ms: number }>(
     child,
     { urls, total: o.requests, concurrency: IN_FLIGHT, body, warmup: Math.min(2000, o.requests / 5) },
     'done',
+    (m) => {
+      if (m?.type === 'measuring') receiversBefore = cpuMsOfAll(env.receivers.pids);
+    },
   );
+  const receiversMs = cpuMsOfAll(env.receivers.pids) - receiversBefore;
   child.kill();
-  return { requests: o.requests, in_flight: IN_FLIGHT, per_s: perSecond(done.total, done.ms), errors: done.errors };
+  return {
+    requests: o.requests,
+    in_flight: IN_FLIGHT,
+    per_s: perSecond(done.total, done.ms),
+    errors: done.errors,
+    cpu_per_request: { client_ms: round(done.cpu_ms / done.total, 3), receivers_ms: round(receiversMs / done.total, 3) },
+  };
 }
