@@ -5,6 +5,7 @@ import { payment } from '../helpers/publish.ts';
 import { publishEvent } from '../../src/events/publish.ts';
 import { CLAIM_SQL } from '../../src/delivery/claim.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
+import { endpointsNobodyServes, planNodes, rowsRead, type PlanNode } from '../helpers/plan.ts';
 
 /**
  * Issue 11: the claim reads each claimed delivery's event by its full primary key (id,
@@ -19,11 +20,11 @@ let p: CreatedPlatform;
 beforeAll(async () => {
   svc = await startService({ allowPrivateUrls: true });
   p = await svc.platform();
-  for (let i = 0; i < 10; i++)
-    expect(
-      (await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: `http://127.0.0.1:9/e${i}`, enabled_events: ['*'] }))
-        .status,
-    ).toBe(201);
+  await endpointsNobodyServes(
+    svc,
+    p.keys.sandbox,
+    Array.from({ length: 10 }, (_, i) => `/e${i}`),
+  );
   for (let i = 0; i < 300; i++)
     await svc.ctx.database.db.transaction((tx) =>
       publishEvent(
@@ -38,23 +39,8 @@ beforeAll(async () => {
 });
 afterAll(async () => svc?.close());
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Cond'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
-
 /** The claim's plan as executed (then rolled back): every node, and how many rows it claimed. */
-async function claimPlan(): Promise<{ all: PlanNode[]; claimed: number }> {
+async function claimPlan(): Promise<{ plan: PlanNode; all: PlanNode[]; claimed: number }> {
   const client = new pg.Client({ connectionString: svc.testDb.databaseUrl });
   await client.connect();
   try {
@@ -66,7 +52,7 @@ async function claimPlan(): Promise<{ all: PlanNode[]; claimed: number }> {
     });
     await client.query('ROLLBACK');
     const plan = rows[0]!['QUERY PLAN'][0]!.Plan;
-    return { all: nodes(plan), claimed: plan['Actual Rows'] ?? 0 };
+    return { plan, all: planNodes(plan), claimed: plan['Actual Rows'] ?? 0 };
   } finally {
     await client.end();
   }
@@ -108,17 +94,9 @@ it('the claim reads only the endpoints it claims rows for, however many endpoint
   );
   await svc.ctx.database.query('ANALYZE webhook_endpoints', []);
 
-  const { all, claimed } = await claimPlan();
+  const { plan, claimed } = await claimPlan();
   expect(claimed).toBe(50);
-  const read = all
-    .filter((n) => n['Relation Name'] === 'webhook_endpoints')
-    .reduce(
-      (sum, n) =>
-        sum +
-        ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) *
-          (n['Actual Loops'] ?? 1),
-      0,
-    );
+  const read = rowsRead(plan, 'webhook_endpoints');
   // One per claimed row (its URL and secret) and the three throttled ones.
   expect(read).toBeGreaterThanOrEqual(claimed);
   expect(read).toBeLessThanOrEqual(claimed + 3);

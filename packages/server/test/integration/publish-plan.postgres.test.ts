@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { startService, type TestService } from '../helpers/service.ts';
+import { endpointsNobodyServes } from '../helpers/plan.ts';
 import { publishEvent } from '../../src/events/publish.ts';
 import { payment } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
@@ -18,11 +19,7 @@ let p: CreatedPlatform;
 beforeAll(async () => {
   svc = await startService({ allowPrivateUrls: true });
   p = await svc.platform();
-  for (const path of ['/a', '/b'])
-    expect(
-      (await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: `http://127.0.0.1:9${path}`, enabled_events: ['*'] }))
-        .status,
-    ).toBe(201);
+  await endpointsNobodyServes(svc, p.keys.sandbox, ['/a', '/b']);
 });
 afterAll(async () => svc?.close());
 

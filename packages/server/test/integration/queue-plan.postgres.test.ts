@@ -6,6 +6,7 @@ import { publishEvent } from '../../src/events/publish.ts';
 import { CLAIM_SQL } from '../../src/delivery/claim.ts';
 import { RECORD_SQL, recordParams, type Outcome } from '../../src/delivery/record.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
+import { endpointsNobodyServes, rowsRead, type PlanNode } from '../helpers/plan.ts';
 
 /**
  * Issue 11: the claim and the record reach `delivery_queue` rows by their batch, never by a
@@ -33,11 +34,11 @@ let client: pg.Client;
 beforeAll(async () => {
   svc = await startService({ allowPrivateUrls: true });
   p = await svc.platform();
-  for (let i = 0; i < 10; i++)
-    expect(
-      (await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: `http://127.0.0.1:9/e${i}`, enabled_events: ['*'] }))
-        .status,
-    ).toBe(201);
+  await endpointsNobodyServes(
+    svc,
+    p.keys.sandbox,
+    Array.from({ length: 10 }, (_, i) => `/e${i}`),
+  );
   await svc.ctx.database.db.transaction(async (tx) => {
     for (let i = 0; i < QUEUED / 10; i++)
       await publishEvent(
@@ -64,31 +65,6 @@ afterAll(async () => {
   await client?.end();
   await svc?.close();
 });
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-
-/** Rows of `delivery_queue` that the plan's scans produced or filtered away, over all their loops. */
-function queueRowsRead(plan: PlanNode): number {
-  return nodes(plan)
-    .filter((n) => n['Relation Name'] === 'delivery_queue')
-    .reduce(
-      (sum, n) =>
-        sum +
-        ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) *
-          (n['Actual Loops'] ?? 1),
-      0,
-    );
-}
 
 /** `v` as a PostgreSQL literal: EXECUTE is a utility statement and takes no bind parameters. */
 function literal(v: unknown): string {
@@ -128,7 +104,7 @@ describe.each(['force_generic_plan', 'force_custom_plan'] as const)('with %s', (
       expect(plan['Actual Rows']).toBe(CLAIM);
       // Candidates (at most 4x the claim) and the claimed rows themselves; a scan of the queue
       // alone would read all 3,000.
-      expect(queueRowsRead(plan)).toBeLessThanOrEqual(CLAIM * 4 + CLAIM + 10);
+      expect(rowsRead(plan, 'delivery_queue')).toBeLessThanOrEqual(CLAIM * 4 + CLAIM + 10);
     } finally {
       await client.query('ROLLBACK');
       await client.query('DEALLOCATE ALL');
@@ -167,7 +143,7 @@ describe.each(['force_generic_plan', 'force_custom_plan'] as const)('with %s', (
       expect(plan['Actual Rows']).toBe(CLAIM);
       // A lookup per outcome and the writes themselves; a scan of the queue would read 3,000
       // rows, and it did so twice (deleted and retried rows).
-      expect(queueRowsRead(plan)).toBeLessThanOrEqual(CLAIM * 3);
+      expect(rowsRead(plan, 'delivery_queue')).toBeLessThanOrEqual(CLAIM * 3);
       const { rows: left } = await client.query<{ n: string }>(
         `SELECT count(*) AS n FROM delivery_queue WHERE delivery_id = ANY($1::text[])`,
         [claimed.map((r) => r.id)],
