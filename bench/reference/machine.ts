@@ -44,12 +44,12 @@ export const CLOCK_TICKS = (() => {
   }
 })();
 
-/** utime + stime of a process in ms, or undefined when it is gone. */
 /** Summed CPU ms of `pids` (those still running). */
 export function cpuMsOfAll(pids: readonly number[]): number {
   return pids.reduce((sum, pid) => sum + (cpuMsOf(pid) ?? 0), 0);
 }
 
+/** utime + stime of a process in ms, or undefined when it is gone. */
 export function cpuMsOf(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

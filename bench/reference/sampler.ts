@@ -15,9 +15,9 @@ interface Sample {
 
 /**
  * Samples, every 100 ms, the CPU time (utime + stime from /proc/<pid>/stat) of the worker
- * processes, of the receiver processes, and of the PostgreSQL backends of the scratch database, split by the connection's
- * application_name (the bench sets PGAPPNAME=bench-worker / bench-publisher in the processes it
- * starts). A backend's CPU counts up to the last sample that saw it (a backend that exits
+ * processes, of the receiver processes, and of the PostgreSQL backends of the scratch database,
+ * split by the connection's application_name (the bench sets PGAPPNAME=bench-worker /
+ * bench-publisher in the processes it starts). A backend's CPU counts up to the last sample that saw it (a backend that exits
  * between two samples loses at most 100 ms of its time; pools keep them open for the run).
  * Figures for a window are read off the series afterwards, so windows can be chosen by what
  * the receivers saw (first to last arrival).
