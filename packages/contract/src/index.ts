@@ -4,3 +4,4 @@ export * from './headers.ts';
 export * from './ids.ts';
 export * from './limits.ts';
 export * from './signature.ts';
+export * from './test-vectors.ts';
