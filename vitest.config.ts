@@ -42,6 +42,18 @@ export default defineConfig({
         extends: true,
         test: { name: 'receiver', include: ['packages/receiver/test/**/*.test.ts', 'examples/**/test/**/*.test.ts'] },
       },
+      {
+        extends: true,
+        // The receiver libraries of other languages (sdks/<language>/) and every example receiver,
+        // driven by one harness (sdks/test/harness.ts) against a real payhooks on PostgreSQL.
+        test: {
+          name: 'sdks',
+          include: ['sdks/test/**/*.test.ts'],
+          env: { PAYHOOKS_TEST_DB: 'postgres' },
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+        },
+      },
     ],
   },
 });
