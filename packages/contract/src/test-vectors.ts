@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { EVENT_TYPES } from './catalog.ts';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER } from './headers.ts';
 import { SIGNATURE_TOLERANCE_SECONDS } from './limits.ts';
 import { computeSignature, formatSignatureHeader, signPayload } from './signature.ts';
@@ -43,6 +44,8 @@ export interface SignatureVectors {
   signature_header: string;
   event_id_header: string;
   default_tolerance_seconds: number;
+  /** The event-type catalog, for libraries whose `types` option refuses a misspelt type. */
+  event_types: string[];
   vectors: SignatureVector[];
 }
 
@@ -287,6 +290,7 @@ export function buildTestVectors(): SignatureVectors {
     signature_header: SIGNATURE_HEADER,
     event_id_header: EVENT_ID_HEADER,
     default_tolerance_seconds: SIGNATURE_TOLERANCE_SECONDS,
+    event_types: [...EVENT_TYPES],
     vectors,
   };
 }
