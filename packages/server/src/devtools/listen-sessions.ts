@@ -144,13 +144,7 @@ export class ListenHub {
         const rows = await tx
           .update(webhookEndpoints)
           .set({ deletedAt: this.clock.now() })
-          .where(
-            and(
-              eq(webhookEndpoints.listenSession, true),
-              isNull(webhookEndpoints.deletedAt),
-              lt(webhookEndpoints.updatedAt, cutoff),
-            ),
-          )
+          .where(and(eq(webhookEndpoints.listenSession, true), isNull(webhookEndpoints.deletedAt), lt(webhookEndpoints.updatedAt, cutoff)))
           .returning({ id: webhookEndpoints.id });
         for (const r of rows) {
           this.live.delete(r.id);
