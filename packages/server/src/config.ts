@@ -154,8 +154,11 @@ function retention(raw: string, env: string): number {
   return ms;
 }
 
+/** An IPv4 address in its four-part form (not 1.2.3), an IPv6 address, or a CIDR range of either. */
 function isAddressOrRange(entry: string): boolean {
-  if (!entry.includes('/')) return ipaddr.isValid(entry);
+  const address = entry.split('/')[0]!;
+  if (!ipaddr.IPv4.isValidFourPartDecimal(address) && !ipaddr.IPv6.isValid(address)) return false;
+  if (!entry.includes('/')) return true;
   try {
     ipaddr.parseCIDR(entry);
     return true;
@@ -265,7 +268,7 @@ export const SETTINGS = [
     key: 'redisUrl',
     env: 'PAYHOOKS_REDIS_URL',
     default: undefined,
-    doc: 'Redis URL (`redis://host:6379`) holding the API rate-limit counters, so all API processes share one limit per key and address. Unset: each process limits on its own. Unreachable at start: the process exits.',
+    doc: 'Redis URL (`redis://host:6379`) holding the rate-limit counters, so all API processes share one limit per key and address. Unset: API-key limits are per process, and portal sign-in limits are shared through PostgreSQL. Unreachable at start: the process exits.',
     // Never echo the value: it may hold a password.
     parse: (raw: string, env: string) =>
       /^rediss?:\/\/[^/]/.test(raw) ? raw : fail(env, '(hidden)', 'a redis:// or rediss:// URL such as redis://127.0.0.1:6379'),
