@@ -41,7 +41,13 @@ export async function waitForDatabase(
       // promises stacks at debug only).
       const summary = describeDbError(err);
       options.logger.warn(
-        { reason: summary?.message ?? (err as Error).message, code: summary?.code, attempt: attempt + 1, retryInMs: delay, waitedMs: waited },
+        {
+          reason: summary?.message ?? (err as Error).message,
+          code: summary?.code,
+          attempt: attempt + 1,
+          retryInMs: delay,
+          waitedMs: waited,
+        },
         'database not reachable yet; waiting for it',
       );
       options.logger.debug({ err }, 'database not reachable yet: the error');

@@ -254,7 +254,10 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
       await s.waitFor(/not reachable yet[\s\S]*not reachable yet/, 30_000);
       expect(s.child.exitCode).toBeNull();
       // One line per try at the default level, with the reason and no stack.
-      const tries = s.output().split('\n').filter((l) => l.includes('not reachable yet'));
+      const tries = s
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('not reachable yet'));
       expect(tries.length).toBeGreaterThanOrEqual(2);
       for (const line of tries) {
         expect(JSON.parse(line)).toMatchObject({ level: 40, reason: expect.stringContaining('ECONNREFUSED'), attempt: expect.any(Number) });

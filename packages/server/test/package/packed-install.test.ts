@@ -91,7 +91,8 @@ describe('the packed packages, installed from their tarballs outside the workspa
       const pkg = JSON.parse(readFileSync(join(dir, `node_modules/@payhooks/${name}/package.json`), 'utf8')) as {
         scripts?: Record<string, string>;
       };
-      for (const hook of ['preinstall', 'install', 'postinstall', 'prepare']) expect(pkg.scripts?.[hook], `${name} ${hook}`).toBeUndefined();
+      for (const hook of ['preinstall', 'install', 'postinstall', 'prepare'])
+        expect(pkg.scripts?.[hook], `${name} ${hook}`).toBeUndefined();
     }
     const refusing: string[] = [];
     let checked = 0;
@@ -105,7 +106,8 @@ describe('the packed packages, installed from their tarballs outside the workspa
           if (!existsSync(manifest)) continue;
           const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { name: string; version: string; engines?: { node?: string } };
           checked++;
-          if (pkg.engines?.node && !semver.satisfies('20.19.0', pkg.engines.node)) refusing.push(`${pkg.name}@${pkg.version} (${pkg.engines.node})`);
+          if (pkg.engines?.node && !semver.satisfies('20.19.0', pkg.engines.node))
+            refusing.push(`${pkg.name}@${pkg.version} (${pkg.engines.node})`);
           walk(join(modules, n, 'node_modules'));
         }
       }
