@@ -28,12 +28,14 @@ STORE = Payhooks::Stores::Postgres.new(url: database_url) # payhooks_events and 
 
 # Credits a succeeded payment exactly once, whoever asks: the webhook, a replay, a status poll.
 def credit_payment(payment)
-  account = payment.dig('metadata', 'account')
-  unless account.is_a?(String)
-    # Nothing to credit (payhooks check-receiver's made-up payments have no account): settled quietly.
-    puts "[receiver] payment #{payment['id']} has no metadata.account; nothing to credit"
+  # `payhooks check-receiver` sends made-up payments (metadata.payhooks_check): nothing to credit.
+  if payment.dig('metadata', 'payhooks_check') == true
+    puts "[receiver] #{payment['id']} is a payhooks check-receiver test payment; nothing to credit"
     return
   end
+  account = payment.dig('metadata', 'account')
+  # Retried, then kept as a failed row in payhooks_events for a human to look at.
+  raise "payment #{payment['id']} has no metadata.account" unless account.is_a?(String)
   STORE.credit_once(payment['id']) do |conn|
     conn.exec_params('INSERT INTO ledger_entries (account, amount, asset_code, payment_id) VALUES ($1, $2, $3, $4)',
                      [account, payment['amount'], payment['asset_code'], payment['id']])

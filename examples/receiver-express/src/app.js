@@ -26,6 +26,11 @@ export async function createReceiver({ pool, secret, onError }) {
 
   /** Credits a succeeded payment exactly once, whoever asks: the webhook, a replay, a status poll. */
   async function creditPayment(payment) {
+    // `payhooks check-receiver` sends made-up payments (metadata.payhooks_check): nothing to credit.
+    if (payment.metadata?.payhooks_check === true) {
+      console.log(`[receiver] ${payment.id} is a payhooks check-receiver test payment; nothing to credit`);
+      return { credited: false };
+    }
     const account = payment.metadata?.account;
     if (typeof account !== 'string') {
       // Retried, then kept as a failed row in payhooks_events for a human to look at.
@@ -48,7 +53,13 @@ export async function createReceiver({ pool, secret, onError }) {
     onEvent: async (event) => {
       if (isPaymentEvent(event) && event.data.object.status === 'succeeded') await creditPayment(event.data.object);
     },
-    ...(onError ? { onError } : {}),
+    // One line per failed attempt at the work (the event and the reason), not a stack trace.
+    onError:
+      onError ??
+      ((error, info) =>
+        console.error(
+          `[receiver] ${info.phase} error${info.event ? ` for ${info.event.id}` : ''}: ${error instanceof Error ? error.message : String(error)}${info.willRetry ? '; will retry' : ''}`,
+        )),
   });
 
   const app = express();

@@ -124,6 +124,17 @@ describe('examples/receiver-express', () => {
     expect(rows[0].last_error).toMatch(/no metadata.account/);
   });
 
+  it("payhooks check-receiver's made-up payments (metadata.payhooks_check) are settled at once, credited to no one", async () => {
+    const event = paymentEvent({}, { metadata: { payhooks_check: true } });
+    const errorsBefore = errors.length;
+    const d = delivery(event);
+    expect((await post(`${url}/webhooks/payhooks`, d.body, d.headers)).status).toBe(200);
+    await receiver.webhooks.drain();
+    const { rows } = await pool.query('SELECT state, last_error FROM payhooks_events WHERE event_id = $1', [event.id]);
+    expect(rows).toEqual([{ state: 'done', last_error: null }]);
+    expect(errors.slice(errorsBefore)).toEqual([]);
+  });
+
   it('`npm start` (node server.js) serves a receiver that verifies and credits', async () => {
     const child: ChildProcess = spawn(process.execPath, ['server.js'], {
       cwd: EXAMPLE_DIR,

@@ -104,12 +104,15 @@ public final class ReceiverApp {
 
   /** Credits a succeeded payment exactly once, whoever asks: the webhook, a replay, a status poll. */
   static void credit(PostgresStore store, Map<String, Object> payment) throws Exception {
-    Object account = payment.get("metadata") instanceof Map<?, ?> m ? m.get("account") : null;
-    if (!(account instanceof String)) {
-      // Nothing to credit (payhooks check-receiver's made-up payments have no account): settled quietly.
-      System.out.println("[receiver] payment " + payment.get("id") + " has no metadata.account; nothing to credit");
+    Map<?, ?> metadata = payment.get("metadata") instanceof Map<?, ?> m ? m : Map.of();
+    // `payhooks check-receiver` sends made-up payments (metadata.payhooks_check): nothing to credit.
+    if (Boolean.TRUE.equals(metadata.get("payhooks_check"))) {
+      System.out.println("[receiver] " + payment.get("id") + " is a payhooks check-receiver test payment; nothing to credit");
       return;
     }
+    Object account = metadata.get("account");
+    // Retried, then kept as a failed row in payhooks_events for a human to look at.
+    if (!(account instanceof String)) throw new IllegalStateException("payment " + payment.get("id") + " has no metadata.account");
     store.creditOnce(
         (String) payment.get("id"),
         tx -> {

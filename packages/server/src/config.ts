@@ -1,4 +1,5 @@
 import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
+import ipaddr from 'ipaddr.js';
 import { ConfigError } from './errors.ts';
 
 /**
@@ -52,6 +53,11 @@ export interface Config {
   retentionMs: number;
   /** Port of `payhooks worker`'s Prometheus listener (`/metrics`); undefined = none. */
   metricsPort: number | undefined;
+  /**
+   * Which proxies in front may name the client's address (X-Forwarded-For): false = none, a hop
+   * count, or the proxies' addresses and CIDR ranges. Fastify's `trustProxy`.
+   */
+  trustProxy: false | number | string[];
 }
 
 interface Setting<K extends keyof Config> {
@@ -148,6 +154,36 @@ function retention(raw: string, env: string): number {
   return ms;
 }
 
+/** An IPv4 address in its four-part form (not 1.2.3), an IPv6 address, or a CIDR range of either. */
+function isAddressOrRange(entry: string): boolean {
+  const address = entry.split('/')[0]!;
+  if (!ipaddr.IPv4.isValidFourPartDecimal(address) && !ipaddr.IPv6.isValid(address)) return false;
+  if (!entry.includes('/')) return true;
+  try {
+    ipaddr.parseCIDR(entry);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `PAYHOOKS_TRUST_PROXY`: off, a hop count, or a comma list of addresses and CIDR ranges. */
+function trustProxy(raw: string, env: string): false | number | string[] {
+  const v = raw.trim().toLowerCase();
+  if (['', '0', 'false', 'off', 'no'].includes(v)) return false;
+  if (/^\d+$/.test(v)) return int(1, 20)(v, env);
+  const want =
+    "false, a number of proxy hops (1 = the one proxy in front), or a comma list of the proxies' addresses and CIDR ranges, e.g. 10.0.0.0/8,192.168.1.10";
+  if (['true', 'on', 'yes'].includes(v)) {
+    throw new ConfigError(
+      `${env}=${raw} would trust any client to name its own address (X-Forwarded-For is set by whoever sends the request), which defeats every per-address limit. Expected ${want}.`,
+    );
+  }
+  const list = raw.split(',').map((p) => p.trim());
+  if (!list.every(isAddressOrRange)) fail(env, raw, want);
+  return list;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SETTINGS = [
@@ -232,7 +268,7 @@ export const SETTINGS = [
     key: 'redisUrl',
     env: 'PAYHOOKS_REDIS_URL',
     default: undefined,
-    doc: 'Redis URL (`redis://host:6379`) holding the API rate-limit counters, so all API processes share one limit per key and address. Unset: each process limits on its own. Unreachable at start: the process exits.',
+    doc: 'Redis URL (`redis://host:6379`) holding the rate-limit counters, so all API processes share one limit per key and address. Unset: API-key limits are per process, and portal sign-in limits are shared through PostgreSQL. Unreachable at start: the process exits.',
     // Never echo the value: it may hold a password.
     parse: (raw: string, env: string) =>
       /^rediss?:\/\/[^/]/.test(raw) ? raw : fail(env, '(hidden)', 'a redis:// or rediss:// URL such as redis://127.0.0.1:6379'),
@@ -331,6 +367,13 @@ export const SETTINGS = [
     default: undefined,
     doc: '`payhooks worker` serves Prometheus `/metrics` on this port (bound to PAYHOOKS_HOST; 0 = any free port, logged at start); unset: no listener. `serve` has `/metrics` on its HTTP port.',
     parse: int(0, 65535),
+  },
+  {
+    key: 'trustProxy',
+    env: 'PAYHOOKS_TRUST_PROXY',
+    default: 'false',
+    doc: "Behind a load balancer or reverse proxy: which proxies may name the client's address (`X-Forwarded-For`, and `X-Forwarded-Proto` for Secure cookies). `false`: none, the connecting address is the client's; a hop count (`1`: the one proxy in front); or the proxies' addresses and CIDR ranges (`10.0.0.0/8,192.168.1.10`). Every per-address limit (sign-in, failed authentication) counts the client's address only when it comes from a trusted proxy.",
+    parse: trustProxy,
   },
   {
     key: 'dbWaitMs',

@@ -8,6 +8,7 @@ export const ERROR_KINDS = {
   authentication: { status: 401, type: 'authentication_error' },
   forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'invalid_request_error' },
   conflict: { status: 409, type: 'idempotency_error' },
   /** The object is not in a state that allows the operation (e.g. an illegal payment transition). */

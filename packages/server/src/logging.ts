@@ -34,6 +34,9 @@ export function serializeRequest(req: {
 const ATTEMPT_FIELDS =
   'attempt_log,event_type,event_id,delivery_id,endpoint_id,endpoint_url,attempt,succeeded,status_code,error,duration_ms,next_attempt_at';
 
+/** Fields of the request line (api/app.ts) that its message already says. */
+const REQUEST_FIELDS = 'http_method,http_path,http_status,reqId';
+
 /**
  * The service's logger. Production (the default): JSON lines. Development mode (`dev`):
  * human-readable lines through pino-pretty, written synchronously to `destination` (stdout
@@ -67,7 +70,7 @@ export function createLogger(config: Pick<Config, 'logLevel'> & { dev?: boolean 
         sync: true,
         colorize,
         translateTime: 'SYS:HH:MM:ss.l',
-        ignore: `pid,hostname,${ATTEMPT_FIELDS}`,
+        ignore: `pid,hostname,${ATTEMPT_FIELDS},${REQUEST_FIELDS}`,
       }),
     );
   }

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
@@ -7,10 +7,11 @@ import type { Scope } from '../tenancy/scope.ts';
 import { AppError } from '../errors.ts';
 import { authenticate } from './auth.ts';
 import { errorHandler } from './errors.ts';
-import { clientErrorHandler } from './client-errors.ts';
+import { clientErrorHandler, connectHandler, requireHost } from './client-errors.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { healthRoutes } from './health.ts';
 import { connectRedis, installRateLimits } from './rate-limit.ts';
+import { sharedCounters } from './window-counters.ts';
 import { ErrorSchema } from './v1/schemas.ts';
 import { CreatedEndpointSchema, WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpoints.ts';
 import { AttemptSchema, DeliverySchema, webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
@@ -20,6 +21,7 @@ import { documentRoute } from './openapi/overlays.ts';
 import { eventRoutes } from './v1/events.ts';
 import { internalEventRoutes } from './internal/events.ts';
 import { internalPaymentRoutes } from './internal/payments.ts';
+import { internalAuth } from './internal/auth.ts';
 import { paymentRoutes } from './v1/payments.ts';
 import { checkoutSessionRoutes } from './v1/checkout-sessions.ts';
 import { sandboxRoutes } from './v1/sandbox.ts';
@@ -82,18 +84,47 @@ function validators() {
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? body : query).compile(schema);
 }
 
+/**
+ * One log line per request, with what an operator looks for: method, path (never the query
+ * string), status, duration, request id. In development successful reads are left out, so the
+ * attempt lines (delivery/attempt-log.ts) stand out.
+ */
+function requestLogLine(dev: boolean) {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const status = reply.statusCode;
+    if (dev && (req.method === 'GET' || req.method === 'HEAD') && status < 400) return;
+    const path = req.url.split('?')[0];
+    const ms = Math.round(reply.elapsedTime);
+    req.log.info(
+      { http_method: req.method, http_path: path, http_status: status, duration_ms: ms },
+      `${req.method} ${path} ${status} in ${ms} ms (${req.id})`,
+    );
+  };
+}
+
+/** PAYHOOKS_TRUST_PROXY as Fastify takes it: a hop count is "trust the first n hops from us". */
+function fastifyTrustProxy(setting: false | number | string[]): false | string[] | ((address: string, hop: number) => boolean) {
+  return typeof setting === 'number' ? (_address, hop) => hop < setting : setting;
+}
+
 /** `portalDist`: the built portal UI (default: packages/portal-ui/dist). */
 export async function buildApp(ctx: ServiceContext, options: { portalDist?: string } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger,
     bodyLimit: API_BODY_LIMIT,
-    trustProxy: false,
+    // Only proxies the operator named may set the client's address (X-Forwarded-For): every
+    // per-address limit counts req.ip.
+    trustProxy: fastifyTrustProxy(ctx.config.trustProxy),
     requestIdHeader: false,
     genReqId: newRequestId,
+    // Fastify's two multi-field lines per request buried the attempt lines: ours below is one.
+    disableRequestLogging: true,
     // Malformed URLs and over-long path parameters get our error shape too.
     frameworkErrors: errorHandler as never,
-    // ... and so do requests Node's HTTP parser refuses before routing.
+    // ... and so do requests Node's HTTP parser refuses before routing, and HTTP/1.1 requests
+    // without Host (Node's own check would answer an empty 400: requireHost below answers instead).
     clientErrorHandler,
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const routes: RouteInfo[] = [];
@@ -107,6 +138,9 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   app.addHook('onRequest', async (req, reply) => {
     void reply.header(REQUEST_ID_HEADER, req.id);
   });
+  app.addHook('onRequest', requireHost);
+  app.addHook('onResponse', requestLogLine(ctx.config.dev));
+  app.server.on('connect', connectHandler);
 
   // Every body we accept is JSON; anything else is a 415, on every route.
   app.removeContentTypeParser('text/plain');
@@ -179,8 +213,21 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     },
     async (_req, reply) => reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
   );
-  await app.register(internalEventRoutes(ctx), { prefix: '/internal/v1' });
-  await app.register(internalPaymentRoutes(ctx), { prefix: '/internal/v1' });
+  const rule = { perSecond: ctx.config.rateLimitPerSecond, burst: ctx.config.rateLimitBurst };
+  const failedInternalAuth = rateLimits.limit(
+    'failed-internal-auth',
+    rule,
+    (req) => req.ip,
+    'Too many requests with an invalid internal token from this address',
+  );
+  await app.register(
+    async (internal) => {
+      internal.addHook('onRequest', internalAuth(ctx, failedInternalAuth));
+      await internal.register(internalEventRoutes(ctx));
+      await internal.register(internalPaymentRoutes(ctx));
+    },
+    { prefix: '/internal/v1' },
+  );
   await app.register(checkoutPageRoutes(ctx));
   // `payhooks listen`: sessions live in the process holding their stream (devtools/listen-sessions.ts).
   const listenHub = new ListenHub(ctx.database.db, ctx.secrets, ctx.clock, ctx.logger);
@@ -188,7 +235,6 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   app.addHook('onClose', async () => listenHub.stop());
   await app.register(listenRelayRoutes(listenHub));
 
-  const rule = { perSecond: ctx.config.rateLimitPerSecond, burst: ctx.config.rateLimitBurst };
   const perKey = rateLimits.limit('api-key', rule, (req) => req.scope.apiKeyId, 'Too many requests for this API key');
   const failedAuth = rateLimits.limit('failed-auth', rule, (req) => req.ip, 'Too many requests with an invalid API key from this address');
   await app.register(
@@ -214,6 +260,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     },
     { prefix: '/api/v1' },
   );
-  await portal(app as unknown as FastifyInstance, ctx, { dist: options.portalDist });
+  const counters = sharedCounters({ redis, database: ctx.database, logger: ctx.logger });
+  await portal(app as unknown as FastifyInstance, ctx, { dist: options.portalDist, counters });
   return app as unknown as FastifyInstance;
 }

@@ -1,5 +1,8 @@
 import { STATUS_CODES } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
 import { REQUEST_ID_HEADER, newRequestId } from './request-id.ts';
 
@@ -33,10 +36,38 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
             'malformed_http',
             `The request is not valid HTTP/1.1 (${err.code ?? 'parse error'}); check the request line, Content-Length and Transfer-Encoding.`,
           );
-  const status = appError.status;
+  answerAndClose(socket, appError);
+}
+
+/** Writes `error` as a whole HTTP/1.1 response on a raw socket, then closes it. */
+function answerAndClose(socket: Duplex, error: AppError, extraHeaders = ''): void {
+  const status = error.status;
   const reason = STATUS_CODES[status] ?? 'Bad Request';
-  const body = JSON.stringify(appError.toBody());
+  const body = JSON.stringify(error.toBody());
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${REQUEST_ID_HEADER}: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}${REQUEST_ID_HEADER}: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/**
+ * `CONNECT` never reaches a route: Node hands it to the server's 'connect' listener, and without
+ * one closes the connection with no answer. payhooks is not a proxy: 405 with our error shape.
+ */
+export function connectHandler(_req: IncomingMessage, socket: Duplex): void {
+  socket.on('error', () => socket.destroy());
+  answerAndClose(
+    socket,
+    new AppError('method_not_allowed', 'method_not_allowed', 'CONNECT is not supported: payhooks is not a proxy.'),
+    'Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n',
+  );
+}
+
+/**
+ * HTTP/1.1 requires a Host header. Node's own check answers an empty 400, so it is turned off
+ * (`requireHostHeader: false`) and this hook gives the same refusal our error shape.
+ */
+export async function requireHost(req: FastifyRequest): Promise<void> {
+  if (req.raw.httpVersion === '1.1' && !req.headers.host) {
+    throw new AppError('invalid_request', 'host_required', 'HTTP/1.1 requests must carry a Host header naming this server.');
+  }
 }

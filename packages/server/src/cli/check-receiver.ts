@@ -2,6 +2,9 @@ import { SECRET_PREFIX } from '@payhooks/contract';
 import { ConfigError } from '../errors.ts';
 import { checkReceiver, formatReport } from '../devtools/check-receiver.ts';
 
+/** Exit codes: 0 every duty holds, 1 a duty fails (or bad input), 3 nothing answers at the URL. */
+export const EXIT_UNREACHABLE = 3;
+
 /** `payhooks check-receiver <url> --secret whsec_…`: exit code 1 unless every duty holds. */
 export async function checkReceiverCommand(url: string, opts: { secret: string; json?: boolean }): Promise<void> {
   let parsed: URL;
@@ -16,5 +19,5 @@ export async function checkReceiverCommand(url: string, opts: { secret: string; 
     throw new ConfigError(`--secret must be the endpoint's signing secret, which starts with ${SECRET_PREFIX}.`);
   const report = await checkReceiver({ url: parsed.href, secret: opts.secret });
   process.stdout.write(`${opts.json ? JSON.stringify(report) : formatReport(report)}\n`);
-  if (!report.ok) process.exitCode = 1;
+  if (!report.ok) process.exitCode = report.unreachable ? EXIT_UNREACHABLE : 1;
 }

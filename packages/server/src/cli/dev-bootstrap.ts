@@ -50,6 +50,15 @@ export function devInternalToken(dataDir: string): string {
   return token;
 }
 
+/** Where the internal API's token came from: development mode generates one into the data dir. */
+function internalTokenLine(ctx: ServiceContext): string {
+  const token = ctx.config.internalToken;
+  if (!token) return '(none: the internal API is off)';
+  const file = join(ctx.config.dataDir, 'internal-token');
+  const generated = existsSync(file) && readFileSync(file, 'utf8').trim() === token;
+  return `${token}   (${generated ? `kept in ${file}` : 'PAYHOOKS_INTERNAL_TOKEN'}; publishes with POST /internal/v1/events)`;
+}
+
 export function devBanner(url: string, platform: CreatedPlatform, ctx: ServiceContext): string {
   const db = ctx.database.kind === 'pglite' ? `embedded PGlite in ${ctx.config.dataDir}` : 'PostgreSQL (DATABASE_URL)';
   return `
@@ -61,6 +70,7 @@ export function devBanner(url: string, platform: CreatedPlatform, ctx: ServiceCo
   Demo Platform  ${platform.platform_id}   merchant ${platform.merchant_id}
   Sandbox key    ${platform.keys.sandbox}
   Live key       ${platform.keys.live}
+  Internal token ${internalTokenLine(ctx)}
 
   Merchant Portal ${url}/portal/
     Email        ${platform.portal.email}

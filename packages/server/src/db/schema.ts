@@ -58,6 +58,8 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   disabledAt: ts('disabled_at'),
   /** 0006: start of its current run of failed attempts (null: its last attempt succeeded). */
   failingSince: ts('failing_since'),
+  /** 0011: a `payhooks listen` session's endpoint (never set through the API). */
+  listenSession: boolean('listen_session').notNull().default(false),
 });
 
 export type DisabledReason = 'manual' | 'failing';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Database } from './client.ts';
 import { refusedConnection, unreachable } from './connect-errors.ts';
-import { isUnavailable } from './faults.ts';
+import { describeDbError, isUnavailable } from './faults.ts';
 
 /** Delay before try `n + 1` of the start-up wait: 250 ms doubling to at most 5 s. */
 export function startupBackoffMs(attempt: number): number {
@@ -37,7 +37,20 @@ export async function waitForDatabase(
       const waited = Date.now() - started;
       const delay = Math.min(startupBackoffMs(attempt), Math.max(0, options.maxWaitMs - waited));
       if (waited >= options.maxWaitMs || delay === 0) throw unreachable(err, options.url, waited);
-      options.logger.warn({ err, attempt: attempt + 1, retryInMs: delay, waitedMs: waited }, 'database not reachable yet; waiting for it');
+      // One line per try: the reason, never a stack (it is always the same, and the README
+      // promises stacks at debug only).
+      const summary = describeDbError(err);
+      options.logger.warn(
+        {
+          reason: summary?.message ?? (err as Error).message,
+          code: summary?.code,
+          attempt: attempt + 1,
+          retryInMs: delay,
+          waitedMs: waited,
+        },
+        'database not reachable yet; waiting for it',
+      );
+      options.logger.debug({ err }, 'database not reachable yet: the error');
       await sleep(delay);
     }
   }

@@ -48,6 +48,11 @@ export interface DutyResult {
 export interface CheckReport {
   url: string;
   ok: boolean;
+  /**
+   * Set when nothing answered at the URL (connection refused, DNS, TLS): the duties were not
+   * checked, since every one would fail for the same reason. Says what happened.
+   */
+  unreachable?: string;
   duties: DutyResult[];
 }
 
@@ -55,6 +60,20 @@ interface Sent {
   status: number | null;
   durationMs: number;
   error: string | null;
+  /** The socket-level error code (ECONNREFUSED, ENOTFOUND, a TLS code) when there was no answer. */
+  code?: string | undefined;
+}
+
+/** Why nothing answered, in words, for a connection-level failure; null for anything else. */
+export function unreachableReason(code: string | undefined): string | null {
+  if (!code) return null;
+  if (code === 'ECONNREFUSED') return 'connection refused: nothing listens at that address and port';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return 'DNS lookup failed: the host name does not resolve';
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'no route to the host';
+  if (code === 'ECONNRESET') return 'the connection was reset before any answer';
+  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ERR_OSSL)/.test(code) || code === 'EPROTO')
+    return 'TLS handshake failed: is it an https URL for a plain-http server, or is its certificate untrusted?';
+  return null;
 }
 
 interface Delivery {
@@ -123,11 +142,8 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
       const durationMs = Math.round(performance.now() - started);
       if (controller.signal.aborted) return { status: null, durationMs, error: `no answer within ${deadlineMs} ms` };
       const e = err as Error & { code?: string; cause?: Error & { code?: string } };
-      return {
-        status: null,
-        durationMs,
-        error: `${e.cause?.message ?? e.message}${(e.cause?.code ?? e.code) ? ` (${e.cause?.code ?? e.code})` : ''}`,
-      };
+      const code = e.cause?.code ?? e.code;
+      return { status: null, durationMs, error: `${e.cause?.message ?? e.message}${code ? ` (${code})` : ''}`, code };
     } finally {
       clearTimeout(timer);
     }
@@ -160,9 +176,12 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
     duty(id, title, spec, ok, describe(r) + (ok ? '' : extra), fix);
   };
 
-  // 1. A valid event is acknowledged within the deadline; how fast.
+  // 1. A valid event is acknowledged within the deadline; how fast. When nothing answers at all,
+  // stop: the other duties would all fail for that one reason.
   {
     const r = await send(valid());
+    const reason = r.status === null ? unreachableReason(r.code) : null;
+    if (reason) return { url, ok: false, unreachable: `${reason} (${r.error})`, duties: [] };
     const ok = is2xx(r);
     duty(
       'acknowledges_valid_event',
@@ -319,6 +338,7 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
 
 /** The human-readable report: one line per duty, a fix under each failure, a summary. */
 export function formatReport(report: CheckReport): string {
+  if (report.unreachable) return `Nothing answers at ${report.url}: ${report.unreachable}. Start your receiver, or check the URL.`;
   const lines = [`Checking ${report.url}`];
   for (const d of report.duties) {
     lines.push(`${d.ok ? (d.warning ? 'WARN' : 'PASS') : 'FAIL'}  ${d.title} (spec ${d.spec}): ${d.observed}`);

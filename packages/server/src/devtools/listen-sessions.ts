@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { and, eq, isNull, lt, sql } from 'drizzle-orm';
+import { and, eq, isNull, lt } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.ts';
 import { webhookEndpoints } from '../db/schema.ts';
@@ -11,7 +11,7 @@ import { parkEndpointDeliveries } from '../delivery/parking.ts';
 
 /**
  * `payhooks listen` sessions (docs/decisions.md, "Developer tools"). A session is a sandbox
- * webhook endpoint of the listen kind: metadata `payhooks_listen_session: "true"`, URL
+ * webhook endpoint of the listen kind (`listen_session`, a column no API writes), URL
  * `<public url>/listen/<endpoint id>` (this service's own relay), subscribed to the CLI's
  * `--events`. The delivery engine treats it like any other endpoint: it claims, signs and POSTs
  * each delivery to the relay, and records the attempt. The relay hands the request to the CLI
@@ -22,6 +22,11 @@ import { parkEndpointDeliveries } from '../delivery/parking.ts';
  * connection) deletes the endpoint. The stream's process renews a lease (`updated_at`) every
  * {@link HEARTBEAT_MS}; sessions whose lease is older than {@link LEASE_MS} (their process died)
  * are deleted by any API process's sweep.
+ */
+/**
+ * The marker the previous release recognised sessions by. Still written, for one release, so that
+ * processes of that release sweep the sessions this one opens during a rolling upgrade; never
+ * read (a merchant can set it on any endpoint).
  */
 export const LISTEN_METADATA_KEY = 'payhooks_listen_session';
 export const HEARTBEAT_MS = 15_000;
@@ -97,6 +102,7 @@ export class ListenHub {
       enabledEvents: options.enabledEvents,
       description: 'payhooks listen session (exists while the CLI is connected)',
       metadata: { [LISTEN_METADATA_KEY]: 'true' },
+      listenSession: true,
       status: 'enabled',
       secretCiphertext: this.secrets.encrypt(secret, id),
       createdAt: now,
@@ -138,13 +144,7 @@ export class ListenHub {
         const rows = await tx
           .update(webhookEndpoints)
           .set({ deletedAt: this.clock.now() })
-          .where(
-            and(
-              sql`${webhookEndpoints.metadata} ->> ${LISTEN_METADATA_KEY} = 'true'`,
-              isNull(webhookEndpoints.deletedAt),
-              lt(webhookEndpoints.updatedAt, cutoff),
-            ),
-          )
+          .where(and(eq(webhookEndpoints.listenSession, true), isNull(webhookEndpoints.deletedAt), lt(webhookEndpoints.updatedAt, cutoff)))
           .returning({ id: webhookEndpoints.id });
         for (const r of rows) {
           this.live.delete(r.id);

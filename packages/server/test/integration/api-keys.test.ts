@@ -176,10 +176,12 @@ describe('revoked keys (spec 5.2)', () => {
   });
 });
 
+const INTERNAL_TOKEN = `itok_${'k'.repeat(40)}`;
+
 describe('rate limit', () => {
   let limited: VariantService;
   beforeAll(async () => {
-    limited = await startVariant(svc, { rateLimitPerSecond: 1, rateLimitBurst: 2 });
+    limited = await startVariant(svc, { rateLimitPerSecond: 1, rateLimitBurst: 2, internalToken: INTERNAL_TOKEN });
   });
   afterAll(async () => limited?.close());
 
@@ -215,6 +217,29 @@ describe('rate limit', () => {
     expect((await limited.api(second, 'GET', COLLECTION)).status).toBe(200);
     expect((await limited.api(second, 'GET', COLLECTION)).status).toBe(200);
     expect((await limited.api(second, 'GET', COLLECTION)).status).toBe(429);
+  });
+
+  it('failed internal-token attempts are limited per client address like API keys; the right token still works', async () => {
+    const call = (token: string) =>
+      fetch(`${limited.url}/internal/v1/payments/pay_nothing/transitions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ status: 'processing' }),
+      });
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await call(`guess-${i}-${'x'.repeat(32)}`)).status);
+    expect(statuses).toEqual([401, 401, 429]);
+    const refused = await call('another-guess');
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toEqual({
+      error: {
+        type: 'rate_limit_error',
+        code: 'rate_limited',
+        message: expect.stringMatching(/^Too many requests with an invalid internal token from this address; retry after \d+ s\.$/),
+      },
+    });
+    // The token itself is never refused by the failed-attempt limit (here: the payment does not exist).
+    expect((await call(INTERNAL_TOKEN)).status).toBe(404);
   });
 
   it('failed authentications are limited per client address: guessing keys ends in 429', async () => {

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -265,6 +265,10 @@ describe(`payhooks CLI on ${backend}`, () => {
         const password = /Password\s+([0-9A-Za-z]{20})/.exec(out)?.[1];
         expect(email, out).toBe('demo@payhooks.local');
         expect((await portalSignIn(dev.url, email!, password!)).session.platform.name).toBe('Demo Platform');
+        // The internal-API token, as kept in the data dir, publishes.
+        const token = /Internal token (\S+)\s+\(kept in (\S+internal-token);/.exec(out);
+        expect(token, out).not.toBeNull();
+        expect(readFileSync(token![2]!, 'utf8').trim()).toBe(token![1]);
         const api = apiClient(dev.url);
         // Development mode admits local plain-http receivers, for live keys too.
         const created = await api(live!, 'POST', COLLECTION, { url: 'http://127.0.0.1:4000/webhooks', enabled_events: ['*'] });

@@ -253,6 +253,16 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
       const s = start(['serve'], env(late.url, { PAYHOOKS_DB_WAIT: '60s' }));
       await s.waitFor(/not reachable yet[\s\S]*not reachable yet/, 30_000);
       expect(s.child.exitCode).toBeNull();
+      // One line per try at the default level, with the reason and no stack.
+      const tries = s
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('not reachable yet'));
+      expect(tries.length).toBeGreaterThanOrEqual(2);
+      for (const line of tries) {
+        expect(JSON.parse(line)).toMatchObject({ level: 40, reason: expect.stringContaining('ECONNREFUSED'), attempt: expect.any(Number) });
+        expect(line).not.toContain('"stack"');
+      }
       await late.start();
       await s.waitFor('payhooks listening', 30_000);
       expect(s.output()).toContain('database reachable');

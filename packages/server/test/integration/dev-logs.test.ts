@@ -120,6 +120,42 @@ describe('attempt log line', () => {
   });
 });
 
+describe('request log lines', () => {
+  const requestLines = (m: Mode, requestId: string | null) => m.lines.filter((l) => requestId && l.includes(requestId));
+
+  it('development mode: a successful read logs nothing; any other request one line (method, path, status, duration, id)', async () => {
+    const before = dev.lines.length;
+    const read = await dev.svc.api(dev.key, 'GET', '/api/v1/webhook_endpoints?limit=3');
+    expect(read.status).toBe(200);
+    expect(dev.lines.length).toBe(before);
+    const created = await dev.svc.api(dev.key, 'POST', '/api/v1/webhook_endpoints', { url: receiver.url, enabled_events: ['*'] });
+    const id = created.headers.get('request-id');
+    const lines = requestLines(dev, id);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`POST /api/v1/webhook_endpoints 201 in \\d+ ms \\(${id}\\)$`));
+    const missing = await dev.svc.api(dev.key, 'GET', '/api/v1/webhook_endpoints/we_missing?x=secret');
+    const miss = requestLines(dev, missing.headers.get('request-id'));
+    expect(miss).toHaveLength(1);
+    expect(miss[0]).toContain('GET /api/v1/webhook_endpoints/we_missing 404 in ');
+    expect(miss[0]).not.toContain('secret');
+  });
+
+  it('production: one JSON line per request, reads included, without the query string', async () => {
+    const read = await prod.svc.api(prod.key, 'GET', '/api/v1/webhook_endpoints?limit=2');
+    const lines = requestLines(prod, read.headers.get('request-id'));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 30,
+      reqId: read.headers.get('request-id'),
+      http_method: 'GET',
+      http_path: '/api/v1/webhook_endpoints',
+      http_status: 200,
+      duration_ms: expect.any(Number),
+    });
+    expect(lines[0]).not.toContain('limit=2');
+  });
+});
+
 describe('Request-Id header', () => {
   it('every response carries a fresh req_ id: success, 401, 404, 400', async () => {
     const svc = prod.svc;

@@ -164,6 +164,27 @@ describe('requests the HTTP parser refuses get our error shape', () => {
     });
   }
 
+  it('CONNECT is answered 405 method_not_allowed in our shape, not closed without an answer', async () => {
+    const res = parseRaw(await rawRequest('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));
+    expect(res.status).toBe(405);
+    expect(res.contentType).toMatch(/^application\/json/);
+    expectErrorShape(res.body);
+    expect(res.body.error.code).toBe('method_not_allowed');
+    expect(res.requestId).toMatch(/^req_/);
+  });
+
+  it('an HTTP/1.1 request without Host is 400 host_required in our shape, not an empty 400', async () => {
+    const res = parseRaw(await rawRequest('GET /api/v1/webhook_endpoints HTTP/1.1\r\nConnection: close\r\n\r\n'));
+    expect(res.status).toBe(400);
+    expect(res.contentType).toMatch(/^application\/json/);
+    expectErrorShape(res.body);
+    expect(res.body.error.code).toBe('host_required');
+    expect(res.requestId).toMatch(/^req_/);
+    // HTTP/1.0 has no Host requirement.
+    const old = parseRaw(await rawRequest('GET /healthz HTTP/1.0\r\n\r\n'));
+    expect(old.status).toBe(200);
+  });
+
   it('a method the router does not know is a 404 in our shape', async () => {
     const res = parseRaw(await rawRequest('PROPFIND /api/v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
     expect(res.status).toBe(404);

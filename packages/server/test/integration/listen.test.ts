@@ -216,4 +216,20 @@ describe('payhooks listen', () => {
     await hub.sweep();
     expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${s.id}`)).status).toBe(404);
   });
+
+  it('an ordinary endpoint carrying the listen metadata is never swept: sessions are marked in a column merchants cannot write', async () => {
+    const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+      url: `${svc.url}/listen/we_not_a_session`,
+      enabled_events: ['*'],
+      metadata: { payhooks_listen_session: 'true' },
+    });
+    expect(created.status).toBe(201);
+    // Long past any lease: the sweep of a process whose clock is a day ahead.
+    const clock = new ManualClock(Date.now() + 24 * 3600_000);
+    const hub = new ListenHub(svc.ctx.database.db, svc.ctx.secrets, clock, svc.ctx.logger);
+    await hub.sweep();
+    const after = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${created.body.id}`);
+    expect(after.status).toBe(200);
+    expect(after.body.metadata).toEqual({ payhooks_listen_session: 'true' });
+  });
 });

@@ -21,7 +21,7 @@ const LIMIT_ENV = { PAYHOOKS_RATE_LIMIT: '1', PAYHOOKS_RATE_LIMIT_BURST: '30' };
 
 let dbEnv: Record<string, string>;
 let dropDb = async () => {};
-let platform: { platform_id: string; keys: { sandbox: string; live: string } };
+let platform: { platform_id: string; keys: { sandbox: string; live: string }; portal: { email: string; password: string } };
 
 beforeAll(async () => {
   const db = await createPgDatabase();
@@ -99,6 +99,59 @@ describe('rate limit shared through Redis (PAYHOOKS_REDIS_URL)', () => {
     expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(30);
     expect(statuses.at(-1)).toBe(429);
   });
+});
+
+/**
+ * Portal sign-in guesses for one email from one address, alternating between two processes: each
+ * process alone sees 5, yet the 11th attempt (the right password) is refused by both.
+ */
+async function expectSignInCountedTogether(a: ServeProcess, b: ServeProcess, email: string, password: string): Promise<void> {
+  const signIn = (server: ServeProcess, pw: string) =>
+    fetch(`${server.url}/portal/api/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: server.url },
+      body: JSON.stringify({ email, password: pw }),
+    });
+  const statuses: number[] = [];
+  for (let i = 0; i < 10; i++) statuses.push((await signIn(i % 2 === 0 ? a : b, `guess-${i}`)).status);
+  expect(statuses).toEqual(Array(10).fill(401));
+  for (const server of [a, b]) {
+    const refused = await signIn(server, password);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('rate_limited');
+  }
+}
+
+describe('portal sign-in limits shared by every API process', () => {
+  it(
+    'through Redis (PAYHOOKS_REDIS_URL): guesses spread over two processes are counted together',
+    async () => {
+      const env = { ...dbEnv, PAYHOOKS_REDIS_URL: REDIS_URL };
+      const [a, b] = await Promise.all([startServe(['--no-worker'], env, 80_000), startServe(['--no-worker'], env, 80_000)]);
+      try {
+        const user = JSON.parse(
+          (await runPayhooks(['admin', 'create-platform', '--name', 'Redis sign-in', '--json'], dbEnv, 80_000)).stdout,
+        );
+        await expectSignInCountedTogether(a, b, user.portal.email, user.portal.password);
+      } finally {
+        await Promise.all([a.stop(), b.stop()]);
+      }
+    },
+    SPAWN_TIMEOUT * 2,
+  );
+
+  it(
+    'through PostgreSQL without Redis: guesses spread over two processes are counted together',
+    async () => {
+      const [a, b] = await Promise.all([startServe(['--no-worker'], dbEnv, 80_000), startServe(['--no-worker'], dbEnv, 80_000)]);
+      try {
+        await expectSignInCountedTogether(a, b, platform.portal.email, platform.portal.password);
+      } finally {
+        await Promise.all([a.stop(), b.stop()]);
+      }
+    },
+    SPAWN_TIMEOUT * 2,
+  );
 });
 
 describe('Redis unreachable', () => {

@@ -1,9 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import semver from 'semver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDist as ensureReceiverDist } from '../../../receiver/test/helpers/build.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
@@ -83,6 +84,37 @@ describe('the packed packages, installed from their tarballs outside the workspa
       expect(existsSync(join(dir, `node_modules/@payhooks/${name}/LICENSE`)), `${name} LICENSE`).toBe(true);
     }
     expect(existsSync(join(dir, 'node_modules/tsx')), 'tsx is not a run-time dependency').toBe(false);
+  });
+
+  it('carry no install-time script, and nothing installed refuses the Node.js version the README names (20.19)', () => {
+    for (const name of ['server', 'contract', 'receiver']) {
+      const pkg = JSON.parse(readFileSync(join(dir, `node_modules/@payhooks/${name}/package.json`), 'utf8')) as {
+        scripts?: Record<string, string>;
+      };
+      for (const hook of ['preinstall', 'install', 'postinstall', 'prepare'])
+        expect(pkg.scripts?.[hook], `${name} ${hook}`).toBeUndefined();
+    }
+    const refusing: string[] = [];
+    let checked = 0;
+    const walk = (modules: string) => {
+      if (!existsSync(modules)) return;
+      for (const entry of readdirSync(modules)) {
+        if (entry.startsWith('.')) continue;
+        const names = entry.startsWith('@') ? readdirSync(join(modules, entry)).map((n) => join(entry, n)) : [entry];
+        for (const n of names) {
+          const manifest = join(modules, n, 'package.json');
+          if (!existsSync(manifest)) continue;
+          const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { name: string; version: string; engines?: { node?: string } };
+          checked++;
+          if (pkg.engines?.node && !semver.satisfies('20.19.0', pkg.engines.node))
+            refusing.push(`${pkg.name}@${pkg.version} (${pkg.engines.node})`);
+          walk(join(modules, n, 'node_modules'));
+        }
+      }
+    };
+    walk(join(dir, 'node_modules'));
+    expect(checked).toBeGreaterThan(50);
+    expect(refusing).toEqual([]);
   });
 
   it('npx payhooks --version and --help run', async () => {

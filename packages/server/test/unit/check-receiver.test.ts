@@ -133,10 +133,19 @@ describe('check-receiver', () => {
     }
   });
 
-  it('a receiver that is not running fails every duty, with the connection error', async () => {
+  it('a receiver that is not running: one reason (connection refused), no duties checked', async () => {
     const report = await checkReceiver({ url: 'http://127.0.0.1:1/webhooks', secret: SECRET });
-    expect(failing(report)).toEqual([...ALL_DUTIES].sort());
-    expect(report.duties[0]!.observed).toMatch(/ECONNREFUSED/);
+    expect(report).toMatchObject({ ok: false, duties: [], unreachable: expect.stringMatching(/^connection refused: .*ECONNREFUSED/) });
+    expect(formatReport(report)).toMatch(/^Nothing answers at http:\/\/127\.0\.0\.1:1\/webhooks: connection refused/);
+    expect(formatReport(report).split('\n')).toHaveLength(1);
+  });
+
+  it('a host that does not resolve and a TLS mismatch are said as such', async () => {
+    const dns = await checkReceiver({ url: 'http://no-such-host.invalid/webhooks', secret: SECRET });
+    expect(dns.unreachable).toMatch(/^DNS lookup failed/);
+    // https against the plain-http SDK receiver: the handshake fails.
+    const tls = await checkReceiver({ url: sdk.url.replace('http:', 'https:'), secret: SECRET });
+    expect(tls.unreachable).toMatch(/^TLS handshake failed/);
   });
 });
 
@@ -162,6 +171,13 @@ describe('payhooks check-receiver (CLI)', () => {
     } finally {
       await broken.close();
     }
+  });
+
+  it('exit 3 and one line when nothing answers', async () => {
+    const r = await runPayhooks(['check-receiver', 'http://127.0.0.1:1/webhooks', '--secret', SECRET], {});
+    expect(r.code).toBe(3);
+    expect(r.stdout.trim().split('\n')).toHaveLength(1);
+    expect(r.stdout).toMatch(/^Nothing answers at http:\/\/127\.0\.0\.1:1\/webhooks: connection refused/);
   });
 
   it('bad input is refused with a message saying what to fix', async () => {

@@ -104,6 +104,25 @@ describe('loadConfig defaults', () => {
   });
 });
 
+describe('PAYHOOKS_TRUST_PROXY', () => {
+  it('is off by default; takes a hop count or a list of addresses and CIDR ranges', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ PAYHOOKS_TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ PAYHOOKS_TRUST_PROXY: '0' }).trustProxy).toBe(false);
+    expect(loadConfig({ PAYHOOKS_TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ PAYHOOKS_TRUST_PROXY: '10.0.0.0/8, 192.168.1.10,::1,fd00::/8' }).trustProxy).toEqual([
+      '10.0.0.0/8',
+      '192.168.1.10',
+      '::1',
+      'fd00::/8',
+    ]);
+  });
+
+  it('refuses to trust everyone, saying why', () => {
+    expect(configError({ PAYHOOKS_TRUST_PROXY: 'true' }).message).toMatch(/would trust any client to name its own address/);
+  });
+});
+
 describe('operations settings (issue 10)', () => {
   it('auto-disable defaults to 5 days, takes a duration, and 0 turns it off; the metrics port is unset unless given', () => {
     expect(loadConfig({}).autoDisableAfterMs).toBe(5 * 86_400_000);
@@ -138,6 +157,7 @@ describe('bad values give a ConfigError naming the variable', () => {
     ['PAYHOOKS_POLL_INTERVAL', ['9ms', '61s', '1']],
     ['PAYHOOKS_LEASE', ['999ms', '2h']],
     ['PAYHOOKS_DB_WAIT', ['soon', '10', '-1s', '2d']],
+    ['PAYHOOKS_TRUST_PROXY', ['true', 'yes', '21', '10.0.0.0/33', 'proxy.internal', '10.0.0.1,', '1.2.3']],
     ['PAYHOOKS_RETENTION', ['30', 'a month', '6d', '167h', '0d']],
     ['PAYHOOKS_AUTO_DISABLE_AFTER', ['5', 'off', '-1d', '999ms', '366d']],
     ['PAYHOOKS_METRICS_PORT', ['abc', '-1', '65536', '9464x']],

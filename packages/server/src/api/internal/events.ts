@@ -4,7 +4,6 @@ import type { ServiceContext } from '../../context.ts';
 import { publishEvent } from '../../events/publish.ts';
 import { EventSchema, EventTypeSchema } from '../v1/event-schemas.ts';
 import { asStored } from '../v1/events.ts';
-import { internalAuth } from './auth.ts';
 
 const PublishBody = Type.Object(
   {
@@ -42,7 +41,6 @@ const PublishBody = Type.Object(
 export const internalEventRoutes =
   (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.addHook('onRequest', internalAuth(ctx));
     app.post(
       '/events',
       {

@@ -5,7 +5,6 @@ import { toPayment } from '../../payments/objects.ts';
 import { paymentId } from '../../payments/service.ts';
 import { IdParams, errorResponses } from '../v1/schemas.ts';
 import { PaymentSchema, PaymentStatusSchema } from '../v1/payment-schemas.ts';
-import { internalAuth } from './auth.ts';
 
 const TransitionBody = Type.Object(
   {
@@ -22,7 +21,6 @@ const TransitionBody = Type.Object(
 export const internalPaymentRoutes =
   (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.addHook('onRequest', internalAuth(ctx));
     app.post(
       '/payments/:id/transitions',
       {

@@ -8,6 +8,8 @@ import { endpointRoutes } from './endpoints.ts';
 import { eventRoutes } from './events.ts';
 import { SESSION_COOKIE, checkCsrf, checkOrigin, isMutation, securityHeaders } from './security.ts';
 import { sessionRoutes } from './session.ts';
+import { SignInLimiter } from './sign-in-limits.ts';
+import type { WindowCounters } from '../window-counters.ts';
 import { DEFAULT_PORTAL_DIST, portalStatic } from './static.ts';
 
 declare module 'fastify' {
@@ -27,11 +29,17 @@ declare module 'fastify' {
  * and every mutation in a session the CSRF token check. Handlers build their Scope from the
  * session (Platform + chosen environment) and call the same domain services as /api/v1.
  */
-export async function portal(root: FastifyInstance, ctx: ServiceContext, options: { dist?: string | undefined } = {}): Promise<void> {
+interface PortalOptions {
+  dist?: string | undefined;
+  /** The counters of the sign-in limits, shared by every API process. */
+  counters: WindowCounters;
+}
+
+export async function portal(root: FastifyInstance, ctx: ServiceContext, options: PortalOptions): Promise<void> {
   await root.register(async (app) => portalScope(app, ctx, options));
 }
 
-async function portalScope(app: FastifyInstance, ctx: ServiceContext, options: { dist?: string | undefined }): Promise<void> {
+async function portalScope(app: FastifyInstance, ctx: ServiceContext, options: PortalOptions): Promise<void> {
   // The portal's page and assets are not in the OpenAPI documents; its JSON API is, from
   // api/openapi/overlays.ts (whose entries override this).
   app.addHook('onRoute', (route) => {
@@ -52,7 +60,7 @@ async function portalScope(app: FastifyInstance, ctx: ServiceContext, options: {
         req.portalSession = session;
         if (isMutation(req)) checkCsrf(req, session);
       });
-      await api.register(sessionRoutes(ctx, sessions));
+      await api.register(sessionRoutes(ctx, sessions, new SignInLimiter(options.counters, ctx.secrets)));
       await api.register(endpointRoutes(ctx));
       await api.register(deliveryRoutes(ctx));
       await api.register(eventRoutes(ctx));

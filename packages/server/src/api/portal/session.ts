@@ -6,6 +6,7 @@ import { decoyHash, verifyPassword } from '../../portal/passwords.ts';
 import { findUserByEmail } from '../../portal/users.ts';
 import type { PortalSession, SessionStore } from '../../portal/sessions.ts';
 import { SESSION_COOKIE, cookieOptions } from './security.ts';
+import type { SignInLimiter } from './sign-in-limits.ts';
 
 const SignInBody = Type.Object(
   { email: Type.String({ minLength: 1, maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 200 }) },
@@ -28,36 +29,15 @@ export function sessionView(session: PortalSession) {
   };
 }
 
-/**
- * Sign-in attempts are limited per client address (10 a minute, bursts of 30) and per email
- * (5 a minute, bursts of 10), whether they succeed or not, so guessing passwords is slow from
- * one address and for one account across many addresses.
- */
-export const SIGN_IN_LIMITS = { perAddress: { perSecond: 10 / 60, burst: 30 }, perEmail: { perSecond: 5 / 60, burst: 10 } };
-
 const signInEmail = (body: { email: string }) => body.email.trim().toLowerCase();
 
 /** `/portal/api/session`: sign in, who am I, switch environment, sign out. */
 export const sessionRoutes =
-  (ctx: ServiceContext, sessions: SessionStore): FastifyPluginAsyncTypebox =>
+  (ctx: ServiceContext, sessions: SessionStore, limiter: SignInLimiter): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const perAddress = app.rateLimits.limit(
-      'sign-in-address',
-      SIGN_IN_LIMITS.perAddress,
-      (req) => req.ip,
-      'Too many sign-in attempts from this address',
-    );
-    const perEmail = app.rateLimits.limit(
-      'sign-in-email',
-      SIGN_IN_LIMITS.perEmail,
-      (req) => signInEmail(req.body as { email: string }),
-      'Too many sign-in attempts for this account',
-    );
-
     app.post('/session', { schema: { body: SignInBody }, config: { public: true } }, async (req, reply) => {
       const email = signInEmail(req.body);
-      await perAddress(req);
-      await perEmail(req);
+      await limiter.check(req, email);
       const user = await findUserByEmail(ctx.database.db, email);
       // An unknown email costs the same scrypt as a wrong password, and gets the same answer.
       const ok = await verifyPassword(req.body.password, user?.passwordHash ?? (await decoyHash()));
@@ -65,6 +45,7 @@ export const sessionRoutes =
       const { token, expiresAt } = await sessions.create(user);
       const session = (await sessions.find(token))!;
       void reply.setCookie(SESSION_COOKIE, token, cookieOptions(req, expiresAt));
+      limiter.remember(req, reply, email);
       return sessionView(session);
     });
 
