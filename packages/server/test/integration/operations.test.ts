@@ -8,7 +8,7 @@ import { publish } from '../helpers/publish.ts';
 import { portalSignIn } from '../helpers/portal.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import { disableFailingEndpoints } from '../../src/delivery/auto-disable.ts';
+import { disableFailingEndpoints } from '../../src/endpoints/auto-disable.ts';
 import { claimDue } from '../../src/delivery/claim.ts';
 import { runTrigger } from '../../src/cli/trigger.ts';
 

@@ -3,10 +3,10 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/client.ts';
 import { merchants, webhookEndpoints } from '../db/schema.ts';
-import { toApiEndpoint } from '../endpoints/service.ts';
+import { toApiEndpoint } from './service.ts';
 import { publishEvent } from '../events/publish.ts';
-import type { DeliveryMetrics } from './metrics.ts';
-import { parkEndpointDeliveries } from './parking.ts';
+import type { DeliveryMetrics } from '../delivery/metrics.ts';
+import { parkEndpointDeliveries } from '../delivery/parking.ts';
 import { PeriodicJob } from '../periodic-job.ts';
 
 /** Failed attempts an endpoint needs within the window before it is disabled. */
