@@ -3175,7 +3175,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The test event and its delivery. */
+            /** @description The test event, its delivery, and the sandbox payment behind it (retrievable with GET /api/v1/payments/{id}). */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -3186,7 +3186,8 @@ export interface operations {
                      *       "object": "test_event",
                      *       "event_id": "string",
                      *       "type": "payment.succeeded",
-                     *       "delivery_id": "string"
+                     *       "delivery_id": "string",
+                     *       "payment_id": "string"
                      *     }
                      */
                     "application/json": {
@@ -3195,6 +3196,7 @@ export interface operations {
                         event_id: string;
                         type: components["schemas"]["EventType"];
                         delivery_id: string;
+                        payment_id: string;
                     };
                 };
             };
