@@ -32,12 +32,9 @@ export async function sendTestEvent(
   }
   let event: WebhookEvent | undefined;
   const row = await ctx.database.db.transaction(async (tx) => {
-    const created = await ctx.payments.create(
-      scope,
-      { amount: '10.00', asset_code: 'USDC.ETH', metadata: { test: 'true' } },
-      tx,
-      { onlyEndpointId: null },
-    );
+    const created = await ctx.payments.create(scope, { amount: '10.00', asset_code: 'USDC.ETH', metadata: { test: 'true' } }, tx, {
+      onlyEndpointId: null,
+    });
     const processing = await ctx.payments.transitionLocked(tx, created, 'processing', { onlyEndpointId: null });
     return ctx.payments.transitionLocked(tx, processing, 'succeeded', {
       onlyEndpointId: endpointId,
