@@ -689,7 +689,7 @@ export interface components {
             state: "pending" | "delivered" | "failed_retrying" | "exhausted" | "cancelled";
             cancel_reason: string | null;
             attempt_count: number;
-            /** @description Null when no attempt is scheduled: finished, or parked while the endpoint is disabled. */
+            /** @description Null when no attempt is scheduled: the delivery is finished. */
             next_attempt_at: string | null;
             last_attempt_at: string | null;
             /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
@@ -3419,7 +3419,7 @@ export interface operations {
                             state: "pending" | "delivered" | "failed_retrying" | "exhausted" | "cancelled";
                             cancel_reason: string | null;
                             attempt_count: number;
-                            /** @description Null when no attempt is scheduled: finished, or parked while the endpoint is disabled. */
+                            /** @description Null when no attempt is scheduled: the delivery is finished. */
                             next_attempt_at: string | null;
                             last_attempt_at: string | null;
                             /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
