@@ -11,15 +11,16 @@
  *    copy of every row into weekly partitions and the queue).
  * 4. Claim/record latency (the worker's two hot statements, batches of 10, 200 measured after 20
  *    warm-up batches, 2,200 due deliveries on top) on both databases side by side, in
- *    alternating rounds: before with main's statements (bench/legacy/, unnamed as main ran
- *    them), after with this tree's (delivery_queue, named prepared statements). Then the purge
+ *    alternating rounds: before with main's statements of the time (read from git history at
+ *    run time, unnamed as main ran them: see legacyStatements), after with this tree's (delivery_queue, named prepared statements). Then the purge
  *    of the same week by maintainPartitions (DROP of its three partitions), and the rounds again.
  * Table sizes are reported for the arithmetic in docs/performance.md.
  *
  * $BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres) is where the scratch
  * database is created; it is dropped at the end.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -27,8 +28,6 @@ import { openDatabase, type Database } from '../packages/server/src/db/client.ts
 import { listMigrations, migrate } from '../packages/server/src/db/migrate.ts';
 import { claimDue } from '../packages/server/src/delivery/claim.ts';
 import { recordOutcomes } from '../packages/server/src/delivery/record.ts';
-import { claimDue as legacyClaimDue } from './legacy/claim.ts';
-import { recordOutcomes as legacyRecordOutcomes } from './legacy/record.ts';
 import { maintainPartitions, weekStart } from '../packages/server/src/db/retention.ts';
 import { createPgDatabase } from '../packages/server/test/helpers/database.ts';
 
@@ -46,6 +45,27 @@ const DAY = 86_400_000;
 /** Claim/record rounds per schema, alternating. */
 const ROUNDS = 5;
 const WEEK = 7 * DAY;
+
+/**
+ * The claim and record statements main ran before migration 0007, for the "before" side. History
+ * belongs in git, not in copies in the tree: they are read from the commit that last had them
+ * (`bench/legacy/` at LEGACY_COMMIT) into a scratch folder beside this file, so their relative
+ * imports of the server's sources resolve, and imported from there.
+ */
+const LEGACY_COMMIT = '7205cfa';
+async function legacyStatements(): Promise<{ claimDue: typeof claimDue; recordOutcomes: typeof recordOutcomes }> {
+  const dir = new URL('./.legacy-statements/', import.meta.url);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const file of ['claim.ts', 'record.ts', 'interrupted.ts']) {
+    const text = execFileSync('git', ['show', `${LEGACY_COMMIT}:bench/legacy/${file}`], { encoding: 'utf8' });
+    writeFileSync(new URL(file, dir), text);
+  }
+  const [claim, record] = await Promise.all([import(new URL('claim.ts', dir).href), import(new URL('record.ts', dir).href)]);
+  rmSync(dir, { recursive: true, force: true }); // loaded: nothing of the past stays in the tree
+  return { claimDue: claim.claimDue, recordOutcomes: record.recordOutcomes };
+}
+const { claimDue: legacyClaimDue, recordOutcomes: legacyRecordOutcomes } = await legacyStatements();
 
 const adminUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const scratch = await createPgDatabase(adminUrl, 'payhooks_bench_retention');

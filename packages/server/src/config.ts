@@ -351,7 +351,7 @@ export const SETTINGS = [
     key: 'autoDisableAfterMs',
     env: 'PAYHOOKS_AUTO_DISABLE_AFTER',
     default: '5d',
-    doc: 'Disable an endpoint whose deliveries have all failed for this long (at least 10 failed attempts, no 2xx), with `disabled_reason: "failing"`; its deliveries park until it is enabled again. `0` turns auto-disable off.',
+    doc: 'Disable an endpoint whose deliveries have all failed for this long (at least 10 failed attempts, no 2xx), with `disabled_reason: "failing"`; its deliveries stay on their schedule, each attempt failing without a request (`endpoint_disabled`) until it is enabled again. `0` turns auto-disable off.',
     parse: (raw: string, env: string) => (raw.trim() === '0' ? 0 : durationIn(1000, 365 * 86_400_000)(raw, env)),
   },
   {

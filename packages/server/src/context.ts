@@ -15,7 +15,7 @@ import type { Resolver } from './delivery/safe-lookup.ts';
 import { PaymentService } from './payments/service.ts';
 import { CheckoutService } from './payments/checkout.ts';
 import { ExpiryJob } from './payments/expiry.ts';
-import { AutoDisableJob } from './delivery/auto-disable.ts';
+import { AutoDisableJob } from './endpoints/auto-disable.ts';
 import { RetentionJob } from './db/retention.ts';
 
 /**

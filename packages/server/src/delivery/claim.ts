@@ -203,21 +203,9 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
   };
 }
 
-/**
- * Gives claimed rows back without attempting them: with `dueAt` null the endpoint is disabled,
- * so the rows leave the queue (parked: they come back when it is enabled again, parking.ts);
- * with a time, a draining worker hands unstarted rows back as due then.
- */
-export async function releaseClaims(database: Database, options: { ids: string[]; token: string; dueAt: Date | null }): Promise<void> {
+/** Gives claimed rows back without attempting them: a draining worker hands unstarted rows back as due at `dueAt`. */
+export async function releaseClaims(database: Database, options: { ids: string[]; token: string; dueAt: Date }): Promise<void> {
   if (options.ids.length === 0) return;
-  if (options.dueAt === null) {
-    await database.query(
-      `DELETE FROM delivery_queue WHERE delivery_id = ANY($1::text[]) AND lease_token = $2`,
-      [options.ids, options.token],
-      'park_claims',
-    );
-    return;
-  }
   await database.query(
     `UPDATE delivery_queue SET due_at = $1, lease_token = NULL, leased_at = NULL WHERE delivery_id = ANY($2::text[]) AND lease_token = $3`,
     [options.dueAt, options.ids, options.token],

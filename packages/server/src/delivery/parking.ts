@@ -2,16 +2,16 @@ import { sql } from 'drizzle-orm';
 import type { Queryable } from '../db/client.ts';
 
 /**
- * A disabled endpoint gets no attempts: its unfinished deliveries are parked, in the same
- * transaction as the status change, by taking them out of `delivery_queue` (migration 0007): an
- * unfinished delivery without a queue row is parked, and shows `next_attempt_at: null`. Rows
- * leased at that moment finish their attempt; the worker parks them at their next claim.
- * Re-enabling puts them back on their schedule (or due at once, for those already due).
+ * A disabled endpoint's deliveries stay in `delivery_queue`, on their schedule: each attempt that
+ * falls due is recorded as failed without a request (the worker, `endpoint_disabled`) and counts
+ * toward the 8, so they end `exhausted` like any other (spec 3.2, 8). Enabling the endpoint lets
+ * the remaining attempts run.
+ *
+ * Releases before issue 22 parked them instead (took them out of the queue). `resumeEndpointDeliveries`
+ * puts any such delivery back on its schedule (or due at once, if it is already due): when the
+ * endpoint is enabled, and, for endpoints still disabled, once per process start
+ * (`requeueParkedDeliveries`), so a rolling upgrade leaves none behind.
  */
-export async function parkEndpointDeliveries(db: Queryable, endpointId: string): Promise<void> {
-  await db.execute(sql`DELETE FROM delivery_queue WHERE endpoint_id = ${endpointId} AND lease_token IS NULL`);
-}
-
 export async function resumeEndpointDeliveries(db: Queryable, endpointId: string, now: Date): Promise<void> {
   // Through webhook_deliveries_endpoint_idx in each week: a rare operation, not the hot path.
   await db.execute(sql`INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at)
@@ -20,6 +20,20 @@ export async function resumeEndpointDeliveries(db: Queryable, endpointId: string
     WHERE d.endpoint_id = ${endpointId} AND d.state IN ('pending', 'failed_retrying')
     ON CONFLICT (delivery_id) DO NOTHING`);
   await db.execute(sql`SELECT pg_notify('payhooks_deliveries', '')`);
+}
+
+/**
+ * Deliveries parked by an earlier release on endpoints that are still disabled go back on their
+ * schedule (they then fail without a request until exhausted, or run once enabled). Reaches the
+ * deliveries through the disabled endpoints (few) and each week's endpoint index.
+ */
+export async function requeueParkedDeliveries(db: Queryable, now: Date): Promise<void> {
+  await db.execute(sql`INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at)
+    SELECT d.id, d.created_at, d.event_id, d.endpoint_id, d.platform_id, COALESCE(d.next_attempt_at, ${now})
+    FROM webhook_endpoints w
+    JOIN webhook_deliveries d ON d.endpoint_id = w.id AND d.state IN ('pending', 'failed_retrying')
+    WHERE w.status = 'disabled' AND w.deleted_at IS NULL
+    ON CONFLICT (delivery_id) DO NOTHING`);
 }
 
 /**

@@ -88,7 +88,7 @@ WITH v AS (
   FROM updated u JOIN v ON v.id = u.id
   GROUP BY u.endpoint_id
 ), breaker AS (
-  -- Also the auto-disable clock (delivery/auto-disable.ts): any 2xx clears \`failing_since\`, the
+  -- Also the auto-disable clock (endpoints/auto-disable.ts): any 2xx clears \`failing_since\`, the
   -- first failure after one sets it. Both are written only when they change.
   UPDATE webhook_endpoints w
   SET consecutive_timeouts = CASE WHEN h.answered THEN 0 ELSE w.consecutive_timeouts + h.timeouts END,

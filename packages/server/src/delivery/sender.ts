@@ -19,7 +19,9 @@ export type ErrorKind =
   | 'tls'
   | 'forbidden_address'
   | 'invalid_url'
-  | 'network';
+  | 'network'
+  /** No request was sent: the endpoint is disabled (the attempt still counts toward the 8). */
+  | 'endpoint_disabled';
 
 export interface AttemptResult {
   succeeded: boolean;

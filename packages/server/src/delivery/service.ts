@@ -44,7 +44,7 @@ export interface ApiDelivery {
   /** Why a `cancelled` delivery ended (`endpoint_deleted`), else null. */
   cancel_reason: string | null;
   attempt_count: number;
-  /** Null when nothing is scheduled: finished, or parked while its endpoint is disabled. */
+  /** Null when nothing is scheduled: finished (or parked by a release before issue 22, until requeued). */
   next_attempt_at: string | null;
   last_attempt_at: string | null;
   created_at: string;
@@ -79,8 +79,8 @@ function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[], queued: Set<strin
     state: d.state,
     cancel_reason: d.cancelReason,
     attempt_count: d.attemptCount,
-    // Parked (endpoint disabled): unfinished but out of the queue. The schedule is kept for when
-    // it resumes, but no attempt is coming, so none is shown.
+    // Unfinished but out of the queue: parked by a release before issue 22 (delivery/parking.ts),
+    // until it is requeued. No attempt is coming, so none is shown.
     next_attempt_at: isUnfinished(d.state) && !queued.has(d.id) ? null : iso(d.nextAttemptAt),
     last_attempt_at: iso(d.lastAttemptAt),
     created_at: formatEventTimestamp(d.createdAt),

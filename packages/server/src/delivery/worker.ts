@@ -222,17 +222,37 @@ export class DeliveryWorker {
       endpointCap,
       excluded: saturated.length + fullPlatforms.length > 0,
     });
-    const park: string[] = [];
     const cancel: string[] = [];
+    let disabled = 0;
     for (const row of rows) {
       if (row.interrupted) this.deps.metrics?.interrupted();
       if (row.endpoint_deleted_at) cancel.push(row.id);
-      else if (row.endpoint_status !== 'enabled') park.push(row.id);
-      else this.enqueue(row, token);
+      else if (row.endpoint_status !== 'enabled') {
+        this.failWithoutRequest(row, token);
+        disabled++;
+      } else this.enqueue(row, token);
     }
-    if (park.length) await releaseClaims(this.deps.database, { ids: park, token, dueAt: null });
     if (cancel.length) await cancelClaims(this.deps.database, { ids: cancel, token, now });
-    return rows.length - park.length - cancel.length;
+    return rows.length - cancel.length - disabled;
+  }
+
+  /**
+   * An attempt that falls due while its endpoint is disabled stays on the schedule: it is recorded
+   * as failed without a request (`endpoint_disabled`), counts toward the 8, and the 8th makes the
+   * delivery `exhausted` (spec 3.2, 8). No attempt slot is taken: nothing is sent.
+   */
+  private failWithoutRequest(row: ClaimedDelivery, token: string): void {
+    const result: AttemptResult = {
+      succeeded: false,
+      startedAt: this.deps.clock.now(),
+      durationMs: 0,
+      statusCode: null,
+      responseBody: null,
+      errorKind: 'endpoint_disabled',
+      errorMessage: 'The endpoint is disabled: no request was sent. Enable it to resume its deliveries.',
+    };
+    this.deps.metrics?.observe(false, result.errorKind, 0);
+    this.recordOutcome(row, token, result);
   }
 
   private enqueue(row: ClaimedDelivery, token: string): void {
@@ -352,6 +372,13 @@ export class DeliveryWorker {
     }
     const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith });
     metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
+    this.recordOutcome(row, token, result);
+    return result;
+  }
+
+  /** The schedule's next step for an automatic attempt, logged and queued for the batch write. */
+  private recordOutcome(row: ClaimedDelivery, token: string, result: AttemptResult): void {
+    const { logger, config, clock } = this.deps;
     const next = afterAutomaticAttempt({
       succeeded: result.succeeded,
       automaticAttemptsBefore: row.automatic_attempts,
@@ -380,7 +407,6 @@ export class DeliveryWorker {
     });
     this.recording.add(recorded);
     void recorded.finally(() => this.recording.delete(recorded));
-    return result;
   }
 
   /**

@@ -7,7 +7,7 @@ import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import type { Clock } from '../clock.ts';
-import { parkEndpointDeliveries } from '../delivery/parking.ts';
+import { cancelEndpointDeliveries } from '../delivery/parking.ts';
 
 /**
  * `payhooks listen` sessions (docs/decisions.md, "Developer tools"). A session is a sandbox
@@ -120,7 +120,10 @@ export class ListenHub {
       .where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.deletedAt)));
   }
 
-  /** Ends a session: its endpoint is deleted (its log stays readable), waiting relays answer 503. */
+  /**
+   * Ends a session: its endpoint is deleted (its log stays readable) and its unfinished deliveries
+   * end `cancelled` like any deleted endpoint's; waiting relays answer 503.
+   */
   async end(id: string, scope: Scope): Promise<void> {
     const session = this.live.get(id);
     this.live.delete(id);
@@ -132,7 +135,7 @@ export class ListenHub {
         .set({ deletedAt: this.clock.now(), updatedAt: this.clock.now() })
         .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.platformId, scope.platformId), isNull(webhookEndpoints.deletedAt)))
         .returning({ id: webhookEndpoints.id });
-      if (rows.length) await parkEndpointDeliveries(tx, id);
+      if (rows.length) await cancelEndpointDeliveries(tx, id, this.clock.now());
     });
   }
 
@@ -148,7 +151,7 @@ export class ListenHub {
           .returning({ id: webhookEndpoints.id });
         for (const r of rows) {
           this.live.delete(r.id);
-          await parkEndpointDeliveries(tx, r.id);
+          await cancelEndpointDeliveries(tx, r.id, this.clock.now());
         }
         if (rows.length) this.logger.info({ sessions: rows.map((r) => r.id) }, 'listen sessions whose lease expired were deleted');
       });

@@ -10,7 +10,7 @@ import { validateEndpointUrl, type UrlPolicy } from '../security/url-policy.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import type { Clock } from '../clock.ts';
 import { validateEnabledEvents } from './enabled-events.ts';
-import { cancelEndpointDeliveries, parkEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/parking.ts';
+import { cancelEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/parking.ts';
 import { AppError } from '../errors.ts';
 
 /** The endpoint as the API shows it. The secret is never part of it. */
@@ -173,7 +173,6 @@ export class EndpointService {
         .where(and(inScope(scope), eq(webhookEndpoints.id, id)))
         .returning();
       if (!row) throw notFound('webhook endpoint', id);
-      if (current.status === 'enabled' && row.status === 'disabled') await parkEndpointDeliveries(tx, id);
       if (current.status === 'disabled' && row.status === 'enabled') await resumeEndpointDeliveries(tx, id, this.clock.now());
       return toApiEndpoint(row, this.clock.now());
     });

@@ -32,11 +32,12 @@ const DEFAULT_FANOUT = 4;
  * Platform and environment subscribed to its type or `*`, and writes the event, one delivery per
  * endpoint (two with `copies: 2`) and their queue rows; workers are woken once it commits. If the
  * caller's transaction rolls back, nothing was published. With `idempotencyKey`, a second publish returns the first
- * event and writes nothing.
+ * event and writes nothing. `onlyEndpointId` (a portal test event) delivers to that one endpoint,
+ * whatever it subscribes to; `null` records the event and delivers it to none.
  */
 export async function publishEvent(
   tx: Tx,
-  input: EventInput & { idempotencyKey?: string | undefined; copies?: 1 | 2 | undefined; onlyEndpointId?: string | undefined },
+  input: EventInput & { idempotencyKey?: string | undefined; copies?: 1 | 2 | undefined; onlyEndpointId?: string | null | undefined },
   now: Date,
 ): Promise<PublishResult> {
   validateEventInput(input);
@@ -152,7 +153,7 @@ SELECT (SELECT platform_id FROM m) AS platform_id, (SELECT count(*) FROM fan)::i
 
 /** `PUBLISH_SQL`'s parameters, in order. */
 function publishParams(
-  input: EventInput & { idempotencyKey?: string | undefined; copies: 1 | 2; onlyEndpointId?: string | undefined },
+  input: EventInput & { idempotencyKey?: string | undefined; copies: 1 | 2; onlyEndpointId?: string | null | undefined },
   id: string,
   body: string,
   now: Date,
@@ -162,7 +163,8 @@ function publishParams(
   return [
     input.merchantId,
     input.environment,
-    input.onlyEndpointId ?? null,
+    // null delivers to none: '' is no endpoint's id.
+    input.onlyEndpointId === null ? '' : (input.onlyEndpointId ?? null),
     WILDCARD_EVENT_TYPE,
     input.type,
     input.copies,
@@ -178,7 +180,7 @@ function publishParams(
 
 async function publishStatement(
   tx: Tx,
-  input: EventInput & { idempotencyKey?: string | undefined; copies: 1 | 2; onlyEndpointId?: string | undefined },
+  input: EventInput & { idempotencyKey?: string | undefined; copies: 1 | 2; onlyEndpointId?: string | null | undefined },
   id: string,
   body: string,
   now: Date,

@@ -4,7 +4,7 @@ import type { Db, Queryable, Tx } from '../db/client.ts';
 import { checkoutSessions, merchants, payments, type PaymentRow } from '../db/schema.ts';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
-import { publishEvent } from '../events/publish.ts';
+import { publishEvent, type PublishResult } from '../events/publish.ts';
 import { newId } from '../ids.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { serialiseMetadata, toPayment, validateAmount, validateAssetCode, type Payment } from './objects.ts';
@@ -21,8 +21,15 @@ export interface CreatePaymentInput {
 export interface TransitionOptions {
   /** Deliver this transition's event twice to each endpoint (sandbox double delivery). */
   doubleDelivery?: boolean | undefined;
+  /**
+   * A portal test payment: its event goes to this one endpoint only (null: recorded, delivered
+   * to none) instead of the subscribed endpoints.
+   */
+  onlyEndpointId?: string | null | undefined;
   /** Set when the payment's checkout session drives the change (expiring with the session). */
   bySession?: boolean | undefined;
+  /** Told the event the transition published (the portal's test payment answers with it). */
+  onPublished?: ((result: PublishResult) => void) | undefined;
 }
 
 /**
@@ -87,7 +94,7 @@ export class PaymentService {
     scope: Scope,
     input: CreatePaymentInput,
     tx: Tx,
-    link: { id?: string; checkoutSessionId?: string } = {},
+    link: { id?: string; checkoutSessionId?: string; onlyEndpointId?: string | null } = {},
   ): Promise<PaymentRow> {
     const amount = validateAmount(input.amount);
     const assetCode = validateAssetCode(input.asset_code);
@@ -111,7 +118,7 @@ export class PaymentService {
         updatedAt: now,
       })
       .returning();
-    await this.publish(tx, row!, now, false);
+    await this.publish(tx, row!, now, { onlyEndpointId: link.onlyEndpointId });
     return row!;
   }
 
@@ -165,24 +172,26 @@ export class PaymentService {
     if (!canTransition(current.status, to)) throw illegalTransition(current, to);
     const now = this.clock.now();
     const [row] = await tx.update(payments).set({ status: to, updatedAt: now }).where(eq(payments.id, current.id)).returning();
-    await this.publish(tx, row!, now, options.doubleDelivery === true);
+    await this.publish(tx, row!, now, options);
     for (const listener of this.listeners) await listener(tx, row!, options);
     return row!;
   }
 
   /** Publishes the event of the payment's current status, with the full Payment as data.object. */
-  private async publish(tx: Tx, row: PaymentRow, now: Date, doubleDelivery: boolean): Promise<void> {
-    await publishEvent(
+  private async publish(tx: Tx, row: PaymentRow, now: Date, options: TransitionOptions): Promise<void> {
+    const result = await publishEvent(
       tx,
       {
         type: paymentEventType(row.status),
         merchantId: row.merchantId,
         environment: row.environment,
         object: toPayment(row) as unknown as Record<string, unknown>,
-        copies: doubleDelivery || row.doubleDelivery ? 2 : 1,
+        copies: options.doubleDelivery === true || row.doubleDelivery ? 2 : 1,
+        onlyEndpointId: options.onlyEndpointId,
       },
       now,
     );
+    options.onPublished?.(result);
   }
 }
 

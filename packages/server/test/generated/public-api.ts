@@ -689,7 +689,7 @@ export interface components {
             state: "pending" | "delivered" | "failed_retrying" | "exhausted" | "cancelled";
             cancel_reason: string | null;
             attempt_count: number;
-            /** @description Null when no attempt is scheduled: finished, or parked while the endpoint is disabled. */
+            /** @description Null when no attempt is scheduled: the delivery is finished. */
             next_attempt_at: string | null;
             last_attempt_at: string | null;
             /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
@@ -3175,7 +3175,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The test event and its delivery. */
+            /** @description The test event, its delivery, and the sandbox payment behind it (retrievable with GET /api/v1/payments/{id}). */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -3186,7 +3186,8 @@ export interface operations {
                      *       "object": "test_event",
                      *       "event_id": "string",
                      *       "type": "payment.succeeded",
-                     *       "delivery_id": "string"
+                     *       "delivery_id": "string",
+                     *       "payment_id": "string"
                      *     }
                      */
                     "application/json": {
@@ -3195,6 +3196,7 @@ export interface operations {
                         event_id: string;
                         type: components["schemas"]["EventType"];
                         delivery_id: string;
+                        payment_id: string;
                     };
                 };
             };
@@ -3417,7 +3419,7 @@ export interface operations {
                             state: "pending" | "delivered" | "failed_retrying" | "exhausted" | "cancelled";
                             cancel_reason: string | null;
                             attempt_count: number;
-                            /** @description Null when no attempt is scheduled: finished, or parked while the endpoint is disabled. */
+                            /** @description Null when no attempt is scheduled: the delivery is finished. */
                             next_attempt_at: string | null;
                             last_attempt_at: string | null;
                             /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */

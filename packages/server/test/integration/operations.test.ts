@@ -8,7 +8,7 @@ import { publish } from '../helpers/publish.ts';
 import { portalSignIn } from '../helpers/portal.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import { disableFailingEndpoints } from '../../src/delivery/auto-disable.ts';
+import { disableFailingEndpoints } from '../../src/endpoints/auto-disable.ts';
 import { claimDue } from '../../src/delivery/claim.ts';
 import { runTrigger } from '../../src/cli/trigger.ts';
 
@@ -224,7 +224,7 @@ describe('auto-disable', () => {
     await worker.drain();
   }
 
-  it('disables after the window of failures (not before), parks its deliveries with next_attempt_at null, announces webhook_endpoint.disabled signed to subscribed endpoints, and resumes on re-enable', async () => {
+  it('spec 3.2, 8: disables after the window of failures (not before), keeps its deliveries on their schedule (failing without a request), announces webhook_endpoint.disabled signed to subscribed endpoints, and resumes on re-enable', async () => {
     const p = await svc.platform();
     answers.set('/dying', { status: 500, body: 'down' });
     const dying = await endpoint(p, '/dying', ['payment.succeeded']);
@@ -244,9 +244,10 @@ describe('auto-disable', () => {
 
     const shown = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${dying.id}`)).body;
     expect(shown).toMatchObject({ status: 'disabled', disabled_reason: 'failing', disabled_at: iso(start + HOUR + 60_000) });
-    const parked = await deliveriesOf(p, dying.id);
-    expect(parked).toHaveLength(10);
-    for (const d of parked) expect(d).toMatchObject({ state: 'failed_retrying', next_attempt_at: null });
+    // Still on the schedule: the second attempt is where it was.
+    const kept = await deliveriesOf(p, dying.id);
+    expect(kept).toHaveLength(10);
+    for (const d of kept) expect(d).toMatchObject({ state: 'failed_retrying', next_attempt_at: iso(start + 6 * HOUR) });
 
     // The operational event: to the Platform's sandbox endpoints subscribed to it (or to *), only.
     await worker.drain();
@@ -270,16 +271,33 @@ describe('auto-disable', () => {
       /payhooks_endpoints_auto_disabled_total [1-9]/,
     );
 
-    // Parked deliveries are not attempted, even past their schedule.
+    // The attempt that falls due while disabled is recorded as failed without a request, and
+    // counts: the next one is scheduled after it.
     clock.advance(7 * HOUR);
+    const dueAt = clock.now().getTime();
     await worker.drain();
     expect(hits('/dying')).toHaveLength(10);
+    for (const d of await deliveriesOf(p, dying.id)) {
+      expect(d).toMatchObject({ state: 'failed_retrying', attempt_count: 2, next_attempt_at: iso(dueAt + 6 * HOUR) });
+      const detail = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries/${d.id}`)).body;
+      expect(detail.attempts.at(-1)).toMatchObject({
+        attempt_number: 2,
+        trigger: 'automatic',
+        succeeded: false,
+        status_code: null,
+        response_body: null,
+        error_kind: 'endpoint_disabled',
+        duration_ms: 0,
+      });
+    }
 
-    // Enabled again (the receiver fixed): they resume and are delivered.
+    // Enabled again (the receiver fixed): the remaining attempts run on their schedule.
     answers.delete('/dying');
     const enabled = await svc.api(p.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${dying.id}`, { status: 'enabled' });
     expect(enabled.body).toMatchObject({ status: 'enabled', disabled_reason: null, disabled_at: null });
-    for (const d of await deliveriesOf(p, dying.id)) expect(d.next_attempt_at).not.toBeNull();
+    await worker.drain();
+    expect(hits('/dying')).toHaveLength(10); // not before their time
+    clock.advance(6 * HOUR);
     await worker.drain();
     expect(hits('/dying')).toHaveLength(20);
     for (const d of await deliveriesOf(p, dying.id)) expect(d.state).toBe('delivered');
@@ -365,17 +383,73 @@ describe('auto-disable', () => {
     answers.delete('/never-off');
   });
 
-  it('a manual disable shows disabled_reason manual and its parked deliveries show next_attempt_at null', async () => {
+  it('a delivery parked by an earlier release (out of the queue) is back on its schedule once the job has run', async () => {
+    const p = await svc.platform();
+    answers.set('/parked-before', { status: 500 });
+    const ep = await endpoint(p, '/parked-before');
+    await failN(p, 1);
+    await svc.api(p.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${ep.id}`, { status: 'disabled' });
+    const [before] = await deliveriesOf(p, ep.id);
+    // What the previous release did on disable: the row left the queue (the API shows no next attempt).
+    await svc.ctx.database.query('DELETE FROM delivery_queue WHERE endpoint_id = $1', [ep.id]);
+    expect((await deliveriesOf(p, ep.id))[0]!.next_attempt_at).toBeNull();
+    const job = svc.ctx.createAutoDisableJob();
+    job.start();
+    await job.stop();
+    expect((await deliveriesOf(p, ep.id))[0]).toMatchObject({ state: 'failed_retrying', next_attempt_at: before!.next_attempt_at });
+    answers.delete('/parked-before');
+  });
+
+  it('a manual disable shows disabled_reason manual; its deliveries keep their next attempt', async () => {
     const p = await svc.platform();
     answers.set('/manual-off', { status: 500 });
     const ep = await endpoint(p, '/manual-off');
     await failN(p, 1);
-    expect((await deliveriesOf(p, ep.id))[0]!.next_attempt_at).not.toBeNull();
+    const next = (await deliveriesOf(p, ep.id))[0]!.next_attempt_at;
+    expect(next).not.toBeNull();
     const off = await svc.api(p.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${ep.id}`, { status: 'disabled' });
     expect(off.body).toMatchObject({ status: 'disabled', disabled_reason: 'manual' });
     expect(off.body.disabled_at).toMatch(/Z$/);
-    expect((await deliveriesOf(p, ep.id))[0]).toMatchObject({ state: 'failed_retrying', next_attempt_at: null });
+    expect((await deliveriesOf(p, ep.id))[0]).toMatchObject({ state: 'failed_retrying', next_attempt_at: next });
     answers.delete('/manual-off');
+  });
+
+  it('spec 8: a disabled endpoint\'s delivery is exhausted after its 8th attempt, none of them sent; enabled again, "Replay all failed since…" recovers it', async () => {
+    const p = await svc.platform();
+    const ep = await endpoint(p, '/off-for-good');
+    const start = clock.now();
+    const { event } = await publish(svc.ctx, p.merchant_id);
+    // Disabled before its first attempt: every one of the 8 falls due while it is disabled.
+    await svc.api(p.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${ep.id}`, { status: 'disabled' });
+    for (let attempt = 1; attempt <= 8; attempt++) {
+      await worker.drain();
+      const [d] = await deliveriesOf(p, ep.id);
+      expect(d, `after attempt ${attempt}`).toMatchObject({
+        state: attempt < 8 ? 'failed_retrying' : 'exhausted',
+        attempt_count: attempt,
+      });
+      if (attempt < 8) expect(d!.next_attempt_at).not.toBeNull();
+      else expect(d!.next_attempt_at).toBeNull();
+      clock.advance(6 * HOUR);
+    }
+    expect(hits('/off-for-good')).toHaveLength(0);
+    const [exhausted] = await deliveriesOf(p, ep.id);
+    const detail = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries/${exhausted!.id}`)).body;
+    expect(detail.attempts.map((a: { error_kind: string }) => a.error_kind)).toEqual(Array(8).fill('endpoint_disabled'));
+    // Exhausted is terminal for the schedule: nothing more happens.
+    clock.advance(48 * HOUR);
+    await worker.drain();
+    expect((await deliveriesOf(p, ep.id))[0]!.attempt_count).toBe(8);
+
+    await svc.api(p.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${ep.id}`, { status: 'enabled' });
+    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+    const job = await svc.ctx.bulkReplays.start(scope, ep.id, start);
+    for (let i = 0; i < 200 && (await svc.ctx.bulkReplays.get(scope, job.id)).status === 'running'; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(await svc.ctx.bulkReplays.get(scope, job.id)).toMatchObject({ status: 'finished' });
+    const [recovered] = await deliveriesOf(p, ep.id);
+    expect(recovered).toMatchObject({ state: 'delivered' });
+    expect(hits('/off-for-good').map((r) => r.headers['service-event-id'])).toEqual([event.id]);
   });
 });
 

@@ -222,7 +222,7 @@ describe('portal endpoints', () => {
     expect((await portalA.call('GET', `/endpoints/${ep.id}`)).status).toBe(404);
   });
 
-  it('Send test event publishes a sample payment.succeeded to that one sandbox endpoint only; it is refused in live', async () => {
+  it('spec 1: Send test event is a real sandbox payment moved to succeeded (retrievable by GET), its payment.succeeded delivered to that one endpoint only; refused in live', async () => {
     const target = await createEndpoint(portalA, `${receiver.url}?target`, ['payment.failed']);
     const other = await createEndpoint(portalA, `${receiver.url}?other`, ['*']);
     const sent = await portalA.call('POST', `/endpoints/${target.id}/test_event`);
@@ -231,7 +231,21 @@ describe('portal endpoints', () => {
       type: 'payment.succeeded',
       event_id: expect.stringMatching(/^evt_/),
       delivery_id: expect.stringMatching(/^whd_/),
+      payment_id: expect.stringMatching(/^pay_/),
     });
+    // A receiver that confirms by a server-side GET finds the payment, succeeded, with the test metadata.
+    const payment = await svc.api(a.keys.sandbox, 'GET', `/api/v1/payments/${sent.body.payment_id}`);
+    expect(payment.status).toBe(200);
+    expect(payment.body).toMatchObject({ id: sent.body.payment_id, status: 'succeeded', amount: '10.00', metadata: { test: 'true' } });
+    // Its earlier events happened and are recorded, but no endpoint got them: one test, one delivery.
+    const events = (await svc.api(a.keys.sandbox, 'GET', '/api/v1/events?limit=10')).body.data.filter(
+      (e: { data: { object: { id: string } } }) => e.data.object.id === sent.body.payment_id,
+    );
+    expect(events.map((e: { type: string }) => e.type).sort()).toEqual(['payment.created', 'payment.processing', 'payment.succeeded']);
+    for (const e of events) {
+      const ds = (await portalA.call('GET', `/deliveries?event_id=${e.id}`)).body.data;
+      expect(ds.map((d: { endpoint_id: string }) => d.endpoint_id)).toEqual(e.type === 'payment.succeeded' ? [target.id] : []);
+    }
     const forEvent = await portalA.call('GET', `/deliveries?event_id=${sent.body.event_id}`);
     expect(forEvent.body.data.map((d: { endpoint_id: string }) => d.endpoint_id)).toEqual([target.id]);
     const event = await portalA.call('GET', `/events/${sent.body.event_id}`);

@@ -85,21 +85,30 @@ describe('publishing (transactional outbox)', () => {
     await svc.api(q.keys.live, 'DELETE', `/api/v1/webhook_endpoints/${liveEp.body.id}`);
   });
 
-  it('a disabled endpoint gets no attempts; enabling it again resumes its deliveries', async () => {
+  it('spec 3.2: a disabled endpoint gets no requests, its due attempt is recorded as failed (endpoint_disabled); enabled again, the next attempt runs on schedule', async () => {
     const q = await svc.platform('pause');
     const id = await endpoint(q.keys.sandbox, ['*'], '/paused');
-    await svc.api(q.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${id}`, { status: 'disabled' });
-    // Created while enabled, then disabled before any attempt: parked, not sent.
-    await svc.api(q.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${id}`, { status: 'enabled' });
     const { event } = await publish(svc.ctx, q.merchant_id);
     await svc.api(q.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${id}`, { status: 'disabled' });
     await worker.drain();
     expect(receiver.requests.filter((r) => r.path.endsWith('/paused'))).toHaveLength(0);
+    const [failed] = (await svc.api(q.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}`)).body.data;
+    expect(failed).toMatchObject({
+      state: 'failed_retrying',
+      attempt_count: 1,
+      next_attempt_at: new Date(clock.now().getTime() + 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    });
     await svc.api(q.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${id}`, { status: 'enabled' });
-    await worker.drain();
+    const t0 = clock.now().getTime();
+    clock.set(t0 + 60_000);
+    try {
+      await worker.drain();
+    } finally {
+      clock.set(t0); // the other tests of this file read the clock as it was
+    }
     expect(receiver.requests.filter((r) => r.path.endsWith('/paused'))).toHaveLength(1);
     const d = await svc.api(q.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}`);
-    expect(d.body.data[0].state).toBe('delivered');
+    expect(d.body.data[0]).toMatchObject({ state: 'delivered', attempt_count: 2 });
   });
 
   it('a deleted endpoint gets no further attempts of its pending deliveries', async () => {

@@ -37,7 +37,10 @@ async function partitionsOf(database: Database, table: string): Promise<string[]
 
 /** Claims every due delivery and records an automatic attempt for each: `outcome` decides by event id. */
 async function attemptDue(
-  outcome: (eventId: string) => { succeeded: boolean; state: 'delivered' | 'failed_retrying' | 'exhausted'; next: Date | null },
+  outcome: (
+    eventId: string,
+    endpointId: string,
+  ) => { succeeded: boolean; state: 'delivered' | 'failed_retrying' | 'exhausted'; next: Date | null },
 ): Promise<number> {
   const database = svc.ctx.database;
   const now = clock.now();
@@ -54,7 +57,7 @@ async function attemptDue(
   const recorded = await recordOutcomes(
     database,
     rows.map((r) => {
-      const o = outcome(r.event_id);
+      const o = outcome(r.event_id, r.endpoint_id);
       return {
         deliveryId: r.id,
         token: 'tok',
@@ -115,27 +118,27 @@ describe('retention (issue 10 item 3)', () => {
     expect((await job.runOnce()).created).toEqual([]);
   });
 
-  it('drops only weeks entirely older than the window, never a week with a delivery still being retried; parked deliveries leave with their week', async () => {
+  it("drops only weeks entirely older than the window, never a week with a delivery still being retried, a disabled endpoint's included", async () => {
     const delivered = await publish(svc.ctx, platform.merchant_id);
     const retrying = await publish(svc.ctx, platform.merchant_id);
-    // A second endpoint, disabled after this event: its delivery is parked (out of the queue).
-    const parkedEndpoint = await endpoint('http://127.0.0.1:9/parked');
-    const parked = await publish(svc.ctx, platform.merchant_id);
+    // A second endpoint, disabled after this event: its delivery stays on its schedule, each
+    // attempt failing without a request (spec 3.2, 8), so it holds its week like any retry.
+    const disabledEndpoint = await endpoint('http://127.0.0.1:9/disabled');
+    const onDisabled = await publish(svc.ctx, platform.merchant_id);
     expect(
-      (await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${parkedEndpoint}`, { status: 'disabled' })).status,
+      (await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${disabledEndpoint}`, { status: 'disabled' })).status,
     ).toBe(200);
     // Rows of the current week land in its partition, not the default one.
     expect(await count(svc.ctx.database, `SELECT count(*) AS n FROM webhook_deliveries_p20250303`)).toBe(4);
     expect(await count(svc.ctx.database, `SELECT count(*) AS n FROM webhook_deliveries_default`)).toBe(0);
+    const fail = { succeeded: false, state: 'failed_retrying' as const, next: new Date(clock.now().getTime() + 60_000) };
     expect(
-      await attemptDue((id) =>
-        id === retrying.event.id
-          ? { succeeded: false, state: 'failed_retrying', next: new Date(clock.now().getTime() + 60_000) }
-          : { succeeded: true, state: 'delivered', next: null },
+      await attemptDue((id, endpointId) =>
+        id === retrying.event.id || endpointId === disabledEndpoint ? fail : { succeeded: true, state: 'delivered', next: null },
       ),
-    ).toBe(3);
-    const parkedDelivery = (await deliveriesOf(parked.event.id)).find((d) => d.endpoint_id === parkedEndpoint)!;
-    expect(parkedDelivery).toMatchObject({ state: 'pending', next_attempt_at: null });
+    ).toBe(4);
+    const disabledDelivery = (await deliveriesOf(onDisabled.event.id)).find((d) => d.endpoint_id === disabledEndpoint)!;
+    expect(disabledDelivery).toMatchObject({ state: 'failed_retrying', next_attempt_at: expect.any(String) });
     clock.set(Date.UTC(2025, 2, 17, 9, 0, 0));
     const recent = await publish(svc.ctx, platform.merchant_id);
 
@@ -145,33 +148,32 @@ describe('retention (issue 10 item 3)', () => {
     expect(r.dropped).toEqual([]);
     expect(await deliveriesOf(delivered.event.id)).toHaveLength(1);
 
-    // 2025-04-11: that week is wholly older than 30 days, but one of its deliveries is still due.
+    // 2025-04-11: that week is wholly older than 30 days, but two of its deliveries are still due.
     clock.set(Date.UTC(2025, 3, 11));
     r = await job.runOnce();
     expect(r.dropped).toEqual([]);
-    expect(r.keptBusy).toEqual([{ week: '20250303', queued: 1 }]);
+    expect(r.keptBusy).toEqual([{ week: '20250303', queued: 2 }]);
     expect((await deliveriesOf(retrying.event.id))[0]!.state).toBe('failed_retrying');
     expect((await deliveriesOf(delivered.event.id))[0]!.attempts).toHaveLength(1);
 
-    // Its schedule ends (exhausted): now the whole week goes, attempts, deliveries and events,
-    // the parked delivery with it.
-    expect(await attemptDue(() => ({ succeeded: false, state: 'exhausted', next: null }))).toBe(2); // the retrying one and the recent one
+    // Their schedules end (exhausted): now the whole week goes, attempts, deliveries and events.
+    expect(await attemptDue(() => ({ succeeded: false, state: 'exhausted', next: null }))).toBe(3); // the two, and the recent one
     r = await job.runOnce();
     expect(r.dropped).toEqual(['20250303']);
     expect(r.keptBusy).toEqual([]);
     for (const t of ['events', 'webhook_deliveries', 'delivery_attempts']) {
       expect(await partitionsOf(svc.ctx.database, t)).not.toContain(`${t}_p20250303`);
     }
-    for (const e of [delivered, retrying, parked]) {
+    for (const e of [delivered, retrying, onDisabled]) {
       expect(await deliveriesOf(e.event.id)).toEqual([]);
       expect((await svc.api(platform.keys.sandbox, 'GET', `/api/v1/events/${e.event.id}`)).status).toBe(404);
     }
-    expect((await svc.api(platform.keys.sandbox, 'GET', `/api/v1/webhook_deliveries/${parkedDelivery.id}`)).status).toBe(404);
+    expect((await svc.api(platform.keys.sandbox, 'GET', `/api/v1/webhook_deliveries/${disabledDelivery.id}`)).status).toBe(404);
     // Re-enabling the endpoint finds nothing left to resume from that week.
     expect(
-      (await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${parkedEndpoint}`, { status: 'enabled' })).status,
+      (await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${disabledEndpoint}`, { status: 'enabled' })).status,
     ).toBe(200);
-    expect(await count(svc.ctx.database, `SELECT count(*) AS n FROM delivery_queue WHERE endpoint_id = '${parkedEndpoint}'`)).toBe(0);
+    expect(await count(svc.ctx.database, `SELECT count(*) AS n FROM delivery_queue WHERE endpoint_id = '${disabledEndpoint}'`)).toBe(0);
     // The week of 03-17 ends 03-24, within 30 days of 04-11: kept, with its attempt.
     expect((await svc.api(platform.keys.sandbox, 'GET', `/api/v1/events/${recent.event.id}`)).status).toBe(200);
     expect((await deliveriesOf(recent.event.id))[0]!.attempts).toHaveLength(1);
@@ -180,7 +182,7 @@ describe('retention (issue 10 item 3)', () => {
       expect.arrayContaining(['webhook_deliveries_p20250407', 'webhook_deliveries_p20250421']),
     );
     expect(
-      (await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${parkedEndpoint}`, { status: 'disabled' })).status,
+      (await svc.api(platform.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${disabledEndpoint}`, { status: 'disabled' })).status,
     ).toBe(200);
   });
 
@@ -293,12 +295,12 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
     const before = await snapshot();
     expect(before.attempts).toHaveLength(400);
 
-    expect(await migrate(db)).toEqual([
-      '0007_delivery_queue_and_weekly_partitions',
-      '0008_queue_never_truncated',
-      '0009_jit_off',
-      '0010_throttled_endpoints_index',
-    ]);
+    // 0007 and every migration after it.
+    expect(await migrate(db)).toEqual(
+      listMigrations()
+        .filter((m) => m.id >= 7)
+        .map((m) => m.name),
+    );
     expect(await snapshot()).toEqual(before);
     const partitioned = await sql(db, `SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid ORDER BY 1`);
     expect(partitioned.map((r) => r.relname)).toEqual(['delivery_attempts', 'events', 'webhook_deliveries']);

@@ -1,7 +1,10 @@
+import type { EventType } from '@payhooks/contract';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { publishEvent } from '../../events/publish.ts';
+import { validateEndpointFamilyObject } from '../../endpoints/event-objects.ts';
+import { validatePaymentFamilyObject } from '../../payments/event-objects.ts';
 import { EventSchema, EventTypeSchema } from '../v1/event-schemas.ts';
 import { asStored } from '../v1/events.ts';
 
@@ -60,6 +63,10 @@ export const internalEventRoutes =
       },
       async (req, reply) => {
         const b = req.body;
+        // A payment core in another process sends the resource: its domain checks its shape.
+        const type = b.type as EventType; // the schema's enum is the catalog
+        validatePaymentFamilyObject(type, b.data.object);
+        validateEndpointFamilyObject(type, b.data.object);
         const result = await ctx.database.db.transaction((tx) =>
           publishEvent(
             tx,

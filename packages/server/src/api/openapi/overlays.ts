@@ -155,12 +155,13 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
   ),
   'POST /portal/api/endpoints/:id/test_event': portal('portalSendTestEvent', 'Send a test event to a sandbox endpoint', {
     201: json(
-      'The test event and its delivery.',
+      'The test event, its delivery, and the sandbox payment behind it (retrievable with GET /api/v1/payments/{id}).',
       obj({
         object: { type: 'string', const: 'test_event' },
         event_id: { type: 'string' },
         type: ref('EventType'),
         delivery_id: { type: 'string' },
+        payment_id: { type: 'string' },
       }),
     ),
     409: error,

@@ -95,7 +95,13 @@ export const endpointRoutes =
 
     app.post('/endpoints/:id/test_event', { schema: { params: IdParams } }, async (req, reply) => {
       const sent = await sendTestEvent(ctx, scopeOf(req.portalSession), endpointId(req.params.id));
-      return reply.code(201).send({ object: 'test_event', event_id: sent.event.id, type: sent.event.type, delivery_id: sent.delivery_id });
+      return reply.code(201).send({
+        object: 'test_event',
+        event_id: sent.event.id,
+        type: sent.event.type,
+        delivery_id: sent.delivery_id,
+        payment_id: sent.payment.id,
+      });
     });
 
     app.post('/endpoints/:id/bulk_replays', { schema: { params: IdParams, body: BulkBody } }, async (req, reply) => {

@@ -25,7 +25,7 @@ export const AttemptSchema = Type.Object(
     error_kind: Type.Union([
       Type.String({
         description:
-          'http_status, timeout, connection_refused, … or interrupted: its worker stopped mid-attempt, so the receiver may have received it.',
+          'http_status, timeout, connection_refused, …; endpoint_disabled: the attempt fell due while the endpoint was disabled and no request was sent (it still counts toward the 8); or interrupted: its worker stopped mid-attempt, so the receiver may have received it.',
       }),
       Type.Null(),
     ]),
@@ -45,7 +45,7 @@ export const DeliverySchema = Type.Object(
     cancel_reason: Type.Union([Type.String({ description: 'Why a cancelled delivery ended: endpoint_deleted.' }), Type.Null()]),
     attempt_count: Type.Integer(),
     next_attempt_at: Type.Union([Timestamp, Type.Null()], {
-      description: 'Null when no attempt is scheduled: finished, or parked while the endpoint is disabled.',
+      description: 'Null when no attempt is scheduled: the delivery is finished.',
     }),
     last_attempt_at: Type.Union([Timestamp, Type.Null()]),
     created_at: Timestamp,

@@ -3,10 +3,10 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/client.ts';
 import { merchants, webhookEndpoints } from '../db/schema.ts';
-import { toApiEndpoint } from '../endpoints/service.ts';
+import { toApiEndpoint } from './service.ts';
+import { requeueParkedDeliveries } from '../delivery/parking.ts';
 import { publishEvent } from '../events/publish.ts';
-import type { DeliveryMetrics } from './metrics.ts';
-import { parkEndpointDeliveries } from './parking.ts';
+import type { DeliveryMetrics } from '../delivery/metrics.ts';
 import { PeriodicJob } from '../periodic-job.ts';
 
 /** Failed attempts an endpoint needs within the window before it is disabled. */
@@ -83,7 +83,6 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
         )
         .returning();
       if (!updated) return null; // another worker got there first, or it recovered meanwhile
-      await parkEndpointDeliveries(tx, updated.id);
       // Events belong to a merchant; an endpoint belongs to the Platform: its first merchant.
       const [merchant] = await tx
         .select({ id: merchants.id })
@@ -116,23 +115,47 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
         failing_since: since.toISOString(),
         failed_attempts: Number(count.failed),
       },
-      'webhook endpoint disabled: every delivery failed for PAYHOOKS_AUTO_DISABLE_AFTER; its deliveries are parked until it is enabled again',
+      'webhook endpoint disabled: every delivery failed for PAYHOOKS_AUTO_DISABLE_AFTER; its deliveries stay on their schedule, each attempt failing without a request until it is enabled again',
     );
   }
   return disabled;
 }
 
-/** Runs the sweep every `intervalMs` beside the delivery workers (not at all when the window is 0). */
+/**
+ * Runs the sweep every `intervalMs` beside the delivery workers (not at all when the window is 0).
+ * Its first run also puts back on their schedule the deliveries an earlier release parked on
+ * endpoints that are still disabled (delivery/parking.ts), whatever the window.
+ */
 export class AutoDisableJob extends PeriodicJob {
+  private requeued = false;
+  private requeueOnly: Promise<void> | null = null;
+
   constructor(private readonly deps: AutoDisableDeps & { intervalMs: number }) {
     super(
       deps.intervalMs,
-      async () => void (await disableFailingEndpoints(deps)),
+      async () => {
+        await this.requeueOnce();
+        await disableFailingEndpoints(deps);
+      },
       (err) => deps.logger.error({ err }, 'auto-disable sweep failed; retrying at the next interval'),
     );
   }
 
+  private async requeueOnce(): Promise<void> {
+    if (this.requeued) return;
+    await this.deps.database.db.transaction((tx) => requeueParkedDeliveries(tx, this.deps.clock.now()));
+    this.requeued = true;
+  }
+
   override start(): void {
-    if (this.deps.windowMs > 0) super.start();
+    if (this.deps.windowMs > 0) return super.start();
+    // Auto-disable off: only the one-time requeue runs.
+    this.requeueOnly ??= this.requeueOnce().catch((err) =>
+      this.deps.logger.error({ err }, 'putting parked deliveries back on their schedule failed; they run when their endpoint is enabled'),
+    );
+  }
+
+  override async stop(): Promise<void> {
+    await Promise.all([super.stop(), this.requeueOnly]);
   }
 }

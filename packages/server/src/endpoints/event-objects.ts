@@ -1,0 +1,21 @@
+import { type EventType, eventFamily } from '@payhooks/contract';
+import { AppError } from '../errors.ts';
+
+const invalid = (param: string, message: string) => new AppError('invalid_request', 'parameter_invalid', message, { param });
+
+/**
+ * An operational event (webhook_endpoint.*) carries the endpoint as the API shows it, whoever
+ * publishes it: a webhook_endpoint object, never a secret.
+ */
+export function validateEndpointFamilyObject(type: EventType, o: Record<string, unknown>): void {
+  if (eventFamily(type) !== 'webhook_endpoint') return;
+  if (o.object !== 'webhook_endpoint')
+    throw invalid('data.object.object', `A ${type} event carries a webhook endpoint: data.object.object must be 'webhook_endpoint'.`);
+  if (typeof o.id !== 'string' || !/^we_[A-Za-z0-9]+$/.test(o.id))
+    throw invalid('data.object.id', 'data.object.id must be a webhook endpoint id (we_…).');
+  if (type === 'webhook_endpoint.disabled' && o.status !== 'disabled')
+    throw invalid(
+      'data.object.status',
+      `A ${type} event carries a disabled endpoint; data.object.status is ${JSON.stringify(o.status ?? null)}.`,
+    );
+}
