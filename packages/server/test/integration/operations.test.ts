@@ -57,6 +57,7 @@ async function deliveriesOf(p: CreatedPlatform, endpointId: string) {
     id: string;
     state: string;
     next_attempt_at: string | null;
+    attempt_count: number;
     cancel_reason: string | null;
     attempts: unknown[];
   }>;
