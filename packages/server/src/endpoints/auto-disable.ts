@@ -148,7 +148,10 @@ export class AutoDisableJob extends PeriodicJob {
   }
 
   override start(): void {
-    if (this.deps.windowMs > 0) return super.start();
+    if (this.deps.windowMs > 0) {
+      super.start();
+      return;
+    }
     // Auto-disable off: only the one-time requeue runs.
     this.requeueOnly ??= this.requeueOnce().catch((err) =>
       this.deps.logger.error({ err }, 'putting parked deliveries back on their schedule failed; they run when their endpoint is enabled'),
