@@ -2,7 +2,8 @@
  * Screenshots of the portal's main screens for the README (docs/screenshots/*.png), taken with
  * playwright-core and Debian's Chromium against a real payhooks (in-memory PGlite) with some
  * data: endpoints, real receivers on port 0 (one healthy, one failing), delivered and exhausted
- * deliveries. Run: `npm run screenshots -w packages/portal-ui` (after `npm run build`).
+ * deliveries; and the hosted checkout page (desktop, phone, after a failed payment).
+ * Run: `npm run screenshots -w packages/portal-ui` (after `npm run build`).
  */
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -134,6 +135,28 @@ await shoot(390, 'mobile-delivery-log', async (page) => {
   await page.goto(`${url}/portal/webhooks`);
   await page.locator('[data-delivery-id]').first().waitFor();
 });
+// The hosted checkout page a customer sees: desktop, phone, and after a failed payment.
+const checkoutSession = (description: string) =>
+  database.db.transaction((tx) =>
+    ctx.checkout.create(
+      scope,
+      {
+        amount: '1249.00',
+        asset_code: 'USDC.ETH',
+        description,
+        metadata: { order: 'ord_1042' },
+        success_url: 'https://shop.example.com/orders/1042/thanks',
+        cancel_url: 'https://shop.example.com/cart',
+      },
+      tx,
+    ),
+  );
+const open = await checkoutSession('Order #1042: two ceramic mugs and a teapot');
+await shoot(1280, 'checkout', (page) => page.goto(open.url).then(() => undefined));
+await shoot(390, 'mobile-checkout', (page) => page.goto(open.url).then(() => undefined));
+const failed = await checkoutSession('Order #1043: one teapot');
+await database.db.transaction((tx) => ctx.checkout.fail(failed.id, tx));
+await shoot(1280, 'checkout-failed', (page) => page.goto(failed.url).then(() => undefined));
 await browser.close();
 await worker.stop();
 await app.close();

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
@@ -27,6 +27,7 @@ import { checkoutSessionRoutes } from './v1/checkout-sessions.ts';
 import { sandboxRoutes } from './v1/sandbox.ts';
 import { PaymentSchema, CheckoutSessionSchema } from './v1/payment-schemas.ts';
 import { checkoutPageRoutes } from './checkout/page.ts';
+import { faviconRoutes } from './favicon.ts';
 import { portal } from './portal/index.ts';
 import { REQUEST_ID_HEADER, newRequestId } from './request-id.ts';
 import { ListenHub } from '../devtools/listen-sessions.ts';
@@ -118,7 +119,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     requestIdHeader: false,
     genReqId: newRequestId,
     // Fastify's two multi-field lines per request buried the attempt lines: ours below is one.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Malformed URLs and over-long path parameters get our error shape too.
     frameworkErrors: errorHandler as never,
     // ... and so do requests Node's HTTP parser refuses before routing, and HTTP/1.1 requests
@@ -228,6 +229,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     },
     { prefix: '/internal/v1' },
   );
+  await app.register(faviconRoutes);
   await app.register(checkoutPageRoutes(ctx));
   // `payhooks listen`: sessions live in the process holding their stream (devtools/listen-sessions.ts).
   const listenHub = new ListenHub(ctx.database.db, ctx.secrets, ctx.clock, ctx.logger);

@@ -16,6 +16,8 @@ export const merchants = pgTable('merchants', {
   id: text('id').primaryKey(),
   platformId: text('platform_id').notNull(),
   name: text('name').notNull(),
+  /** 0012: the shop's name on the hosted checkout page (null: the Platform's name). */
+  displayName: text('display_name'),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
 
@@ -196,6 +198,8 @@ export const payments = pgTable('payments', {
   assetCode: text('asset_code').notNull(),
   /** The metadata object's JSON text, echoed as stored. */
   metadata: text('metadata').notNull(),
+  /** 0012: what the customer pays for, up to 500 characters. */
+  description: text('description'),
   checkoutSessionId: text('checkout_session_id'),
   doubleDelivery: boolean('double_delivery').notNull(),
   createdAt: ts('created_at').notNull(),
@@ -215,6 +219,8 @@ export const checkoutSessions = pgTable('checkout_sessions', {
   amount: text('amount').notNull(),
   assetCode: text('asset_code').notNull(),
   metadata: text('metadata').notNull(),
+  /** 0012: what the customer pays for, up to 500 characters. */
+  description: text('description'),
   paymentId: text('payment_id').notNull(),
   url: text('url').notNull(),
   successUrl: text('success_url').notNull(),

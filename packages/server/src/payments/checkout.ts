@@ -1,7 +1,7 @@
-import { and, asc, eq, lte } from 'drizzle-orm';
+import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import type { Clock } from '../clock.ts';
 import type { Db, Tx } from '../db/client.ts';
-import { checkoutSessions, merchants, payments, type CheckoutSessionRow, type PaymentRow } from '../db/schema.ts';
+import { checkoutSessions, merchants, payments, platforms, type CheckoutSessionRow, type PaymentRow } from '../db/schema.ts';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
 import { publishEvent } from '../events/publish.ts';
@@ -30,19 +30,31 @@ export function sessionId(id: string): string {
 const inScope = (scope: Scope) =>
   and(eq(checkoutSessions.platformId, scope.platformId), eq(checkoutSessions.environment, scope.environment));
 
+/** The longest return URL accepted (browsers and servers handle far longer; this keeps pages and headers small). */
+export const RETURN_URL_MAX = 2048;
+
+/** A host name of letters, digits, hyphens and dots (after IDNA), or an IP literal. */
+const HOST = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?$|^\[[0-9a-f:.]+\]$/;
+
 /**
  * Where the customer is sent back to: an absolute http(s) URL without credentials; https for
- * live sessions unless plain http is allowed (development).
+ * live sessions unless plain http is allowed (development). Strict, because it ends up in a
+ * Location header and (its origin) in the page's Content-Security-Policy: no control characters
+ * or spaces anywhere (the WHATWG parser would silently drop a newline), a real host name, at most
+ * 2,048 characters. Stored and echoed as sent; headers and links are built from the parsed URL.
  */
 export function validateReturnUrl(raw: string, param: string, options: { requireHttps: boolean }): string {
+  const bad = (message: string) => new AppError('invalid_request', 'url_invalid', `Invalid '${param}': ${message}`, { param });
+  if (raw.length > RETURN_URL_MAX) throw bad(`at most ${RETURN_URL_MAX} characters.`);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u0020\u007f-\u009f]/.test(raw)) throw bad('control characters and spaces are not allowed (percent-encode a space as %20).');
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new AppError('invalid_request', 'url_invalid', `Invalid '${param}': send an absolute URL such as https://shop.example/thanks.`, {
-      param,
-    });
+    throw bad('send an absolute URL such as https://shop.example/thanks.');
   }
+  if (!HOST.test(url.hostname)) throw bad(`'${url.hostname.slice(0, 100)}' is not a host name: use letters, digits, hyphens and dots.`);
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new AppError('invalid_request', 'url_invalid', `Invalid '${param}': only http and https URLs are allowed.`, { param });
   if (options.requireHttps && url.protocol !== 'https:')
@@ -125,6 +137,7 @@ export class CheckoutService {
         amount: payment.amount,
         assetCode: payment.assetCode,
         metadata: payment.metadata,
+        description: payment.description,
         paymentId: payment.id,
         url: `${this.options.publicUrl().replace(/\/+$/, '')}/checkout/${id}`,
         successUrl,
@@ -193,13 +206,19 @@ export class CheckoutService {
   // ---- the hosted page (no API key: the unguessable cs_ id in the URL is the customer's access) ----
 
   /** The session, its payment and the merchant's name, for rendering the page. */
-  async forPage(id: string): Promise<{ session: CheckoutSessionRow; payment: PaymentRow; merchantName: string } | null> {
+  /** The session, its payment, and the shop's name for the page (its display name, else the Platform's name). */
+  async forPage(id: string): Promise<{ session: CheckoutSessionRow; payment: PaymentRow; shopName: string } | null> {
     if (!SESSION_ID.test(id)) return null;
     const [row] = await this.db
-      .select({ session: checkoutSessions, payment: payments, merchantName: merchants.name })
+      .select({
+        session: checkoutSessions,
+        payment: payments,
+        shopName: sql<string>`coalesce(${merchants.displayName}, ${platforms.name})`,
+      })
       .from(checkoutSessions)
       .innerJoin(payments, eq(payments.id, checkoutSessions.paymentId))
       .innerJoin(merchants, eq(merchants.id, checkoutSessions.merchantId))
+      .innerJoin(platforms, eq(platforms.id, merchants.platformId))
       .where(eq(checkoutSessions.id, id));
     return row ?? null;
   }

@@ -14,6 +14,8 @@ export interface Payment {
   asset_code: string;
   /** The merchant's flat string pairs, echoed unchanged. */
   metadata: Record<string, string>;
+  /** What the customer pays for, as the merchant words it, or null. */
+  description: string | null;
   merchant_id: string;
   environment: Environment;
   /** The checkout session that created this payment (cs_…), or null. */
@@ -30,6 +32,8 @@ export interface CheckoutSession {
   amount: string;
   asset_code: string;
   metadata: Record<string, string>;
+  /** What the customer pays for, shown on the hosted page, or null. */
+  description: string | null;
   /** The session's Payment (pay_…). */
   payment: string;
   /** The hosted checkout page. */
@@ -52,6 +56,7 @@ export function toPayment(row: PaymentRow): Payment {
     amount: row.amount,
     asset_code: row.assetCode,
     metadata: JSON.parse(row.metadata) as Record<string, string>,
+    description: row.description,
     merchant_id: row.merchantId,
     environment: row.environment,
     checkout_session: row.checkoutSessionId,
@@ -68,6 +73,7 @@ export function toCheckoutSession(row: CheckoutSessionRow): CheckoutSession {
     amount: row.amount,
     asset_code: row.assetCode,
     metadata: JSON.parse(row.metadata) as Record<string, string>,
+    description: row.description,
     payment: row.paymentId,
     url: row.url,
     success_url: row.successUrl,
@@ -109,6 +115,22 @@ export function validateAssetCode(assetCode: string, param = 'asset_code'): stri
     );
   }
   return assetCode;
+}
+
+export const DESCRIPTION_MAX = 500;
+
+/**
+ * What the customer pays for: up to 500 characters of text (line breaks allowed), no other
+ * control characters. Rendered as text wherever it is shown.
+ */
+export function validateDescription(description: unknown, param = 'description'): string | null {
+  if (description === undefined || description === null) return null;
+  if (typeof description !== 'string') throw invalid(param, `Invalid '${param}': send a string (what the customer pays for).`);
+  if (chars(description) > DESCRIPTION_MAX) throw invalid(param, `Invalid '${param}': at most ${DESCRIPTION_MAX} characters.`);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u0009\u000b-\u001f\u007f]/.test(description))
+    throw invalid(param, `Invalid '${param}': control characters (other than line breaks) are not allowed.`);
+  return description.length ? description : null;
 }
 
 export const METADATA_LIMITS = { keys: 50, keyLength: 40, valueLength: 500 } as const;

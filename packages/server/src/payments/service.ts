@@ -7,13 +7,15 @@ import { AppError, notFound } from '../errors.ts';
 import { publishEvent, type PublishResult } from '../events/publish.ts';
 import { newId } from '../ids.ts';
 import type { Scope } from '../tenancy/scope.ts';
-import { serialiseMetadata, toPayment, validateAmount, validateAssetCode, type Payment } from './objects.ts';
+import { serialiseMetadata, toPayment, validateAmount, validateAssetCode, validateDescription, type Payment } from './objects.ts';
 import { allowedNext, canTransition, paymentEventType, type PaymentStatus } from './state-machine.ts';
 
 export interface CreatePaymentInput {
   amount: string;
   asset_code: string;
   metadata?: Record<string, string> | undefined;
+  /** What the customer pays for (up to 500 characters). */
+  description?: string | null | undefined;
   /** Sandbox only: deliver every event of this payment twice (spec 6.2 rule 5). */
   double_delivery?: boolean | undefined;
 }
@@ -99,6 +101,7 @@ export class PaymentService {
     const amount = validateAmount(input.amount);
     const assetCode = validateAssetCode(input.asset_code);
     const metadata = serialiseMetadata(input.metadata);
+    const description = validateDescription(input.description);
     if (input.double_delivery) sandboxOnly(scope, 'double_delivery');
     const now = this.clock.now();
     const [row] = await tx
@@ -112,6 +115,7 @@ export class PaymentService {
         amount,
         assetCode,
         metadata,
+        description,
         checkoutSessionId: link.checkoutSessionId ?? null,
         doubleDelivery: input.double_delivery === true,
         createdAt: now,

@@ -51,6 +51,7 @@ describe('hosted checkout in Chromium', () => {
       amount: '42.50',
       asset_code: 'USDC-E.ARB',
       metadata,
+      description: 'Order 42: a blue teapot',
       success_url: `${shopUrl}/orders/ord_42/thanks?lang=en`,
       cancel_url: `${shopUrl}/cart`,
     });
@@ -63,9 +64,15 @@ describe('hosted checkout in Chromium', () => {
       if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
     });
     await page.goto(session.url);
-    expect(await page.textContent('#merchant')).toBe('Browser Shop');
+    expect(await page.textContent('#shop')).toBe('Browser Shop');
+    expect(await page.textContent('#description')).toBe('Order 42: a blue teapot');
     expect(await page.textContent('#amount')).toBe('42.50');
-    expect(await page.textContent('#asset')).toBe('USDC-E.ARB');
+    expect(await page.textContent('#asset')).toBe('USDC-E');
+    expect(await page.textContent('#network')).toBe('on ARB');
+    expect(await page.textContent('#expiry')).toMatch(/^Expires in (59|60) minutes \(at \d\d:\d\d UTC( tomorrow)?\)$/);
+    // One font stack: the buttons use the page's font, not the browser's form-control font.
+    const fonts = await page.$$eval('body, button', (els) => els.map((el) => (globalThis as any).getComputedStyle(el).fontFamily));
+    expect(new Set(fonts).size).toBe(1);
     // The stylesheet loaded under the CSP (no inline styles, no script).
     expect(await page.$eval('main', (el) => (globalThis as any).getComputedStyle(el).borderRadius)).toBe('12px');
     await Promise.all([page.waitForURL(`${shopUrl}/**`), page.click('#pay')]);
@@ -105,5 +112,28 @@ describe('hosted checkout in Chromium', () => {
       checkout_session: session.id,
     });
     expect(shopVisits.some((v) => v.includes(`checkout_session_id=${session.id}`))).toBe(true);
+  });
+
+  it('issue 22: after a failed payment the customer sees why and follows a link back to the shop; on a phone nothing overflows', async () => {
+    const p = await svc.platform('Phone Shop');
+    const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/checkout_sessions', {
+      amount: '1249.00',
+      asset_code: 'USDC.ETH',
+      description: 'A very long description of what is bought, long enough to wrap on a narrow screen, twice over, with no break',
+      success_url: `${shopUrl}/thanks`,
+      cancel_url: `${shopUrl}/cart`,
+    });
+    const page = await browser.newPage({ viewport: { width: 360, height: 740 } });
+    await page.goto(created.body.url);
+    // The card keeps margins on a phone and nothing is wider than the screen.
+    const box = (await page.locator('main').boundingBox())!;
+    expect(box.x).toBeGreaterThan(0);
+    expect(box.x + box.width).toBeLessThan(360);
+    expect(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+    await Promise.all([page.waitForURL(/\/checkout\/cs_/), page.click('#fail')]);
+    expect(await page.textContent('#status')).toContain('The payment failed');
+    await Promise.all([page.waitForURL(`${shopUrl}/cart`), page.click('#back')]);
+    expect(await page.textContent('#thanks')).toBe('Thanks for your order');
+    await page.close();
   });
 });

@@ -18,7 +18,8 @@ const EVIL_NAME = `<script>alert("x")</script> & 'Shop'`;
 beforeAll(async () => {
   svc = await startService({ allowPrivateUrls: true, expiryIntervalMs: 100 }, { clock });
   p = await svc.platform('placeholder');
-  await svc.ctx.database.db.update(merchants).set({ name: EVIL_NAME }).where(eq(merchants.id, p.merchant_id));
+  // The shop's display name, as the customer sees it on the hosted page.
+  await svc.ctx.database.db.update(merchants).set({ displayName: EVIL_NAME }).where(eq(merchants.id, p.merchant_id));
   worker = svc.ctx.createWorker();
   receiver = await startReceiver();
   await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: receiver.url, enabled_events: ['*'] });
@@ -187,9 +188,9 @@ describe('the hosted checkout page', () => {
     const html = await res.text();
     expect(html).not.toMatch(/<script/i);
     expect(html).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;Shop&#39;');
-    expect(html).toContain('42.50');
-    expect(html).toContain('USDC.ETH');
-    for (const button of ['>Pay<', '>Fail<', '>Cancel<']) expect(html).toContain(button);
+    expect(html).toContain('<span id="amount">42.50</span><span class="asset" id="asset">USDC</span>');
+    expect(html).toContain('on ETH');
+    for (const button of ['>Pay 42.50 USDC<', '>Simulate a failed payment<', '>Cancel and return to ']) expect(html).toContain(button);
     expect((await fetch(`${svc.url}/checkout/cs_doesnotexist000`)).status).toBe(404);
     expect((await fetch(`${svc.url}/checkout/%3Cscript%3E`)).status).toBe(404);
   });
@@ -217,7 +218,7 @@ describe('the hosted checkout page', () => {
     // The page now shows the session paid, without buttons.
     const html = await (await fetch(s.url)).text();
     expect(html).toContain('Paid');
-    expect(html).not.toContain('>Pay<');
+    expect(html).not.toContain('<form');
   });
 
   it('Fail fails the payment; the session stays open until it expires; Cancel returns to cancel_url without a change', async () => {
@@ -231,9 +232,82 @@ describe('the hosted checkout page', () => {
     expect(fail.location).toBe(`/checkout/${s.id}`);
     expect((await getPayment(s.payment)).status).toBe('failed');
     expect((await getSession(s.id)).status).toBe('open');
-    expect(await (await fetch(s.url)).text()).toContain('The payment failed');
+    const failed = await (await fetch(s.url)).text();
+    expect(failed).toContain('The payment failed');
+    // A way back to the shop: its cancel_url.
+    expect(failed).toContain('<a class="back" id="back" href="https://shop.example/cart">Return to ');
     await worker.drain();
     expect(parsedEvents(receiver.requests).map((e) => e.type)).toEqual(['payment.created', 'payment.processing', 'payment.failed']);
+  });
+
+  it("issue 22: without a cancel_url, Cancel and the way back after a failure go to the success_url's origin", async () => {
+    const s = await createSession({ success_url: 'https://shop.example:8443/orders/7/thanks?x=1' });
+    const cancel = await submitCheckout(s.url, 'cancel');
+    expect(cancel.location).toBe('https://shop.example:8443/');
+    await submitCheckout(s.url, 'fail');
+    expect(await (await fetch(s.url)).text()).toContain('href="https://shop.example:8443/">Return to ');
+  });
+
+  it('issue 22: description is shown as what the customer pays for, carried in the objects and their events, and bounded', async () => {
+    const s = await createSession({ description: 'Two mugs <b>, one teapot\nGift wrapped' });
+    expect(s.description).toBe('Two mugs <b>, one teapot\nGift wrapped');
+    expect((await getPayment(s.payment)).description).toBe('Two mugs <b>, one teapot\nGift wrapped');
+    const html = await (await fetch(s.url)).text();
+    expect(html).toContain('<p class="description" id="description">Two mugs &lt;b&gt;, one teapot\nGift wrapped</p>');
+    await worker.drain();
+    const created = parsedEvents(receiver.requests).find((e) => e.type === 'payment.created');
+    expect(created!.data.object.description).toBe('Two mugs <b>, one teapot\nGift wrapped');
+    for (const [description, status] of [
+      ['x'.repeat(501), 400],
+      ['bell\u0007', 400],
+      [5, 400],
+    ] as const) {
+      const r = await svc.api(p.keys.sandbox, 'POST', '/api/v1/checkout_sessions', {
+        amount: '1.00',
+        asset_code: 'USDC.ETH',
+        success_url: 'https://shop.example/ok',
+        description,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(status);
+      expect(r.body.error.param).toBe('description');
+    }
+    const plain = await svc.api(p.keys.sandbox, 'POST', '/api/v1/payments', { amount: '1.00', asset_code: 'USDC.ETH' });
+    expect(plain.body.description).toBeNull();
+  });
+
+  it('issue 22: success_url and cancel_url with control characters, spaces or a host that is not a host name are 400 naming the field', async () => {
+    for (const [field, url] of [
+      ['cancel_url', 'https://shop.example/cart\n'],
+      ['cancel_url', 'https://shop.example/cart\r\nSet-Cookie: x=1'],
+      ['success_url', 'https://shop.example;sandbox/ok'],
+      ['success_url', 'https://shop example/ok'],
+      ['success_url', `https://shop.example/${'a'.repeat(2100)}`],
+    ] as const) {
+      const r = await svc.api(p.keys.sandbox, 'POST', '/api/v1/checkout_sessions', {
+        amount: '1.00',
+        asset_code: 'USDC.ETH',
+        success_url: 'https://shop.example/ok',
+        [field]: url,
+      });
+      expect(r.status, url).toBe(400);
+      expect(r.body.error.param).toBe(field);
+    }
+  });
+
+  it('issue 22: a session stored before the checks with such URLs still answers: no 500, nothing copied into the CSP or the Location header', async () => {
+    const s = await createSession({ cancel_url: 'https://shop.example/cart' });
+    await svc.ctx.database.query('UPDATE checkout_sessions SET success_url = $1, cancel_url = $2 WHERE id = $3', [
+      'https://shop.example;sandbox/ok',
+      'https://shop.example/can\ncel',
+      s.id,
+    ]);
+    const page = await fetch(s.url);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).not.toContain('sandbox');
+    expect(page.headers.get('content-security-policy')).toContain("form-action 'self' https://shop.example;");
+    const cancel = await submitCheckout(s.url, 'cancel');
+    expect(cancel.status).toBe(303);
+    expect(cancel.location).toBe('https://shop.example/cancel');
   });
 
   it("a POST without the page's CSRF token (or with another session's) is refused with 403 and changes nothing", async () => {

@@ -19,7 +19,7 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 type Doc = any;
 let svc: TestService;
 let p: CreatedPlatform;
-let docs: { public: Doc; operator: Doc };
+let docs: { public: Doc; operator: Doc; portal: Doc };
 
 beforeAll(async () => {
   svc = await startService({ internalToken: INTERNAL_TOKEN, rateLimitPerSecond: 1_000_000, rateLimitBurst: 1_000_000 });
@@ -29,7 +29,11 @@ beforeAll(async () => {
     expect(res.status, path).toBe(200);
     return res.json();
   };
-  docs = { public: await get('/api/v1/openapi.json'), operator: await get('/internal/v1/openapi.json') };
+  docs = {
+    public: await get('/api/v1/openapi.json'),
+    operator: await get('/internal/v1/openapi.json'),
+    portal: await get('/portal/api/openapi.json'),
+  };
 });
 afterAll(async () => svc?.close());
 
@@ -43,12 +47,23 @@ function operations(doc: Doc): Array<{ path: string; method: string; op: Doc }> 
 const documentedPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
 describe('the OpenAPI documents', () => {
+  it("issue 22: the portal's JSON API (replay, resend, bulk replay) is not public API: it is in the portal page's own, unlinked document", () => {
+    expect(Object.keys(docs.public.paths).filter((p) => p.startsWith('/portal'))).toEqual([]);
+    expect(JSON.stringify(docs.public)).not.toContain('/portal/api/openapi.json');
+    const portalPaths = Object.keys(docs.portal.paths);
+    for (const p of ['/portal/api/deliveries/{id}/replay', '/portal/api/deliveries/{id}/resend', '/portal/api/endpoints/{id}/bulk_replays'])
+      expect(portalPaths).toContain(p);
+    expect(portalPaths.every((p) => p.startsWith('/portal/'))).toBe(true);
+    expect(docs.portal.info.description).toContain('not a public API');
+  });
+
   it('pass `redocly lint` with no error and no warning (redocly.yaml: recommended-strict)', { timeout: 120_000 }, async () => {
     const dir = await mkdtemp(join(tmpdir(), 'payhooks-openapi-'));
     try {
-      const files = [join(dir, 'public.json'), join(dir, 'operator.json')];
+      const files = [join(dir, 'public.json'), join(dir, 'operator.json'), join(dir, 'portal.json')];
       await writeFile(files[0]!, JSON.stringify(docs.public, null, 2));
       await writeFile(files[1]!, JSON.stringify(docs.operator, null, 2));
+      await writeFile(files[2]!, JSON.stringify(docs.portal, null, 2));
       for (const file of files) {
         // One file per run: the JSON format prints one report per run.
         const run = await promisify(execFile)(REDOCLY, ['lint', file, '--config', join(ROOT, 'redocly.yaml'), '--format', 'json'], {
@@ -70,9 +85,11 @@ describe('the OpenAPI documents', () => {
     }
   });
 
-  it('list every route of the app in exactly one of the two (browser pages in neither), and nothing else', () => {
+  it('list every route of the app in exactly one of the three (browser pages in none), and nothing else', () => {
     const documented = new Set(
-      [...operations(docs.public), ...operations(docs.operator)].map((o) => `${o.method.toUpperCase()} ${o.path}`),
+      [...operations(docs.public), ...operations(docs.operator), ...operations(docs.portal)].map(
+        (o) => `${o.method.toUpperCase()} ${o.path}`,
+      ),
     );
     const routes = routesOf(svc.app);
     expect(routes.length).toBeGreaterThan(40);
@@ -81,11 +98,12 @@ describe('the OpenAPI documents', () => {
       const key = `${r.method} ${documentedPath(r.url)}`;
       const inPublic = Boolean(docs.public.paths[documentedPath(r.url)]?.[r.method.toLowerCase()]);
       const inOperator = Boolean(docs.operator.paths[documentedPath(r.url)]?.[r.method.toLowerCase()]);
+      const inPortal = Boolean(docs.portal.paths[documentedPath(r.url)]?.[r.method.toLowerCase()]);
       if (isBrowserPage(r.url)) {
-        expect([key, inPublic || inOperator], 'a browser page is in no document').toEqual([key, false]);
+        expect([key, inPublic || inOperator || inPortal], 'a browser page is in no document').toEqual([key, false]);
         continue;
       }
-      expect([key, Number(inPublic) + Number(inOperator)], 'in exactly one document').toEqual([key, 1]);
+      expect([key, Number(inPublic) + Number(inOperator) + Number(inPortal)], 'in exactly one document').toEqual([key, 1]);
       fromRoutes.add(key);
     }
     expect(
@@ -180,8 +198,9 @@ describe('the OpenAPI documents', () => {
     expect(docs.operator.paths['/internal/v1/events'].post.responses['201'].headers['Idempotent-Replayed']).toEqual({
       $ref: '#/components/headers/IdempotentReplayed',
     });
-    expect(Object.keys(pub.components.securitySchemes).sort()).toEqual(['bearerAuth', 'portalSession']);
-    expect(pub.components.securitySchemes.portalSession).toMatchObject({ type: 'apiKey', in: 'cookie' });
+    expect(Object.keys(pub.components.securitySchemes)).toEqual(['bearerAuth']);
+    expect(Object.keys(docs.portal.components.securitySchemes)).toEqual(['portalSession']);
+    expect(docs.portal.components.securitySchemes.portalSession).toMatchObject({ type: 'apiKey', in: 'cookie' });
     expect(Object.keys(docs.operator.components.securitySchemes)).toEqual(['internalToken']);
     for (const [path, method] of [
       ['/api/v1/payments', 'post'],
@@ -193,7 +212,7 @@ describe('the OpenAPI documents', () => {
   it('declare the statuses the app really answers: 401 without credentials, 415 for a non-JSON body, 403 for a portal change from another origin', async () => {
     const probes: Array<{ where: string; status: number; declared: string[] }> = [];
     const idFor = (path: string) => path.replace(/\{[^}]+\}/g, 'x_123');
-    for (const doc of [docs.public, docs.operator]) {
+    for (const doc of [docs.public, docs.operator, docs.portal]) {
       for (const { path, method, op } of operations(doc)) {
         if (!op.security?.length) continue; // open routes (health, documents, sign-in, relay)
         const declared = Object.keys(op.responses);

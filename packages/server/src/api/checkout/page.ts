@@ -3,18 +3,39 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { successRedirect } from '../../payments/checkout.ts';
-import { formatEventTimestamp } from '@payhooks/contract';
 import { checkoutPage, errorPage, STYLESHEET, STYLESHEET_PATH } from './render.ts';
 
 const CSRF_PURPOSE = 'checkout-csrf';
 
 /**
+ * A return URL as a header or a link may carry it: the parsed URL's serialisation (the parser
+ * drops tabs and newlines; sessions created before issue 22 may hold them), or null when it does
+ * not parse as an http(s) URL.
+ */
+export function safeUrl(raw: string | null): URL | null {
+  if (!raw) return null;
+  try {
+    const url = new URL(raw);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url : null;
+  } catch {
+    return null;
+  }
+}
+
+/** An origin fit for a CSP source list: scheme, host name or IP literal, port, nothing else. */
+const CSP_ORIGIN = /^https?:\/\/(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d+)?$/;
+
+/**
  * The CSP of every checkout page: no script at all, styles only from our stylesheet, no
  * framing, and forms may post only here. Chromium also applies `form-action` to the redirect a
- * form POST answers with, so the merchant's success and cancel origins are listed too.
+ * form POST answers with, so the merchant's success and cancel origins are listed too: built
+ * from the parsed URLs, and only when the origin is nothing but scheme, host and port (a host
+ * like `shop.example;sandbox` would otherwise write a directive of its own).
  */
-function securityHeaders(reply: FastifyReply, formTargets: string[] = []): FastifyReply {
-  const origins = [...new Set(formTargets.map((u) => new URL(u).origin))].join(' ');
+function securityHeaders(reply: FastifyReply, formTargets: Array<string | null> = []): FastifyReply {
+  const origins = [
+    ...new Set(formTargets.map((u) => safeUrl(u)?.origin).filter((o): o is string => typeof o === 'string' && CSP_ORIGIN.test(o))),
+  ].join(' ');
   return reply.headers({
     'content-security-policy': `default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'${origins ? ` ${origins}` : ''}; frame-ancestors 'none'; base-uri 'none'`,
     'x-content-type-options': 'nosniff',
@@ -23,6 +44,11 @@ function securityHeaders(reply: FastifyReply, formTargets: string[] = []): Fasti
     'referrer-policy': 'no-referrer',
     'cache-control': 'no-store',
   });
+}
+
+/** Back to the shop: its cancel_url, else the origin of its success_url. */
+function shopUrlOf(session: { cancelUrl: string | null; successUrl: string }): string | null {
+  return safeUrl(session.cancelUrl)?.href ?? (safeUrl(session.successUrl) ? `${safeUrl(session.successUrl)!.origin}/` : null);
 }
 
 function sendError(reply: FastifyReply, status: number, title: string, message: string) {
@@ -64,23 +90,24 @@ export const checkoutPageRoutes = (ctx: ServiceContext) => async (app: FastifyIn
   app.get<{ Params: { id: string } }>('/checkout/:id', { schema: { hide: true } }, async (req, reply) => {
     const found = await ctx.checkout.forPage(req.params.id);
     if (!found) return sendError(reply, 404, 'Checkout not found', 'No such checkout session. Check the link the shop gave you.');
-    const { session, payment, merchantName } = found;
-    const expired = session.status === 'expired' || (session.status === 'open' && session.expiresAt <= ctx.clock.now());
+    const { session, payment, shopName } = found;
+    const now = ctx.clock.now();
+    const expired = session.status === 'expired' || (session.status === 'open' && session.expiresAt <= now);
     const page = checkoutPage({
-      merchantName,
+      shopName,
+      description: session.description,
       sessionId: session.id,
       sessionStatus: expired ? 'expired' : session.status,
       paymentStatus: payment.status,
       amount: session.amount,
       assetCode: session.assetCode,
       environment: session.environment,
-      hasCancelUrl: session.cancelUrl !== null,
       csrfToken: ctx.secrets.tag(CSRF_PURPOSE, session.id),
-      expiresAt: formatEventTimestamp(session.expiresAt),
+      expiresAt: session.expiresAt,
+      now,
+      shopUrl: shopUrlOf(session),
     });
-    return securityHeaders(reply, [session.successUrl, ...(session.cancelUrl ? [session.cancelUrl] : [])])
-      .type('text/html; charset=utf-8')
-      .send(page);
+    return securityHeaders(reply, [session.successUrl, session.cancelUrl]).type('text/html; charset=utf-8').send(page);
   });
 
   const checkCsrf = (id: string, body: FormBody | undefined) => {
@@ -112,9 +139,9 @@ export const checkoutPageRoutes = (ctx: ServiceContext) => async (app: FastifyIn
     checkCsrf(req.params.id, req.body);
     const found = await ctx.checkout.forPage(req.params.id);
     if (!found) throw new AppError('not_found', 'resource_missing', 'No such checkout session.');
-    // Like Stripe's cancel_url: the customer goes back to the shop; the session stays open
-    // until it expires (or is paid from another tab).
-    const target = found.session.cancelUrl ?? `/checkout/${found.session.id}`;
-    return securityHeaders(reply, found.session.cancelUrl ? [found.session.cancelUrl] : []).redirect(target, 303);
+    // Like Stripe's cancel_url: the customer goes back to the shop (its cancel_url, else its
+    // success_url's origin); the session stays open until it expires (or is paid from another tab).
+    const target = shopUrlOf(found.session) ?? `/checkout/${found.session.id}`;
+    return securityHeaders(reply, [target]).redirect(target, 303);
   });
 };

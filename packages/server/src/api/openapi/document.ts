@@ -12,6 +12,14 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 
 /** The operator document: what runs the service, not what integrates with it. */
 const isOperatorPath = (path: string) => path.startsWith('/internal/') || path === '/healthz' || path === '/readyz' || path === '/metrics';
+/**
+ * The portal document: the Merchant Portal page's own JSON API. Not public API: the contract has
+ * no machine API for replay in this phase, so a script must not be pointed at the portal's.
+ */
+const isPortalPath = (path: string) => path.startsWith('/portal/');
+
+export type DocumentKind = 'public' | 'operator' | 'portal';
+const kindOf = (path: string): DocumentKind => (isOperatorPath(path) ? 'operator' : isPortalPath(path) ? 'portal' : 'public');
 
 const TAGS: Record<string, string> = {
   webhook_endpoints: 'Where events are delivered: create, list, update, delete endpoints and rotate their signing secrets.',
@@ -305,28 +313,41 @@ function prune(doc: Json): void {
   for (const name of Object.keys(doc.components.securitySchemes ?? {})) if (!used.has(name)) delete doc.components.securitySchemes[name];
 }
 
-const PUBLIC_DESCRIPTION = `The payhooks API: webhook endpoints and their delivery log, events, payments, checkout sessions and the sandbox (under \`/api/v1\`, with an API key), plus the Merchant Portal's JSON API (a cookie session) and the relay of \`payhooks listen\`. The hosted checkout page a session's \`url\` points to is HTML for the customer's browser, not part of this document.
+const PUBLIC_DESCRIPTION = `The payhooks API: webhook endpoints and their delivery log, events, payments, checkout sessions and the sandbox (under \`/api/v1\`, with an API key), and the relay of \`payhooks listen\`. The hosted checkout page a session's \`url\` points to is HTML for the customer's browser, not part of this document.
 
 Errors are JSON \`{"error": {"type", "code", "message", "param"}}\` with a stable machine-readable \`code\`. Lists are newest first, paged with \`limit\` and \`starting_after\`. Creates and actions take an \`Idempotency-Key\`. Requests Node's HTTP parser refuses before routing are answered with the same error body: 408 \`request_timeout\` (headers too slow), 431 \`headers_too_large\` (over 16 KiB of headers), 400 \`malformed_http\`.
 
 Every delivery is a POST of an \`Event\` (schema below) signed in \`Service-Signature\`; the merchant guide (docs/webhooks.md) explains verification.`;
 
+const PORTAL_DESCRIPTION = `The Merchant Portal page's own JSON API (\`/portal/api\`, a cookie session with a CSRF token), for the page's developers: it changes with the page and is not a public API. Integrations use the public API (\`/api/v1\`, \`/api/v1/openapi.json\`).`;
+
 const OPERATOR_DESCRIPTION = `The operator's side of payhooks: the internal publishing API (\`/internal/v1\`, with \`PAYHOOKS_INTERNAL_TOKEN\`) for a payment core in another process, and the health, readiness and metrics endpoints for load balancers and Prometheus. Keep these on the operator's network.`;
 
-function documentOf(base: Json, which: 'public' | 'operator', serverUrl: string): Json {
-  const paths = Object.fromEntries(Object.entries<Json>(base.paths).filter(([p]) => isOperatorPath(p) === (which === 'operator')));
+const TITLES: Record<DocumentKind, string> = {
+  public: 'payhooks API',
+  operator: 'payhooks operator API',
+  portal: 'payhooks Merchant Portal API (internal to the portal page)',
+};
+const DESCRIPTIONS: Record<DocumentKind, string> = {
+  public: PUBLIC_DESCRIPTION,
+  operator: OPERATOR_DESCRIPTION,
+  portal: PORTAL_DESCRIPTION,
+};
+
+function documentOf(base: Json, which: DocumentKind, serverUrl: string): Json {
+  const paths = Object.fromEntries(Object.entries<Json>(base.paths).filter(([p]) => kindOf(p) === which));
   const used = new Set<string>();
   for (const item of Object.values<Json>(paths)) for (const m of METHODS) for (const t of item[m]?.tags ?? []) used.add(t);
   const doc: Json = {
     openapi: '3.1.0',
     info: {
-      title: which === 'public' ? 'payhooks API' : 'payhooks operator API',
+      title: TITLES[which],
       version: 'v1',
-      description: which === 'public' ? PUBLIC_DESCRIPTION : OPERATOR_DESCRIPTION,
+      description: DESCRIPTIONS[which],
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [
-      { url: serverUrl, description: which === 'public' ? 'This payhooks server' : "This payhooks server (the operator's network)" },
+      { url: serverUrl, description: which === 'operator' ? "This payhooks server (the operator's network)" : 'This payhooks server' },
     ],
     tags: Object.entries(TAGS)
       .filter(([name]) => used.has(name))
@@ -344,7 +365,7 @@ function documentOf(base: Json, which: 'public' | 'operator', serverUrl: string)
  * (as shared components with examples), the Idempotency-Key, Retry-After and Idempotent-Replayed
  * headers, an example on every response, tags, servers and the license.
  */
-export function buildDocuments(generated: Json, options: { serverUrl?: string | undefined }): { public: Json; operator: Json } {
+export function buildDocuments(generated: Json, options: { serverUrl?: string | undefined }): Record<DocumentKind, Json> {
   const base = structuredClone(generated);
   const schemas = base.components?.schemas ?? {};
   for (const [path, item] of Object.entries<Json>(base.paths ?? {})) {
@@ -352,5 +373,9 @@ export function buildDocuments(generated: Json, options: { serverUrl?: string | 
   }
   base.components = { ...base.components, responses: errorComponents(), headers: HEADERS, parameters: PARAMETERS };
   const serverUrl = options.serverUrl ?? 'http://localhost:3000';
-  return { public: documentOf(base, 'public', serverUrl), operator: documentOf(base, 'operator', serverUrl) };
+  return {
+    public: documentOf(base, 'public', serverUrl),
+    operator: documentOf(base, 'operator', serverUrl),
+    portal: documentOf(base, 'portal', serverUrl),
+  };
 }

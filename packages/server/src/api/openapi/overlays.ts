@@ -224,16 +224,19 @@ export function documentedRoute(method: string, url: string): Schema | undefined
   return DOCUMENTED_ROUTES[`${method} ${url}`];
 }
 
-/** Families of routes documented here: each of their routes needs an entry. */
-const OVERLAID = /^\/(portal\/api\/|listen\/)/;
+/** Families of routes documented here: each of their routes needs an entry (the portal's own document has its schema). */
+const OVERLAID = /^\/(portal\/api\/(?!openapi\.json$)|listen\/)/;
 
 /**
- * The browser pages: the hosted checkout page with its form posts and stylesheet, and the
- * portal's page and assets. They are HTML, redirects and files for a browser, not an API, so
+ * The browser pages: the hosted checkout page with its form posts and stylesheet, the
+ * portal's page and assets, and the favicon. They are HTML, redirects and files for a browser, not an API, so
  * neither document lists them (docs/decisions.md); every other route is in one of the two.
  */
 export const isBrowserPage = (url: string) =>
-  url.startsWith('/checkout/') || ((url === '/portal' || url.startsWith('/portal/')) && !url.startsWith('/portal/api/'));
+  url.startsWith('/checkout/') ||
+  url === '/favicon.svg' ||
+  url === '/favicon.ico' ||
+  ((url === '/portal' || url.startsWith('/portal/')) && !url.startsWith('/portal/api/'));
 
 /**
  * The app's `onRoute` hook: gives a route of these families its document entry, through

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { buildDocuments, type OpenApiDocument } from './document.ts';
+import { buildDocuments, type DocumentKind, type OpenApiDocument } from './document.ts';
 import { CSRF_HEADER, SESSION_COOKIE } from '../portal/security.ts';
 
 /** The security schemes of both documents (each keeps the ones its operations use). */
@@ -28,13 +28,13 @@ export const SECURITY_SCHEMES = {
 const raw = (payload: unknown) => JSON.stringify(payload);
 
 /**
- * `GET /api/v1/openapi.json` (the public document: the management API, the portal's JSON API, the
- * hosted checkout pages) and `GET /internal/v1/openapi.json` (the operator document: publishing,
- * payment transitions, health and metrics). Neither needs a key: they describe, they hold no data.
+ * `GET /api/v1/openapi.json` (the public document: the management API and the listen relay),
+ * `GET /internal/v1/openapi.json` (the operator document: publishing, payment transitions, health
+ * and metrics) and `GET /portal/api/openapi.json` (the portal page's own JSON API, unlinked). Neither needs a key: they describe, they hold no data.
  * Built once, on first request, when every route is registered.
  */
 export const openApiRoutes = (ctx: ServiceContext) => async (app: FastifyInstance) => {
-  let cached: { server: string | undefined; docs: { public: OpenApiDocument; operator: OpenApiDocument } } | undefined;
+  let cached: { server: string | undefined; docs: Record<DocumentKind, OpenApiDocument> } | undefined;
   const documents = () => {
     if (!cached || cached.server !== ctx.publicUrl) {
       const root = app as unknown as { swagger(): unknown };
@@ -67,5 +67,15 @@ export const openApiRoutes = (ctx: ServiceContext) => async (app: FastifyInstanc
       schema: { tags: ['operations'], security: [], operationId: 'getOperatorOpenApiDocument', summary: 'This document', response },
     },
     async () => documents().operator,
+  );
+  // The portal page's own API, for its developers (and the portal-ui types generated from it).
+  // Not linked from the public document; served without a session like the others.
+  app.get(
+    '/portal/api/openapi.json',
+    {
+      serializerCompiler: () => raw,
+      schema: { tags: ['meta'], security: [], operationId: 'getPortalOpenApiDocument', summary: 'This document', response },
+    },
+    async () => documents().portal,
   );
 };

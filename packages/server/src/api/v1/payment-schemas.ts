@@ -17,6 +17,7 @@ export const PaymentSchema = Type.Object(
     amount: Type.String({ description: 'Decimal string with two decimals, e.g. "25.00"' }),
     asset_code: Type.String({ description: '<ASSET>.<NETWORK>, e.g. "USDC.ETH"' }),
     metadata: StringMap,
+    description: Type.Union([Type.String(), Type.Null()], { description: 'What the customer pays for, or null' }),
     merchant_id: Type.String(),
     environment: Environment,
     checkout_session: Type.Union([Type.String(), Type.Null()], {
@@ -36,6 +37,7 @@ export const CheckoutSessionSchema = Type.Object(
     amount: Type.String(),
     asset_code: Type.String(),
     metadata: StringMap,
+    description: Type.Union([Type.String(), Type.Null()], { description: 'What the customer pays for, shown on the hosted page, or null' }),
     payment: Type.String({ description: "The session's Payment (pay_…)" }),
     url: Type.String({ description: 'The hosted checkout page' }),
     success_url: Type.String(),
@@ -62,6 +64,15 @@ export const PaymentFields = {
       description:
         'Up to 50 string pairs (keys up to 40, values up to 500 characters), stored and echoed unchanged, and in every event of the object.',
     }),
+  ),
+  description: Type.Optional(
+    Type.Union([
+      Type.String({
+        maxLength: 500,
+        description: 'What the customer pays for (up to 500 characters), shown on the hosted checkout page and carried in the events.',
+      }),
+      Type.Null(),
+    ]),
   ),
   double_delivery: Type.Optional(
     Type.Boolean({ description: 'Sandbox only: deliver every event of this object twice (the double-delivery case).' }),
