@@ -1716,6 +1716,12 @@ export interface operations {
                      *             "duration_ms": 84,
                      *             "status_code": 200,
                      *             "response_body": "{\"received\":true}",
+                     *             "request_headers": {
+                     *               "Content-Type": "application/json",
+                     *               "User-Agent": "payhooks/0.1 (+webhooks)",
+                     *               "Service-Event-Id": "evt_1Qw3Er5Ty7Ui9Op0",
+                     *               "Service-Signature": "t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                     *             },
                      *             "error_kind": null,
                      *             "error_message": null,
                      *             "worker_id": null
@@ -1803,6 +1809,12 @@ export interface operations {
                      *           "duration_ms": 84,
                      *           "status_code": 200,
                      *           "response_body": "{\"received\":true}",
+                     *           "request_headers": {
+                     *             "Content-Type": "application/json",
+                     *             "User-Agent": "payhooks/0.1 (+webhooks)",
+                     *             "Service-Event-Id": "evt_1Qw3Er5Ty7Ui9Op0",
+                     *             "Service-Signature": "t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                     *           },
                      *           "error_kind": null,
                      *           "error_message": null,
                      *           "worker_id": null
@@ -1872,6 +1884,12 @@ export interface operations {
                      *           "duration_ms": 84,
                      *           "status_code": 200,
                      *           "response_body": "{\"received\":true}",
+                     *           "request_headers": {
+                     *             "Content-Type": "application/json",
+                     *             "User-Agent": "payhooks/0.1 (+webhooks)",
+                     *             "Service-Event-Id": "evt_1Qw3Er5Ty7Ui9Op0",
+                     *             "Service-Signature": "t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                     *           },
                      *           "error_kind": null,
                      *           "error_message": null,
                      *           "worker_id": null
@@ -1945,6 +1963,12 @@ export interface operations {
                      *           "duration_ms": 84,
                      *           "status_code": 200,
                      *           "response_body": "{\"received\":true}",
+                     *           "request_headers": {
+                     *             "Content-Type": "application/json",
+                     *             "User-Agent": "payhooks/0.1 (+webhooks)",
+                     *             "Service-Event-Id": "evt_1Qw3Er5Ty7Ui9Op0",
+                     *             "Service-Signature": "t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                     *           },
                      *           "error_kind": null,
                      *           "error_message": null,
                      *           "worker_id": null
