@@ -1,101 +1,33 @@
 /** The portal's JSON API (/portal/api). Mutations carry the session's CSRF token in a header. */
 
-export type Environment = 'sandbox' | 'live';
-export type DeliveryState = 'pending' | 'delivered' | 'failed_retrying' | 'exhausted' | 'cancelled';
+import type { components, operations } from './generated/portal-api.ts';
 
-export interface Session {
-  user: { id: string; email: string };
-  platform: { id: string; name: string };
-  environment: Environment;
-  csrf_token: string;
-}
+/**
+ * The server's answers, typed from the portal's own OpenAPI document (GET /portal/api/openapi.json)
+ * by openapi-typescript (generated/portal-api.ts, checked for staleness by the server's tests):
+ * a field the server stops sending, or sends in another shape, fails `npm run typecheck` here.
+ */
+type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+type Ok<Op extends keyof operations, Status extends number = 200> = Json<
+  operations[Op]['responses'] extends Record<Status, infer R> ? R : never
+>;
 
-export interface Stats {
-  attempts: number;
-  succeeded: number;
-  success_rate: number | null;
-  hourly: Array<{ attempts: number; succeeded: number }>;
-}
-
-export interface Endpoint {
-  id: string;
-  url: string;
-  enabled_events: string[];
-  description: string | null;
-  status: 'enabled' | 'disabled';
-  environment: Environment;
-  created_at: string;
-  updated_at: string;
-  stats?: Stats;
-  secret?: string;
-  /** `failing`: disabled automatically because every delivery kept failing. */
-  disabled_reason: 'manual' | 'failing' | null;
-  disabled_at: string | null;
-  /** After "Roll secret": until when the previous secret still signs too. */
-  previous_secret_expires_at: string | null;
-}
-
-export interface Attempt {
-  id: string;
-  attempt_number: number;
-  trigger: 'automatic' | 'manual';
-  succeeded: boolean;
-  started_at: string;
-  duration_ms: number;
-  status_code: number | null;
-  response_body: string | null;
-  error_kind: string | null;
-  error_message: string | null;
-  /** The worker that held an `interrupted` attempt. */
-  worker_id: string | null;
-}
-
-export interface DeliveryRow {
-  id: string;
-  event_id: string;
-  event_type: string | null;
-  endpoint_id: string;
-  endpoint_url: string | null;
-  state: DeliveryState;
-  /** Why a cancelled delivery ended: `endpoint_deleted`. */
-  cancel_reason: string | null;
-  attempt_count: number;
-  next_attempt_at: string | null;
-  last_attempt_at: string | null;
-  created_at: string;
-  last_attempt: Attempt | null;
-}
-
-export interface Delivery extends Omit<DeliveryRow, 'last_attempt'> {
-  attempts: Attempt[];
-  event_body: string;
-  endpoint_deleted: boolean;
-}
-
-export interface EventView {
-  id: string;
-  type: string;
-  created_at: string;
-  body: string;
-}
-
-export interface BulkReplay {
-  id: string;
-  endpoint_id: string;
-  since: string;
-  status: 'running' | 'finished' | 'stopped';
-  total: number;
-  attempted: number;
-  delivered: number;
-  failed: number;
-  skipped: number;
-}
-
-export interface Catalog {
-  event_types: string[];
-  wildcard: string;
-  required_live_event_types: string[];
-}
+export type Session = Ok<'portalSession'>;
+export type Environment = Session['environment'];
+export type Endpoint = Ok<'portalRetrieveEndpoint'>;
+/** An endpoint as created or rolled: with its signing secret, shown once. */
+export type EndpointWithSecret = Ok<'portalCreateEndpoint', 201>;
+export type Stats = Endpoint['stats'];
+export type Catalog = Ok<'portalCatalog'>;
+export type DeliveryRow = Ok<'portalListDeliveries'>['data'][number];
+export type DeliveryState = DeliveryRow['state'];
+export type Delivery = Ok<'portalRetrieveDelivery'>;
+export type Attempt = components['schemas']['DeliveryAttempt'];
+export type EventView = Ok<'portalRetrieveEvent'>;
+export type BulkReplay = Ok<'portalBulkReplay'>;
+export type BulkReplayPreview = Ok<'portalPreviewBulkReplay'>;
+export type ShopSettings = Ok<'portalSettings'>;
+export type TestEvent = Ok<'portalSendTestEvent', 201>;
 
 export interface Page<T> {
   data: T[];
@@ -159,22 +91,40 @@ export const api = {
   endpoints: (startingAfter?: string) => call<Page<Endpoint>>('GET', `/endpoints${qs({ limit: 20, starting_after: startingAfter })}`),
   endpoint: (id: string) => call<Endpoint>('GET', `/endpoints/${encodeURIComponent(id)}`),
   createEndpoint: (input: { url: string; enabled_events: string[]; description: string | null }) =>
-    call<Endpoint>('POST', '/endpoints', input),
-  updateEndpoint: (id: string, input: Partial<Pick<Endpoint, 'url' | 'enabled_events' | 'description' | 'status'>>) =>
-    call<Endpoint>('PATCH', `/endpoints/${encodeURIComponent(id)}`, input),
+    call<EndpointWithSecret>('POST', '/endpoints', input),
+  updateEndpoint: (
+    id: string,
+    input: { url?: string; enabled_events?: string[]; description?: string | null; status?: Endpoint['status'] },
+  ) => call<Endpoint>('PATCH', `/endpoints/${encodeURIComponent(id)}`, input),
   deleteEndpoint: (id: string) => call<unknown>('DELETE', `/endpoints/${encodeURIComponent(id)}`),
   rotateSecret: (id: string, expirePreviousIn: number) =>
-    call<Endpoint & { secret: string }>('POST', `/endpoints/${encodeURIComponent(id)}/rotate_secret`, {
+    call<EndpointWithSecret>('POST', `/endpoints/${encodeURIComponent(id)}/rotate_secret`, {
       expire_previous_in: expirePreviousIn,
     }),
-  sendTestEvent: (id: string) =>
-    call<{ event_id: string; delivery_id: string | null }>('POST', `/endpoints/${encodeURIComponent(id)}/test_event`),
+  sendTestEvent: (id: string) => call<TestEvent>('POST', `/endpoints/${encodeURIComponent(id)}/test_event`),
+  bulkReplayPreview: (id: string, since: string) =>
+    call<BulkReplayPreview>('GET', `/endpoints/${encodeURIComponent(id)}/bulk_replays/preview${qs({ since })}`),
   bulkReplay: (id: string, since: string) => call<BulkReplay>('POST', `/endpoints/${encodeURIComponent(id)}/bulk_replays`, { since }),
   bulkReplayStatus: (id: string) => call<BulkReplay>('GET', `/bulk_replays/${encodeURIComponent(id)}`),
-  deliveries: (filter: { endpoint_id?: string; event_id?: string; state?: string; starting_after?: string; limit?: number }) =>
-    call<Page<DeliveryRow>>('GET', `/deliveries${qs({ limit: 20, ...filter })}`),
+  deliveries: (filter: DeliveryFilter) => call<Page<DeliveryRow>>('GET', `/deliveries${qs({ limit: 20, ...filter })}`),
   delivery: (id: string) => call<Delivery>('GET', `/deliveries/${encodeURIComponent(id)}`),
   replay: (id: string) => call<Delivery>('POST', `/deliveries/${encodeURIComponent(id)}/replay`),
   resend: (id: string) => call<Delivery>('POST', `/deliveries/${encodeURIComponent(id)}/resend`),
   event: (id: string) => call<EventView>('GET', `/events/${encodeURIComponent(id)}`),
+  settings: () => call<ShopSettings>('GET', '/settings'),
+  updateSettings: (displayName: string | null) => call<ShopSettings>('PUT', '/settings', { display_name: displayName }),
 };
+
+/** The delivery log's filters (all optional). */
+export interface DeliveryFilter {
+  endpoint_id?: string;
+  event_id?: string;
+  /** The object an event is about: a payment (pay_…) or a checkout session (cs_…). */
+  object_id?: string;
+  state?: string;
+  type?: string;
+  'created[gte]'?: string;
+  'created[lt]'?: string;
+  starting_after?: string;
+  limit?: number;
+}

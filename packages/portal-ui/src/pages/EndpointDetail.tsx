@@ -319,7 +319,7 @@ function EditForm({
   const [catalog, setCatalog] = useState<Catalog | null>(null);
   const [url, setUrl] = useState(endpoint.url);
   const [description, setDescription] = useState(endpoint.description ?? '');
-  const [types, setTypes] = useState(endpoint.enabled_events);
+  const [types, setTypes] = useState<string[]>(endpoint.enabled_events);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     api.catalog().then(setCatalog, setError);

@@ -91,6 +91,8 @@ export const events = pgTable('events', {
   body: text('body').notNull(),
   idempotencyKey: text('idempotency_key'),
   createdAt: ts('created_at').notNull(),
+  /** 0013: `data.object.id`, the resource the event is about (null for rows of earlier releases). */
+  objectId: text('object_id'),
 });
 
 export type EventRow = typeof events.$inferSelect;
@@ -114,6 +116,8 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   copy: smallint('copy').notNull().default(1),
   /** 0006: why a `cancelled` delivery ended (`endpoint_deleted`). */
   cancelReason: text('cancel_reason'),
+  /** 0013: its event's type, for the log's type filter. */
+  eventType: text('event_type'),
 });
 
 /**
@@ -172,6 +176,8 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
   workerId: text('worker_id'),
   /** 0007: the delivery's `created_at`, the partition key (an attempt leaves with its delivery's week). */
   deliveryCreatedAt: ts('delivery_created_at').notNull(),
+  /** 0013: the Service-Signature header it was sent with (null when no request was made). */
+  requestSignature: text('request_signature'),
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;

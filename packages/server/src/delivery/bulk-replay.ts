@@ -45,6 +45,9 @@ WHERE platform_id = $1 AND environment = $2 AND endpoint_id = $3
 ORDER BY created_at, id
 LIMIT $6`;
 
+/** SELECT_SQL's rows, counted (capped like the job itself). */
+const COUNT_SQL = `SELECT count(*) AS n FROM (${SELECT_SQL}) s`;
+
 function toJob(row: BulkReplayRow, now: Date): BulkReplayJob {
   const stale = row.status === 'running' && now.getTime() - row.updatedAt.getTime() > BULK_REPLAY_STALE_MS;
   return {
@@ -81,6 +84,19 @@ export class BulkReplays {
     private readonly deliveries: DeliveryService,
     private readonly now: () => Date,
   ) {}
+
+  /** How many deliveries `start` would replay now (a dry run, for the confirmation). */
+  async count(scope: Scope, endpointId: string, since: Date): Promise<number> {
+    const [row] = await this.database.query<{ n: string }>(COUNT_SQL, [
+      scope.platformId,
+      scope.environment,
+      endpointId,
+      REPLAYABLE_STATES,
+      since,
+      BULK_REPLAY_MAX,
+    ]);
+    return Number(row?.n ?? 0);
+  }
 
   async start(scope: Scope, endpointId: string, since: Date): Promise<BulkReplayJob> {
     if (this.stopping)

@@ -31,6 +31,8 @@ export interface AttemptResult {
   responseBody: string | null;
   errorKind: ErrorKind | null;
   errorMessage: string | null;
+  /** The Service-Signature header the request carried (absent when no request was made). */
+  requestSignature?: string | null;
 }
 
 export interface SendRequest {
@@ -94,8 +96,13 @@ export class Sender {
 
     const bytes = Buffer.from(req.body, 'utf8');
     const timestamp = Math.floor(this.options.now().getTime() / 1000);
+    const signature = signPayloadWithSecrets(req.secrets, timestamp, bytes);
     return new Promise<AttemptResult>((resolve) => {
-      const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, resolve);
+      const done = (result: AttemptResult) => {
+        result.requestSignature = signature; // kept in the log, to show the request as it was sent
+        resolve(result);
+      };
+      const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, done);
       handler.deadline = this.deadlines.add(() => handler.timeUp());
       this.agent.dispatch(
         {
@@ -106,7 +113,7 @@ export class Sender {
             'content-type': 'application/json',
             'user-agent': USER_AGENT,
             [EVENT_ID_HEADER]: req.eventId,
-            [SIGNATURE_HEADER]: signPayloadWithSecrets(req.secrets, timestamp, bytes),
+            [SIGNATURE_HEADER]: signature,
           },
           body: bytes,
         },

@@ -1,8 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { and, asc, eq, inArray, type SQL } from 'drizzle-orm';
-import { formatEventTimestamp } from '@payhooks/contract';
+import { and, asc, eq, gte, inArray, lt, type SQL } from 'drizzle-orm';
+import { EVENT_ID_HEADER, SIGNATURE_HEADER, formatEventTimestamp } from '@payhooks/contract';
 import type { Db } from '../db/client.ts';
-import { deliveryAttempts, deliveryQueue, webhookDeliveries, type AttemptRow, type DeliveryRow, type DeliveryState } from '../db/schema.ts';
+import {
+  deliveryAttempts,
+  deliveryQueue,
+  events,
+  webhookDeliveries,
+  type AttemptRow,
+  type DeliveryRow,
+  type DeliveryState,
+} from '../db/schema.ts';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
 import type { Database } from '../db/client.ts';
@@ -14,7 +22,7 @@ import type { AttemptLogEntry } from './attempt-log.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
 import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './schedule.ts';
 import { EndpointGate } from './endpoint-gate.ts';
-import type { Sender } from './sender.ts';
+import { USER_AGENT, type Sender } from './sender.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 
 export interface ApiAttempt {
@@ -33,6 +41,15 @@ export interface ApiAttempt {
   error_message: string | null;
   /** The worker that held the attempt, for `interrupted` attempts; else null. */
   worker_id: string | null;
+  /** The request's headers as sent; null when no request was made (or it predates their logging). */
+  request_headers: RequestHeaders | null;
+}
+
+export interface RequestHeaders {
+  'Content-Type': string;
+  'User-Agent': string;
+  'Service-Event-Id': string;
+  'Service-Signature': string;
 }
 
 export interface ApiDelivery {
@@ -53,7 +70,7 @@ export interface ApiDelivery {
 
 const iso = (d: Date | null) => (d ? formatEventTimestamp(d) : null);
 
-function toApiAttempt(a: AttemptRow): ApiAttempt {
+function toApiAttempt(a: AttemptRow, eventId: string): ApiAttempt {
   return {
     id: a.id,
     object: 'delivery_attempt',
@@ -67,6 +84,14 @@ function toApiAttempt(a: AttemptRow): ApiAttempt {
     error_kind: a.errorKind,
     error_message: a.errorMessage,
     worker_id: a.workerId,
+    request_headers: a.requestSignature
+      ? {
+          'Content-Type': 'application/json',
+          'User-Agent': USER_AGENT,
+          [EVENT_ID_HEADER]: eventId,
+          [SIGNATURE_HEADER]: a.requestSignature,
+        }
+      : null,
   };
 }
 
@@ -84,7 +109,7 @@ function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[], queued: Set<strin
     next_attempt_at: isUnfinished(d.state) && !queued.has(d.id) ? null : iso(d.nextAttemptAt),
     last_attempt_at: iso(d.lastAttemptAt),
     created_at: formatEventTimestamp(d.createdAt),
-    attempts: attempts.map(toApiAttempt),
+    attempts: attempts.map((a) => toApiAttempt(a, d.eventId)),
   };
 }
 
@@ -169,12 +194,39 @@ export class DeliveryService {
       endpointId?: string | undefined;
       eventId?: string | undefined;
       state?: DeliveryState | undefined;
+      /** The event's type (`webhook_deliveries.event_type`, migration 0013). */
+      type?: string | undefined;
+      createdGte?: Date | undefined;
+      createdLt?: Date | undefined;
+      /** Deliveries of the events about this object (`data.object.id`: a payment, a session). */
+      objectId?: string | undefined;
     },
   ): Promise<ListPage<ApiDelivery>> {
     const filters: (SQL | undefined)[] = [inScope(scope)];
     if (options.endpointId) filters.push(eq(webhookDeliveries.endpointId, options.endpointId));
     if (options.eventId) filters.push(eq(webhookDeliveries.eventId, options.eventId));
     if (options.state) filters.push(eq(webhookDeliveries.state, options.state));
+    if (options.type) filters.push(eq(webhookDeliveries.eventType, options.type));
+    if (options.createdGte) filters.push(gte(webhookDeliveries.createdAt, options.createdGte));
+    if (options.createdLt) filters.push(lt(webhookDeliveries.createdAt, options.createdLt));
+    if (options.objectId) {
+      // The object's events by the events' object index, then their deliveries by event id.
+      filters.push(
+        inArray(
+          webhookDeliveries.eventId,
+          this.db
+            .select({ id: events.id })
+            .from(events)
+            .where(
+              and(
+                eq(events.platformId, scope.platformId),
+                eq(events.environment, scope.environment),
+                eq(events.objectId, options.objectId),
+              ),
+            ),
+        ),
+      );
+    }
     const { rows, hasMore } = await pageOf<DeliveryRow>(this.db, webhookDeliveries, and(...filters), {
       ...options,
       what: 'webhook delivery',

@@ -102,7 +102,8 @@ interface PublishRow {
  *   $1 merchant id, $2 environment, $3 the one endpoint of a portal test event (or null),
  *   $4 the wildcard event type, $5 the event type, $6 copies (1 or 2), $7 how many ids $12
  *   holds, $8 idempotency key (or null), $9 event id, $10 now, $11 the event body, $12 ids,
- *   $13 NOTIFY in this transaction (false when the wake-up is sent after commit instead).
+ *   $13 NOTIFY in this transaction (false when the wake-up is sent after commit instead),
+ *   $14 the resource's id (`data.object.id`), for finding an object's events.
  */
 const PUBLISH_SQL = `
 WITH m AS (
@@ -129,15 +130,15 @@ WITH m AS (
   ON CONFLICT DO NOTHING
   RETURNING 1
 ), ev AS (
-  INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at)
-  SELECT $9::text, m.platform_id, $2::text, $1::text, $5::text, $11::text, $8::text, $10::timestamptz
+  INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at, object_id)
+  SELECT $9::text, m.platform_id, $2::text, $1::text, $5::text, $11::text, $8::text, $10::timestamptz, $14::text
   FROM m, fits WHERE fits.ok AND ($8::text IS NULL OR EXISTS (SELECT 1 FROM k))
   RETURNING id, platform_id
 ), d AS (
   INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count,
-                                  automatic_attempts, next_attempt_at, created_at, updated_at)
+                                  automatic_attempts, next_attempt_at, created_at, updated_at, event_type)
   SELECT ($12::text[])[f.slot], ev.id, f.endpoint_id, f.copy, ev.platform_id, $2::text, 'pending', 0, 0,
-         $10::timestamptz, $10::timestamptz, $10::timestamptz
+         $10::timestamptz, $10::timestamptz, $10::timestamptz, $5::text
   FROM ev CROSS JOIN fan f
   RETURNING id, endpoint_id, platform_id
 ), q AS (
@@ -175,6 +176,7 @@ function publishParams(
     body,
     ids,
     notifyHere,
+    typeof input.object.id === 'string' ? input.object.id : null,
   ];
 }
 

@@ -430,6 +430,14 @@ export interface components {
             error_kind: string | null;
             error_message: string | null;
             worker_id: string | null;
+            /** @description The headers of the request as sent; null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field. */
+            request_headers: {
+                "Content-Type": string;
+                "User-Agent": string;
+                "Service-Event-Id": string;
+                /** @description t=<unix seconds>,v1=<hex>[,v1=<hex>]: the signature this attempt was sent with. */
+                "Service-Signature": string;
+            } | null;
         };
         /** @description One event for one endpoint, with its attempt log. */
         WebhookDelivery: {
@@ -1301,6 +1309,11 @@ export interface operations {
                 event_id?: string;
                 /** @description pending: waiting for its first attempt; failed_retrying: failed, retry scheduled; exhausted: every retry failed; cancelled: its endpoint was deleted. */
                 state?: "pending" | "delivered" | "failed_retrying" | "exhausted" | "cancelled";
+                type?: components["schemas"]["EventType"];
+                /** @description Created at or after this time (YYYY-MM-DDThh:mm:ssZ). */
+                "created[gte]"?: string;
+                /** @description Created before this time (YYYY-MM-DDThh:mm:ssZ). */
+                "created[lt]"?: string;
             };
             header?: never;
             path?: never;
@@ -1340,6 +1353,12 @@ export interface operations {
                      *               "duration_ms": 84,
                      *               "status_code": 200,
                      *               "response_body": "{\"received\":true}",
+                     *               "request_headers": {
+                     *                 "Content-Type": "application/json",
+                     *                 "User-Agent": "payhooks/0.1 (+webhooks)",
+                     *                 "Service-Event-Id": "evt_1Qw3Er5Ty7Ui9Op0",
+                     *                 "Service-Signature": "t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                     *               },
                      *               "error_kind": null,
                      *               "error_message": null,
                      *               "worker_id": null
@@ -1408,6 +1427,12 @@ export interface operations {
                      *           "duration_ms": 84,
                      *           "status_code": 200,
                      *           "response_body": "{\"received\":true}",
+                     *           "request_headers": {
+                     *             "Content-Type": "application/json",
+                     *             "User-Agent": "payhooks/0.1 (+webhooks)",
+                     *             "Service-Event-Id": "evt_1Qw3Er5Ty7Ui9Op0",
+                     *             "Service-Signature": "t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                     *           },
                      *           "error_kind": null,
                      *           "error_message": null,
                      *           "worker_id": null

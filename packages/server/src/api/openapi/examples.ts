@@ -4,6 +4,8 @@
  * response of both documents shows one. Each is checked against its schema by `redocly lint`.
  */
 
+import { USER_AGENT } from '../../delivery/sender.ts';
+
 const AT = '2026-01-31T12:00:00Z';
 const LATER = '2026-01-31T12:00:05Z';
 
@@ -69,6 +71,12 @@ const attempt = {
   duration_ms: 84,
   status_code: 200,
   response_body: '{"received":true}',
+  request_headers: {
+    'Content-Type': 'application/json',
+    'User-Agent': USER_AGENT,
+    'Service-Event-Id': 'evt_1Qw3Er5Ty7Ui9Op0',
+    'Service-Signature': 't=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd',
+  },
   error_kind: null,
   error_message: null,
   worker_id: null,

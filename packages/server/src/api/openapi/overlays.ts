@@ -64,6 +64,14 @@ const BulkReplay = obj({
   created_at: { type: 'string' },
   finished_at: nullable({ type: 'string' }),
 });
+const ShopSettings = obj({
+  object: { type: 'string', const: 'shop_settings' },
+  display_name: nullable({
+    type: 'string',
+    description: 'The name customers see on the hosted checkout page; null shows the Platform name.',
+  }),
+  platform_name: { type: 'string' },
+});
 const Labels = { event_type: nullable(ref('EventType')), endpoint_url: nullable({ type: 'string' }) };
 const { attempts: _attempts, ...deliveryFields } = DeliverySchema.properties as Record<string, Schema>;
 const DeliveryRow = obj(
@@ -171,6 +179,25 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
     409: error,
   }),
   'GET /portal/api/bulk_replays/:id': portal('portalBulkReplay', 'Progress of a bulk replay', { 200: json('The job.', BulkReplay) }),
+  'GET /portal/api/endpoints/:id/bulk_replays/preview': portal(
+    'portalPreviewBulkReplay',
+    'How many deliveries a bulk replay would replay now',
+    {
+      200: json(
+        'A dry run: nothing is replayed.',
+        obj({
+          object: { type: 'string', const: 'bulk_replay_preview' },
+          endpoint_id: { type: 'string' },
+          since: { type: 'string' },
+          count: { type: 'integer', minimum: 0 },
+        }),
+      ),
+    },
+  ),
+  'GET /portal/api/settings': portal('portalSettings', "The shop's settings", { 200: json('The settings.', ShopSettings) }),
+  'PUT /portal/api/settings': portal('portalUpdateSettings', "Change the shop's name on the hosted checkout page", {
+    200: json('The settings.', ShopSettings),
+  }),
   'GET /portal/api/deliveries': portal('portalListDeliveries', 'The delivery log', { 200: list(DeliveryRow, 'A page of deliveries.') }),
   'GET /portal/api/deliveries/:id': portal('portalRetrieveDelivery', 'A delivery with its attempts and event body', {
     200: DeliveryDetail,

@@ -5,7 +5,14 @@ import { events, webhookEndpoints } from '../../db/schema.ts';
 import { scopeOf } from '../../portal/sessions.ts';
 import type { Scope } from '../../tenancy/scope.ts';
 import { IdParams } from './ids.ts';
-import { ListDeliveriesQuery } from '../v1/webhook-deliveries.ts';
+import { Type } from '@sinclair/typebox';
+import { DeliveryFilters, deliveryFilters } from '../v1/webhook-deliveries.ts';
+
+/** The log's filters of the public API, and the object an event is about (find by payment id). */
+const PortalDeliveriesQuery = Type.Object(
+  { ...DeliveryFilters, object_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) },
+  { additionalProperties: false },
+);
 
 /** Event types and endpoint URLs for a page of deliveries, read in the same Scope. */
 async function labels(ctx: ServiceContext, scope: Scope, eventIds: string[], endpointIds: string[]) {
@@ -43,15 +50,9 @@ async function labels(ctx: ServiceContext, scope: Scope, eventIds: string[], end
 export const deliveryRoutes =
   (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.get('/deliveries', { schema: { querystring: ListDeliveriesQuery } }, async (req) => {
+    app.get('/deliveries', { schema: { querystring: PortalDeliveriesQuery } }, async (req) => {
       const scope = scopeOf(req.portalSession);
-      const page = await ctx.deliveries.list(scope, {
-        limit: req.query.limit ?? 20,
-        startingAfter: req.query.starting_after,
-        endpointId: req.query.endpoint_id,
-        eventId: req.query.event_id,
-        state: req.query.state as never,
-      });
+      const page = await ctx.deliveries.list(scope, { ...deliveryFilters(req.query), objectId: req.query.object_id });
       const l = await labels(ctx, scope, [...new Set(page.data.map((d) => d.event_id))], [...new Set(page.data.map((d) => d.endpoint_id))]);
       return {
         ...page,

@@ -104,15 +104,32 @@ export const endpointRoutes =
       });
     });
 
-    app.post('/endpoints/:id/bulk_replays', { schema: { params: IdParams, body: BulkBody } }, async (req, reply) => {
-      const scope = scopeOf(req.portalSession);
-      const endpoint = await ctx.endpoints.getRow(scope, endpointId(req.params.id));
-      const since = new Date(req.body.since);
+    const sinceOf = (raw: string) => {
+      const since = new Date(raw);
       if (Number.isNaN(since.getTime()))
         throw new AppError('invalid_request', 'parameter_invalid', `Invalid 'since': send an ISO 8601 time such as 2026-01-31T12:00:00Z.`, {
           param: 'since',
         });
-      return reply.code(202).send(await ctx.bulkReplays.start(scope, endpoint.id, since));
+      return since;
+    };
+
+    // "Replay all failed since…" asks first: how many deliveries it would replay (a dry run).
+    app.get('/endpoints/:id/bulk_replays/preview', { schema: { params: IdParams, querystring: BulkBody } }, async (req) => {
+      const scope = scopeOf(req.portalSession);
+      const endpoint = await ctx.endpoints.getRow(scope, endpointId(req.params.id));
+      const since = sinceOf(req.query.since);
+      return {
+        object: 'bulk_replay_preview',
+        endpoint_id: endpoint.id,
+        since: since.toISOString(),
+        count: await ctx.bulkReplays.count(scope, endpoint.id, since),
+      };
+    });
+
+    app.post('/endpoints/:id/bulk_replays', { schema: { params: IdParams, body: BulkBody } }, async (req, reply) => {
+      const scope = scopeOf(req.portalSession);
+      const endpoint = await ctx.endpoints.getRow(scope, endpointId(req.params.id));
+      return reply.code(202).send(await ctx.bulkReplays.start(scope, endpoint.id, sinceOf(req.body.since)));
     });
 
     app.get('/bulk_replays/:id', { schema: { params: IdParams } }, async (req) =>

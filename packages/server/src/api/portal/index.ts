@@ -8,6 +8,7 @@ import { endpointRoutes } from './endpoints.ts';
 import { eventRoutes } from './events.ts';
 import { SESSION_COOKIE, checkCsrf, checkOrigin, isMutation, securityHeaders } from './security.ts';
 import { sessionRoutes } from './session.ts';
+import { settingsRoutes } from './settings.ts';
 import { SignInLimiter } from './sign-in-limits.ts';
 import type { WindowCounters } from '../window-counters.ts';
 import { DEFAULT_PORTAL_DIST, portalStatic } from './static.ts';
@@ -64,6 +65,7 @@ async function portalScope(app: FastifyInstance, ctx: ServiceContext, options: P
       await api.register(endpointRoutes(ctx));
       await api.register(deliveryRoutes(ctx));
       await api.register(eventRoutes(ctx));
+      await api.register(settingsRoutes(ctx));
     },
     { prefix: '/portal/api' },
   );

@@ -1,9 +1,9 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
+import { AppError } from '../../errors.ts';
 import { IdParams, ListOf, Timestamp, errorResponses } from './schemas.ts';
-
-import { StringEnum } from './event-schemas.ts';
+import { EventTypeSchema, StringEnum } from './event-schemas.ts';
 
 export const DELIVERY_STATES = ['pending', 'delivered', 'failed_retrying', 'exhausted', 'cancelled'] as const;
 const State = StringEnum(DELIVERY_STATES, {
@@ -31,6 +31,26 @@ export const AttemptSchema = Type.Object(
     ]),
     error_message: Type.Union([Type.String(), Type.Null()]),
     worker_id: Type.Union([Type.String({ description: 'The worker that held an interrupted attempt.' }), Type.Null()]),
+    request_headers: Type.Union(
+      [
+        Type.Object(
+          {
+            'Content-Type': Type.String(),
+            'User-Agent': Type.String(),
+            'Service-Event-Id': Type.String(),
+            'Service-Signature': Type.String({
+              description: 't=<unix seconds>,v1=<hex>[,v1=<hex>]: the signature this attempt was sent with.',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      {
+        description:
+          'The headers of the request as sent; null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field.',
+      },
+    ),
   },
   { $id: 'DeliveryAttempt', description: 'One HTTP attempt of a delivery, as the delivery log records it.' },
 );
@@ -55,16 +75,58 @@ export const DeliverySchema = Type.Object(
 );
 
 /** The delivery log's filters and pages; the portal's delivery log takes the same. */
-export const ListDeliveriesQuery = Type.Object(
-  {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-    starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    endpoint_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    state: Type.Optional(State),
-  },
-  { additionalProperties: false },
-);
+/** `created[gte]` / `created[lt]`: the same timestamp form as `created_at`. */
+export const CreatedRange = {
+  'created[gte]': Type.Optional(
+    Type.String({
+      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$',
+      description: 'Created at or after this time (YYYY-MM-DDThh:mm:ssZ).',
+    }),
+  ),
+  'created[lt]': Type.Optional(
+    Type.String({
+      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$',
+      description: 'Created before this time (YYYY-MM-DDThh:mm:ssZ).',
+    }),
+  ),
+};
+
+export const DeliveryFilters = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  endpoint_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  state: Type.Optional(State),
+  type: Type.Optional(Type.Ref(EventTypeSchema, { description: 'Only deliveries of this event type.' })),
+  ...CreatedRange,
+};
+
+export const ListDeliveriesQuery = Type.Object(DeliveryFilters, { additionalProperties: false });
+
+/** A Date from `created[gte]`/`created[lt]` (the schema checked the form; the calendar is checked here). */
+export function createdBound(value: string | undefined, param: string): Date | undefined {
+  if (value === undefined) return undefined;
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime()) || d.toISOString().replace(/\.\d{3}Z$/, 'Z') !== value)
+    throw new AppError('invalid_request', 'parameter_invalid', `Invalid '${param}': not a date and time (YYYY-MM-DDThh:mm:ssZ).`, {
+      param,
+    });
+  return d;
+}
+
+/** The service's filters from a query with these fields. */
+export function deliveryFilters(q: Static<typeof ListDeliveriesQuery>) {
+  return {
+    limit: q.limit ?? 20,
+    startingAfter: q.starting_after,
+    endpointId: q.endpoint_id,
+    eventId: q.event_id,
+    state: q.state as never,
+    type: q.type,
+    createdGte: createdBound(q['created[gte]'], 'created[gte]'),
+    createdLt: createdBound(q['created[lt]'], 'created[lt]'),
+  };
+}
 
 /** `/api/v1/webhook_deliveries`: the delivery log (spec 2.4), read-only (spec 4.1: no replay endpoint yet). */
 export const webhookDeliveryRoutes =
@@ -84,14 +146,7 @@ export const webhookDeliveryRoutes =
           response: { 200: ListOf(Type.Ref(DeliverySchema), 'A page of deliveries.') },
         },
       },
-      async (req) =>
-        ctx.deliveries.list(req.scope, {
-          limit: req.query.limit ?? 20,
-          startingAfter: req.query.starting_after,
-          endpointId: req.query.endpoint_id,
-          eventId: req.query.event_id,
-          state: req.query.state as never,
-        }),
+      async (req) => ctx.deliveries.list(req.scope, deliveryFilters(req.query)),
     );
     app.get(
       '/webhook_deliveries/:id',
