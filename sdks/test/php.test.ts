@@ -120,7 +120,7 @@ describe('examples/receiver-php: the work after the answer, the worker, the ledg
     const d = delivery(paymentEvent({}, { metadata: { account } }), { secret: `whsec_${randomBytes(16).toString('hex')}` });
     const res = await post(d);
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toBe('bad_signature');
+    expect(((await res.json()) as { error: string }).error).toBe('bad_signature');
     expect(example.output()).toMatch(/rejected a delivery with 400: bad_signature/);
     expect(await example.balance(account)).toEqual({ account, balances: [] });
   });
