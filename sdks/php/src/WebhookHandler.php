@@ -59,6 +59,7 @@ final class WebhookHandler
      * @param int $leaseMs how long one attempt may hold an event before a worker may take it over
      *        (its process died): longer than your max_execution_time
      * @param int $dueAfterResponse how many due retries afterResponse() also runs (0: leave them to a worker)
+     * @param int $maxBodyBytes a larger body is answered 413 unread (payhooks' events are a few KiB)
      * @param (callable(): int)|null $clock epoch milliseconds, for tests
      */
     public function __construct(
@@ -73,6 +74,7 @@ final class WebhookHandler
         private readonly int $leaseMs = 300_000,
         private readonly Processing $processing = Processing::AfterResponse,
         private readonly int $dueAfterResponse = 10,
+        public readonly int $maxBodyBytes = 1_048_576,
         ?callable $clock = null,
     ) {
         $this->secrets = Webhook::secrets($secret);
@@ -87,8 +89,8 @@ final class WebhookHandler
             }
         }
         $this->delays = array_values($retryDelaysMs);
-        if ($leaseMs <= 0 || $dueAfterResponse < 0) {
-            throw new \InvalidArgumentException('payhooks: leaseMs must be positive and dueAfterResponse not negative');
+        if ($leaseMs <= 0 || $dueAfterResponse < 0 || $maxBodyBytes <= 0) {
+            throw new \InvalidArgumentException('payhooks: leaseMs and maxBodyBytes must be positive, dueAfterResponse not negative');
         }
         $this->clock = $clock !== null ? \Closure::fromCallable($clock) : Webhook::nowMs(...);
     }
@@ -109,12 +111,16 @@ final class WebhookHandler
      * | an id already seen (done, in progress, waiting) | 200 {"received": true, "duplicate": true}       |
      * | a new event                                     | 200 {"received": true}, recorded with its work  |
      * | the store is down                               | 500 {"error": "store_unavailable"}: payhooks retries |
+     * | a body over `maxBodyBytes`                      | 413 {"error": "payload_too_large"}              |
      *
      * @param string $body the raw body, exactly as received
      * @param array<array-key, mixed> $headers header names (any case) to values, or $_SERVER
      */
     public function receive(string $body, array $headers): WebhookResponse
     {
+        if (strlen($body) > $this->maxBodyBytes) {
+            return WebhookResponse::json(413, ['error' => 'payload_too_large', 'message' => "the body is larger than {$this->maxBodyBytes} bytes"]);
+        }
         try {
             $event = Webhook::verifyAt($body, $headers, $this->secrets, $this->tolerance, ($this->clock)());
         } catch (WebhookVerificationException $e) {

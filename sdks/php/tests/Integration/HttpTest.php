@@ -99,6 +99,8 @@ final class HttpTest extends TestCase
         self::assertSame(400, $unsigned['status']);
         self::assertSame('missing_header', json_decode($unsigned['body'], true)['error']);
         self::assertSame(405, Http::request('GET', self::$base . $path)['status']);
+        $huge = Http::request('POST', self::$base . $path, str_repeat(' ', 1_048_577), $d['headers']);
+        self::assertSame(413, $huge['status']);
         self::assertSame([$path], $this->processed($id));
     }
 

@@ -258,6 +258,16 @@ final class HandlerTest extends TestCase
         self::assertTrue($this->errors[0][1]->willRetry);
     }
 
+    public function testABodyOverTheLimitIs413AndNothingIsRecorded(): void
+    {
+        $webhooks = $this->handler(options: ['maxBodyBytes' => 200]);
+        $d = Webhook::signTestDelivery(['id' => 'evt_big', 'type' => 'payment.succeeded', 'data' => ['object' => ['note' => str_repeat('x', 300)]]], self::SECRET, intdiv($this->now, 1000));
+        $response = $webhooks->receive($d['body'], $d['headers']);
+        self::assertSame(413, $response->status);
+        self::assertSame('payload_too_large', json_decode($response->body, true)['error']);
+        self::assertNull($this->store->inspect('evt_big'));
+    }
+
     public function testHooksThatThrowDoNotChangeTheAnswer(): void
     {
         $webhooks = new WebhookHandler(self::SECRET, $this->store, function (): void {
@@ -280,6 +290,7 @@ final class HandlerTest extends TestCase
             ['secret' => 'not_a_secret'],
             ['retryDelaysMs' => [-1]],
             ['leaseMs' => 0],
+            ['maxBodyBytes' => 0],
         ] as $bad) {
             try {
                 $this->handler(options: $bad);
