@@ -42,6 +42,8 @@ final class WebhookHandler
     private readonly \Closure $clock;
     /** @var list<array{0: Claim, 1: Event}> events this request claimed and has not processed yet */
     private array $pending = [];
+    /** Whether receive() ran since the last afterResponse(): other requests' afterResponse() does nothing. */
+    private bool $received = false;
     private bool $stopping = false;
 
     /**
@@ -118,6 +120,7 @@ final class WebhookHandler
      */
     public function receive(string $body, array $headers): WebhookResponse
     {
+        $this->received = true;
         if (strlen($body) > $this->maxBodyBytes) {
             return WebhookResponse::json(413, ['error' => 'payload_too_large', 'message' => "the body is larger than {$this->maxBodyBytes} bytes"]);
         }
@@ -167,10 +170,16 @@ final class WebhookHandler
     /**
      * Runs the work receive() recorded, then up to `dueAfterResponse` due retries (with
      * Processing::Worker, nothing: the worker does it all). Call it once the response has been
-     * sent (adapters do). Never throws; returns how many events it ran.
+     * sent (adapters do). In a request that received no delivery it does nothing, so a framework
+     * hook that runs after every response (kernel.terminate) costs nothing. Never throws; returns
+     * how many events it ran.
      */
     public function afterResponse(): int
     {
+        if (!$this->received) {
+            return 0;
+        }
+        $this->received = false;
         $ran = 0;
         while ($this->pending !== []) {
             [$claim, $event] = array_shift($this->pending);

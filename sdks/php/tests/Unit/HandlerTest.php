@@ -194,6 +194,7 @@ final class HandlerTest extends TestCase
         $webhooks->receive($d['body'], $d['headers']);
         $webhooks->afterResponse();
         $this->now += 1_000;
+        self::assertSame(0, $webhooks->afterResponse(), 'a request that received no delivery (kernel.terminate after any page) does nothing');
         $next = $this->delivery('evt_h_2');
         $webhooks->receive($next['body'], $next['headers']);
         self::assertSame(2, $webhooks->afterResponse());
