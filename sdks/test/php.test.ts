@@ -16,7 +16,7 @@ const vectors = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/contract/test-
 const reports = mkdtempSync(join(tmpdir(), 'payhooks-php-'));
 afterAll(() => rmSync(reports, { recursive: true, force: true }));
 
-describe("sdks/php: the library's own tests (PHPUnit, real PostgreSQL, Redis and php -S)", () => {
+describe("sdks/php: the library's own tests (PHPUnit, real PostgreSQL, Redis, php -S and php-fpm)", () => {
   it('spec 5.1, 6.2: pass, and run every shared signature vector', () => {
     const junit = join(reports, 'junit.xml');
     // Debian's phpunit and PHP; no `composer install` (tests/bootstrap.php autoloads).
