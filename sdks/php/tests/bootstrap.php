@@ -2,17 +2,18 @@
 
 declare(strict_types=1);
 
-// Runs without `composer install`: the library's own autoloader, and Debian's packages
-// (php-symfony-http-foundation, php-nyholm-psr7, php-psr-http-*) from the include path. After a
-// `composer install`, vendor/autoload.php is used instead.
-if (is_file(__DIR__ . '/../vendor/autoload.php')) {
-    require __DIR__ . '/../vendor/autoload.php';
-} else {
-    require __DIR__ . '/../autoload.php';
-    foreach (['Symfony/Component/HttpFoundation/autoload.php', 'Nyholm/Psr7/autoload.php'] as $debian) {
-        if (stream_resolve_include_path($debian) !== false) {
-            require_once $debian;
-        }
+// Runs without `composer install`: vendor/autoload.php when there is one (composer install, or an
+// offline `composer dump-autoload`), else the library's own autoloader; then, for the adapters'
+// tests, Debian's packages (php-symfony-http-foundation, php-nyholm-psr7, php-psr-http-*) from the
+// include path when Composer did not bring them.
+require is_file(__DIR__ . '/../vendor/autoload.php') ? __DIR__ . '/../vendor/autoload.php' : __DIR__ . '/../autoload.php';
+$debian = [
+    'Symfony\\Component\\HttpFoundation\\Request' => 'Symfony/Component/HttpFoundation/autoload.php',
+    'Nyholm\\Psr7\\Factory\\Psr17Factory' => 'Nyholm/Psr7/autoload.php',
+];
+foreach ($debian as $class => $file) {
+    if (!class_exists($class) && stream_resolve_include_path($file) !== false) {
+        require_once $file;
     }
 }
 
