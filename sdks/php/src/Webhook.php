@@ -1,0 +1,220 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Payhooks\Receiver;
+
+/**
+ * Verification of payhooks deliveries, and signing for tests.
+ *
+ * A delivery is one POST of a JSON event with two headers: `Service-Event-Id: evt_…` (not signed)
+ * and `Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>…]`, where each v1 is the lowercase
+ * hex HMAC-SHA256, keyed with the endpoint's whole `whsec_…` secret, of `<t>.<raw body>`.
+ */
+final class Webhook
+{
+    public const SIGNATURE_HEADER = 'Service-Signature';
+    public const EVENT_ID_HEADER = 'Service-Event-Id';
+    public const SECRET_PREFIX = 'whsec_';
+    public const DEFAULT_TOLERANCE_SECONDS = 300;
+
+    /**
+     * Verifies one delivery and returns its event. Checks, in this order: both headers are there,
+     * the signature header is well formed, some `v1` matches under some secret (constant-time
+     * comparison of every pair), `t` is within the tolerance of now (in either direction, to the
+     * millisecond), the signed body is a JSON event whose `id` equals `Service-Event-Id`.
+     *
+     * @param string $body the raw request body, byte for byte as received (php://input,
+     *                     $request->getContent(), (string) $request->getBody()): never re-encoded JSON
+     * @param array<array-key, mixed> $headers header names (any case) to a string or a list of
+     *                                         strings, or $_SERVER
+     * @param string|list<string> $secret the endpoint's `whsec_` secret, or several during a rotation
+     * @param \DateTimeInterface|null $now the current time (for tests); default the system clock
+     *
+     * @throws WebhookVerificationException when the delivery must be answered 400
+     * @throws \InvalidArgumentException on a programming error (no secret, a secret without whsec_)
+     */
+    public static function verify(
+        string $body,
+        array $headers,
+        string|array $secret,
+        int|float $toleranceSeconds = self::DEFAULT_TOLERANCE_SECONDS,
+        ?\DateTimeInterface $now = null,
+    ): Event {
+        return self::verifyAt($body, $headers, self::secrets($secret), self::tolerance($toleranceSeconds), $now === null ? self::nowMs() : (int) $now->format('Uv'));
+    }
+
+    /**
+     * @param list<string> $secrets already checked by secrets()
+     * @internal the handler's entry, with its clock in epoch milliseconds
+     */
+    public static function verifyAt(string $body, array $headers, array $secrets, int|float $toleranceSeconds, int $nowMs): Event
+    {
+        $signature = Headers::read($headers, self::SIGNATURE_HEADER);
+        if ($signature === null) {
+            throw new WebhookVerificationException(VerificationReason::MissingHeader, 'missing ' . self::SIGNATURE_HEADER . ' header');
+        }
+        if ($signature === false) {
+            throw new WebhookVerificationException(VerificationReason::MalformedHeader, self::SIGNATURE_HEADER . ' header sent more than once');
+        }
+        $eventId = Headers::read($headers, self::EVENT_ID_HEADER);
+        if ($eventId === null) {
+            throw new WebhookVerificationException(VerificationReason::MissingHeader, 'missing ' . self::EVENT_ID_HEADER . ' header');
+        }
+        if ($eventId === false) {
+            throw new WebhookVerificationException(VerificationReason::MalformedHeader, self::EVENT_ID_HEADER . ' header sent more than once');
+        }
+        $parsed = self::parseSignatureHeader($signature);
+        if ($parsed === null) {
+            throw new WebhookVerificationException(
+                VerificationReason::MalformedHeader,
+                self::SIGNATURE_HEADER . ' must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces',
+            );
+        }
+        [$timestamp, $received] = $parsed;
+        $matched = false;
+        foreach ($secrets as $key) {
+            $expected = self::computeSignature($key, $timestamp, $body);
+            foreach ($received as $candidate) {
+                // No early exit: every pair is compared, so the timing does not say which matched.
+                if (hash_equals($expected, $candidate)) {
+                    $matched = true;
+                }
+            }
+        }
+        if (!$matched) {
+            throw new WebhookVerificationException(VerificationReason::BadSignature, 'no v1 signature matches the body under the configured secret(s)');
+        }
+        // In milliseconds: rounding the clock to whole seconds would stretch the window by up to a second.
+        $offsetMs = $nowMs - $timestamp * 1000;
+        if (abs($offsetMs) > $toleranceSeconds * 1000) {
+            throw new WebhookVerificationException(
+                VerificationReason::TimestampOutOfTolerance,
+                sprintf('signature timestamp %d is %.3f s from now; the tolerance is %s s', $timestamp, $offsetMs / 1000, $toleranceSeconds),
+            );
+        }
+        try {
+            $event = Event::fromJson($body);
+        } catch (\UnexpectedValueException) {
+            throw new WebhookVerificationException(VerificationReason::InvalidJson, 'the signed body is not UTF-8 JSON of an event object with a string id and type');
+        }
+        if ($event->id !== $eventId) {
+            throw new WebhookVerificationException(VerificationReason::EventIdMismatch, self::EVENT_ID_HEADER . ' does not match the id of the signed body');
+        }
+        return $event;
+    }
+
+    /**
+     * Splits `t=<seconds>,v1=<hex>[,v1=<hex>…]`. Unknown lowercase schemes (`v2=…`) are skipped;
+     * anything else that is not exactly this shape is refused.
+     *
+     * @return array{0: int, 1: list<string>}|null
+     */
+    public static function parseSignatureHeader(string $header): ?array
+    {
+        $timestamp = null;
+        $signatures = [];
+        foreach (explode(',', $header) as $part) {
+            $eq = strpos($part, '=');
+            if ($eq === false || $eq === 0) {
+                return null;
+            }
+            $key = substr($part, 0, $eq);
+            $value = substr($part, $eq + 1);
+            if ($key === 't') {
+                // \z, not $: PCRE's $ also matches before a trailing newline.
+                if ($timestamp !== null || preg_match('/^[0-9]{1,15}\z/', $value) !== 1) {
+                    return null;
+                }
+                $timestamp = (int) $value;
+            } elseif ($key === 'v1') {
+                if (preg_match('/^[0-9a-f]{64}\z/', $value) !== 1) {
+                    return null;
+                }
+                $signatures[] = $value;
+            } elseif (preg_match('/^[a-z][a-z0-9]*\z/', $key) !== 1) {
+                return null;
+            }
+        }
+        if ($timestamp === null || $signatures === []) {
+            return null;
+        }
+        return [$timestamp, $signatures];
+    }
+
+    /** The lowercase hex HMAC-SHA256 of `<t>.<body>` keyed with the whole secret. */
+    public static function computeSignature(string $secret, int $timestamp, string $body): string
+    {
+        return hash_hmac('sha256', $timestamp . '.' . $body, $secret);
+    }
+
+    /**
+     * Signs a delivery the way payhooks does, for your receiver's tests: returns the body and the
+     * headers to POST.
+     *
+     * @param Event|array<string, mixed>|string $event an event (id, type, data), or its JSON
+     * @param string|list<string> $secret one secret, or several (one v1 each, as during a rotation)
+     * @return array{body: string, headers: array<string, string>}
+     */
+    public static function signTestDelivery(Event|array|string $event, string|array $secret, ?int $timestamp = null): array
+    {
+        $body = match (true) {
+            $event instanceof Event => $event->toJson(),
+            is_array($event) => json_encode($event, JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE),
+            default => $event,
+        };
+        $id = Event::fromJson($body)->id;
+        $t = $timestamp ?? intdiv(self::nowMs(), 1000);
+        $v1 = array_map(static fn (string $s): string => 'v1=' . self::computeSignature($s, $t, $body), self::secrets($secret));
+        return [
+            'body' => $body,
+            'headers' => [
+                'Content-Type' => 'application/json',
+                self::EVENT_ID_HEADER => $id,
+                self::SIGNATURE_HEADER => "t={$t}," . implode(',', $v1),
+            ],
+        ];
+    }
+
+    /**
+     * Checks the secrets a merchant configured once (a programming error, not a bad delivery).
+     *
+     * @param string|array<array-key, mixed> $secret
+     * @return list<string>
+     * @internal
+     */
+    public static function secrets(string|array $secret): array
+    {
+        $list = is_string($secret) ? [$secret] : array_values($secret);
+        if ($list === []) {
+            throw new \InvalidArgumentException("payhooks: a secret is required: the endpoint's whsec_ signing secret");
+        }
+        foreach ($list as $s) {
+            if (!is_string($s) || !str_starts_with($s, self::SECRET_PREFIX) || strlen($s) <= strlen(self::SECRET_PREFIX)) {
+                throw new \InvalidArgumentException(
+                    'payhooks: the secret must be the endpoint\'s signing secret, which starts with "whsec_"; it is used whole, prefix included, as the HMAC key',
+                );
+            }
+        }
+        return $list;
+    }
+
+    /** @internal */
+    public static function tolerance(int|float $toleranceSeconds): int|float
+    {
+        if (!is_finite((float) $toleranceSeconds) || $toleranceSeconds < 0) {
+            throw new \InvalidArgumentException('payhooks: toleranceSeconds must be a non-negative number of seconds');
+        }
+        return $toleranceSeconds;
+    }
+
+    /** @internal The system clock in epoch milliseconds. */
+    public static function nowMs(): int
+    {
+        return (int) floor(microtime(true) * 1000);
+    }
+
+    private function __construct()
+    {
+    }
+}

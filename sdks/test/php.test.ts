@@ -1,0 +1,133 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SECRET, delivery, paymentEvent } from '../../packages/receiver/test/helpers/events.ts';
+import { ADMIN_URL } from '../../packages/server/test/helpers/database.ts';
+import { REPO_ROOT, describeExampleReceiver, freePort, startExample, waitUntil, type RunningExample } from './harness.ts';
+
+const SDK = join(REPO_ROOT, 'sdks', 'php');
+const vectors = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/contract/test-vectors/webhook-signatures.json'), 'utf8')) as {
+  vectors: Array<{ name: string }>;
+};
+const reports = mkdtempSync(join(tmpdir(), 'payhooks-php-'));
+afterAll(() => rmSync(reports, { recursive: true, force: true }));
+
+describe("sdks/php: the library's own tests (PHPUnit, real PostgreSQL, Redis, php -S and php-fpm)", () => {
+  it('spec 5.1, 6.2: pass, and run every shared signature vector', () => {
+    const junit = join(reports, 'junit.xml');
+    // Debian's phpunit and PHP; no `composer install` (tests/bootstrap.php autoloads).
+    const run = spawnSync('/usr/bin/phpunit', ['--log-junit', junit], {
+      cwd: SDK,
+      encoding: 'utf8',
+      timeout: 240_000,
+      env: { ...process.env, PAYHOOKS_TEST_DATABASE_URL: ADMIN_URL },
+    });
+    const output = `${run.stdout}\n${run.stderr}`;
+    expect(run.status, output).toBe(0);
+    expect(output).toMatch(/^OK \(\d+ tests, \d+ assertions\)$/m);
+    // Each vector is one data set of VectorsTest::testVector, named after the vector.
+    const report = readFileSync(junit, 'utf8');
+    const ran = [...report.matchAll(/<testcase name="testVector with data set &quot;([a-z0-9_]+)&quot;"[^>]*\/>/g)].map((m) => m[1]);
+    expect(ran.sort(), output).toEqual(vectors.vectors.map((v) => v.name).sort());
+  }, 240_000);
+});
+
+const EXAMPLE = join(REPO_ROOT, 'examples', 'receiver-php');
+
+describeExampleReceiver('php', EXAMPLE);
+
+describe('examples/receiver-php: the work after the answer, the worker, the ledger, stopping', () => {
+  // The example's database is named here (DATABASE_URL), so the test can read payhooks_events.
+  const database = `rcv_php_${randomBytes(5).toString('hex')}`;
+  const databaseUrl = Object.assign(new URL(ADMIN_URL), { pathname: `/${database}` }).toString();
+  let example: RunningExample;
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    example = await startExample(EXAMPLE, { port: await freePort(), secrets: [SECRET], env: { DATABASE_URL: databaseUrl } });
+    pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  }, 150_000);
+
+  afterAll(async () => {
+    await pool?.end();
+    await example?.stop();
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).finally(() => admin.end());
+  });
+
+  const post = (d: { body: string; headers: Record<string, string> }) =>
+    fetch(example.webhookUrl, { method: 'POST', body: d.body, headers: d.headers });
+  const row = async (id: string) =>
+    (await pool.query('SELECT state, attempts, last_error FROM payhooks_events WHERE event_id = $1', [id])).rows[0] as
+      | { state: string; attempts: number; last_error: string | null }
+      | undefined;
+
+  it('spec 6.2.3: balances are one entry per asset, sorted, with two decimals', async () => {
+    const account = `acct_${randomBytes(4).toString('hex')}`;
+    for (const [amount, asset_code] of [
+      ['10.50', 'USDC.ETH'],
+      ['0.25', 'USDC.ETH'],
+      ['1', 'BTC'],
+    ]) {
+      const res = await post(delivery(paymentEvent({}, { amount, asset_code, metadata: { account } })));
+      expect(res.status).toBe(200);
+    }
+    await waitUntil(
+      'three credits',
+      async () =>
+        (await example.balance(account)).balances.length === 2 && (await example.balance(account)).balances[1]!.balance === '10.75',
+    );
+    expect(await example.balance(account)).toEqual({
+      account,
+      balances: [
+        { asset_code: 'BTC', balance: '1.00' },
+        { asset_code: 'USDC.ETH', balance: '10.75' },
+      ],
+    });
+  });
+
+  it('spec 8: a payment without metadata.account is kept with its error and retried by the worker, one log line per attempt', async () => {
+    const event = paymentEvent({}, { metadata: {} });
+    const res = await post(delivery(event));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ received: true });
+    // The first attempt runs after the answer, in the web request; the second (after 1 s) in the worker.
+    const retried = await waitUntil('the worker to retry it', async () => {
+      const r = await row(event.id);
+      return r && r.attempts >= 2 && r.state === 'pending' ? r : false;
+    });
+    expect(retried.last_error).toMatch(/no metadata\.account/);
+    const lines = example
+      .output()
+      .split('\n')
+      .filter((l) => l.includes(event.id));
+    expect(lines.slice(0, 2)).toEqual([
+      expect.stringMatching(
+        new RegExp(`process error for ${event.id} \\(attempt 1\\): payment \\S+ has no metadata\\.account; will retry$`),
+      ),
+      expect.stringMatching(new RegExp(`process error for ${event.id} \\(attempt 2\\): .*; will retry$`)),
+    ]);
+    expect(example.output()).not.toMatch(/Stack trace|^#\d /m);
+  });
+
+  it('spec 5.1.7: a forged delivery is answered 400 with the reason, logged in one line, and credits nothing', async () => {
+    const account = `acct_${randomBytes(4).toString('hex')}`;
+    const d = delivery(paymentEvent({}, { metadata: { account } }), { secret: `whsec_${randomBytes(16).toString('hex')}` });
+    const res = await post(d);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('bad_signature');
+    expect(example.output()).toMatch(/rejected a delivery with 400: bad_signature/);
+    expect(await example.balance(account)).toEqual({ account, balances: [] });
+  });
+
+  it('stops on SIGTERM: the web server and the worker end, the port is closed', async () => {
+    await example.stop();
+    expect(example.output()).toContain('[payhooks-worker] stopped');
+    await expect(fetch(`${example.baseUrl}/accounts/probe/balance`)).rejects.toThrow();
+  });
+});
