@@ -20,6 +20,7 @@ import { openApiRoutes, SECURITY_SCHEMES } from './openapi/routes.ts';
 import { documentRoute } from './openapi/overlays.ts';
 import { eventRoutes } from './v1/events.ts';
 import { internalEventRoutes } from './internal/events.ts';
+import { internalEventBatchRoutes } from './internal/event-batches.ts';
 import { internalPaymentRoutes } from './internal/payments.ts';
 import { internalAuth } from './internal/auth.ts';
 import { paymentRoutes } from './v1/payments.ts';
@@ -224,6 +225,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     async (internal) => {
       internal.addHook('onRequest', internalAuth(ctx, failedInternalAuth));
       await internal.register(internalEventRoutes(ctx));
+      await internal.register(internalEventBatchRoutes(ctx));
       await internal.register(internalPaymentRoutes(ctx));
     },
     { prefix: '/internal/v1' },
