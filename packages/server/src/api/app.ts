@@ -231,9 +231,10 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     { prefix: '/internal/v1' },
   );
   await app.register(checkoutPageRoutes(ctx));
-  // `payhooks listen`: sessions live in the process holding their stream (devtools/listen-sessions.ts).
-  const listenHub = new ListenHub(ctx.database.db, ctx.secrets, ctx.clock, ctx.logger);
-  listenHub.start();
+  // `payhooks listen`: sessions live in the process holding their stream; on PostgreSQL the
+  // hand-over reaches it from any API process (devtools/listen-sessions.ts, listen-relays.ts).
+  const listenHub = new ListenHub(ctx.database, ctx.secrets, ctx.clock, ctx.logger);
+  await listenHub.start();
   app.addHook('onClose', async () => listenHub.stop());
   await app.register(listenRelayRoutes(listenHub));
 
