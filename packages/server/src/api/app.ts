@@ -31,6 +31,7 @@ import { checkoutPageRoutes } from './checkout/page.ts';
 import { portal } from './portal/index.ts';
 import { REQUEST_ID_HEADER, newRequestId } from './request-id.ts';
 import { ListenHub } from '../devtools/listen-sessions.ts';
+import { RedisSlots } from '../delivery/shared-gate.ts';
 import { listenSessionRoutes } from './v1/listen-sessions.ts';
 import { listenRelayRoutes } from './listen-relay.ts';
 import { API_BODY_LIMIT } from './body-limit.ts';
@@ -183,6 +184,8 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   const redis = ctx.config.redisUrl ? await connectRedis(ctx.config.redisUrl, ctx.logger) : null;
   if (redis) app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())));
   const rateLimits = await installRateLimits(app as unknown as FastifyInstance, { redis, logger: ctx.logger });
+  // Manual attempts per endpoint are capped across processes in the same Redis (delivery/shared-gate.ts).
+  if (redis) ctx.deliveries.shareManualGate(new RedisSlots(redis), ctx.logger);
 
   await app.register(healthRoutes(ctx));
   await app.register(openApiRoutes(ctx));
