@@ -58,7 +58,10 @@ export class PublishCoalescer {
         batch.map((w) => w.input),
         this.now(),
       );
-      outcomes.forEach((o, i) => (o.ok ? batch[i]!.resolve(o.result) : batch[i]!.reject(o.error)));
+      for (const [i, o] of outcomes.entries()) {
+        if (o.ok) batch[i]!.resolve(o.result);
+        else batch[i]!.reject(o.error);
+      }
     } catch (err) {
       if (batch.length === 1 || isUnavailable(err)) {
         for (const w of batch) w.reject(err);

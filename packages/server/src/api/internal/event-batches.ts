@@ -123,7 +123,7 @@ export const internalEventBatchRoutes =
                 ctx.clock.now(),
               );
         const outcomes: BatchOutcome[] = events.map((_, index) => ({ ok: false, error: refused.get(index)! }));
-        inputs.forEach((i, k) => (outcomes[i.index] = published[k]!));
+        for (const [k, i] of inputs.entries()) outcomes[i.index] = published[k]!;
         return { object: 'list' as const, data: outcomes.map(itemResult) };
       },
     );
