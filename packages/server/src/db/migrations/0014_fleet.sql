@@ -43,23 +43,25 @@ CREATE SCHEMA payhooks;
 -- The event-type catalog as the function checks it (spec 6.1): a test holds it equal to
 -- @payhooks/contract's, so a type added there needs a migration adding its row here. `status`
 -- is what data.object.status must be for the type (null: not checked).
+-- `position`: the type's place in the catalog (the order error messages list them in).
 CREATE TABLE payhooks.event_types (
-  type   text PRIMARY KEY,
-  family text NOT NULL CHECK (family IN ('payment', 'checkout_session', 'webhook_endpoint')),
-  status text
+  type     text PRIMARY KEY,
+  family   text NOT NULL CHECK (family IN ('payment', 'checkout_session', 'webhook_endpoint')),
+  status   text,
+  position integer NOT NULL UNIQUE
 );
-INSERT INTO payhooks.event_types (type, family, status) VALUES
-  ('payment.created', 'payment', 'created'),
-  ('payment.requires_action', 'payment', 'requires_action'),
-  ('payment.under_review', 'payment', 'under_review'),
-  ('payment.processing', 'payment', 'processing'),
-  ('payment.succeeded', 'payment', 'succeeded'),
-  ('payment.failed', 'payment', 'failed'),
-  ('payment.cancelled', 'payment', 'cancelled'),
-  ('payment.expired', 'payment', 'expired'),
-  ('checkout_session.completed', 'checkout_session', 'complete'),
-  ('checkout_session.expired', 'checkout_session', 'expired'),
-  ('webhook_endpoint.disabled', 'webhook_endpoint', 'disabled');
+INSERT INTO payhooks.event_types (type, family, status, position) VALUES
+  ('payment.created', 'payment', 'created', 1),
+  ('payment.requires_action', 'payment', 'requires_action', 2),
+  ('payment.under_review', 'payment', 'under_review', 3),
+  ('payment.processing', 'payment', 'processing', 4),
+  ('payment.succeeded', 'payment', 'succeeded', 5),
+  ('payment.failed', 'payment', 'failed', 6),
+  ('payment.cancelled', 'payment', 'cancelled', 7),
+  ('payment.expired', 'payment', 'expired', 8),
+  ('checkout_session.completed', 'checkout_session', 'complete', 9),
+  ('checkout_session.expired', 'checkout_session', 'expired', 10),
+  ('webhook_endpoint.disabled', 'webhook_endpoint', 'disabled', 11);
 
 -- A refusal the caller can act on: SQLSTATE 22023 (invalid_parameter_value), the message the
 -- HTTP path answers with, and in DETAIL a JSON object with its machine-readable `code` and `param`.
@@ -67,8 +69,14 @@ CREATE FUNCTION payhooks.refuse(code text, param text, message text) RETURNS voi
 LANGUAGE plpgsql AS $$
 BEGIN
   RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = message,
-    DETAIL = json_build_object('code', code, 'param', param)::text;
+    DETAIL = CASE WHEN param IS NULL THEN json_build_object('code', code) ELSE json_build_object('code', code, 'param', param) END::text;
 END $$;
+
+-- A value quoted in a message as the HTTP path quotes it: short ones without control characters.
+CREATE FUNCTION payhooks.got(value text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN char_length(value) <= 100 AND value !~ '[\x01-\x1f]' THEN format(' (got ''%s'')', value) ELSE '' END
+$$;
 
 -- An id like the service's (ids.ts): the prefix and 24 base62 characters, unbiased (bytes of 248
 -- and above are skipped). Random bytes from gen_random_uuid() (core PostgreSQL, a strong
@@ -113,6 +121,9 @@ DECLARE
   k integer;
   n integer;
   e integer;
+  m numeric;
+  shorter text;
+  shorter_n integer;
 BEGIN
   BEGIN
     f := literal::float8;
@@ -144,6 +155,22 @@ BEGIN
   digits := rtrim(digits, '0');
   k := length(digits);
   n := point + e; -- the value is 0.<digits> x 10^n
+  -- float8's output is occasionally a digit or more longer than the shortest that reads back
+  -- (-6.406e+21 comes out as -6.406000000000001e+21): while one digit fewer, rounded, still reads
+  -- back as the same double, take it. Reading back is monotone in the digits kept, so the first
+  -- failure ends the search.
+  WHILE k >= 16 LOOP
+    m := left(digits, k - 1)::numeric + CASE WHEN substr(digits, k, 1) >= '5' THEN 1 ELSE 0 END;
+    shorter := m::text;
+    shorter_n := n + CASE WHEN length(shorter) > k - 1 THEN 1 ELSE 0 END;
+    shorter := rtrim(shorter, '0');
+    -- Rounded up past the largest double: not a candidate (and float8 would refuse it).
+    EXIT WHEN ('0.' || shorter || 'e' || shorter_n)::numeric > 1.7976931348623157e308;
+    EXIT WHEN ('0.' || shorter || 'e' || shorter_n)::float8 <> abs(f);
+    digits := shorter;
+    n := shorter_n;
+    k := length(digits);
+  END LOOP;
   IF k <= n AND n <= 21 THEN
     s := digits || repeat('0', n - k);
   ELSIF 0 < n AND n <= 21 THEN
@@ -162,19 +189,17 @@ END $$;
 -- order (array-index keys such as "0" or "42" first, ascending, then the others as sent), and a
 -- key sent twice kept once, at its first place, with its last value. Refused like the HTTP path
 -- refuses them: a `__proto__` key or a `constructor` holding a `prototype` (invalid_json), and
--- objects or arrays nested deeper than the request body may be (nesting_too_deep). `depth` is
--- the nesting of `v` in the request body (data.object: 2).
-CREATE FUNCTION payhooks.js_json(v json, depth integer) RETURNS text
+-- objects or arrays nested deeper than a request body may be (nesting_too_deep, api/json-body.ts).
+-- `path`: where `v` is in the request body, as the HTTP path names it (`data`, `.object`, `[0]`).
+CREATE FUNCTION payhooks.js_json(v json, path text[]) RETURNS text
 LANGUAGE plpgsql IMMUTABLE SET extra_float_digits = 1 AS $$
 DECLARE
   kind text := json_typeof(v);
   out text;
 BEGIN
-  IF kind = 'object' OR kind = 'array' THEN
-    IF depth >= 64 THEN
-      PERFORM payhooks.refuse('nesting_too_deep', 'data.object',
-        'The body is nested more than 64 levels deep (under ''data.object…''); flatten it.');
-    END IF;
+  IF (kind = 'object' OR kind = 'array') AND cardinality(path) >= 64 THEN
+    PERFORM payhooks.refuse('nesting_too_deep', array_to_string(path, ''),
+      format('The body is nested more than 64 levels deep (under ''%s…''); flatten it.', array_to_string(path[1:3], '')));
   END IF;
   IF kind = 'object' THEN
     IF EXISTS (SELECT 1 FROM json_each(v) AS e WHERE e.key = '__proto__'
@@ -182,7 +207,7 @@ BEGIN
                    AND EXISTS (SELECT 1 FROM json_each(e.value) AS c WHERE c.key = 'prototype'))) THEN
       PERFORM payhooks.refuse('invalid_json', NULL, 'The body is not valid JSON.');
     END IF;
-    SELECT '{' || coalesce(string_agg(to_json(o.key)::text || ':' || payhooks.js_json(o.value, depth + 1), ','
+    SELECT '{' || coalesce(string_agg(to_json(o.key)::text || ':' || payhooks.js_json(o.value, path || ('.' || o.key)), ','
                                       ORDER BY o.idx IS NULL, o.idx, o.pos), '') || '}'
       INTO out
       FROM (
@@ -196,7 +221,7 @@ BEGIN
       ) AS o;
     RETURN out;
   ELSIF kind = 'array' THEN
-    SELECT '[' || coalesce(string_agg(payhooks.js_json(a.value, depth + 1), ',' ORDER BY a.ord), '') || ']'
+    SELECT '[' || coalesce(string_agg(payhooks.js_json(a.value, path || ('[' || (a.ord - 1) || ']')), ',' ORDER BY a.ord), '') || ']'
       INTO out
       FROM json_array_elements(v) WITH ORDINALITY AS a(value, ord);
     RETURN out;
@@ -210,8 +235,9 @@ BEGIN
   RETURN 'null';
 END $$;
 
--- What POST /internal/v1/events checks about data.object (payments/event-objects.ts,
--- endpoints/event-objects.ts, events/envelope.ts), with the same codes, params and messages.
+-- What POST /internal/v1/events checks about data.object (an object already) once its shape is
+-- valid JSON (payments/event-objects.ts, endpoints/event-objects.ts, then events/envelope.ts),
+-- in that order, with the same codes, params and messages.
 CREATE FUNCTION payhooks.check_event_object(event_type text, family text, want_status text, o json) RETURNS void
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
@@ -221,12 +247,6 @@ DECLARE
   str constant text := 'string';
   typ text;
 BEGIN
-  IF json_typeof(o) IS DISTINCT FROM 'object' THEN
-    PERFORM payhooks.refuse('parameter_invalid', 'data[object]', 'Invalid ''data[object]'': must be object.');
-  END IF;
-  IF o::jsonb ? 'secret' OR o::jsonb ? 'secret_ciphertext' THEN
-    PERFORM payhooks.refuse('parameter_invalid', 'data.object.secret', 'An event never carries a signing secret: remove data.object.secret.');
-  END IF;
   IF family = 'payment' THEN
     IF json_typeof(o -> 'object') IS DISTINCT FROM str OR o ->> 'object' <> 'payment' THEN
       PERFORM payhooks.refuse('parameter_invalid', 'data.object.object', 'A payment.* event carries a Payment: data.object.object must be ''payment''.');
@@ -237,7 +257,7 @@ BEGIN
     IF json_typeof(o -> 'status') IS DISTINCT FROM str OR o ->> 'status' <> want_status THEN
       PERFORM payhooks.refuse('parameter_invalid', 'data.object.status', format(
         'A %s event carries a Payment whose status is ''%s''; data.object.status is %s.', event_type, want_status,
-        CASE WHEN o -> 'status' IS NULL THEN 'null' ELSE payhooks.js_json(o -> 'status', 3) END));
+        CASE WHEN o -> 'status' IS NULL THEN 'null' ELSE payhooks.js_json(o -> 'status', ARRAY['data', '.object', '.status']) END));
     END IF;
     IF json_typeof(o -> 'amount') IS DISTINCT FROM str OR NOT (o ->> 'amount') ~ amount THEN
       PERFORM payhooks.refuse('parameter_invalid', 'data.object.amount', 'data.object.amount must be a decimal string with two decimals, e.g. "10.00".');
@@ -303,8 +323,12 @@ BEGIN
     IF want_status IS NOT NULL AND (json_typeof(o -> 'status') IS DISTINCT FROM str OR o ->> 'status' <> want_status) THEN
       PERFORM payhooks.refuse('parameter_invalid', 'data.object.status', format(
         'A %s event carries a disabled endpoint; data.object.status is %s.', event_type,
-        CASE WHEN o -> 'status' IS NULL THEN 'null' ELSE payhooks.js_json(o -> 'status', 3) END));
+        CASE WHEN o -> 'status' IS NULL THEN 'null' ELSE payhooks.js_json(o -> 'status', ARRAY['data', '.object', '.status']) END));
     END IF;
+  END IF;
+  -- Whatever the type (events/envelope.ts).
+  IF EXISTS (SELECT 1 FROM json_each(o) AS e WHERE e.key IN ('secret', 'secret_ciphertext')) THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'data.object.secret', 'An event never carries a signing secret: remove data.object.secret.');
   END IF;
 END $$;
 
@@ -328,6 +352,7 @@ DECLARE
   v_now timestamptz := date_trunc('milliseconds', clock_timestamp());
   v_body text;
   v_count integer;
+  v_object text;
 BEGIN
   IF event_type IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'type', 'Missing required parameter ''type''.'); END IF;
   IF merchant_id IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'merchant_id', 'Missing required parameter ''merchant_id''.'); END IF;
@@ -335,18 +360,33 @@ BEGIN
   IF data_object IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'data[object]', 'Missing required parameter ''data[object]''.'); END IF;
   SELECT * INTO t FROM payhooks.event_types et WHERE et.type = publish_event.event_type;
   IF NOT FOUND THEN
-    PERFORM payhooks.refuse('event_type_unknown', 'type', format('Invalid ''type'': type must be one of: %s.',
-      (SELECT string_agg(et.type, ', ' ORDER BY et.type) FROM payhooks.event_types et)));
+    PERFORM payhooks.refuse('event_type_unknown', 'type', format('Invalid ''type''%s: type must be one of: %s.', payhooks.got(event_type),
+      (SELECT string_agg(et.type, ', ' ORDER BY et.position) FROM payhooks.event_types et)));
   END IF;
-  IF char_length(merchant_id) NOT BETWEEN 1 AND 64 THEN
-    PERFORM payhooks.refuse('parameter_invalid', 'merchant_id', 'Invalid ''merchant_id'': must be 1 to 64 characters.');
+  IF char_length(merchant_id) < 1 THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'merchant_id', 'Invalid ''merchant_id'': must NOT have fewer than 1 characters.');
+  ELSIF char_length(merchant_id) > 64 THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'merchant_id', 'Invalid ''merchant_id'': must NOT have more than 64 characters.');
   END IF;
   IF environment NOT IN ('live', 'sandbox') THEN
-    PERFORM payhooks.refuse('parameter_invalid', 'environment', 'Invalid ''environment'': must be live or sandbox.');
+    PERFORM payhooks.refuse('parameter_invalid', 'environment',
+      format('Invalid ''environment''%s: environment must be one of: live, sandbox.', payhooks.got(environment)));
   END IF;
-  IF idempotency_key IS NOT NULL AND char_length(idempotency_key) NOT BETWEEN 1 AND 255 THEN
-    PERFORM payhooks.refuse('parameter_invalid', 'idempotency_key', 'Invalid ''idempotency_key'': must be 1 to 255 characters.');
+  IF char_length(idempotency_key) < 1 THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'idempotency_key', 'Invalid ''idempotency_key'': must NOT have fewer than 1 characters.');
+  ELSIF char_length(idempotency_key) > 255 THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'idempotency_key', 'Invalid ''idempotency_key'': must NOT have more than 255 characters.');
   END IF;
+  IF json_typeof(data_object) IS DISTINCT FROM 'object' THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'data[object]', 'Invalid ''data[object]'': must be object.');
+  END IF;
+  -- Text PostgreSQL can't hold (a \u0000 escape): refused like the HTTP path refuses it.
+  BEGIN
+    v_object := payhooks.js_json(data_object, ARRAY['data', '.object']);
+  EXCEPTION WHEN untranslatable_character THEN
+    PERFORM payhooks.refuse('invalid_characters', NULL,
+      'The request contains characters that cannot be stored (such as NUL, \u0000); remove them.');
+  END;
   PERFORM payhooks.check_event_object(t.type, t.family, t.status, data_object);
 
   v_id := payhooks.new_id('evt_');
@@ -356,7 +396,7 @@ BEGIN
     || ',"api_version":"v1","environment":' || to_json(environment)::text
     || ',"merchant_id":' || to_json(merchant_id)::text
     || ',"created_at":' || to_json(to_char(v_now AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))::text
-    || ',"data":{"object":' || payhooks.js_json(data_object, 2) || '}}';
+    || ',"data":{"object":' || v_object || '}}';
   IF octet_length(v_body) > 256 * 1024 THEN
     PERFORM payhooks.refuse('body_too_large', NULL, 'The event is larger than 256 KiB.');
   END IF;
