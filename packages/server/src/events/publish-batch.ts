@@ -169,40 +169,37 @@ interface BatchRow {
  */
 const PUBLISH_EVENTS_SQL = `
 WITH inp AS (
-  SELECT i.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-    WITH ORDINALITY AS i(merchant_id, environment, type, idem, event_id, body, n)
-), m AS (
-  SELECT inp.n, mc.platform_id FROM inp JOIN merchants mc ON mc.id = inp.merchant_id
+  SELECT i.n, i.merchant_id, i.environment, i.type, i.idem, i.event_id, i.body, mc.platform_id
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+         WITH ORDINALITY AS i(merchant_id, environment, type, idem, event_id, body, n)
+  LEFT JOIN merchants mc ON mc.id = i.merchant_id
 ), fan AS (
-  SELECT inp.n, w.id AS endpoint_id, (row_number() OVER (ORDER BY inp.n, w.id))::int AS slot
-  FROM inp JOIN m ON m.n = inp.n JOIN webhook_endpoints w
-    ON w.platform_id = m.platform_id AND w.environment = inp.environment AND w.status = 'enabled' AND w.deleted_at IS NULL
+  SELECT inp.n, inp.event_id, inp.environment, w.id AS endpoint_id, w.platform_id, (row_number() OVER ())::int AS slot
+  FROM inp JOIN webhook_endpoints w
+    ON w.platform_id = inp.platform_id AND w.environment = inp.environment AND w.status = 'enabled' AND w.deleted_at IS NULL
    AND ($9::text = ANY(w.enabled_events) OR inp.type = ANY(w.enabled_events))
 ), fits AS (
   SELECT (SELECT count(*) FROM fan) <= cardinality($8::text[]) AS ok
-), prior AS (
-  SELECT inp.n FROM inp JOIN m ON m.n = inp.n JOIN event_idempotency_keys k
-    ON k.platform_id = m.platform_id AND k.environment = inp.environment AND k.idempotency_key = inp.idem
 ), k AS (
   INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at)
-  SELECT m.platform_id, inp.environment, inp.idem, inp.event_id, $7::timestamptz
-  FROM inp JOIN m ON m.n = inp.n, fits
-  WHERE inp.idem IS NOT NULL AND fits.ok AND NOT EXISTS (SELECT 1 FROM prior WHERE prior.n = inp.n)
+  SELECT inp.platform_id, inp.environment, inp.idem, inp.event_id, $7::timestamptz
+  FROM inp, fits
+  WHERE fits.ok AND inp.idem IS NOT NULL AND inp.platform_id IS NOT NULL
   ORDER BY inp.n
   ON CONFLICT DO NOTHING
   RETURNING event_id
 ), ev AS (
   INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at)
-  SELECT inp.event_id, m.platform_id, inp.environment, inp.merchant_id, inp.type, inp.body, inp.idem, $7::timestamptz
-  FROM inp JOIN m ON m.n = inp.n, fits
-  WHERE fits.ok AND (inp.idem IS NULL OR EXISTS (SELECT 1 FROM k WHERE k.event_id = inp.event_id))
-  RETURNING id, platform_id, environment
+  SELECT inp.event_id, inp.platform_id, inp.environment, inp.merchant_id, inp.type, inp.body, inp.idem, $7::timestamptz
+  FROM inp, fits
+  WHERE fits.ok AND inp.platform_id IS NOT NULL AND (inp.idem IS NULL OR inp.event_id IN (SELECT k.event_id FROM k))
+  RETURNING id
 ), d AS (
   INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count,
                                   automatic_attempts, next_attempt_at, created_at, updated_at)
-  SELECT ($8::text[])[f.slot], ev.id, f.endpoint_id, 1, ev.platform_id, ev.environment, 'pending', 0, 0,
+  SELECT ($8::text[])[f.slot], f.event_id, f.endpoint_id, 1, f.platform_id, f.environment, 'pending', 0, 0,
          $7::timestamptz, $7::timestamptz, $7::timestamptz
-  FROM fan f JOIN inp ON inp.n = f.n JOIN ev ON ev.id = inp.event_id
+  FROM fan f WHERE f.event_id IN (SELECT ev.id FROM ev)
   RETURNING id, event_id, endpoint_id, platform_id
 ), q AS (
   INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at)
@@ -211,12 +208,12 @@ WITH inp AS (
 ), n AS (
   SELECT pg_notify('${WAKE_CHANNEL}', '') FROM (SELECT 1 FROM q LIMIT 1) AS any_delivery WHERE $10::boolean
 )
-SELECT inp.n, m.platform_id, (SELECT count(*) FROM fan)::int AS needed,
+SELECT inp.n, inp.platform_id, (SELECT count(*) FROM fan)::int AS needed,
        (SELECT count(*) FROM fan WHERE fan.n = inp.n)::int AS fanout,
-       EXISTS (SELECT 1 FROM ev WHERE ev.id = inp.event_id) AS inserted,
+       inp.event_id IN (SELECT ev.id FROM ev) AS inserted,
        (SELECT count(*) FROM q WHERE q.event_id = inp.event_id)::int AS deliveries,
        (SELECT count(*) FROM n)::int AS notified
-FROM inp LEFT JOIN m ON m.n = inp.n
+FROM inp
 ORDER BY inp.n`;
 
 /** The first event of each replayed key (`n`: its rank in the arrays). */
