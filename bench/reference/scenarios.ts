@@ -336,9 +336,10 @@ function stepResponse(points: Array<[number, number]>, riseAt: number, fromPerS:
   for (const [committed, ms] of points) {
     if (committed < riseAt) continue;
     const i = Math.floor((committed - riseAt) / STEP_WINDOW_MS);
-    (windows[i] ??= []).push(ms);
+    windows[i] ??= [];
+    windows[i].push(ms);
   }
-  const p99s = Array.from(windows, (w) => (w && w.length ? percentiles(w).p99 : 0));
+  const p99s = Array.from(windows, (w) => (w?.length ? percentiles(w).p99 : 0));
   const span = 1000 / STEP_WINDOW_MS; // a second of windows
   let settle: number | null = null;
   for (let i = 0; i + span <= p99s.length; i++) {
