@@ -85,6 +85,8 @@ export const internalEventBatchRoutes =
           security: [{ internalToken: [] }],
           operationId: 'publishEventBatch',
           summary: 'Publish up to 100 events in one transaction, each with its own result',
+          description:
+            'Each event is what POST /internal/v1/events takes, with `idempotency_key` required. A malformed batch (its JSON shape, an unknown type) is refused whole with a 400 naming the event, e.g. `events[3][type]`. Otherwise every event has its own result in `data`, in order: 201 with the event (`idempotent_replayed` when its key was used before, or earlier in the batch), or the error that event alone would get (its `data.object` for its type, an unknown `merchant_id`); the published events commit together. A database failure publishes none (503).',
           body: BatchBody,
           response: { 200: BatchResult },
         },
