@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyWebhook } from '../../../receiver/src/index.ts';
 import { sharedPostgres, type SharedPostgres } from '../helpers/shared-postgres.ts';
@@ -90,4 +92,40 @@ COMMIT;
   expect(r.stderr).toContain('DETAIL:  {"code" : "parameter_invalid", "param" : "data.object.status"}');
   expect(await db.database.query(`SELECT status FROM core_payments WHERE id = 'pay_123'`, [])).toEqual([{ status: 'succeeded' }]);
   expect(await db.database.query(`SELECT id FROM events WHERE idempotency_key = 'pay_123:failed'`, [])).toEqual([]);
+});
+
+it("a payment core's own role needs only EXECUTE on the function: it publishes, and can't read payhooks' tables", async () => {
+  const role = `core_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: db.url });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE ROLE ${role} LOGIN`);
+    // What the README tells the operator to grant, and nothing else.
+    await admin.query(`GRANT USAGE ON SCHEMA payhooks TO ${role}`);
+    await admin.query(`GRANT EXECUTE ON FUNCTION payhooks.publish_event(text, text, text, json, text) TO ${role}`);
+    const url = new URL(db.url);
+    url.username = role;
+    const core = new pg.Client({ connectionString: url.toString() });
+    await core.connect();
+    try {
+      const r = await core.query('SELECT id, deliveries FROM payhooks.publish_event($1, $2, $3, $4::json, $5)', [
+        'payment.succeeded',
+        p.merchant_id,
+        'sandbox',
+        object('succeeded').replace('pay_123', 'pay_124'),
+        null,
+      ]);
+      expect(r.rows[0]).toMatchObject({ id: expect.stringMatching(/^evt_/), deliveries: 1 });
+      await expect(core.query('SELECT secret_ciphertext FROM webhook_endpoints')).rejects.toMatchObject({ code: '42501' });
+      await expect(core.query('SELECT body FROM events')).rejects.toMatchObject({ code: '42501' });
+      // The helpers are not callable on their own either.
+      await expect(core.query(`SELECT payhooks.new_id('evt_')`)).rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await core.end();
+    }
+  } finally {
+    await admin.query(`DROP OWNED BY ${role}`).catch(() => {});
+    await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+    await admin.end();
+  }
 });

@@ -130,8 +130,9 @@ describe('payhooks.publish_event', () => {
   });
 
   it('writes any JSON value and any number as JSON.stringify(JSON.parse(text)) does (property)', async () => {
-    // Strings holding NUL are the documented difference (see the refusal test): left out here.
-    const noNul = (t: string) => !t.includes('\\u0000');
+    // Left out: strings holding NUL (the documented difference) and the keys both paths refuse
+    // (__proto__, constructor.prototype), which the refusal test covers.
+    const noNul = (t: string) => !t.includes('\\u0000') && !/"(__proto__|constructor)"/.test(t);
     const values = fc
       .sample(fc.jsonValue({ maxDepth: 6 }), 300)
       .map((v) => JSON.stringify(v))

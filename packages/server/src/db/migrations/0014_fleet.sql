@@ -337,6 +337,12 @@ END $$;
 -- `idempotency_key` had been used before (then nothing is written and the first event is
 -- returned). Refusals raise SQLSTATE 22023 (see payhooks.refuse); the caller's transaction is
 -- then aborted, like any failed statement.
+--
+-- SECURITY DEFINER: it runs with the rights of payhooks' role, so a payment core's role needs
+-- nothing but USAGE on this schema and EXECUTE on this function (granted by the operator), never
+-- access to payhooks' tables (signing secrets, other Platforms' events). Its search_path is the
+-- one payhooks' tables were created under, fixed when the migration ran, so a caller can't
+-- redirect its table names to objects of its own.
 CREATE FUNCTION payhooks.publish_event(
   event_type text,
   merchant_id text,
@@ -344,7 +350,7 @@ CREATE FUNCTION payhooks.publish_event(
   data_object json,
   idempotency_key text DEFAULT NULL
 ) RETURNS TABLE (id text, body text, deliveries integer, replayed boolean)
-LANGUAGE plpgsql VOLATILE SET extra_float_digits = 1 AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT SET extra_float_digits = 1 AS $$
 DECLARE
   t payhooks.event_types%ROWTYPE;
   v_platform text;
@@ -448,3 +454,6 @@ BEGIN
   IF v_count > 0 THEN PERFORM pg_notify('payhooks_deliveries', ''); END IF;
   RETURN QUERY SELECT v_id, v_body, v_count, false;
 END $$;
+
+-- Nobody but payhooks' own role calls these until the operator grants it (README, "Publishing").
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA payhooks FROM PUBLIC;
