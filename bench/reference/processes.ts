@@ -19,7 +19,7 @@ export interface Child {
 }
 
 /**
- * BENCH_WORKER_NODE_ARGS: extra node flags for `payhooks worker` processes, e.g.
+ * BENCH_WORKER_NODE_ARGS: extra node flags for `payhooks worker` (and API) processes, e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where a worker's CPU goes in a scenario.
  */
 const WORKER_NODE_ARGS = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
