@@ -6,6 +6,7 @@
  * Reports each event's answer time (the commit, as the core sees it) and its own CPU.
  */
 import { Agent, request } from 'undici';
+import { samplePayment } from './sample-payment.ts';
 
 export interface HttpPublishRequest {
   urls: string[];
@@ -25,16 +26,7 @@ function event(merchantId: string, i: number) {
     type: 'payment.succeeded',
     merchant_id: merchantId,
     environment: 'sandbox',
-    data: {
-      object: {
-        id: `pay_${i}`,
-        object: 'payment',
-        status: 'succeeded',
-        amount: '10.00',
-        asset_code: 'USDC.ETH',
-        metadata: { order: `ord_${i}` },
-      },
-    },
+    data: { object: samplePayment(i) },
     // A core sends a key with every event, so a retry after a lost answer publishes nothing twice.
     idempotency_key: `bench:${process.pid}:${i}`,
   };

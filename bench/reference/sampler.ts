@@ -1,29 +1,23 @@
 import type pg from 'pg';
 import { cpuMsOf, cpuMsOfAll, peakRssMibOf } from './machine.ts';
 
-interface Sample {
-  t: number;
-  /** Cumulative CPU ms of the worker processes. */
+/** CPU ms of each kind of process: cumulative in a sample, the difference over a window. */
+export interface CpuWindow {
+  /** The worker processes. */
   worker: number;
-  /** Cumulative CPU ms of the PostgreSQL backends serving the worker processes. */
+  /** The PostgreSQL backends serving the worker processes. */
   pgWorker: number;
-  /** Cumulative CPU ms of the PostgreSQL backends serving the publisher process. */
+  /** The PostgreSQL backends serving the publisher process. */
   pgPublisher: number;
-  /** Cumulative CPU ms of the receiver processes. */
+  /** The receiver processes. */
   receivers: number;
-  /** Cumulative CPU ms of the API processes (`payhooks serve --no-worker`) and of their PostgreSQL backends. */
+  /** The API processes (`payhooks serve --no-worker`), and the PostgreSQL backends serving them. */
   api: number;
   pgApi: number;
 }
 
-/** CPU ms of each kind of process over a window. */
-export interface CpuWindow {
-  worker: number;
-  pgWorker: number;
-  pgPublisher: number;
-  receivers: number;
-  api: number;
-  pgApi: number;
+interface Sample extends CpuWindow {
+  t: number;
 }
 
 /**
