@@ -46,7 +46,8 @@ interface Waiter {
   finish(result: ForwardResult): void;
 }
 
-const noResult = (error: string, durationMs = 0): ForwardResult => ({ status_code: null, body: '', duration_ms: durationMs, error });
+/** A hand-over that got no answer from the local receiver, with the reason. */
+export const noResult = (error: string, durationMs = 0): ForwardResult => ({ status_code: null, body: '', duration_ms: durationMs, error });
 
 /**
  * The `payhooks listen` hand-over between API processes, through PostgreSQL. The process that

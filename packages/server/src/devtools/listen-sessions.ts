@@ -8,7 +8,7 @@ import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import type { Clock } from '../clock.ts';
 import { cancelEndpointDeliveries } from '../delivery/parking.ts';
-import { SharedRelays } from './listen-relays.ts';
+import { SharedRelays, noResult } from './listen-relays.ts';
 
 /**
  * `payhooks listen` sessions (docs/decisions.md, "Developer tools"). A session is a sandbox
@@ -71,8 +71,6 @@ export interface RelayTarget {
   platformId: string;
   environment: string;
 }
-
-const noResult = (error: string, durationMs = 0): ForwardResult => ({ status_code: null, body: '', duration_ms: durationMs, error });
 
 /** The sessions whose stream this process holds, by endpoint id. */
 export class ListenHub {
