@@ -23,6 +23,8 @@ let db: { url: string; drop(): Promise<void> };
 let receiver: Server;
 let receiverUrl = '';
 const arrived = new Set<string>();
+/** Worker processes this file started, killed at the end whatever happened. */
+const workers: Spawned[] = [];
 
 const env = {
   PAYHOOKS_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
@@ -48,6 +50,7 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(async () => {
   await killAllPayhooks();
+  for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
   await new Promise<void>((r) => receiver?.close(() => r()));
   await db?.drop();
   await prev?.remove();
@@ -74,6 +77,7 @@ async function delivered(id: string): Promise<void> {
 
 function startWorker(bin?: string): Promise<Spawned> {
   const w = spawnPayhooks(['worker'], { ...envOf(), PAYHOOKS_LOG_LEVEL: 'info' }, bin);
+  workers.push(w);
   return w.waitFor('workers started').then(() => w);
 }
 
