@@ -196,6 +196,10 @@ describe('two API processes and a worker on one PostgreSQL', () => {
 
       cli.child.kill('SIGINT');
       expect(await cli.exited).toBe(0);
+      await until(
+        async () => (await apiClient(b.url)(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${session}`)).status === 404,
+        'A to end the session',
+      );
       // Ended through A: the relay through B now answers 404 (the session is nowhere).
       const gone = await fetch(`${b.url}/listen/${session}`, {
         method: 'POST',
