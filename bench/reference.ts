@@ -10,7 +10,8 @@
  * --quick: small sizes, the whole run in about a minute (a smoke run, not figures to quote).
  * --json: print one JSON object on stdout instead of the table (progress goes to stderr).
  * --only publish,latency,...: only these scenarios (publish, backlog1, backlog100, baseline,
- *   pipeline, latency, latency-baseline, isolation, fanout), their figures as JSON on stdout;
+ *   pipeline, latency, latency-baseline, isolation, fanout, publish-http, fleet), their figures as
+ *   JSON on stdout;
  *   nothing is written. For working on one figure. --rate N: the second rate of the latency
  *   scenarios (payhooks, and the baseline with latency-baseline; default 1,600/s).
  * Results: bench/results/<YYYY-MM-DD>.json and .svg (`-quick` suffix with --quick).
@@ -41,6 +42,7 @@ import {
   type Env,
 } from './reference/scenarios.ts';
 import { now, round } from './reference/stats.ts';
+import { publishHttp, scaleOut } from './reference/fleet.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -69,6 +71,8 @@ const SIZE = QUICK
       isoRounds: 1,
       fanoutRuns: 1,
       publish: 300,
+      publishHttp: 500,
+      fleetEvents: 100,
       timeoutMs: 60_000,
     }
   : {
@@ -85,6 +89,8 @@ const SIZE = QUICK
       isoRounds: 2,
       fanoutRuns: 3,
       publish: 5000,
+      publishHttp: 5000,
+      fleetEvents: 1000,
       timeoutMs: 180_000,
     };
 
@@ -134,6 +140,8 @@ async function main() {
 
     log('publish rate: publishEvent alone');
     const { endpoints_1: publish1, endpoints_10: publish10 } = await run.publish();
+    log('publish rate over HTTP: a payment core in another process, 8 publishers');
+    const publishOverHttp = await run['publish-http']();
     log('backlog: 1 endpoint');
     const b1 = await run.backlog1();
     // (not in --quick: it is the one figure the others don't need)
@@ -195,6 +203,9 @@ async function main() {
       latency_ms: { p50: latHalf.latency_ms.p50, p95: latHalf.latency_ms.p95, p99: latHalf.latency_ms.p99 },
       latency_at_per_s: half,
       publish_per_s: publish1.batched_events_per_s,
+      publish_http_per_s: publishOverHttp.single.per_s,
+      // A rise from 100/s to half load: seconds until each quarter-second's p99 stays under 50 ms for a second.
+      step_response_s: lat[1]?.step?.settle_s ?? null,
       isolation_throughput_loss: iso.throughput_loss,
       fanout_1000_ms: fan.last_arrival_ms,
       worker_rss_mb: workerRss,
@@ -205,7 +216,7 @@ async function main() {
         ceiling: ceil,
         // Both passes of the three headline figures, in the order they ran.
         headline_passes: paired.passes,
-        publish: { endpoints_1: publish1, endpoints_10: publish10 },
+        publish: { endpoints_1: publish1, endpoints_10: publish10, http: publishOverHttp },
         backlog: { endpoints_1: b1, endpoints_10: b10, endpoints_100: b100, endpoints_100_second: b100b },
         // Against the second 100-endpoint pass, the one nearest in time.
         scale_out: { one_process: b100b, two_processes: b100x2, ratio: round(b100x2.throughput_per_s / b100b.throughput_per_s, 2) },
@@ -328,6 +339,8 @@ function runners(env: Env) {
         timeoutMs,
       }),
     fanout: () => fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs }),
+    'publish-http': () => publishHttp(env, { events: SIZE.publishHttp, apis: 1, batch: 50 }),
+    fleet: () => scaleOut(env, { apis: [1, 2], workers: [1, 2, 4], events: SIZE.fleetEvents, endpoints: 10, timeoutMs }),
   };
 }
 
@@ -343,6 +356,8 @@ async function focused(run: ReturnType<typeof runners>, only: string[]): Promise
     'latency-baseline': () => run.latency('graphile', Number(args.rate ?? 1600)),
     isolation: run.isolation,
     fanout: run.fanout,
+    'publish-http': run['publish-http'],
+    fleet: run.fleet,
   };
   const unknown = only.filter((o) => !(o in pick));
   if (unknown.length) throw new Error(`--only: unknown scenario(s) ${unknown.join(', ')}; choose from ${Object.keys(pick).join(', ')}`);
@@ -396,6 +411,18 @@ function table(r: Result): string {
     [
       'publishEvent, 10 endpoints/event',
       `${f.publish.endpoints_10.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_10.single_events_per_s} (1/tx)`,
+    ],
+    [
+      'publishing over HTTP, 8 publishers, 1 endpoint/event',
+      `${f.publish.http.single.per_s} events/s one per request (${f.publish.http.single.cpu_per_event.total_ms} ms CPU each)${
+        f.publish.http.batched ? `, ${f.publish.http.batched.per_s} in batches of ${f.publish.http.batched.batch}` : ''
+      }; in-process ${f.publish.http.in_process_single_per_s} (1/tx)`,
+    ],
+    [
+      'step response: 100/s -> half load',
+      r.step_response_s === null
+        ? `latency not back under 50 ms in the phase (worst quarter-second p99 ${f.latency[1]?.step?.peak_window_p99_ms} ms)`
+        : `${r.step_response_s} s until p99 < 50 ms (worst quarter-second p99 ${f.latency[1]?.step?.peak_window_p99_ms} ms)`,
     ],
     [
       'isolation: healthy throughput alone / beside',

@@ -19,7 +19,7 @@ export interface Child {
 }
 
 /**
- * BENCH_WORKER_NODE_ARGS: extra node flags for `payhooks worker` processes, e.g.
+ * BENCH_WORKER_NODE_ARGS: extra node flags for `payhooks worker` (and API) processes, e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where a worker's CPU goes in a scenario.
  */
 const WORKER_NODE_ARGS = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
@@ -119,6 +119,73 @@ export async function startWorker(options: {
   child.stderr!.resume();
   await ready;
   return { ...childOf(child), metricsUrl };
+}
+
+/**
+ * BENCH_API_BIN: the `payhooks` CLI the API processes run (default: this checkout's), to measure
+ * another build's HTTP path against the same harness (e.g. a worktree of an earlier commit).
+ */
+const API_BIN = process.env.BENCH_API_BIN ?? CLI;
+
+/**
+ * A real `payhooks serve --no-worker` process (an API process of a fleet) on a free port, with
+ * the internal API enabled by `token`. Resolves with its URL once it logged `payhooks listening`.
+ * Its log lines (one per request, at info, as in production) are read and dropped.
+ */
+export async function startApi(options: {
+  databaseUrl: string;
+  encryptionKeyHex: string;
+  token: string;
+  env?: Record<string, string>;
+  name: string;
+}): Promise<Child & { url: string }> {
+  const child = track(
+    spawn(process.execPath, [...WORKER_NODE_ARGS, API_BIN, 'serve', '--no-worker'], {
+      env: {
+        ...baseEnv(),
+        DATABASE_URL: options.databaseUrl,
+        PAYHOOKS_ENCRYPTION_KEY: options.encryptionKeyHex,
+        PAYHOOKS_INTERNAL_TOKEN: options.token,
+        PAYHOOKS_ALLOW_PRIVATE_URLS: 'true',
+        PAYHOOKS_PORT: '0',
+        PAYHOOKS_LOG_LEVEL: 'info',
+        PGAPPNAME: `bench-api-${options.name}`,
+        ...options.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`payhooks serve did not start within 30 s:\n${out.slice(-4000)}`)), 30_000);
+    const onData = (d: Buffer) => {
+      out += d;
+      for (const line of out.split('\n')) {
+        if (!line.startsWith('{')) continue;
+        let entry: { msg?: string; url?: string };
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          continue; // a partial line
+        }
+        if (entry.msg !== 'payhooks listening' || !entry.url) continue;
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        out = '';
+        resolve(entry.url);
+        return;
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (d) => (out = (out + d).slice(-20_000)));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`payhooks serve exited with ${code} before it listened:\n${out.slice(-4000)}`));
+    });
+  });
+  child.stdout!.resume();
+  child.stderr!.resume();
+  return { ...childOf(child), url };
 }
 
 /** A child running a TypeScript entry (tsx), talking over IPC. */

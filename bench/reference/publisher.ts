@@ -12,6 +12,7 @@
 import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
 import { openDatabase, type Database } from '../../packages/server/src/db/client.ts';
 import { publishEvent } from '../../packages/server/src/events/publish.ts';
+import { samplePayment } from './sample-payment.ts';
 
 export interface PublishRequest {
   mode: 'burst' | 'rate';
@@ -31,16 +32,7 @@ const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let seq = 0;
 
-function object(i: number) {
-  return {
-    id: `pay_${i}`,
-    object: 'payment',
-    status: 'succeeded',
-    amount: '10.00',
-    asset_code: 'USDC.ETH',
-    metadata: { order: `ord_${i}` },
-  };
-}
+const object = samplePayment;
 
 type PublishBatch = (n: number) => Promise<string[]>;
 

@@ -1,16 +1,23 @@
 import type pg from 'pg';
 import { cpuMsOf, cpuMsOfAll, peakRssMibOf } from './machine.ts';
 
-interface Sample {
-  t: number;
-  /** Cumulative CPU ms of the worker processes. */
+/** CPU ms of each kind of process: cumulative in a sample, the difference over a window. */
+export interface CpuWindow {
+  /** The worker processes. */
   worker: number;
-  /** Cumulative CPU ms of the PostgreSQL backends serving the worker processes. */
+  /** The PostgreSQL backends serving the worker processes. */
   pgWorker: number;
-  /** Cumulative CPU ms of the PostgreSQL backends serving the publisher process. */
+  /** The PostgreSQL backends serving the publisher process. */
   pgPublisher: number;
-  /** Cumulative CPU ms of the receiver processes. */
+  /** The receiver processes. */
   receivers: number;
+  /** The API processes (`payhooks serve --no-worker`), and the PostgreSQL backends serving them. */
+  api: number;
+  pgApi: number;
+}
+
+interface Sample extends CpuWindow {
+  t: number;
 }
 
 /**
@@ -27,6 +34,8 @@ export class ProcSampler {
   #timer: NodeJS.Timeout | undefined;
   #workerPids = new Set<number>();
   #workerCpu = new Map<number, number>();
+  #apiPids = new Set<number>();
+  #apiCpu = new Map<number, number>();
   #backendCpu = new Map<number, { app: string; ms: number }>();
   #peakRss = new Map<number, number>();
   #busy = false;
@@ -42,6 +51,8 @@ export class ProcSampler {
     this.#samples = [];
     this.#workerPids = new Set(workerPids);
     this.#workerCpu.clear();
+    this.#apiPids = new Set();
+    this.#apiCpu.clear();
     this.#backendCpu.clear();
     this.#peakRss.clear();
     this.#timer = setInterval(() => void this.sample(), 100);
@@ -49,6 +60,11 @@ export class ProcSampler {
 
   addWorker(pid: number): void {
     this.#workerPids.add(pid);
+  }
+
+  /** An API process (`payhooks serve --no-worker`); its backends are those named bench-api*. */
+  addApi(pid: number): void {
+    this.#apiPids.add(pid);
   }
 
   async sample(): Promise<void> {
@@ -62,6 +78,10 @@ export class ProcSampler {
         const rss = peakRssMibOf(pid);
         if (rss !== undefined) this.#peakRss.set(pid, Math.max(rss, this.#peakRss.get(pid) ?? 0));
       }
+      for (const pid of this.#apiPids) {
+        const ms = cpuMsOf(pid);
+        if (ms !== undefined) this.#apiCpu.set(pid, ms);
+      }
       const { rows } = await this.admin.query<{ pid: number; app: string }>(
         'SELECT pid, application_name AS app FROM pg_stat_activity WHERE datname = $1',
         [this.databaseName],
@@ -72,14 +92,18 @@ export class ProcSampler {
       }
       let pgWorker = 0;
       let pgPublisher = 0;
+      let pgApi = 0;
       for (const { app, ms } of this.#backendCpu.values()) {
         if (app.startsWith('bench-worker')) pgWorker += ms;
         else if (app.startsWith('bench-publisher')) pgPublisher += ms;
+        else if (app.startsWith('bench-api')) pgApi += ms;
       }
       let worker = 0;
       for (const ms of this.#workerCpu.values()) worker += ms;
+      let api = 0;
+      for (const ms of this.#apiCpu.values()) api += ms;
       const receivers = cpuMsOfAll(this.receiverPids);
-      this.#samples.push({ t, worker, pgWorker, pgPublisher, receivers });
+      this.#samples.push({ t, worker, pgWorker, pgPublisher, receivers, api, pgApi });
     } catch {
       // the database is being dropped at the end of a scenario: stop sampling quietly
     } finally {
@@ -104,34 +128,29 @@ export class ProcSampler {
   }
 
   /** CPU ms spent between t1 and t2 (interpolated between samples). */
-  window(t1: number, t2: number): { worker: number; pgWorker: number; pgPublisher: number; receivers: number } {
+  window(t1: number, t2: number): CpuWindow {
+    const keys = ['worker', 'pgWorker', 'pgPublisher', 'receivers', 'api', 'pgApi'] as const;
+    const zero: Sample = { t: 0, worker: 0, pgWorker: 0, pgPublisher: 0, receivers: 0, api: 0, pgApi: 0 };
     const at = (t: number): Sample => {
       const s = this.#samples;
-      if (s.length === 0) return { t, worker: 0, pgWorker: 0, pgPublisher: 0, receivers: 0 };
+      if (s.length === 0) return { ...zero, t };
       if (t <= s[0]!.t) return s[0]!;
       for (let i = 1; i < s.length; i++) {
         if (s[i]!.t >= t) {
           const a = s[i - 1]!;
           const b = s[i]!;
           const f = (t - a.t) / (b.t - a.t || 1);
-          return {
-            t,
-            worker: a.worker + f * (b.worker - a.worker),
-            pgWorker: a.pgWorker + f * (b.pgWorker - a.pgWorker),
-            pgPublisher: a.pgPublisher + f * (b.pgPublisher - a.pgPublisher),
-            receivers: a.receivers + f * (b.receivers - a.receivers),
-          };
+          const out = { ...zero, t };
+          for (const k of keys) out[k] = a[k] + f * (b[k] - a[k]);
+          return out;
         }
       }
       return s.at(-1)!;
     };
     const a = at(t1);
     const b = at(t2);
-    return {
-      worker: b.worker - a.worker,
-      pgWorker: b.pgWorker - a.pgWorker,
-      pgPublisher: b.pgPublisher - a.pgPublisher,
-      receivers: b.receivers - a.receivers,
-    };
+    const out = {} as CpuWindow;
+    for (const k of keys) out[k] = b[k] - a[k];
+    return out;
   }
 }

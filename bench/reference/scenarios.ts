@@ -43,13 +43,13 @@ export interface Env {
   databases: string[];
 }
 
-interface Scratch {
+export interface Scratch {
   name: string;
   url: string;
   sampler: ProcSampler;
 }
 
-async function scratch(env: Env, fromTemplate: boolean): Promise<Scratch> {
+export async function scratch(env: Env, fromTemplate: boolean): Promise<Scratch> {
   const name = `payhooks_bench_${randomBytes(5).toString('hex')}`;
   await env.admin.query(`CREATE DATABASE ${name} TEMPLATE ${fromTemplate ? env.template : 'template0'}`);
   env.databases.push(name);
@@ -58,7 +58,7 @@ async function scratch(env: Env, fromTemplate: boolean): Promise<Scratch> {
   return { name, url: url.toString(), sampler: new ProcSampler(env.admin, name, env.receivers.pids) };
 }
 
-async function drop(env: Env, db: Scratch): Promise<void> {
+export async function drop(env: Env, db: Scratch): Promise<void> {
   db.sampler.stop();
   await env.admin.query(`DROP DATABASE IF EXISTS ${db.name} WITH (FORCE)`);
   env.databases = env.databases.filter((n) => n !== db.name);
@@ -71,7 +71,7 @@ export interface Endpoint {
 }
 
 /** A Platform with `urls.length` endpoints subscribed to every event, made through the service's own functions. */
-async function setupPlatform(env: Env, db: Scratch, urls: string[]): Promise<{ merchantId: string; endpoints: Endpoint[] }> {
+export async function setupPlatform(env: Env, db: Scratch, urls: string[]): Promise<{ merchantId: string; endpoints: Endpoint[] }> {
   const database = await openDatabase({ databaseUrl: db.url, dataDir: undefined, poolSize: 8 });
   try {
     const config = loadConfig({}, { databaseUrl: db.url, allowPrivateUrls: true, logLevel: 'silent' });
@@ -103,7 +103,7 @@ async function setupPlatform(env: Env, db: Scratch, urls: string[]): Promise<{ m
 }
 
 /** Runs one publish request in the publisher process; resolves with each event's commit time. */
-async function publish(
+export async function publish(
   env: Env,
   req: PublishRequest,
 ): Promise<{ commits: Map<string, number>; ms: number; published: number; startedAt: number }> {
@@ -124,7 +124,7 @@ function startBaseline(db: Scratch): Promise<Child> {
   return ask(child, { type: 'hello' }, 'ready').then(() => childOf(child));
 }
 
-async function startWorkers(env: Env, db: Scratch, count: number, workerEnv: Record<string, string>): Promise<Child[]> {
+export async function startWorkers(env: Env, db: Scratch, count: number, workerEnv: Record<string, string>): Promise<Child[]> {
   return Promise.all(
     Array.from({ length: count }, (_, i) =>
       startWorker({ databaseUrl: db.url, encryptionKeyHex: env.encryptionKey.toString('hex'), env: workerEnv, name: String(i) }),
@@ -258,7 +258,24 @@ export async function backlog(
   }
 }
 
+/**
+ * How the latency came back after the rate rose to this phase's (from the previous phase's, with
+ * no pause between): deliveries bucketed by commit time in 250 ms windows from the rise, each
+ * window's p99; `settle_s` is when the first second of windows all under `threshold_ms` begins
+ * (0: never above it), null if that never happened in the phase.
+ */
+export interface StepResponse {
+  from_per_s: number;
+  to_per_s: number;
+  threshold_ms: number;
+  settle_s: number | null;
+  /** The worst window's p99 after the rise. */
+  peak_window_p99_ms: number;
+}
+
 export interface LatencyResult {
+  /** For every phase after the first: the rise into it. */
+  step?: StepResponse;
   offered_deliveries_per_s: number;
   events_per_s: number;
   seconds: number;
@@ -309,6 +326,35 @@ async function waitForAll(env: Env, commits: Map<string, number>, paths: string[
     }
     await sleep(50);
   }
+}
+
+const STEP_WINDOW_MS = 250;
+const STEP_THRESHOLD_MS = 50;
+
+function stepResponse(points: Array<[number, number]>, riseAt: number, fromPerS: number, toPerS: number): StepResponse {
+  const windows: number[][] = [];
+  for (const [committed, ms] of points) {
+    if (committed < riseAt) continue;
+    const i = Math.floor((committed - riseAt) / STEP_WINDOW_MS);
+    windows[i] ??= [];
+    windows[i].push(ms);
+  }
+  const p99s = Array.from(windows, (w) => (w?.length ? percentiles(w).p99 : 0));
+  const span = 1000 / STEP_WINDOW_MS; // a second of windows
+  let settle: number | null = null;
+  for (let i = 0; i + span <= p99s.length; i++) {
+    if (p99s.slice(i, i + span).every((p) => p <= STEP_THRESHOLD_MS)) {
+      settle = round((i * STEP_WINDOW_MS) / 1000, 2);
+      break;
+    }
+  }
+  return {
+    from_per_s: fromPerS,
+    to_per_s: toPerS,
+    threshold_ms: STEP_THRESHOLD_MS,
+    settle_s: settle,
+    peak_window_p99_ms: Math.max(0, ...p99s),
+  };
 }
 
 /**
@@ -364,6 +410,10 @@ export async function latency(
       const measured = new Map([...pub.commits].filter(([, committed]) => committed >= t1));
       const expected = measured.size * o.endpoints;
       await waitForAll(env, pub.commits, paths, 30_000);
+      // The rise from the previous rate: every delivery of this phase, warm-up included.
+      const previous = o.ratesPerS[o.ratesPerS.indexOf(rate) - 1];
+      const step =
+        previous === undefined ? undefined : stepResponse(latencies(env, pub.commits, paths).points, pub.startedAt, previous, rate);
       await db.sampler.sample();
       const t2 = Math.max(env.receivers.arrivals.last, t1 + 1);
       const lat = latencies(env, measured, paths);
@@ -373,6 +423,7 @@ export async function latency(
         writeFileSync(`${process.env.BENCH_LATENCY_TRACE}/${o.target}-${rate}.txt`, `${lines.join('\n')}\n`);
       }
       out.push({
+        ...(step ? { step } : {}),
         offered_deliveries_per_s: rate,
         events_per_s: round(eventsPerS, 1),
         seconds: o.seconds,

@@ -43,7 +43,7 @@ async function buy(): Promise<string> {
 
 /** Clicks Pay on the hosted page; resolves once the browser shows the shop's success page. */
 async function payAndReturn(sessionId: string): Promise<void> {
-  await page.getByRole('button', { name: 'Pay' }).click();
+  await page.getByRole('button', { name: /^Pay / }).click();
   await page.waitForURL((url) => url.href.startsWith(`${h.shopUrl}/success?`));
   expect(new URL(page.url()).searchParams.get('checkout_session_id')).toBe(sessionId);
 }

@@ -37,7 +37,7 @@ async function buyAndPay(beforeReturn: (order: { id: string; payment_id: string 
   const session = await h.api('GET', `/api/v1/checkout_sessions/${sessionId}`);
   expect(session.body.metadata).toEqual({ order_id: order.id });
   h.holdReturns(() => beforeReturn(order));
-  await page.getByRole('button', { name: 'Pay' }).click();
+  await page.getByRole('button', { name: /^Pay / }).click();
   await page.waitForURL((url) => url.href.startsWith(`${h.shopUrl}/success?`));
   expect(h.returnGateErrors).toEqual([]);
   expect(await page.getAttribute('[data-status]', 'data-status')).toBe('paid');

@@ -299,7 +299,7 @@ export const SETTINGS = [
     key: 'endpointConcurrency',
     env: 'PAYHOOKS_ENDPOINT_CONCURRENCY',
     default: '10',
-    doc: 'Most attempts in flight to one endpoint per worker process.',
+    doc: 'Most attempts in flight to one endpoint per worker process; manual attempts (Replay, Resend, "Replay all failed since…") have the same cap, counted over all API processes together.',
     parse: int(1, 1000),
   },
   {

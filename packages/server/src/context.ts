@@ -8,6 +8,7 @@ import { EventService } from './events/service.ts';
 import { DeliveryService } from './delivery/service.ts';
 import { logAttempt } from './delivery/attempt-log.ts';
 import { BulkReplays } from './delivery/bulk-replay.ts';
+import { PostgresSlots } from './delivery/shared-gate.ts';
 import { DeliveryMetrics } from './delivery/metrics.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
 import { Sender } from './delivery/sender.ts';
@@ -84,6 +85,9 @@ export function createContext(options: {
   const deliveries = new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics, config.endpointConcurrency, (entry) =>
     logAttempt(logger, config.dev ? 'info' : 'debug', entry),
   );
+  // Several processes share one PostgreSQL: the cap on manual attempts per endpoint is theirs
+  // together (api/app.ts moves it to Redis when PAYHOOKS_REDIS_URL is set).
+  if (database.kind === 'postgres') deliveries.shareManualGate(new PostgresSlots(database), logger);
   const ctx: ServiceContext = {
     config,
     database,

@@ -6,3 +6,8 @@ export { migrate } from './db/migrate.ts';
 export { createPlatform, createApiKey, revokeApiKey } from './tenancy/platforms.ts';
 export { AppError, ConfigError } from './errors.ts';
 export { ManualClock, systemClock, type Clock } from './clock.ts';
+// Publishing from in-process code, inside the caller's own transaction (`database.db.transaction`).
+export { publishEvent, WAKE_CHANNEL, type PublishResult } from './events/publish.ts';
+export { publishEvents, PUBLISH_BATCH_MAX, type BatchEventInput, type BatchOutcome } from './events/publish-batch.ts';
+export type { EventInput } from './events/envelope.ts';
+export type { Tx } from './db/client.ts';

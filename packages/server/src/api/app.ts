@@ -20,6 +20,7 @@ import { openApiRoutes, SECURITY_SCHEMES } from './openapi/routes.ts';
 import { documentRoute } from './openapi/overlays.ts';
 import { eventRoutes } from './v1/events.ts';
 import { internalEventRoutes } from './internal/events.ts';
+import { internalEventBatchRoutes } from './internal/event-batches.ts';
 import { internalPaymentRoutes } from './internal/payments.ts';
 import { internalAuth } from './internal/auth.ts';
 import { paymentRoutes } from './v1/payments.ts';
@@ -31,6 +32,7 @@ import { faviconRoutes } from './favicon.ts';
 import { portal } from './portal/index.ts';
 import { REQUEST_ID_HEADER, newRequestId } from './request-id.ts';
 import { ListenHub } from '../devtools/listen-sessions.ts';
+import { RedisSlots } from '../delivery/shared-gate.ts';
 import { listenSessionRoutes } from './v1/listen-sessions.ts';
 import { listenRelayRoutes } from './listen-relay.ts';
 import { API_BODY_LIMIT } from './body-limit.ts';
@@ -183,6 +185,8 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   const redis = ctx.config.redisUrl ? await connectRedis(ctx.config.redisUrl, ctx.logger) : null;
   if (redis) app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())));
   const rateLimits = await installRateLimits(app as unknown as FastifyInstance, { redis, logger: ctx.logger });
+  // Manual attempts per endpoint are capped across processes in the same Redis (delivery/shared-gate.ts).
+  if (redis) ctx.deliveries.shareManualGate(new RedisSlots(redis), ctx.logger);
 
   await app.register(healthRoutes(ctx));
   await app.register(openApiRoutes(ctx));
@@ -225,15 +229,17 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     async (internal) => {
       internal.addHook('onRequest', internalAuth(ctx, failedInternalAuth));
       await internal.register(internalEventRoutes(ctx));
+      await internal.register(internalEventBatchRoutes(ctx));
       await internal.register(internalPaymentRoutes(ctx));
     },
     { prefix: '/internal/v1' },
   );
   await app.register(faviconRoutes);
   await app.register(checkoutPageRoutes(ctx));
-  // `payhooks listen`: sessions live in the process holding their stream (devtools/listen-sessions.ts).
-  const listenHub = new ListenHub(ctx.database.db, ctx.secrets, ctx.clock, ctx.logger);
-  listenHub.start();
+  // `payhooks listen`: sessions live in the process holding their stream; on PostgreSQL the
+  // hand-over reaches it from any API process (devtools/listen-sessions.ts, listen-relays.ts).
+  const listenHub = new ListenHub(ctx.database, ctx.secrets, ctx.clock, ctx.logger);
+  await listenHub.start();
   app.addHook('onClose', async () => listenHub.stop());
   await app.register(listenRelayRoutes(listenHub));
 

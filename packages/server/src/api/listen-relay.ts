@@ -11,7 +11,9 @@ const RELAY_BODY_LIMIT = 1024 * 1024;
  * delivery here like to any endpoint; the relay checks the signature with the session's secret
  * (so nobody else can push requests to a developer's laptop), hands the exact bytes and the
  * signature header to the CLI, and answers with the local receiver's status and body, which
- * the worker records as the attempt. A session not held by this process answers 404.
+ * the worker records as the attempt. The session's stream may be held by another API process:
+ * the hand-over then goes through the database (devtools/listen-relays.ts). A session that is
+ * nowhere (ended, or its lease ran out) answers 404.
  */
 export const listenRelayRoutes =
   (hub: ListenHub): FastifyPluginAsync =>
@@ -21,13 +23,9 @@ export const listenRelayRoutes =
     app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: RELAY_BODY_LIMIT }, (_req, body, done) => done(null, body));
 
     app.post<{ Params: { id: string } }>('/listen/:id', { schema: { hide: true } }, async (req, reply) => {
-      const session = hub.session(req.params.id);
+      const session = await hub.target(req.params.id);
       if (!session)
-        throw new AppError(
-          'not_found',
-          'listen_session_not_connected',
-          `No payhooks listen session is connected for ${req.params.id} in this process.`,
-        );
+        throw new AppError('not_found', 'listen_session_not_connected', `No payhooks listen session is connected for ${req.params.id}.`);
       const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const header = req.headers[SIGNATURE_HEADER.toLowerCase()];
       const eventId = req.headers[EVENT_ID_HEADER.toLowerCase()];
@@ -43,7 +41,7 @@ export const listenRelayRoutes =
       } catch {
         // Signed by us, so JSON; the type is only for the CLI's line anyway.
       }
-      const result = await hub.forward(req.params.id, {
+      const result = await hub.forward(req.params.id, session, {
         event_id: eventId,
         event_type: type,
         signature: header as string,

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../config.ts';
 import { AppError, ConfigError } from '../errors.ts';
 import { openDatabase } from '../db/client.ts';
-import { migrate } from '../db/migrate.ts';
+import { migrate, migrationStatus } from '../db/migrate.ts';
 import { waitForDatabase } from '../db/wait.ts';
 import { createLogger } from '../logging.ts';
 import { openRuntime } from '../runtime.ts';
@@ -35,13 +35,30 @@ async function withRuntime<T>(fn: (rt: Awaited<ReturnType<typeof openRuntime>>) 
   }
 }
 
-/** `payhooks migrate`. */
-export async function migrateCommand(): Promise<void> {
+/** `payhooks migrate --check`: migrations are pending (exit code 3); see the README's CLI table. */
+export const MIGRATIONS_PENDING_EXIT = 3;
+
+/** `payhooks migrate [--check]`. */
+export async function migrateCommand(options: { check?: boolean } = {}): Promise<void> {
   const cfg = loadConfig();
   const logger = createLogger(cfg, pino.destination({ fd: 2, sync: true }));
   const database = await openDatabase({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, logger });
   try {
     await waitForDatabase(database, { maxWaitMs: cfg.dbWaitMs, logger, url: cfg.databaseUrl });
+    if (options.check) {
+      const status = await migrationStatus(database);
+      if (status.newer.length)
+        process.stdout.write(
+          `the database has migrations this release does not know (${status.newer.join(', ')}): a newer release migrated it\n`,
+        );
+      if (status.pending.length === 0) {
+        process.stdout.write('database is up to date\n');
+        return;
+      }
+      process.stdout.write(`pending: ${status.pending.join(', ')}\n`);
+      process.exitCode = MIGRATIONS_PENDING_EXIT;
+      return;
+    }
     const applied = await migrate(database);
     process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
   } finally {

@@ -41,7 +41,8 @@ export function buildCli(): Command {
   program
     .command('migrate')
     .description('apply pending database migrations and exit')
-    .action(async () => (await import('./admin.ts')).migrateCommand());
+    .option('--check', 'apply nothing: exit 0 when the database is up to date, 3 when migrations are pending (1: could not tell)')
+    .action(async (opts: { check?: boolean }) => (await import('./admin.ts')).migrateCommand(opts));
 
   program
     .command('trigger')

@@ -39,6 +39,11 @@ export interface Database {
    * loss, since notifications sent meanwhile were not received.
    */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Wakes `channel`'s listeners after a statement that committed on its own (no `db.transaction`):
+   * on PostgreSQL through the after-commit sender (db/after-commit.ts), on PGlite at once.
+   */
+  wake(channel: string): void;
   close(): Promise<void>;
 }
 
@@ -133,6 +138,7 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
       }
     },
     listen: (channel, onNotify) => listener.subscribe(channel, onNotify),
+    wake: (channel) => notifier.notify(channel),
     async close() {
       await notifier.idle();
       await sender.close();
@@ -394,6 +400,9 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     },
     async listen(channel, onNotify) {
       return client.listen(channel, onNotify);
+    },
+    wake(channel) {
+      client.query('SELECT pg_notify($1, $2)', [channel, '']).catch(() => {});
     },
     async close() {
       await client.close();

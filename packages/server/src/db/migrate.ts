@@ -40,3 +40,29 @@ export async function migrate(database: Database): Promise<string[]> {
     return applied;
   });
 }
+
+export interface MigrationStatus {
+  /** Migrations of this release the database has not had yet, in order. */
+  pending: string[];
+  /** Ids the database has that this release does not know: a newer release migrated it. */
+  newer: number[];
+}
+
+/**
+ * What `migrate` would do, without doing it or taking its lock (`payhooks migrate --check`,
+ * for deploy scripts). A database never migrated has everything pending.
+ */
+export async function migrationStatus(database: Database): Promise<MigrationStatus> {
+  return database.script(async (run) => {
+    const [exists] = await run(`SELECT to_regclass('payhooks_migrations') IS NOT NULL AS present`);
+    const have = new Set(
+      exists?.present === true || exists?.present === 't' ? (await run('SELECT id FROM payhooks_migrations')).map((r) => Number(r.id)) : [],
+    );
+    const known = listMigrations();
+    const knownIds = new Set(known.map((m) => m.id));
+    return {
+      pending: known.filter((m) => !have.has(m.id)).map((m) => m.name),
+      newer: [...have].filter((id) => !knownIds.has(id)).sort((x, y) => x - y),
+    };
+  });
+}

@@ -70,7 +70,8 @@ function toJob(row: BulkReplayRow, now: Date): BulkReplayJob {
  * "Replay all failed since…" for one endpoint, as a background job of the process that
  * started it. It runs `DeliveryService.replay` for each selected delivery in as many lanes as
  * the per-endpoint cap (`endpointConcurrency`), and every manual attempt also passes the
- * service's per-endpoint gate, so single Replay clicks during a bulk run share the same cap.
+ * service's per-endpoint gate, counted over every process (delivery/shared-gate.ts), so single
+ * Replay clicks during a bulk run, through this process or another, share the same cap.
  * Progress is written to `bulk_replays` after every attempt, so any API process can report it.
  * A restart stops a running job; starting it again is safe (deliveries delivered meanwhile are
  * no longer selected, or are skipped).

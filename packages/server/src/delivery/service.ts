@@ -22,6 +22,8 @@ import type { AttemptLogEntry } from './attempt-log.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
 import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './schedule.ts';
 import { EndpointGate } from './endpoint-gate.ts';
+import { SharedEndpointGate, type SlotStore } from './shared-gate.ts';
+import type { Logger } from 'pino';
 import { USER_AGENT, type Sender } from './sender.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 
@@ -269,11 +271,17 @@ export class DeliveryService {
   }
 
   /**
-   * Manual attempts in flight per endpoint in this process, capped at the worker's per-endpoint
-   * cap (`endpointConcurrency`): a burst of Replay clicks or a bulk replay can't open more
-   * connections to one merchant than a worker would.
+   * Manual attempts in flight per endpoint, capped at the worker's per-endpoint cap
+   * (`endpointConcurrency`): a burst of Replay clicks or a bulk replay can't open more
+   * connections to one merchant than a worker would. In this process only until
+   * `shareManualGate` counts them across every process (PostgreSQL, or Redis when configured).
    */
-  readonly manualGate: EndpointGate;
+  manualGate: EndpointGate | SharedEndpointGate;
+
+  /** Counts manual attempts in flight across every process sharing `store` from now on. */
+  shareManualGate(store: SlotStore, logger: Logger): void {
+    this.manualGate = new SharedEndpointGate(this.manualGate.limit, store, this.leaseMs, logger);
+  }
 
   /**
    * Manual replay (spec 3.2, "Manual replay" in 8): one new attempt, now, logged with trigger

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { and, eq, isNull, lt } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import type { Db } from '../db/client.ts';
+import type { Database, Db } from '../db/client.ts';
 import { webhookEndpoints } from '../db/schema.ts';
 import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import type { Clock } from '../clock.ts';
 import { cancelEndpointDeliveries } from '../delivery/parking.ts';
+import { SharedRelays, noResult } from './listen-relays.ts';
 
 /**
  * `payhooks listen` sessions (docs/decisions.md, "Developer tools"). A session is a sandbox
@@ -22,6 +23,10 @@ import { cancelEndpointDeliveries } from '../delivery/parking.ts';
  * connection) deletes the endpoint. The stream's process renews a lease (`updated_at`) every
  * {@link HEARTBEAT_MS}; sessions whose lease is older than {@link LEASE_MS} (their process died)
  * are deleted by any API process's sweep.
+ *
+ * With several API processes (PostgreSQL), the worker's request and the CLI's result may each
+ * reach any of them: the hand-over goes through the database (listen-relays.ts). On the embedded
+ * database there is one process, and it stays in memory.
  */
 /**
  * The marker the previous release recognised sessions by. Still written, for one release, so that
@@ -60,20 +65,47 @@ interface LiveSession {
   waiting: Map<string, (result: ForwardResult) => void>;
 }
 
+/** A session the relay may hand a delivery to: held here, or (PostgreSQL) by another process. */
+export interface RelayTarget {
+  secret: string;
+  platformId: string;
+  environment: string;
+}
+
 /** The sessions whose stream this process holds, by endpoint id. */
 export class ListenHub {
   private readonly live = new Map<string, LiveSession>();
   private sweeper: NodeJS.Timeout | null = null;
+  private readonly db: Db;
+  /** The hand-over between processes, on PostgreSQL only. */
+  private readonly shared: SharedRelays | null;
 
   constructor(
-    private readonly db: Db,
+    database: Database,
     private readonly secrets: SecretBox,
     private readonly clock: Clock,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.db = database.db;
+    this.shared =
+      database.kind === 'postgres'
+        ? new SharedRelays(
+            database,
+            logger,
+            (endpointId, request) => {
+              const session = this.live.get(endpointId);
+              session?.push(request);
+              return session !== undefined;
+            },
+            () => [...this.live.keys()],
+            RELAY_WAIT_MS,
+          )
+        : null;
+  }
 
-  /** Sweeps sessions left by dead processes now and every heartbeat. */
-  start(): void {
+  /** Sweeps sessions left by dead processes now and every heartbeat; listens for other processes' hand-overs. */
+  async start(): Promise<void> {
+    await this.shared?.start();
     void this.sweep();
     this.sweeper = setInterval(() => void this.sweep(), HEARTBEAT_MS);
     this.sweeper.unref();
@@ -83,6 +115,7 @@ export class ListenHub {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = null;
     await Promise.all([...this.live.entries()].map(([id, s]) => this.end(id, s.scope)));
+    await this.shared?.stop();
   }
 
   /** Creates the session's endpoint; `push` receives the deliveries to forward. */
@@ -127,8 +160,8 @@ export class ListenHub {
   async end(id: string, scope: Scope): Promise<void> {
     const session = this.live.get(id);
     this.live.delete(id);
-    for (const resolve of session?.waiting.values() ?? [])
-      resolve({ status_code: null, body: '', duration_ms: 0, error: 'the listen session ended' });
+    for (const resolve of session?.waiting.values() ?? []) resolve(noResult('the listen session ended'));
+    await this.shared?.endSession(id, noResult('the listen session ended'));
     await this.db.transaction(async (tx) => {
       const rows = await tx
         .update(webhookEndpoints)
@@ -155,30 +188,42 @@ export class ListenHub {
         }
         if (rows.length) this.logger.info({ sessions: rows.map((r) => r.id) }, 'listen sessions whose lease expired were deleted');
       });
+      await this.shared?.sweep(this.clock.now());
     } catch (err) {
       this.logger.warn({ err }, 'sweeping expired listen sessions failed; next try in 15 s');
     }
   }
 
-  /** The live session of an endpoint id in this process, for the relay. */
-  session(id: string): { secret: string } | undefined {
-    return this.live.get(id);
+  /**
+   * The session a relay request is for: held by this process, or on PostgreSQL a live session
+   * (lease not run out) that another process holds. Undefined: no such session anywhere.
+   */
+  async target(id: string): Promise<RelayTarget | undefined> {
+    const live = this.live.get(id);
+    if (live) return { secret: live.secret, platformId: live.scope.platformId, environment: live.scope.environment };
+    if (!this.shared) return undefined;
+    const row = await this.shared.session(id, new Date(this.clock.now().getTime() - LEASE_MS));
+    return row
+      ? { secret: this.secrets.decrypt(row.secret_ciphertext, id), platformId: row.platform_id, environment: row.environment }
+      : undefined;
   }
 
-  /** Hands a delivery to the CLI and waits for its result (or RELAY_WAIT_MS). */
-  forward(id: string, request: Omit<ForwardRequest, 'forward_id'>): Promise<ForwardResult> {
-    const session = this.live.get(id);
-    if (!session) return Promise.resolve({ status_code: null, body: '', duration_ms: 0, error: 'no listen session' });
+  /**
+   * Hands a delivery to the CLI and waits for its result (or RELAY_WAIT_MS): in this process
+   * when it holds the session, else through the database to the process that does; the result
+   * comes back here whichever process the CLI posts it to.
+   */
+  forward(id: string, target: RelayTarget, request: Omit<ForwardRequest, 'forward_id'>): Promise<ForwardResult> {
     const forwardId = `fwd_${randomBytes(9).toString('base64url')}`;
+    const session = this.live.get(id);
+    if (this.shared) {
+      return this.shared.forward({ forwardId, endpointId: id, ...target, request, local: session ? (r) => session.push(r) : null });
+    }
+    if (!session) return Promise.resolve(noResult('no listen session'));
     return new Promise<ForwardResult>((resolve) => {
       const timer = setTimeout(() => {
         session.waiting.delete(forwardId);
-        resolve({
-          status_code: null,
-          body: '',
-          duration_ms: RELAY_WAIT_MS,
-          error: `the payhooks listen CLI sent no result within ${RELAY_WAIT_MS} ms`,
-        });
+        resolve(noResult(`the payhooks listen CLI sent no result within ${RELAY_WAIT_MS} ms`, RELAY_WAIT_MS));
       }, RELAY_WAIT_MS);
       session.waiting.set(forwardId, (result) => {
         clearTimeout(timer);
@@ -189,8 +234,9 @@ export class ListenHub {
     });
   }
 
-  /** The CLI's result for one hand-over; false when the session or the hand-over is unknown here. */
-  complete(id: string, scope: Scope, forwardId: string, result: ForwardResult): boolean {
+  /** The CLI's result for one hand-over; false when the session or the hand-over is unknown (or another tenant's). */
+  async complete(id: string, scope: Scope, forwardId: string, result: ForwardResult): Promise<boolean> {
+    if (this.shared) return this.shared.complete(id, scope, forwardId, result);
     const session = this.live.get(id);
     if (!session || session.scope.platformId !== scope.platformId || session.scope.environment !== scope.environment) return false;
     const resolve = session.waiting.get(forwardId);

@@ -11,8 +11,8 @@ function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', TMPDIR: process.env.TMPDIR ?? '/tmp', ...env };
 }
 
-function launch(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [PAYHOOKS_BIN, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+function launch(args: string[], env: Record<string, string>, bin = PAYHOOKS_BIN) {
+  const child = spawn(process.execPath, [bin, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   let stdout = '';
   let stderr = '';
@@ -36,9 +36,9 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `payhooks ...args` to completion (killed after `timeoutMs`). */
-export async function runPayhooks(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliResult> {
-  const p = launch(args, env);
+/** Runs `payhooks ...args` to completion (killed after `timeoutMs`); `bin`: another build's CLI. */
+export async function runPayhooks(args: string[], env: Record<string, string>, timeoutMs = 30_000, bin = PAYHOOKS_BIN): Promise<CliResult> {
+  const p = launch(args, env, bin);
   const timer = setTimeout(() => p.child.kill('SIGKILL'), timeoutMs);
   const { code, signal } = await p.exited;
   clearTimeout(timer);
@@ -59,10 +59,15 @@ export interface ServeProcess {
 
 /**
  * Starts `payhooks serve ...args` and resolves once it logged `payhooks listening` (needs
- * PAYHOOKS_LOG_LEVEL=info or lower, which this sets unless given).
+ * PAYHOOKS_LOG_LEVEL=info or lower, which this sets unless given). `bin`: another build's CLI.
  */
-export async function startServe(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<ServeProcess> {
-  const p = launch(['serve', ...args], { PAYHOOKS_LOG_LEVEL: 'info', PAYHOOKS_PORT: '0', ...env });
+export async function startServe(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+  bin = PAYHOOKS_BIN,
+): Promise<ServeProcess> {
+  const p = launch(['serve', ...args], { PAYHOOKS_LOG_LEVEL: 'info', PAYHOOKS_PORT: '0', ...env }, bin);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       p.child.kill('SIGKILL');

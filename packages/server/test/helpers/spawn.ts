@@ -10,9 +10,9 @@ export interface Spawned {
   exited: Promise<number | string>;
 }
 
-/** Runs `payhooks ...args` as a real process with `env` added to a clean environment. */
-export function spawnPayhooks(args: string[], env: Record<string, string>): Spawned {
-  const child = spawn(process.execPath, [PAYHOOKS_BIN, ...args], {
+/** Runs `payhooks ...args` as a real process with `env` added to a clean environment; `bin`: another build's CLI. */
+export function spawnPayhooks(args: string[], env: Record<string, string>, bin = PAYHOOKS_BIN): Spawned {
+  const child = spawn(process.execPath, [bin, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

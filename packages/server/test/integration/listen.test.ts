@@ -204,7 +204,7 @@ describe('payhooks listen', () => {
 
   it('a session whose process died (lease not renewed) is swept', async () => {
     const clock = new ManualClock(Date.now());
-    const hub = new ListenHub(svc.ctx.database.db, svc.ctx.secrets, clock, svc.ctx.logger);
+    const hub = new ListenHub(svc.ctx.database, svc.ctx.secrets, clock, svc.ctx.logger);
     const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'key_test' };
     const s = await hub.open(scope, { enabledEvents: ['*'], publicUrl: svc.url, push: () => {} });
     clock.advance(HEARTBEAT_MS);
@@ -226,7 +226,7 @@ describe('payhooks listen', () => {
     expect(created.status).toBe(201);
     // Long past any lease: the sweep of a process whose clock is a day ahead.
     const clock = new ManualClock(Date.now() + 24 * 3600_000);
-    const hub = new ListenHub(svc.ctx.database.db, svc.ctx.secrets, clock, svc.ctx.logger);
+    const hub = new ListenHub(svc.ctx.database, svc.ctx.secrets, clock, svc.ctx.logger);
     await hub.sweep();
     const after = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${created.body.id}`);
     expect(after.status).toBe(200);

@@ -114,6 +114,7 @@ describe('the OpenAPI documents', () => {
     expect(Object.keys(docs.operator.paths).sort()).toEqual([
       '/healthz',
       '/internal/v1/events',
+      '/internal/v1/events/batch',
       '/internal/v1/openapi.json',
       '/internal/v1/payments/{id}/transitions',
       '/metrics',
@@ -182,6 +183,12 @@ describe('the OpenAPI documents', () => {
     const publish = docs.operator.paths['/internal/v1/events'].post;
     expect(publish.requestBody.content['application/json'].schema.properties.type).toEqual({ $ref: '#/components/schemas/EventType' });
     expect(docs.operator.components.schemas.EventType.enum).toEqual([...EVENT_TYPES]);
+    // The batch: each event the same shape, its key required, a result each.
+    const batch = docs.operator.paths['/internal/v1/events/batch'].post;
+    const item = batch.requestBody.content['application/json'].schema.properties.events.items;
+    expect(item.properties.type).toEqual({ $ref: '#/components/schemas/EventType' });
+    expect(item.required).toContain('idempotency_key');
+    expect(batch.requestBody.content['application/json'].schema.properties.events.maxItems).toBe(100);
   });
 
   it('declare the Idempotency-Key, Idempotent-Replayed and Retry-After headers, the security schemes, and 201 where 201 happens', () => {

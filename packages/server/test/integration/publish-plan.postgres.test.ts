@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { startService, type TestService } from '../helpers/service.ts';
 import { endpointsNobodyServes } from '../helpers/plan.ts';
 import { publishEvent } from '../../src/events/publish.ts';
+import { publishEvents } from '../../src/events/publish-batch.ts';
 import { payment } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 
@@ -56,4 +57,31 @@ it('publishEvent is prepared once per connection and runs its generic plan (no p
   // PostgreSQL plans the first five executions for their parameters, then compares.
   expect(plans[0]!.custom).toBeLessThanOrEqual(5);
   expect(plans[0]!.generic).toBeGreaterThanOrEqual(8);
+});
+
+it('publishEvents (the internal API batches) is planned once per connection too: its generic plan, whatever the batch size', async () => {
+  const plans = await svc.ctx.database.db.transaction(async (tx) => {
+    for (let i = 0; i < 12; i++) {
+      const n = 1 + (i % 4);
+      const out = await publishEvents(
+        tx,
+        Array.from({ length: n }, (_, k) => ({
+          type: 'payment.succeeded',
+          merchantId: p.merchant_id,
+          environment: 'sandbox' as const,
+          object: payment({ id: `pay_b${i}_${k}` }),
+          idempotencyKey: k % 2 ? `batch-key-${i}-${k}` : undefined,
+        })),
+        new Date(),
+      );
+      expect(out.every((o) => o.ok && o.result.deliveries === 2)).toBe(true);
+    }
+    const r = (await tx.execute(
+      sql`SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name = 'publish_events'`,
+    )) as unknown as { rows: Array<{ generic: number; custom: number }> };
+    return r.rows;
+  });
+  expect(plans).toHaveLength(1);
+  expect(plans[0]!.custom).toBeLessThanOrEqual(5);
+  expect(plans[0]!.generic).toBeGreaterThanOrEqual(7);
 });

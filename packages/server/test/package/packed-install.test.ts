@@ -67,7 +67,8 @@ afterAll(async () => {
     await new Promise((r) => serve!.once('exit', r));
   }
   await receiver?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  // The server npx started may still be writing its data directory for a moment after npx exits.
+  if (dir) rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
 });
 
 describe('the packed packages, installed from their tarballs outside the workspace', () => {
@@ -115,6 +116,27 @@ describe('the packed packages, installed from their tarballs outside the workspa
     walk(join(dir, 'node_modules'));
     expect(checked).toBeGreaterThan(50);
     expect(refusing).toEqual([]);
+  });
+
+  it('export publishEvent and publishEvents for in-process code, which publish on the embedded database', async () => {
+    // A payment core in the same process: open the database, publish in its transaction.
+    const script = `
+      import { openDatabase, migrate, createPlatform, publishEvent, publishEvents } from '@payhooks/server';
+      const database = await openDatabase({});
+      await migrate(database);
+      const p = await createPlatform(database.db, 'in-process');
+      const object = { id: 'pay_1', object: 'payment', status: 'succeeded', amount: '1.00', asset_code: 'USDC.ETH', metadata: {} };
+      const one = await database.db.transaction((tx) =>
+        publishEvent(tx, { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object }, new Date()));
+      const many = await database.db.transaction((tx) =>
+        publishEvents(tx, [{ type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object }], new Date()));
+      console.log(JSON.stringify({ one: one.event.id, many: many[0].ok && many[0].result.event.id }));
+      await database.close();
+    `;
+    const out = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, env: env() });
+    const ids = JSON.parse(out.stdout.trim().split('\n').at(-1)!) as { one: string; many: string };
+    expect(ids.one).toMatch(/^evt_/);
+    expect(ids.many).toMatch(/^evt_/);
   });
 
   it('npx payhooks --version and --help run', async () => {

@@ -2,13 +2,13 @@ import type { EventType } from '@payhooks/contract';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
-import { publishEvent } from '../../events/publish.ts';
+import { PublishCoalescer } from '../../events/publish-coalescer.ts';
 import { validateEndpointFamilyObject } from '../../endpoints/event-objects.ts';
 import { validatePaymentFamilyObject } from '../../payments/event-objects.ts';
 import { EventSchema, EventTypeSchema } from '../v1/event-schemas.ts';
 import { asStored } from '../v1/events.ts';
 
-const PublishBody = Type.Object(
+export const PublishBody = Type.Object(
   {
     type: Type.Ref(EventTypeSchema),
     merchant_id: Type.String({ minLength: 1, maxLength: 64 }),
@@ -39,11 +39,14 @@ const PublishBody = Type.Object(
 
 /**
  * `POST /internal/v1/events`: lets a payment core in another process publish. Authenticated by
- * the internal token (auth.ts); without a configured token the route answers 404.
+ * the internal token (auth.ts); without a configured token the route answers 404. Requests that
+ * arrive together are published together (events/publish-coalescer.ts): one transaction for all
+ * of them, each with its own result.
  */
 export const internalEventRoutes =
   (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
   async (app) => {
+    const publisher = new PublishCoalescer(ctx.database, () => ctx.clock.now());
     app.post(
       '/events',
       {
@@ -67,19 +70,13 @@ export const internalEventRoutes =
         const type = b.type as EventType; // the schema's enum is the catalog
         validatePaymentFamilyObject(type, b.data.object);
         validateEndpointFamilyObject(type, b.data.object);
-        const result = await ctx.database.db.transaction((tx) =>
-          publishEvent(
-            tx,
-            {
-              type: b.type,
-              merchantId: b.merchant_id,
-              environment: b.environment,
-              object: b.data.object,
-              idempotencyKey: b.idempotency_key,
-            },
-            ctx.clock.now(),
-          ),
-        );
+        const result = await publisher.publish({
+          type: b.type,
+          merchantId: b.merchant_id,
+          environment: b.environment,
+          object: b.data.object,
+          idempotencyKey: b.idempotency_key,
+        });
         if (result.replayed) void reply.header('idempotent-replayed', 'true');
         return reply.code(201).send(result.event);
       },

@@ -149,7 +149,7 @@ export const listenSessionRoutes =
       },
       async (req) => {
         const body = req.body as Static<typeof ResultBody>;
-        const ok = hub.complete(req.params.id, req.scope, body.forward_id, body);
+        const ok = await hub.complete(req.params.id, req.scope, body.forward_id, body);
         // Unknown, another tenant's, ended, or already answered: all the same 404.
         if (!ok)
           throw new AppError(
