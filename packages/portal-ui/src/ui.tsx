@@ -137,7 +137,19 @@ export function CopyId({ id, label = 'id' }: { id: string; label?: string }) {
         {id}
       </span>
       <button type="button" className="copy-button" onClick={() => void copy()} aria-label={`Copy ${label} ${id}`} title={`Copy ${label}`}>
-        {copied ? '✓' : '⧉'}
+        {copied ? (
+          'Copied'
+        ) : (
+          <svg width="12" height="12" viewBox="0 0 16 16" aria-hidden="true" focusable="false">
+            <rect x="5" y="5" width="9" height="9" rx="1.5" fill="none" stroke="currentColor" strokeWidth="1.6" />
+            <path
+              d="M3.5 10.5H3A1.5 1.5 0 0 1 1.5 9V3A1.5 1.5 0 0 1 3 1.5h6A1.5 1.5 0 0 1 10.5 3v.5"
+              fill="none"
+              stroke="currentColor"
+              strokeWidth="1.6"
+            />
+          </svg>
+        )}
       </button>
     </span>
   );
