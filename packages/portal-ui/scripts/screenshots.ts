@@ -129,6 +129,19 @@ await shoot(1280, 'delivery', async (page) => {
   const [d] = (await ctx.deliveries.list(scope, { limit: 1, endpointId: ledger.id })).data;
   await page.goto(`${url}/portal/webhooks/deliveries/${d!.id}`);
   await page.getByRole('button', { name: 'Replay' }).waitFor();
+  await page.getByText('Request headers').first().click();
+});
+await shoot(1280, 'bulk-replay-confirm', async (page) => {
+  await signIn(page);
+  await page.goto(`${url}/portal/webhooks/endpoints/${ledger.id}`);
+  await page.getByRole('button', { name: 'Replay all failed since…' }).click();
+  await page.getByRole('alertdialog').waitFor();
+  await page.getByRole('alertdialog').scrollIntoViewIfNeeded();
+});
+await shoot(1280, 'settings', async (page) => {
+  await signIn(page);
+  await page.goto(`${url}/portal/settings`);
+  await page.getByLabel('Shop name shown to customers').fill('Acme Coffee Roasters');
 });
 await shoot(390, 'mobile-delivery-log', async (page) => {
   await signIn(page);

@@ -8,6 +8,7 @@ import { EndpointDetail } from './pages/EndpointDetail.tsx';
 import { DeliveryPage } from './pages/DeliveryPage.tsx';
 import { EventPage } from './pages/EventPage.tsx';
 import { WebhooksOverview } from './pages/WebhooksOverview.tsx';
+import { Settings } from './pages/Settings.tsx';
 import { Loading } from './ui.tsx';
 
 export function App() {
@@ -82,6 +83,9 @@ export function App() {
           <Link to="/webhooks/endpoints" className="sub" aria-current={path.startsWith('/webhooks/endpoints') ? 'page' : undefined}>
             Endpoints
           </Link>
+          <Link to="/settings" aria-current={path === '/settings' ? 'page' : undefined}>
+            Settings
+          </Link>
         </nav>
         <main className="content">
           <Route path={path} session={session} />
@@ -101,6 +105,7 @@ function Route({ path, session }: { path: string; session: Session }) {
   if (path === '/' || path === '/webhooks/') return <Redirect to="/webhooks" />;
   if (path === '/webhooks') return <WebhooksOverview key={key} />;
   if (path === '/webhooks/endpoints') return <EndpointList key={key} />;
+  if (path === '/settings') return <Settings />;
   if (path === '/webhooks/endpoints/new') return <EndpointCreate key={key} environment={session.environment} />;
   const endpoint = /^\/webhooks\/endpoints\/([^/]+)$/.exec(path)?.[1];
   if (endpoint !== undefined)

@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { type ReactNode, useEffect, useRef, useState } from 'react';
 import type { DeliveryState, Stats } from './api.ts';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
@@ -108,5 +108,83 @@ export function Loading() {
     <p className="muted" aria-live="polite">
       Loading…
     </p>
+  );
+}
+
+/**
+ * An id that may be cut short with an ellipsis (the whole id is in its title), with a button that
+ * copies it: ids are what merchants paste into support tickets and their own logs.
+ */
+export function CopyId({ id, label = 'id' }: { id: string; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  const ref = useRef<HTMLSpanElement>(null);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(id);
+      setCopied(true);
+      setTimeout(() => setCopied(false), 1500);
+    } catch {
+      // No clipboard access (plain http): select the id so Ctrl+C copies it.
+      const range = document.createRange();
+      if (ref.current) range.selectNodeContents(ref.current);
+      document.getSelection()?.removeAllRanges();
+      document.getSelection()?.addRange(range);
+    }
+  };
+  return (
+    <span className="copy-id">
+      <span ref={ref} className="mono small muted id-text" title={id}>
+        {id}
+      </span>
+      <button type="button" className="copy-button" onClick={() => void copy()} aria-label={`Copy ${label} ${id}`} title={`Copy ${label}`}>
+        {copied ? (
+          'Copied'
+        ) : (
+          <svg width="12" height="12" viewBox="0 0 16 16" aria-hidden="true" focusable="false">
+            <rect x="5" y="5" width="9" height="9" rx="1.5" fill="none" stroke="currentColor" strokeWidth="1.6" />
+            <path
+              d="M3.5 10.5H3A1.5 1.5 0 0 1 1.5 9V3A1.5 1.5 0 0 1 3 1.5h6A1.5 1.5 0 0 1 10.5 3v.5"
+              fill="none"
+              stroke="currentColor"
+              strokeWidth="1.6"
+            />
+          </svg>
+        )}
+      </button>
+    </span>
+  );
+}
+
+/**
+ * A table that may be wider than the screen: when it is, a hint says it scrolls sideways (and
+ * goes once the merchant has scrolled to its end).
+ */
+export function ScrollTable({ children }: { children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  const [more, setMore] = useState(false);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const check = () => setMore(el.scrollWidth - el.clientWidth - el.scrollLeft > 1);
+    check();
+    const observer = new ResizeObserver(check);
+    observer.observe(el);
+    el.addEventListener('scroll', check, { passive: true });
+    return () => {
+      observer.disconnect();
+      el.removeEventListener('scroll', check);
+    };
+  }, []);
+  return (
+    <div className={`table-scroll${more ? ' more' : ''}`}>
+      <div className="table-wrap" ref={ref}>
+        {children}
+      </div>
+      {more && (
+        <p className="scroll-hint small muted" data-testid="scroll-hint">
+          Scroll sideways for more →
+        </p>
+      )}
+    </div>
   );
 }

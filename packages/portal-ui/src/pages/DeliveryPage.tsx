@@ -94,17 +94,7 @@ export function DeliveryPage({ id }: { id: string }) {
         </div>
         <div>
           <dt>Next attempt</dt>
-          <dd>
-            {delivery.next_attempt_at ? (
-              <Time iso={delivery.next_attempt_at} />
-            ) : (
-              <span className="muted">
-                {delivery.state === 'failed_retrying' || delivery.state === 'pending'
-                  ? 'none while the endpoint is disabled'
-                  : 'none scheduled'}
-              </span>
-            )}
-          </dd>
+          <dd>{delivery.next_attempt_at ? <Time iso={delivery.next_attempt_at} /> : <span className="muted">none scheduled</span>}</dd>
         </div>
         {delivery.state === 'cancelled' && (
           <div>
@@ -175,6 +165,7 @@ function AttemptItem({ attempt: a }: { attempt: Attempt }) {
           )}
         </p>
       )}
+      {a.request_headers && <RequestHeaders headers={a.request_headers} />}
       <details open={!a.succeeded}>
         <summary>Response body</summary>
         {/* Receivers control this text: it is rendered as text, never as HTML. */}
@@ -182,4 +173,37 @@ function AttemptItem({ attempt: a }: { attempt: Attempt }) {
       </details>
     </li>
   );
+}
+
+/**
+ * The headers the attempt was sent with. Each signature is shortened to its first and last
+ * characters: enough to match it against a receiver's log, and the page stays readable.
+ */
+function RequestHeaders({ headers }: { headers: NonNullable<Attempt['request_headers']> }) {
+  return (
+    <details className="request-headers">
+      <summary>Request headers</summary>
+      <dl className="headers mono small">
+        {Object.entries(headers).map(([name, value]) => (
+          <div key={name} data-header={name}>
+            <dt>{name}</dt>
+            <dd title={name === 'Service-Signature' ? value : undefined}>
+              {name === 'Service-Signature' ? shortenSignature(value) : value}
+            </dd>
+          </div>
+        ))}
+      </dl>
+    </details>
+  );
+}
+
+/** `t=…,v1=<64 hex>,…` with each signature cut to 8 + … + 6 characters. */
+export function shortenSignature(header: string): string {
+  return header
+    .split(',')
+    .map((part) => {
+      const [key, value = ''] = part.split('=', 2) as [string, string?];
+      return key === 'v1' && value.length > 16 ? `v1=${value.slice(0, 8)}…${value.slice(-6)}` : part;
+    })
+    .join(',');
 }

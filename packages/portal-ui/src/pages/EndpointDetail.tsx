@@ -4,7 +4,7 @@ import { takeSecret } from '../created-secret.ts';
 import { DeliveryLog } from '../DeliveryLog.tsx';
 import { EventTypePicker } from '../EventTypePicker.tsx';
 import { Link, navigate } from '../router.tsx';
-import { ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
+import { CopyId, ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
 
 export function EndpointDetail({ id, environment }: { id: string; environment: Environment }) {
   const [endpoint, setEndpoint] = useState<Endpoint | null>(null);
@@ -23,6 +23,30 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
     void reload();
   }, [id]);
 
+  // After "Send test event" the attempt comes from a worker a moment later: read the card and the
+  // log again every second until it shows up (at most 20 times).
+  const [watch, setWatch] = useState<{ attempts: number; left: number } | null>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: reload is a new function every render
+  useEffect(() => {
+    if (!watch) return;
+    if (watch.left === 0 || (endpoint?.stats?.attempts ?? 0) > watch.attempts) {
+      setWatch(null);
+      setRefreshKey((k) => k + 1);
+      return;
+    }
+    const t = setTimeout(() => {
+      void reload().then(() => setWatch((w) => (w ? { ...w, left: w.left - 1 } : w)));
+    }, 1000);
+    return () => clearTimeout(t);
+  }, [watch, endpoint]);
+
+  /** The endpoint (its 24-hour card included) and its log, as they are now. */
+  const refresh = () => {
+    void reload();
+    setRefreshKey((k) => k + 1);
+  };
+
+  // Every action changes what the card and the log show: both are read again once it is done.
   const act = async (what: () => Promise<unknown>, done?: string) => {
     setBusy(true);
     setError(null);
@@ -30,6 +54,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
     try {
       await what();
       if (done) setNotice(done);
+      refresh();
     } catch (err) {
       setError(err);
     } finally {
@@ -47,7 +72,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         <div className="grow">
           <h1 className="url-title">{endpoint.url}</h1>
           <p className="meta">
-            <StatusBadge status={endpoint.status} reason={endpoint.disabled_reason} /> <span className="mono small">{endpoint.id}</span> ·
+            <StatusBadge status={endpoint.status} reason={endpoint.disabled_reason} /> <CopyId id={endpoint.id} label="endpoint id" /> ·
             created <Time iso={endpoint.created_at} />
           </p>
           {endpoint.description && <p>{endpoint.description}</p>}
@@ -56,8 +81,9 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
 
       {endpoint.disabled_reason === 'failing' && (
         <Notice kind="warning">
-          Disabled automatically <Time iso={endpoint.disabled_at} />: every delivery to it failed for days. Its deliveries are kept and
-          resume when you enable it again.
+          Disabled automatically <Time iso={endpoint.disabled_at} />: every delivery to it failed for days. New events are not sent to it,
+          and deliveries still retrying fail without a request until they run out of attempts. Fix the receiver, enable the endpoint, then
+          replay what failed with “Recover after an outage” below.
         </Notice>
       )}
       {endpoint.previous_secret_expires_at && (
@@ -81,7 +107,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
             onClick={() =>
               void act(
                 async () => setEndpoint(await api.updateEndpoint(id, { status: 'disabled' })),
-                'Endpoint disabled: deliveries wait until you enable it again.',
+                'Endpoint disabled: new events are not sent to it. Deliveries still retrying keep their schedule and fail without a request; replay them once it is enabled again.',
               )
             }
           >
@@ -94,7 +120,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
             onClick={() =>
               void act(
                 async () => setEndpoint(await api.updateEndpoint(id, { status: 'enabled' })),
-                'Endpoint enabled: waiting deliveries resume.',
+                'Endpoint enabled: new events are sent to it again, and deliveries still retrying go at their next scheduled attempt.',
               )
             }
           >
@@ -108,8 +134,8 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
             onClick={() =>
               void act(async () => {
                 await api.sendTestEvent(id);
-                setRefreshKey((k) => k + 1);
-              }, 'Test event sent: a payment.succeeded event with metadata {"test": "true"}. It appears below.')
+                setWatch({ attempts: endpoint.stats?.attempts ?? 0, left: 20 });
+              }, 'Test event sent: a sandbox payment went through, and its payment.succeeded event goes to this endpoint only. It appears below.')
             }
           >
             Send test event
@@ -209,12 +235,13 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
           <h2>Last 24 hours</h2>
           {endpoint.stats && <SuccessChart stats={endpoint.stats} />}
           <p className="muted small">
-            {endpoint.stats?.attempts ?? 0} attempts, {endpoint.stats?.succeeded ?? 0} answered with a 2xx.
+            {endpoint.stats?.attempts ?? 0} {endpoint.stats?.attempts === 1 ? 'attempt' : 'attempts'}, {endpoint.stats?.succeeded ?? 0}{' '}
+            answered with a 2xx.
           </p>
         </div>
       </div>
 
-      <BulkReplayForm endpointId={id} onProgress={() => setRefreshKey((k) => k + 1)} />
+      <BulkReplayForm endpointId={id} onProgress={refresh} />
       <DeliveryLog endpointId={id} refreshKey={refreshKey} />
     </>
   );
@@ -361,10 +388,16 @@ function localInput(d: Date): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
+/**
+ * "Recover after an outage": the server first counts what a replay since that time would send
+ * (a dry run); nothing is replayed until the merchant confirms that number.
+ */
 function BulkReplayForm({ endpointId, onProgress }: { endpointId: string; onProgress: () => void }) {
   const [since, setSince] = useState(() => localInput(new Date(Date.now() - 24 * 3_600_000)));
+  const [preview, setPreview] = useState<{ since: string; count: number } | null>(null);
   const [job, setJob] = useState<BulkReplay | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: poll per job state; onProgress is a new function every parent render
   useEffect(() => {
@@ -378,31 +411,78 @@ function BulkReplayForm({ endpointId, onProgress }: { endpointId: string; onProg
     return () => clearTimeout(t);
   }, [job]);
 
-  const start = async (e: FormEvent) => {
-    e.preventDefault();
+  const run = async (what: () => Promise<void>) => {
+    setBusy(true);
     setError(null);
     try {
-      setJob(await api.bulkReplay(endpointId, new Date(since).toISOString()));
+      await what();
     } catch (err) {
       setError(err);
+    } finally {
+      setBusy(false);
     }
   };
+  const count = (e: FormEvent) => {
+    e.preventDefault();
+    const iso = new Date(since).toISOString();
+    void run(async () => {
+      setJob(null);
+      const found = await api.bulkReplayPreview(endpointId, iso);
+      setPreview({ since: iso, count: found.count });
+    });
+  };
+  const confirm = (iso: string) =>
+    void run(async () => {
+      setPreview(null);
+      setJob(await api.bulkReplay(endpointId, iso));
+      onProgress();
+    });
 
   return (
-    <form className="card bulk" onSubmit={(e) => void start(e)} aria-label="Bulk replay">
+    <form className="card bulk" onSubmit={count} aria-label="Bulk replay">
       <h2>Recover after an outage</h2>
       <p className="muted small">
         Replays every failed or exhausted delivery whose last attempt failed since this time, a few at a time so your endpoint isn’t
-        flooded.
+        flooded. You see how many first.
       </p>
       <div className="inline-form">
         <label htmlFor="bulk-since">Failed since</label>
-        <input id="bulk-since" type="datetime-local" required value={since} onChange={(e) => setSince(e.target.value)} />
-        <button type="submit" disabled={job?.status === 'running'}>
+        <input
+          id="bulk-since"
+          type="datetime-local"
+          required
+          value={since}
+          onChange={(e) => {
+            setSince(e.target.value);
+            setPreview(null);
+          }}
+        />
+        <button type="submit" disabled={busy || job?.status === 'running'}>
           Replay all failed since…
         </button>
       </div>
       <ErrorBox error={error} />
+      {preview &&
+        (preview.count === 0 ? (
+          <Notice kind="info">
+            <span data-bulk-preview="0">Nothing to replay: no delivery’s last attempt failed since then.</span>
+          </Notice>
+        ) : (
+          <div className="confirm-inline" role="alertdialog" aria-labelledby="bulk-confirm" data-bulk-preview={preview.count}>
+            <p id="bulk-confirm">
+              Replay <strong>{preview.count}</strong> {preview.count === 1 ? 'delivery' : 'deliveries'} that failed since{' '}
+              <Time iso={preview.since} />?
+            </p>
+            <div className="actions">
+              <button type="button" className="primary" disabled={busy} onClick={() => confirm(preview.since)}>
+                Replay {preview.count}
+              </button>
+              <button type="button" onClick={() => setPreview(null)}>
+                Cancel
+              </button>
+            </div>
+          </div>
+        ))}
       {job && (
         <Notice kind={job.status === 'running' ? 'info' : job.failed > 0 ? 'warning' : 'success'}>
           <span data-bulk-status={job.status}>

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api, type Endpoint } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ErrorBox, Loading, StatusBadge, SuccessChart } from '../ui.tsx';
+import { ErrorBox, Loading, StatusBadge, SuccessChart, ScrollTable } from '../ui.tsx';
 
 export function EndpointList() {
   const [cursors, setCursors] = useState<string[]>([]);
@@ -33,7 +33,7 @@ export function EndpointList() {
           <p>No endpoints yet. Add one to start receiving signed events.</p>
         </div>
       ) : (
-        <div className="table-wrap">
+        <ScrollTable>
           <table className="endpoints">
             <thead>
               <tr>
@@ -73,7 +73,7 @@ export function EndpointList() {
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollTable>
       )}
       {page && (cursors.length > 0 || page.has_more) && (
         <div className="pager">

@@ -384,6 +384,112 @@ describe('portal Replay, Resend and bulk replay (spec 3.2, 8)', () => {
   });
 });
 
+describe('portal delivery log filters, request headers, bulk replay preview and shop settings', () => {
+  it('the log filters by event type and created range, and finds deliveries by event id or by the payment or checkout session they are about', async () => {
+    failing = false;
+    const ep = await createEndpoint(portalA, `${receiver.url}?filters`);
+    const before = new Date(Date.now() - 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const paid = await publish(svc.ctx, a.merchant_id, {
+      object: { id: 'pay_filter1', object: 'payment', status: 'succeeded', amount: '1.00', asset_code: 'USDC.ETH', metadata: {} },
+    });
+    const failed = await publish(svc.ctx, a.merchant_id, {
+      type: 'payment.failed',
+      object: { id: 'pay_filter2', object: 'payment', status: 'failed', amount: '1.00', asset_code: 'USDC.ETH', metadata: {} },
+    });
+    const later = new Date(Date.now() + 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const ids = async (query: string) =>
+      ((await portalA.call('GET', `/deliveries?endpoint_id=${ep.id}&${query}`)).body.data as Array<{ event_id: string }>).map(
+        (d) => d.event_id,
+      );
+
+    expect(await ids('type=payment.failed')).toEqual([failed.event.id]);
+    expect(await ids('type=payment.succeeded')).toEqual([paid.event.id]);
+    expect(await ids(`created[gte]=${before}`)).toEqual([failed.event.id, paid.event.id]);
+    expect(await ids(`created[gte]=${later}`)).toEqual([]);
+    expect(await ids(`created[lt]=${before}`)).toEqual([]);
+    expect(await ids(`created[gte]=${before}&created[lt]=${later}&type=payment.succeeded`)).toEqual([paid.event.id]);
+    expect(await ids('object_id=pay_filter2')).toEqual([failed.event.id]);
+    expect(await ids(`event_id=${paid.event.id}`)).toEqual([paid.event.id]);
+
+    const badType = await portalA.call('GET', '/deliveries?type=payment.teleported');
+    expect(badType.status).toBe(400);
+    expect(badType.body.error.param).toBe('type');
+    const badTime = await portalA.call('GET', '/deliveries?created[gte]=yesterday');
+    expect(badTime.status).toBe(400);
+    expect(badTime.body.error.param).toBe('created[gte]');
+    // Another Platform finds nothing by A's object ids.
+    expect((await portalB.call('GET', '/deliveries?object_id=pay_filter1')).body.data).toEqual([]);
+  });
+
+  it('spec 5: each attempt shows the headers it was sent with, the signature exactly as the receiver got it', async () => {
+    failing = false;
+    const ep = await createEndpoint(portalA, `${receiver.url}?headers`);
+    const { event } = await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+    const [row] = (await portalA.call('GET', `/deliveries?endpoint_id=${ep.id}`)).body.data;
+    const d = (await portalA.call('GET', `/deliveries/${row.id}`)).body;
+    const sent = receiver.requests.find((r) => r.path === '/webhooks?headers' && r.headers['service-event-id'] === event.id)!;
+    expect(d.attempts[0].request_headers).toEqual({
+      'Content-Type': 'application/json',
+      'User-Agent': sent.headers['user-agent'],
+      'Service-Event-Id': event.id,
+      'Service-Signature': sent.headers['service-signature'],
+    });
+    expect(d.attempts[0].request_headers['Service-Signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+  });
+
+  it('bulk replay preview counts what a replay since that time would send, replays nothing, and is scoped to the Platform', async () => {
+    failing = true;
+    const ep = await createEndpoint(portalA, `${receiver.url}?preview`, ['payment.failed']);
+    const since = new Date(Date.now() - 1000).toISOString();
+    for (let i = 0; i < 2; i++)
+      await publish(svc.ctx, a.merchant_id, {
+        type: 'payment.failed',
+        object: { id: `pay_preview${i}`, object: 'payment', status: 'failed', amount: '1.00', asset_code: 'USDC.ETH', metadata: {} },
+      });
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted', 2);
+    const requests = receiver.requests.length;
+    const preview = await portalA.call('GET', `/endpoints/${ep.id}/bulk_replays/preview?since=${encodeURIComponent(since)}`);
+    expect(preview.status, preview.text).toBe(200);
+    expect(preview.body).toMatchObject({ object: 'bulk_replay_preview', endpoint_id: ep.id, count: 2 });
+    const future = new Date(Date.now() + 60_000).toISOString();
+    expect((await portalA.call('GET', `/endpoints/${ep.id}/bulk_replays/preview?since=${encodeURIComponent(future)}`)).body.count).toBe(0);
+    expect(receiver.requests.length).toBe(requests);
+    const states = (await portalA.call('GET', `/deliveries?endpoint_id=${ep.id}`)).body.data.map((d: { state: string }) => d.state);
+    expect(states).toEqual(['exhausted', 'exhausted']);
+    const bad = await portalA.call('GET', `/endpoints/${ep.id}/bulk_replays/preview?since=yesterday`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.param).toBe('since');
+    const other = await portalB.call('GET', `/endpoints/${ep.id}/bulk_replays/preview?since=${encodeURIComponent(since)}`);
+    expect(other.status).toBe(404);
+    expect(other.body.error.code).toBe('resource_missing');
+  });
+
+  it("the shop's display name defaults to the Platform's name, is validated, and belongs to one Platform", async () => {
+    const initial = await portalA.call('GET', '/settings');
+    expect(initial.body).toEqual({ object: 'shop_settings', display_name: null, platform_name: 'Platform A' });
+    const set = await portalA.call('PUT', '/settings', { display_name: '  Acme Coffee  ' });
+    expect(set.status, set.text).toBe(200);
+    expect(set.body.display_name).toBe('Acme Coffee');
+    expect((await portalA.call('GET', '/settings')).body.display_name).toBe('Acme Coffee');
+    expect((await portalB.call('GET', '/settings')).body).toEqual({
+      object: 'shop_settings',
+      display_name: null,
+      platform_name: 'Platform B',
+    });
+    for (const bad of ['x'.repeat(101), 'line\nbreak', 42]) {
+      const r = await portalA.call('PUT', '/settings', { display_name: bad });
+      expect(r.status, String(bad)).toBe(400);
+      expect(r.body.error.param).toBe('display_name');
+    }
+    const noCsrf = await portalA.call('PUT', '/settings', { display_name: 'Evil' }, { csrf: null });
+    expect(noCsrf.status).toBe(403);
+    const cleared = await portalA.call('PUT', '/settings', { display_name: '' });
+    expect(cleared.body.display_name).toBeNull();
+    expect((await portalA.call('GET', '/settings')).body.display_name).toBeNull();
+  });
+});
+
 describe('portal tenant and environment isolation (spec 4.1 rule 1)', () => {
   it("another Platform's endpoint, delivery and event answer 404 on every portal route, exactly like unknown ids", async () => {
     failing = true;

@@ -96,7 +96,7 @@ describe('Merchant Portal in Chromium', () => {
     await page.getByText('you won’t see this again').waitFor();
     const secret = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
     expect(secret).toMatch(/^whsec_[\w-]{43}$/);
-    await page.getByRole('button', { name: 'Copy' }).waitFor();
+    await page.getByRole('button', { name: 'Copy', exact: true }).waitFor();
     const url = page.url();
     expect(url).toMatch(/\/portal\/webhooks\/endpoints\/we_/);
 
@@ -200,14 +200,196 @@ describe('Merchant Portal in Chromium', () => {
     await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted', 3);
     behaviours.set('/webhooks?outage', { status: 204 });
     await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    await expectText(page.locator('.card', { hasText: 'Last 24 hours' }), '9 attempts, 0 answered with a 2xx');
+    // First a dry run: the count from the server, and nothing replayed until confirmed.
     await page.getByRole('button', { name: 'Replay all failed since…' }).click();
+    const confirm = page.getByRole('alertdialog');
+    await expectText(confirm, 'Replay 3 deliveries that failed since');
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    expect(receiver.requests.filter((r) => r.path === '/webhooks?outage')).toHaveLength(9);
+    await page.getByRole('button', { name: 'Replay all failed since…' }).click();
+    await page.getByRole('button', { name: 'Replay 3', exact: true }).click();
     await page.locator('[data-bulk-status="finished"]').waitFor();
     await expectText(page.locator('[data-bulk-status="finished"]'), '3 of 3 replayed, 3 delivered, 0 failed');
-    // The log refreshes: every row is delivered now.
+    // The 24-hour card and the log refresh: every row is delivered now.
+    await expectText(page.locator('.card', { hasText: 'Last 24 hours' }), '12 attempts, 3 answered with a 2xx');
     await page.getByLabel('State').selectOption('exhausted');
-    await page.getByText('No deliveries in this state yet.').waitFor();
+    await page.getByText('No deliveries match these filters.').waitFor();
     const states = (await svc.ctx.deliveries.list(scopeA(), { limit: 10, endpointId: ep.id })).data.map((d) => d.state);
     expect(states).toEqual(['delivered', 'delivered', 'delivered']);
+  });
+
+  it('Disable, Enable and Send test event refresh the 24-hour card without a reload', async () => {
+    const ep = await endpointOfA('card', { status: 200, body: 'ok' });
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    const card = page.locator('.card', { hasText: 'Last 24 hours' });
+    await expectText(card, '0 attempts');
+    await page.evaluate(() => ((globalThis as any).marker = 'card'));
+    // An attempt made behind the page's back shows after the next action, whichever it is.
+    await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await expectText(card, '1 attempt, 1 answered with a 2xx');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.getByText('Test event sent').waitFor();
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered', 2);
+    await expectText(card, '2 attempts, 2 answered with a 2xx');
+    expect(await page.evaluate(() => (globalThis as any).marker)).toBe('card'); // no full reload
+  });
+
+  it('the log filters by event type and time range and finds a delivery by event id or payment id; a wrong id says what to type', async () => {
+    const ep = await endpointOfA('filters', { status: 200 });
+    const paid = await publish(svc.ctx, a.merchant_id, {
+      object: { id: 'pay_findme', object: 'payment', status: 'succeeded', amount: '2.00', asset_code: 'USDC.ETH', metadata: {} },
+    });
+    const failed = await publish(svc.ctx, a.merchant_id, {
+      type: 'payment.failed',
+      object: { id: 'pay_other', object: 'payment', status: 'failed', amount: '2.00', asset_code: 'USDC.ETH', metadata: {} },
+    });
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    const rows = page.locator('tr[data-delivery-id]');
+    const shown = async () => (await rows.allInnerTexts()).join('\n');
+    await expectText(page.locator('section.log'), failed.event.id);
+    expect(await rows.count()).toBe(2);
+
+    await page.getByLabel('Event type').selectOption('payment.failed');
+    await page.waitForFunction(() => (globalThis as any).document.querySelectorAll('tr[data-delivery-id]').length === 1);
+    expect(await shown()).toContain(failed.event.id);
+    await page.getByLabel('Event type').selectOption('');
+
+    // A range that ends before the events were published shows none; one around them, both.
+    await page.getByLabel('Until').fill('2020-01-01T00:00');
+    await page.getByText('No deliveries match these filters.').waitFor();
+    await page.getByLabel('Until').fill('');
+    await page.getByLabel('From').fill('2020-01-01T00:00');
+    await page.waitForFunction(() => (globalThis as any).document.querySelectorAll('tr[data-delivery-id]').length === 2);
+
+    const search = page.getByLabel('Find by event, payment or checkout session id');
+    await search.fill('pay_findme');
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.waitForFunction(() => (globalThis as any).document.querySelectorAll('tr[data-delivery-id]').length === 1);
+    expect(await shown()).toContain(paid.event.id);
+    await search.fill(failed.event.id);
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.waitForFunction(
+      (id) =>
+        [...(globalThis as any).document.querySelectorAll('tr[data-delivery-id]')]
+          .map((r: any) => r.innerText)
+          .join()
+          .includes(id),
+      failed.event.id,
+    );
+    expect(await rows.count()).toBe(1);
+    await search.fill('order-42');
+    await page.getByRole('button', { name: 'Find' }).click();
+    await expectText(page.getByRole('alert'), 'Search by an event id (evt_…), a payment id (pay_…) or a checkout session id (cs_…).');
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await page.waitForFunction(() => (globalThis as any).document.querySelectorAll('tr[data-delivery-id]').length === 2);
+  });
+
+  it("a delivery's attempts show the request headers that were sent, the signature shortened", async () => {
+    const ep = await endpointOfA('headers', { status: 200 });
+    const { event } = await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+    const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
+    const sent = receiver.requests.find((r) => r.path === '/webhooks?headers' && r.headers['service-event-id'] === event.id)!;
+    const signature = String(sent.headers['service-signature']);
+    const hex = /v1=([0-9a-f]{64})/.exec(signature)![1]!;
+    await page.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
+    await page.getByText('Request headers').click();
+    const headers = page.locator('[data-header]');
+    await expectText(headers.filter({ hasText: 'Service-Event-Id' }), event.id);
+    await expectText(headers.filter({ hasText: 'Content-Type' }), 'application/json');
+    await expectText(headers.filter({ hasText: 'User-Agent' }), String(sent.headers['user-agent']));
+    const shown = await headers.filter({ hasText: 'Service-Signature' }).locator('dd').innerText();
+    expect(shown).toBe(signature.replace(hex, `${hex.slice(0, 8)}…${hex.slice(-6)}`));
+    expect(await headers.filter({ hasText: 'Service-Signature' }).locator('dd').getAttribute('title')).toBe(signature);
+  });
+
+  it('at 1280 px event types never break mid-word and ids are cut with an ellipsis beside a copy button; on a phone each row names its endpoint and wide tables say they scroll', async () => {
+    const wide = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await wide.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: svc.url });
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    try {
+      const ep = await endpointOfA(`layout-${'x'.repeat(60)}`, { status: 200 }, ['checkout_session.completed', 'payment.succeeded']);
+      const { event } = await publish(svc.ctx, a.merchant_id);
+      await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+
+      const p = await wide.newPage();
+      await signIn(p, a);
+      await p.goto(`${svc.url}/portal/webhooks`);
+      const row = p.locator('tr[data-delivery-id]', { hasText: event.id }).filter({ hasText: 'layout-' });
+      const link = row.locator('a.event-type');
+      await link.waitFor();
+      // One line: as tall as one line of its own text.
+      const { height, lineHeight } = await link.evaluate((el: any) => ({
+        height: el.getBoundingClientRect().height,
+        lineHeight: Number.parseFloat((globalThis as any).getComputedStyle(el).lineHeight),
+      }));
+      expect(height).toBeLessThan(lineHeight * 1.5);
+      const id = row.locator('.id-text');
+      expect(await id.evaluate((el: any) => (globalThis as any).getComputedStyle(el).textOverflow)).toBe('ellipsis');
+      expect(await id.getAttribute('title')).toBe(event.id);
+      await row.getByRole('button', { name: `Copy event id ${event.id}` }).click();
+      expect(await p.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(event.id);
+      await p.goto(`${svc.url}/portal/webhooks/endpoints`);
+      await p.locator('tr[data-endpoint-id]').first().waitFor();
+      expect(await p.getByTestId('scroll-hint').count()).toBe(0);
+
+      const m = await phone.newPage();
+      await signIn(m, a);
+      await m.goto(`${svc.url}/portal/webhooks`);
+      const mrow = m.locator('tr[data-delivery-id]', { hasText: event.id }).filter({ hasText: 'layout-' });
+      await expectText(mrow.getByTestId('row-endpoint'), ep.url);
+      expect(await mrow.getByTestId('row-endpoint').isVisible()).toBe(true);
+      await m.goto(`${svc.url}/portal/webhooks/endpoints`);
+      await m.getByTestId('scroll-hint').waitFor();
+      // Scrolled to the end, the hint goes.
+      await m.locator('.table-wrap').evaluate((el: any) => {
+        el.scrollLeft = el.scrollWidth;
+      });
+      await m.getByTestId('scroll-hint').waitFor({ state: 'detached' });
+    } finally {
+      await wide.close();
+      await phone.close();
+    }
+  });
+
+  it('every portal page loads without a 404 (the favicon included), and the shop name set in Settings is what the checkout page shows', async () => {
+    const failures: string[] = [];
+    const onResponse = (r: import('playwright-core').Response) => {
+      if (r.status() >= 400) failures.push(`${r.status()} ${r.url()}`);
+    };
+    page.on('response', onResponse);
+    try {
+      await page.goto(`${svc.url}/portal/webhooks`);
+      await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
+      const icon = await page.locator('link[rel="icon"]').getAttribute('href');
+      const fetched = await page.evaluate(async (href) => (await fetch(href!)).status, icon);
+      expect(fetched).toBe(200);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).click();
+      await page.getByLabel('Shop name shown to customers').fill('Acme Coffee Roasters');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await expectText(page.getByRole('status'), 'the checkout page shows “Acme Coffee Roasters”');
+    } finally {
+      page.off('response', onResponse);
+    }
+    expect(failures).toEqual([]);
+    const session = await svc.ctx.database.db.transaction((tx) =>
+      svc.ctx.checkout.create(
+        scopeA(),
+        { amount: '4.50', asset_code: 'USDC.ETH', metadata: {}, success_url: 'https://shop.example/ok' },
+        tx,
+      ),
+    );
+    const checkout = await context.newPage();
+    try {
+      await checkout.goto(session.url);
+      await checkout.getByText('Acme Coffee Roasters').first().waitFor();
+    } finally {
+      await checkout.close();
+    }
   });
 
   it('a response body of <img src=x onerror=alert(1)> is shown as text and runs nothing', async () => {
