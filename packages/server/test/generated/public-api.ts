@@ -1460,6 +1460,14 @@ export interface operations {
                 starting_after?: string;
                 /** @description Only events of this type. */
                 type?: "payment.created" | "payment.requires_action" | "payment.under_review" | "payment.processing" | "payment.succeeded" | "payment.failed" | "payment.cancelled" | "payment.expired" | "checkout_session.completed" | "checkout_session.expired" | "webhook_endpoint.disabled";
+                /** @description Created at or after this time (YYYY-MM-DDThh:mm:ssZ). */
+                "created[gte]"?: string;
+                /** @description Created before this time (YYYY-MM-DDThh:mm:ssZ). */
+                "created[lt]"?: string;
+                /** @description Only events about this object (`data.object.id`): a payment's or checkout session's history. */
+                object_id?: string;
+                /** @description `false`: only events with at least one delivery not delivered (pending, retrying, exhausted or cancelled), the ones to catch up on after an outage; `true`: only events all of whose deliveries were delivered. */
+                delivery_success?: "true" | "false";
             };
             header?: never;
             path?: never;

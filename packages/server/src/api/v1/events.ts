@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
-import { IdParams, ListOf, errorResponses } from './schemas.ts';
+import { CreatedRange, IdParams, ListOf, createdBound, errorResponses } from './schemas.ts';
 import { EventSchema, EventTypeQuery } from './event-schemas.ts';
 
 const ListEventsQuery = Type.Object(
@@ -9,6 +9,20 @@ const ListEventsQuery = Type.Object(
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
     starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     type: Type.Optional(EventTypeQuery('Only events of this type.')),
+    ...CreatedRange,
+    object_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: "Only events about this object (`data.object.id`): a payment's or checkout session's history.",
+      }),
+    ),
+    delivery_success: Type.Optional(
+      Type.Union([Type.Literal('true'), Type.Literal('false')], {
+        description:
+          '`false`: only events with at least one delivery not delivered (pending, retrying, exhausted or cancelled), the ones to catch up on after an outage; `true`: only events all of whose deliveries were delivered.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -39,7 +53,15 @@ export const eventRoutes =
         serializerCompiler: asStored,
       },
       async (req) =>
-        ctx.events.list(req.scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after, type: req.query.type }),
+        ctx.events.list(req.scope, {
+          limit: req.query.limit ?? 20,
+          startingAfter: req.query.starting_after,
+          type: req.query.type,
+          createdGte: createdBound(req.query['created[gte]'], 'created[gte]'),
+          createdLt: createdBound(req.query['created[lt]'], 'created[lt]'),
+          objectId: req.query.object_id,
+          deliverySuccess: req.query.delivery_success === undefined ? undefined : req.query.delivery_success === 'true',
+        }),
     );
     app.get(
       '/events/:id',

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { AppError } from '../../errors.ts';
 
 /** Schemas shared by several resources (TypeBox; they also feed the OpenAPI document). */
 
@@ -53,3 +54,30 @@ export const ListOf = <T extends TSchema>(item: T, description?: string) =>
   );
 
 export const Timestamp = Type.String({ description: 'UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ' });
+
+/** `created[gte]` / `created[lt]`: the same timestamp form as `created_at`. */
+export const CreatedRange = {
+  'created[gte]': Type.Optional(
+    Type.String({
+      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$',
+      description: 'Created at or after this time (YYYY-MM-DDThh:mm:ssZ).',
+    }),
+  ),
+  'created[lt]': Type.Optional(
+    Type.String({
+      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$',
+      description: 'Created before this time (YYYY-MM-DDThh:mm:ssZ).',
+    }),
+  ),
+};
+
+/** A Date from `created[gte]`/`created[lt]` (the schema checked the form; the calendar is checked here). */
+export function createdBound(value: string | undefined, param: string): Date | undefined {
+  if (value === undefined) return undefined;
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime()) || d.toISOString().replace(/\.\d{3}Z$/, 'Z') !== value)
+    throw new AppError('invalid_request', 'parameter_invalid', `Invalid '${param}': not a date and time (YYYY-MM-DDThh:mm:ssZ).`, {
+      param,
+    });
+  return d;
+}

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
-import { IdParams, ListOf, Timestamp, errorResponses } from './schemas.ts';
+import { CreatedRange, IdParams, ListOf, Timestamp, createdBound, errorResponses } from './schemas.ts';
 import { EventTypeSchema, StringEnum } from './event-schemas.ts';
 
 export const DELIVERY_STATES = ['pending', 'delivered', 'failed_retrying', 'exhausted', 'cancelled'] as const;
@@ -75,22 +75,6 @@ export const DeliverySchema = Type.Object(
 );
 
 /** The delivery log's filters and pages; the portal's delivery log takes the same. */
-/** `created[gte]` / `created[lt]`: the same timestamp form as `created_at`. */
-export const CreatedRange = {
-  'created[gte]': Type.Optional(
-    Type.String({
-      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$',
-      description: 'Created at or after this time (YYYY-MM-DDThh:mm:ssZ).',
-    }),
-  ),
-  'created[lt]': Type.Optional(
-    Type.String({
-      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$',
-      description: 'Created before this time (YYYY-MM-DDThh:mm:ssZ).',
-    }),
-  ),
-};
-
 export const DeliveryFilters = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
@@ -102,17 +86,6 @@ export const DeliveryFilters = {
 };
 
 export const ListDeliveriesQuery = Type.Object(DeliveryFilters, { additionalProperties: false });
-
-/** A Date from `created[gte]`/`created[lt]` (the schema checked the form; the calendar is checked here). */
-export function createdBound(value: string | undefined, param: string): Date | undefined {
-  if (value === undefined) return undefined;
-  const d = new Date(value);
-  if (Number.isNaN(d.getTime()) || d.toISOString().replace(/\.\d{3}Z$/, 'Z') !== value)
-    throw new AppError('invalid_request', 'parameter_invalid', `Invalid '${param}': not a date and time (YYYY-MM-DDThh:mm:ssZ).`, {
-      param,
-    });
-  return d;
-}
 
 /** The service's filters from a query with these fields. */
 export function deliveryFilters(q: Static<typeof ListDeliveriesQuery>) {
