@@ -357,7 +357,7 @@ export class DeliveryWorker {
 
   /** Sends one claimed delivery and queues its outcome; null when it could not be sent. */
   private async attempt(row: ClaimedDelivery, token: string): Promise<AttemptResult | null> {
-    const { sender, clock, config, metrics, logger } = this.deps;
+    const { sender, metrics, logger } = this.deps;
     const { keys } = this;
     let signWith: string[];
     try {

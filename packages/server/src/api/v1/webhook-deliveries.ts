@@ -1,7 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
-import { AppError } from '../../errors.ts';
 import { CreatedRange, IdParams, ListOf, Timestamp, createdBound, errorResponses } from './schemas.ts';
 import { EventTypeSchema, StringEnum } from './event-schemas.ts';
 
