@@ -1,6 +1,7 @@
 import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
 import ipaddr from 'ipaddr.js';
 import { ConfigError } from './errors.ts';
+import { parseDatabaseTargets } from './db/hosts.ts';
 
 /**
  * The one configuration schema. Every setting is an environment variable; `loadConfig` reads,
@@ -199,10 +200,17 @@ export const SETTINGS = [
     key: 'databaseUrl',
     env: 'DATABASE_URL',
     default: undefined,
-    doc: 'PostgreSQL connection URL. Unset: embedded PGlite in PAYHOOKS_DATA_DIR.',
+    doc: 'PostgreSQL connection URL. Several hosts fail over as with libpq: `postgres://user@h1:5432,h2:5433/db?target_session_attrs=read-write`. Unset: embedded PGlite in PAYHOOKS_DATA_DIR.',
     // Never echo the value: it may hold a password.
-    parse: (raw: string, env: string) =>
-      /^postgres(ql)?:\/\//.test(raw) ? raw : fail(env, '(hidden)', 'a postgres:// or postgresql:// URL'),
+    parse: (raw: string, env: string) => {
+      if (!/^postgres(ql)?:\/\//.test(raw)) return fail(env, '(hidden)', 'a postgres:// or postgresql:// URL');
+      try {
+        parseDatabaseTargets(raw);
+      } catch (err) {
+        return fail(env, '(hidden)', `a PostgreSQL URL whose hosts are host[:port][,host[:port]...] (${(err as Error).message})`);
+      }
+      return raw;
+    },
   },
   {
     key: 'dataDir',

@@ -9,6 +9,7 @@ import * as schema from './schema.ts';
 import { ConfigError } from '../errors.ts';
 import { QueryError, statementName } from './faults.ts';
 import { CommitNotifier, deferWakeUps } from './after-commit.ts';
+import { HostSelector, parseDatabaseTargets, pointAt, type HostPort } from './hosts.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** A transaction handle; it has the same query API as `Db`. */
@@ -73,14 +74,16 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
 }
 
 async function openPostgres(url: string, poolSize: number, logger: Logger): Promise<Database> {
-  const pool = new pg.Pool({
-    Client: JitOffClient,
-    connectionString: url,
-    max: poolSize,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  const targets = parseDatabaseTargets(url);
+  const base: pg.ClientConfig = {
+    connectionString: targets.url,
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_MS,
-  });
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  };
+  // Every connection of this process (pool, listener, sender) follows one choice of host.
+  const selector = new HostSelector(targets, base, logger);
+  const pool = new pg.Pool({ ...base, Client: TargetedClient, selector, jitOff: true, max: poolSize } as unknown as pg.PoolConfig);
   // Every connection gets an error listener for its whole life, idle or checked out (by
   // db.transaction, script, query): a server restart or outage then fails the statement that
   // was running, never the process. The pool drops a broken client when it is released.
@@ -89,9 +92,9 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
   });
   // Idle clients report through the pool too; the listener above has already logged it.
   pool.on('error', () => {});
-  const listener = new WakeListener(url, logger);
+  const listener = new WakeListener(() => directClient(base, selector), logger);
   const db = drizzlePg(pool, { schema }) as unknown as Db;
-  const sender = new WakeSender(url, logger);
+  const sender = new WakeSender(() => directClient(base, selector), logger);
   const notifier = new CommitNotifier(
     (channel) => sender.send(channel),
     (err) => logger.warn({ err }, 'wake-up after commit not sent; workers find the work when they next poll'),
@@ -160,7 +163,7 @@ class WakeSender {
   private client: Promise<pg.Client> | null = null;
 
   constructor(
-    private readonly url: string,
+    private readonly newClient: () => pg.Client,
     private readonly logger: Logger,
   ) {}
 
@@ -185,7 +188,7 @@ class WakeSender {
   }
 
   private connect(): Promise<pg.Client> {
-    const client = directClient(this.url);
+    const client = this.newClient();
     const pending = client.connect().then(() => client);
     client.on('error', (err) => {
       this.logger.warn({ err }, 'wake-up connection lost; it is replaced on next use');
@@ -207,22 +210,36 @@ class WakeSender {
   }
 }
 
+interface TargetedConfig extends pg.ClientConfig {
+  selector: HostSelector;
+  /** Pooled connections: JIT off (see below). */
+  jitOff?: boolean;
+}
+
 /**
- * A pooled connection that turns PostgreSQL's JIT compiler off before the pool hands it out: it
- * costs more than any statement here takes (migration 0009 sets it for the database too, which a
- * pooler can't lose; this covers a database payhooks may not alter). Done in `connect`, which
- * the pool awaits, rather than in its `connect` event, where the SET would still be running when
- * the caller's first query is sent.
+ * A connection that goes to the host the process's HostSelector chose (db/hosts.ts), checks
+ * that the session still qualifies (target_session_attrs), and turns PostgreSQL's JIT compiler
+ * off on pooled connections before the pool hands them out: it costs more than any statement
+ * here takes (migration 0009 sets it for the database too, which a pooler can't lose; this
+ * covers a database payhooks may not alter). Done in `connect`, which the pool awaits, rather
+ * than in its `connect` event, where the SET would still be running when the caller's first
+ * query is sent. A connection that fails makes the selector look for another host.
  */
-class JitOffClient extends pg.Client {
+class TargetedClient extends pg.Client {
+  private readonly selector: HostSelector;
+  private readonly jitOff: boolean;
+
+  constructor(config: TargetedConfig) {
+    super(config);
+    this.selector = config.selector;
+    this.jitOff = config.jitOff ?? false;
+  }
+
   // The pool calls connect(callback); the promise form is kept for everyone else.
   override connect(): Promise<pg.Client>;
   override connect(callback: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): void;
   override connect(callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): Promise<pg.Client> | undefined {
-    const ready = super.connect().then(async () => {
-      await this.query('SET jit = off');
-      return this as pg.Client;
-    });
+    const ready = this.open();
     if (!callback) return ready;
     ready.then(
       (c) => (callback as (err: null, c: pg.Client) => void)(null, c),
@@ -230,16 +247,31 @@ class JitOffClient extends pg.Client {
     );
     return undefined;
   }
+
+  private async open(): Promise<pg.Client> {
+    let host: HostPort | null = null;
+    try {
+      host = await this.selector.target();
+      pointAt(this, host);
+      await super.connect();
+    } catch (err) {
+      this.selector.forget(host);
+      throw err;
+    }
+    try {
+      await this.selector.check(this, host);
+      if (this.jitOff) await this.query('SET jit = off');
+    } catch (err) {
+      await this.end().catch(() => {});
+      throw err;
+    }
+    return this;
+  }
 }
 
-/** A connection outside the pool (listening, waking), with the pool's timeouts and keepalive. */
-function directClient(url: string): pg.Client {
-  return new pg.Client({
-    connectionString: url,
-    keepAlive: true,
-    keepAliveInitialDelayMillis: KEEPALIVE_MS,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-  });
+/** A connection outside the pool (listening, waking), with the pool's timeouts, keepalive and host. */
+function directClient(base: pg.ClientConfig, selector: HostSelector): pg.Client {
+  return new TargetedClient({ ...base, selector });
 }
 
 /** Reconnect delays of the wake-up listener: doubling from 100 ms, at most 5 s, with jitter. */
@@ -265,7 +297,7 @@ class WakeListener {
   private closed = false;
 
   constructor(
-    private readonly url: string,
+    private readonly newClient: () => pg.Client,
     private readonly logger: Logger,
   ) {}
 
@@ -297,7 +329,7 @@ class WakeListener {
   }
 
   private async connect(): Promise<void> {
-    const client = directClient(this.url);
+    const client = this.newClient();
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('Connection terminated')));
     client.on('notification', (msg) => {

@@ -1,6 +1,7 @@
 import { SETTINGS } from '../config.ts';
 import { ConfigError } from '../errors.ts';
 import { dbErrorCode } from './faults.ts';
+import { describeHosts, parseDatabaseTargets } from './hosts.ts';
 
 /** The variable that holds the PostgreSQL URL, as the configuration schema names it. */
 const URL_SETTING = SETTINGS.find((s) => s.key === 'databaseUrl')!.env;
@@ -9,7 +10,7 @@ const URL_SETTING = SETTINGS.find((s) => s.key === 'databaseUrl')!.env;
 export function describeTarget(url: string | undefined): { host: string; port: string; user: string; database: string } {
   let parsed: URL | undefined;
   try {
-    parsed = url ? new URL(url) : undefined;
+    parsed = url ? new URL(singleHost(url)) : undefined;
   } catch {
     parsed = undefined;
   }
@@ -17,6 +18,27 @@ export function describeTarget(url: string | undefined): { host: string; port: s
   const database = parsed && parsed.pathname.length > 1 ? decodeURIComponent(parsed.pathname.slice(1)) : user;
   const host = parsed?.searchParams.get('host') ?? (parsed?.hostname || 'localhost');
   return { host, port: parsed?.port || '5432', user, database };
+}
+
+/** Where a URL points, as `host:port` or, for several hosts, `h1:5432, h2:5433`. */
+export function describeAddress(url: string | undefined): string {
+  try {
+    const { hosts } = parseDatabaseTargets(url ?? '');
+    if (hosts.length > 1) return describeHosts(hosts);
+  } catch {
+    // not a multi-host URL: describeTarget reads it
+  }
+  const t = describeTarget(url);
+  return `${t.host}:${t.port}`;
+}
+
+/** A multi-host URL cut to its first host (WHATWG URL rejects a host list). */
+function singleHost(url: string): string {
+  try {
+    return parseDatabaseTargets(url).url;
+  } catch {
+    return url;
+  }
 }
 
 const shell = (s: string) => (/^[\w.@-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`);
@@ -58,9 +80,8 @@ export function refusedConnection(err: unknown, url: string | undefined): Config
 /** PostgreSQL still not answering after the start-up wait. */
 export function unreachable(err: unknown, url: string | undefined, waitedMs: number): ConfigError {
   const code = dbErrorCode(err);
-  const t = describeTarget(url);
   return new ConfigError(
-    `PostgreSQL at ${t.host}:${t.port} (${URL_SETTING}) is not reachable (${code ?? 'no answer'}) after ${Math.round(waitedMs / 1000)} s: start PostgreSQL or correct the host and port in ${URL_SETTING}; PAYHOOKS_DB_WAIT sets how long to wait for it.`,
+    `PostgreSQL at ${describeAddress(url)} (${URL_SETTING}) is not reachable (${code ?? 'no answer'}) after ${Math.round(waitedMs / 1000)} s: start PostgreSQL or correct the host and port in ${URL_SETTING}; PAYHOOKS_DB_WAIT sets how long to wait for it.`,
     { cause: err },
   );
 }

@@ -25,7 +25,7 @@ export interface PgServer {
   destroy(): Promise<void>;
 }
 
-function binDir(): string {
+export function binDir(): string {
   const root = '/usr/lib/postgresql';
   const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'pg_ctl'))) : [];
   if (versions.length === 0) throw new Error('No PostgreSQL server binaries under /usr/lib/postgresql/<version>/bin');
@@ -33,7 +33,7 @@ function binDir(): string {
   return join(root, versions[0]!, 'bin');
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -42,7 +42,7 @@ async function freePort(): Promise<number> {
 }
 
 /** Runs a PostgreSQL binary as the `postgres` user (we may be root; the server refuses root). */
-async function asPostgres(bin: string, args: string[]): Promise<void> {
+export async function asPostgres(bin: string, args: string[]): Promise<void> {
   const asRoot = process.getuid?.() === 0;
   const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
   try {
@@ -103,7 +103,7 @@ export async function startPgServer(options: { start?: boolean; maxConnections?:
   return server;
 }
 
-async function postgresIds(): Promise<{ uid: number; gid: number }> {
+export async function postgresIds(): Promise<{ uid: number; gid: number }> {
   const { stdout } = await run('id', ['postgres']);
   const uid = /uid=(\d+)/.exec(stdout);
   const gid = /gid=(\d+)/.exec(stdout);
