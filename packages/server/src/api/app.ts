@@ -142,6 +142,16 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     void reply.header(REQUEST_ID_HEADER, req.id);
   });
   app.addHook('onRequest', requireHost);
+  // Stopping (SIGTERM): a response still in flight closes its connection. Otherwise a client's
+  // keep-alive connection, idle after it, would hold the process until Fastify's keep-alive
+  // timeout (72 s); requests that arrive on it meanwhile are already shed with a 503 by Fastify.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_req, reply) => {
+    if (closing) void reply.header('connection', 'close');
+  });
   app.addHook('onResponse', requestLogLine(ctx.config.dev));
   app.server.on('connect', connectHandler);
 
