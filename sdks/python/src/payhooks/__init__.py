@@ -1,0 +1,37 @@
+"""payhooks: receive payhooks webhooks correctly.
+
+Verify the signature over the raw body (``verify``), record the evt_ id once, answer 200 at
+once and do the work after (``WebhookHandler``), and credit each payment once (a store's
+``credit_once``). Framework adapters are in ``payhooks.adapters``.
+"""
+
+from .errors import REASONS, CreditInProgressError, WebhookVerificationError
+from .event_types import EVENT_TYPES, is_payment_event
+from .handler import DEFAULT_RETRY_DELAYS, EventContext, WebhookHandler, WebhookResponse
+from .stores import DEDUP_RETENTION, Claim, CreditResult, MemoryStore
+from .webhook import DEFAULT_TOLERANCE, EVENT_ID_HEADER, SECRET_PREFIX, SIGNATURE_HEADER, sign, sign_test_delivery, verify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CreditInProgressError",
+    "CreditResult",
+    "Claim",
+    "DEDUP_RETENTION",
+    "DEFAULT_RETRY_DELAYS",
+    "DEFAULT_TOLERANCE",
+    "EVENT_ID_HEADER",
+    "EVENT_TYPES",
+    "EventContext",
+    "MemoryStore",
+    "REASONS",
+    "SECRET_PREFIX",
+    "SIGNATURE_HEADER",
+    "WebhookHandler",
+    "WebhookResponse",
+    "WebhookVerificationError",
+    "is_payment_event",
+    "sign",
+    "sign_test_delivery",
+    "verify",
+]

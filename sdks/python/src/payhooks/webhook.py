@@ -1,0 +1,206 @@
+"""Verifying a delivery.
+
+The Service-Signature header is ``t=<unix seconds>,v1=<hex>[,v1=<hex>...]``, where v1 is
+HMAC-SHA256, keyed with the endpoint's whole ``whsec_`` secret (prefix included), of
+``"<t>." + raw body``. Verification compares every v1 with every configured secret in constant
+time, then requires |now - t| <= tolerance (compared in milliseconds), then parses the body.
+"""
+
+import hashlib
+import hmac
+import json
+import re
+import time
+from decimal import Decimal
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .errors import WebhookVerificationError
+
+SIGNATURE_HEADER = "Service-Signature"
+EVENT_ID_HEADER = "Service-Event-Id"
+SECRET_PREFIX = "whsec_"
+#: |now - t| allowed, in seconds, in either direction.
+DEFAULT_TOLERANCE = 300
+
+Secret = Union[str, Sequence[str]]
+_TIMESTAMP = re.compile(r"\A\d{1,15}\Z")
+_V1 = re.compile(r"\A[0-9a-f]{64}\Z")
+_SCHEME = re.compile(r"\A[a-z][a-z0-9]*\Z")
+
+
+def secrets_of(secret: Secret) -> List[bytes]:
+    """The configured secret(s) as HMAC keys; raises ValueError for a programming error."""
+    items = [secret] if isinstance(secret, str) else list(secret or [])
+    if not items:
+        raise ValueError("payhooks: secret is required: the endpoint's whsec_ signing secret")
+    keys = []
+    for s in items:
+        if not isinstance(s, str) or not s.startswith(SECRET_PREFIX) or len(s) <= len(SECRET_PREFIX):
+            raise ValueError(
+                "payhooks: secret must be the endpoint's signing secret, which starts with \"whsec_\"; "
+                "it is used whole, prefix included, as the HMAC key"
+            )
+        keys.append(s.encode("utf-8"))
+    return keys
+
+
+def tolerance_of(tolerance: Any) -> float:
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance != tolerance or tolerance < 0 or tolerance == float("inf"):
+        raise ValueError("payhooks: tolerance must be a non-negative number of seconds")
+    return tolerance
+
+
+def _body_bytes(body: Any) -> bytes:
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return bytes(body)
+    if isinstance(body, str):
+        # A str only round-trips if it was decoded as UTF-8 from the raw bytes.
+        return body.encode("utf-8")
+    raise ValueError(
+        "payhooks: pass the raw request body as bytes exactly as received (request.get_data(), "
+        f"request.body); the signature covers the raw bytes, which a parsed {type(body).__name__} no longer has"
+    )
+
+
+def _read_header(headers: Any, name: str) -> str:
+    """One header's value from a mapping (any case), a WSGI environ, or a list of pairs."""
+    if headers is None:
+        raise ValueError("payhooks: headers is required (the request headers)")
+    values: List[str] = []
+    environ_key = "HTTP_" + name.upper().replace("-", "_")
+    lower = name.lower()
+    if hasattr(headers, "getlist") and not isinstance(headers, dict):
+        # werkzeug / Django QueryDict style multi-dicts.
+        try:
+            values = [v for v in headers.getlist(name)]
+        except Exception:  # noqa: BLE001 - a getlist of another shape
+            values = []
+    if not values and hasattr(headers, "get_all"):
+        values = list(headers.get_all(name) or [])  # email.message.Message
+    if not values:
+        pairs: Iterable[Tuple[Any, Any]]
+        if isinstance(headers, Mapping) or hasattr(headers, "items"):
+            pairs = headers.items()
+        else:
+            pairs = headers
+        for key, value in pairs:
+            k = key.decode("latin-1") if isinstance(key, bytes) else str(key)
+            if k == environ_key or k.lower() == lower:
+                if isinstance(value, (list, tuple)):
+                    values.extend(value)
+                else:
+                    values.append(value)
+    values = [v.decode("latin-1") if isinstance(v, bytes) else v for v in values]
+    if len(values) > 1:
+        raise WebhookVerificationError("malformed_header", f"{name} header sent more than once")
+    if not values or values[0] is None or str(values[0]) == "":
+        raise WebhookVerificationError("missing_header", f"missing {name} header")
+    return str(values[0])
+
+
+def _malformed() -> WebhookVerificationError:
+    return WebhookVerificationError(
+        "malformed_header",
+        f"{SIGNATURE_HEADER} must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces",
+    )
+
+
+def parse_header(header: str) -> Tuple[int, List[str]]:
+    """Strict parse of t=<int>,v1=<hex>[,v1=<hex>...]; unknown schemes (v2=...) are skipped."""
+    timestamp: Optional[int] = None
+    signatures: List[str] = []
+    for part in header.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not key:
+            raise _malformed()
+        if key == "t":
+            if timestamp is not None or not _TIMESTAMP.match(value):
+                raise _malformed()
+            timestamp = int(value, 10)
+        elif key == "v1":
+            if not _V1.match(value):
+                raise _malformed()
+            signatures.append(value)
+        elif not _SCHEME.match(key):
+            raise _malformed()
+    if timestamp is None or not signatures:
+        raise _malformed()
+    return timestamp, signatures
+
+
+def _check_timestamp(timestamp: int, now: float, tolerance: float) -> None:
+    now_ms = Decimal(str(now)) * 1000
+    offset_ms = now_ms - Decimal(timestamp) * 1000
+    if abs(offset_ms) <= Decimal(str(tolerance)) * 1000:
+        return
+    raise WebhookVerificationError(
+        "timestamp_out_of_tolerance",
+        f"signature timestamp {timestamp} is {float(offset_ms) / 1000:.3f} s from now; the tolerance is {tolerance} s",
+    )
+
+
+def _parse_event(raw: bytes, event_id: str) -> dict:
+    try:
+        event = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise WebhookVerificationError("invalid_json", "the signed body is not UTF-8 JSON") from None
+    if not isinstance(event, dict) or not isinstance(event.get("id"), str) or not isinstance(event.get("type"), str):
+        raise WebhookVerificationError("invalid_json", "the signed body is not an event object with a string id and type")
+    if event["id"] != event_id:
+        raise WebhookVerificationError("event_id_mismatch", f"{EVENT_ID_HEADER} does not match the id of the signed body")
+    return event
+
+
+def verify(body: Any, headers: Any, secret: Secret, tolerance: float = DEFAULT_TOLERANCE, now: Optional[float] = None) -> dict:
+    """Verifies a delivery and returns the event (a dict).
+
+    Raises WebhookVerificationError (answer 400, don't process) or ValueError for a programming
+    error (no secret, a secret without whsec_, a parsed body).
+
+    ``body``: the raw request body exactly as received (bytes), never parsed JSON.
+    ``headers``: the request headers (any case), a WSGI environ, or (name, value) pairs.
+    ``secret``: the endpoint's whsec_ secret, or a list of them during a rotation.
+    ``now``: Unix seconds (float), for tests.
+    """
+    keys = secrets_of(secret)
+    tol = tolerance_of(tolerance)
+    raw = _body_bytes(body)
+    signature = _read_header(headers, SIGNATURE_HEADER)
+    event_id = _read_header(headers, EVENT_ID_HEADER)
+    timestamp, received = parse_header(signature)
+
+    # Compare every v1 with every secret's HMAC without stopping at the first match, so the time
+    # taken does not say which one matched.
+    signed = f"{timestamp}.".encode("ascii") + raw
+    matched = False
+    for key in keys:
+        expected = hmac.new(key, signed, hashlib.sha256).hexdigest()
+        for candidate in received:
+            if hmac.compare_digest(expected, candidate):
+                matched = True
+    if not matched:
+        raise WebhookVerificationError("bad_signature", "no v1 signature matches the raw body under the configured secret(s)")
+    _check_timestamp(timestamp, time.time() if now is None else now, tol)
+    return _parse_event(raw, event_id)
+
+
+def sign(body: Any, secret: Secret, timestamp: Optional[int] = None) -> str:
+    """The Service-Signature header for ``body`` signed with ``secret`` (or several) at
+    ``timestamp`` (Unix seconds): for tests of your receiver."""
+    keys = secrets_of(secret)
+    raw = _body_bytes(body)
+    t = int(time.time()) if timestamp is None else int(timestamp)
+    parts = [f"t={t}"]
+    for key in keys:
+        parts.append("v1=" + hmac.new(key, f"{t}.".encode("ascii") + raw, hashlib.sha256).hexdigest())
+    return ",".join(parts)
+
+
+def sign_test_delivery(event: dict, secret: Secret, timestamp: Optional[int] = None) -> Tuple[bytes, dict]:
+    """A signed test delivery of ``event``: (body bytes, headers)."""
+    body = json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return body, {
+        "Content-Type": "application/json",
+        EVENT_ID_HEADER: event["id"],
+        SIGNATURE_HEADER: sign(body, secret, timestamp),
+    }

@@ -1,0 +1,56 @@
+"""Spec 5.1: every library runs the shared signature vectors made by the contract package."""
+
+import pytest
+
+import payhooks
+from conftest import SECRET, delivery, payment_event, vector_body, vectors
+
+ALL = vectors()
+
+
+@pytest.mark.parametrize("v", ALL["vectors"], ids=[v["name"] for v in ALL["vectors"]])
+def test_vector(v):
+    try:
+        event = payhooks.verify(vector_body(v), v["headers"], v["secrets"], v["tolerance_seconds"], now=v["now_ms"] / 1000)
+        outcome = {"ok": True, "event_id": event["id"], "event_type": event["type"]}
+    except payhooks.WebhookVerificationError as e:
+        assert e.status == 400
+        outcome = {"ok": False, "reason": e.reason}
+    assert outcome == v["expected"], v["description"]
+
+
+def test_the_library_knows_the_contracts_event_types():
+    assert list(payhooks.EVENT_TYPES) == ALL["event_types"]
+
+
+def test_headers_as_a_wsgi_environ_and_as_pairs():
+    v = next(x for x in ALL["vectors"] if x["name"] == "valid")
+    environ = {"HTTP_" + k.upper().replace("-", "_"): val for k, val in v["headers"].items()}
+    assert payhooks.verify(vector_body(v), environ, v["secrets"], now=v["now_ms"] / 1000)["id"] == v["expected"]["event_id"]
+    pairs = [(k.lower().encode(), val.encode()) for k, val in v["headers"].items()]
+    assert payhooks.verify(vector_body(v), pairs, v["secrets"], now=v["now_ms"] / 1000)["id"] == v["expected"]["event_id"]
+
+
+def test_a_repeated_header_is_malformed():
+    v = next(x for x in ALL["vectors"] if x["name"] == "valid")
+    pairs = list(v["headers"].items()) + [("Service-Signature", v["headers"]["Service-Signature"])]
+    with pytest.raises(payhooks.WebhookVerificationError) as e:
+        payhooks.verify(vector_body(v), pairs, v["secrets"], now=v["now_ms"] / 1000)
+    assert e.value.reason == "malformed_header"
+
+
+def test_programming_errors_are_value_errors():
+    with pytest.raises(ValueError):
+        payhooks.verify(b"{}", {}, "not-a-secret")
+    with pytest.raises(ValueError):
+        payhooks.verify(b"{}", {}, [])
+    with pytest.raises(ValueError, match="raw request body"):
+        payhooks.verify({"id": "x"}, {}, SECRET)
+    with pytest.raises(ValueError):
+        payhooks.verify(b"{}", {}, SECRET, tolerance=-1)
+
+
+def test_sign_round_trips_with_the_current_clock():
+    event = payment_event()
+    body, headers = delivery(event)
+    assert payhooks.verify(body, headers, SECRET)["id"] == event["id"]
