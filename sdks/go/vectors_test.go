@@ -1,0 +1,92 @@
+package payhooks
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// Spec 5.1: every library runs the shared signature vectors made by the contract package.
+func TestVectors(t *testing.T) {
+	for _, v := range loadVectors(t).Vectors {
+		v := v
+		t.Run(v.Name, func(t *testing.T) {
+			body, err := base64.StdEncoding.DecodeString(v.BodyBase64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			headers := http.Header{}
+			for k, val := range v.Headers {
+				headers.Add(k, val)
+			}
+			event, err := Verify(body, headers, v.Secrets, VerifyOptions{
+				Tolerance: time.Duration(v.ToleranceSeconds * float64(time.Second)),
+				Now:       time.UnixMilli(v.NowMs),
+			})
+			var got map[string]any
+			if err == nil {
+				got = map[string]any{"ok": true, "event_id": event.ID, "event_type": event.Type}
+			} else {
+				var verr *VerificationError
+				if !errors.As(err, &verr) {
+					t.Fatalf("not a VerificationError: %v", err)
+				}
+				if verr.Status() != 400 {
+					t.Fatalf("status %d", verr.Status())
+				}
+				got = map[string]any{"ok": false, "reason": verr.Reason}
+			}
+			if !reflect.DeepEqual(got, v.Expected) {
+				t.Fatalf("%s: got %v, want %v", v.Description, got, v.Expected)
+			}
+		})
+	}
+}
+
+func TestTheLibraryKnowsTheContractsEventTypes(t *testing.T) {
+	if !reflect.DeepEqual(EventTypes, loadVectors(t).EventTypes) {
+		t.Fatalf("EventTypes %v differ from the contract's %v", EventTypes, loadVectors(t).EventTypes)
+	}
+}
+
+func TestARepeatedHeaderIsMalformed(t *testing.T) {
+	for _, v := range loadVectors(t).Vectors {
+		if v.Name != "valid" {
+			continue
+		}
+		body, _ := base64.StdEncoding.DecodeString(v.BodyBase64)
+		headers := http.Header{}
+		for k, val := range v.Headers {
+			headers.Add(k, val)
+		}
+		headers.Add(SignatureHeader, v.Headers[SignatureHeader])
+		_, err := Verify(body, headers, v.Secrets, VerifyOptions{Now: time.UnixMilli(v.NowMs)})
+		var verr *VerificationError
+		if !errors.As(err, &verr) || verr.Reason != ReasonMalformedHeader {
+			t.Fatalf("got %v", err)
+		}
+	}
+}
+
+func TestProgrammingErrorsWrapErrConfig(t *testing.T) {
+	for _, secrets := range [][]string{nil, {"not-a-secret"}, {"whsec_"}} {
+		if _, err := Verify([]byte("{}"), http.Header{}, secrets, VerifyOptions{}); !errors.Is(err, ErrConfig) {
+			t.Fatalf("%v: got %v", secrets, err)
+		}
+	}
+	if _, err := Verify([]byte("{}"), http.Header{}, []string{testSecret}, VerifyOptions{Tolerance: -time.Second}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("negative tolerance: got %v", err)
+	}
+}
+
+func TestSignRoundTripsWithTheCurrentClock(t *testing.T) {
+	event := paymentEvent("acct_1", "payment.succeeded")
+	body, headers := delivery(t, event, testSecret)
+	got, err := Verify(body, headers, []string{testSecret}, VerifyOptions{})
+	if err != nil || got.ID != event["id"] || got.Object()["amount"] != "10.00" {
+		t.Fatalf("got %v %v", got, err)
+	}
+}

@@ -1,0 +1,268 @@
+// Package payhooks receives payhooks webhooks correctly: verify the signature over the raw body
+// (Verify), record the evt_ id once, answer 200 at once and do the work after (WebhookHandler, an
+// http.Handler), and credit each payment once (a store's CreditOnce).
+package payhooks
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+const (
+	SignatureHeader = "Service-Signature"
+	EventIDHeader   = "Service-Event-Id"
+	SecretPrefix    = "whsec_"
+	// DefaultTolerance is |now - t| allowed, in either direction.
+	DefaultTolerance = 300 * time.Second
+)
+
+// Reasons a delivery is refused (answer 400, don't process).
+const (
+	ReasonMissingHeader   = "missing_header"
+	ReasonMalformedHeader = "malformed_header"
+	ReasonBadSignature    = "bad_signature"
+	ReasonTimestampTooOld = "timestamp_out_of_tolerance"
+	ReasonEventIDMismatch = "event_id_mismatch"
+	ReasonInvalidJSON     = "invalid_json"
+)
+
+// VerificationError is a delivery that must be answered with HTTP 400 and not processed.
+//
+//   - missing_header: Service-Signature or Service-Event-Id is absent or empty;
+//   - malformed_header: Service-Signature is not t=<unix seconds>,v1=<64 lowercase hex>[,v1=...];
+//   - bad_signature: no v1 matches the HMAC of "<t>.<raw body>" under any configured secret;
+//   - timestamp_out_of_tolerance: the signature matched but |now - t| is more than the tolerance;
+//   - event_id_mismatch: Service-Event-Id (not signed) differs from the signed body's id;
+//   - invalid_json: the signed body is not UTF-8 JSON of an object with a string id and type.
+type VerificationError struct {
+	Reason  string
+	Message string
+}
+
+func (e *VerificationError) Error() string { return e.Reason + ": " + e.Message }
+
+// Status is the HTTP status to answer with.
+func (e *VerificationError) Status() int { return http.StatusBadRequest }
+
+// ErrConfig wraps programming errors (no secret, a secret without whsec_).
+var ErrConfig = errors.New("payhooks")
+
+// Event is a verified event. Raw is the whole event as decoded JSON (numbers as json.Number).
+type Event struct {
+	ID   string
+	Type string
+	Raw  map[string]any
+}
+
+// Object is data.object: the Payment or checkout session the event is about (nil if absent).
+func (e *Event) Object() map[string]any {
+	data, _ := e.Raw["data"].(map[string]any)
+	obj, _ := data["object"].(map[string]any)
+	return obj
+}
+
+// VerifyOptions are Verify's optional settings: Tolerance (default 300 s) and Now (tests).
+type VerifyOptions struct {
+	Tolerance time.Duration
+	Now       time.Time
+}
+
+var (
+	timestampRe = regexp.MustCompile(`\A\d{1,15}\z`)
+	v1Re        = regexp.MustCompile(`\A[0-9a-f]{64}\z`)
+	schemeRe    = regexp.MustCompile(`\A[a-z][a-z0-9]*\z`)
+)
+
+func checkSecrets(secrets []string) ([][]byte, error) {
+	if len(secrets) == 0 {
+		return nil, fmt.Errorf("%w: a secret is required: the endpoint's whsec_ signing secret", ErrConfig)
+	}
+	keys := make([][]byte, 0, len(secrets))
+	for _, s := range secrets {
+		if !strings.HasPrefix(s, SecretPrefix) || len(s) <= len(SecretPrefix) {
+			return nil, fmt.Errorf("%w: secret must be the endpoint's signing secret, which starts with \"whsec_\"; it is used whole, prefix included, as the HMAC key", ErrConfig)
+		}
+		keys = append(keys, []byte(s))
+	}
+	return keys, nil
+}
+
+func readHeader(h http.Header, name string) (string, error) {
+	values := h.Values(name)
+	if len(values) > 1 {
+		return "", &VerificationError{ReasonMalformedHeader, name + " header sent more than once"}
+	}
+	if len(values) == 0 || values[0] == "" {
+		return "", &VerificationError{ReasonMissingHeader, "missing " + name + " header"}
+	}
+	return values[0], nil
+}
+
+func malformed() error {
+	return &VerificationError{ReasonMalformedHeader, SignatureHeader + " must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces"}
+}
+
+// parseHeader is the strict parse of t=<int>,v1=<hex>[,v1=<hex>...]; unknown schemes are skipped.
+func parseHeader(header string) (int64, []string, error) {
+	var timestamp int64 = -1
+	var signatures []string
+	for _, part := range strings.Split(header, ",") {
+		key, value, ok := strings.Cut(part, "=")
+		if !ok || key == "" {
+			return 0, nil, malformed()
+		}
+		switch key {
+		case "t":
+			if timestamp >= 0 || !timestampRe.MatchString(value) {
+				return 0, nil, malformed()
+			}
+			t, err := strconv.ParseInt(value, 10, 64)
+			if err != nil {
+				return 0, nil, malformed()
+			}
+			timestamp = t
+		case "v1":
+			if !v1Re.MatchString(value) {
+				return 0, nil, malformed()
+			}
+			signatures = append(signatures, value)
+		default:
+			if !schemeRe.MatchString(key) {
+				return 0, nil, malformed()
+			}
+		}
+	}
+	if timestamp < 0 || len(signatures) == 0 {
+		return 0, nil, malformed()
+	}
+	return timestamp, signatures, nil
+}
+
+func hmacHex(key []byte, timestamp int64, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(strconv.FormatInt(timestamp, 10) + "."))
+	mac.Write(body)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// Verify checks a delivery and returns the event. It returns a *VerificationError (answer 400,
+// don't process) or an error wrapping ErrConfig for a programming error.
+//
+// body is the raw request body exactly as received (io.ReadAll(r.Body)), never re-encoded JSON;
+// secrets holds the endpoint's whsec_ secret, or several during a rotation.
+func Verify(body []byte, headers http.Header, secrets []string, opts VerifyOptions) (*Event, error) {
+	keys, err := checkSecrets(secrets)
+	if err != nil {
+		return nil, err
+	}
+	tolerance := opts.Tolerance
+	if tolerance == 0 {
+		tolerance = DefaultTolerance
+	}
+	if tolerance < 0 {
+		return nil, fmt.Errorf("%w: tolerance must not be negative", ErrConfig)
+	}
+	signature, err := readHeader(headers, SignatureHeader)
+	if err != nil {
+		return nil, err
+	}
+	eventID, err := readHeader(headers, EventIDHeader)
+	if err != nil {
+		return nil, err
+	}
+	timestamp, received, err := parseHeader(signature)
+	if err != nil {
+		return nil, err
+	}
+	// Compare every v1 with every secret's HMAC without stopping at the first match, so the time
+	// taken does not say which one matched.
+	matched := false
+	for _, key := range keys {
+		expected := []byte(hmacHex(key, timestamp, body))
+		for _, candidate := range received {
+			if hmac.Equal(expected, []byte(candidate)) {
+				matched = true
+			}
+		}
+	}
+	if !matched {
+		return nil, &VerificationError{ReasonBadSignature, "no v1 signature matches the raw body under the configured secret(s)"}
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	offsetMs := float64(now.UnixMilli()) - float64(timestamp)*1000
+	if math.Abs(offsetMs) > float64(tolerance.Milliseconds()) {
+		return nil, &VerificationError{ReasonTimestampTooOld, fmt.Sprintf("signature timestamp %d is %.3f s from now; the tolerance is %v", timestamp, offsetMs/1000, tolerance)}
+	}
+	return parseEvent(body, eventID)
+}
+
+// After the signature matched: parse the (now trusted) bytes and bind the unsigned
+// Service-Event-Id header to the signed body's id.
+func parseEvent(body []byte, eventID string) (*Event, error) {
+	if !utf8.Valid(body) {
+		return nil, &VerificationError{ReasonInvalidJSON, "the signed body is not UTF-8 JSON"}
+	}
+	decoder := json.NewDecoder(bytes.NewReader(body))
+	decoder.UseNumber()
+	var raw any
+	if err := decoder.Decode(&raw); err != nil || decoder.More() {
+		return nil, &VerificationError{ReasonInvalidJSON, "the signed body is not UTF-8 JSON"}
+	}
+	object, ok := raw.(map[string]any)
+	id, idOK := object["id"].(string)
+	typ, typeOK := object["type"].(string)
+	if !ok || !idOK || !typeOK {
+		return nil, &VerificationError{ReasonInvalidJSON, "the signed body is not an event object with a string id and type"}
+	}
+	if id != eventID {
+		return nil, &VerificationError{ReasonEventIDMismatch, EventIDHeader + " does not match the id of the signed body"}
+	}
+	return &Event{ID: id, Type: typ, Raw: object}, nil
+}
+
+// Sign returns the Service-Signature header for body signed with each secret at timestamp (Unix
+// seconds): for tests of your receiver.
+func Sign(body []byte, secrets []string, timestamp int64) (string, error) {
+	keys, err := checkSecrets(secrets)
+	if err != nil {
+		return "", err
+	}
+	parts := []string{"t=" + strconv.FormatInt(timestamp, 10)}
+	for _, key := range keys {
+		parts = append(parts, "v1="+hmacHex(key, timestamp, body))
+	}
+	return strings.Join(parts, ","), nil
+}
+
+// SignTestDelivery encodes event and returns the body and headers of a signed test delivery.
+func SignTestDelivery(event map[string]any, secrets []string, timestamp int64) ([]byte, http.Header, error) {
+	body, err := json.Marshal(event)
+	if err != nil {
+		return nil, nil, err
+	}
+	signature, err := Sign(body, secrets, timestamp)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, _ := event["id"].(string)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set(EventIDHeader, id)
+	h.Set(SignatureHeader, signature)
+	return body, h, nil
+}
