@@ -7,7 +7,7 @@ import { openDatabase, type Database } from '../../src/db/client.ts';
 import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { killAllPayhooks, runPayhooks, startServe, type ServeProcess } from '../helpers/cli.ts';
 import { startPgPair, type PgPair } from '../helpers/pg-pair.ts';
-import { payment } from '../helpers/publish.ts';
+import { startPublishing } from '../helpers/publishing-traffic.ts';
 import { apiClient } from '../helpers/service.ts';
 import { spawnPayhooks, type Spawned } from '../helpers/spawn.ts';
 
@@ -100,72 +100,24 @@ afterAll(async () => {
 
 describe('spec 7 at-least-once through a PostgreSQL failover', () => {
   it('a killed primary and a promoted synchronous standby: every acknowledged event is delivered, in-flight publishes get 503 and succeed on retry, no process exits', async () => {
-    const acknowledged = new Map<string, { key: string; at: number }>(); // event id -> key, time of its 201
-    const statuses = new Map<number | string, number>();
-    let next = 0;
-    let stopAt = Number.POSITIVE_INFINITY;
-    let promotedAt = Number.POSITIVE_INFINITY;
-    let firstAfterPromotion = Number.POSITIVE_INFINITY;
-    let retriedThrough503 = 0;
-
-    const publisher = async (n: number) => {
-      const api = n % 2 === 0 ? a.url : b.url;
-      while (acknowledged.size < stopAt) {
-        const key = `failover-${next++}`;
-        let sawUnavailable = false;
-        for (;;) {
-          let status: number | string;
-          let body: { id?: string } = {};
-          try {
-            const res = await fetch(`${api}/internal/v1/events`, {
-              method: 'POST',
-              headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-              body: JSON.stringify({
-                type: 'payment.succeeded',
-                merchant_id: p.merchant_id,
-                environment: 'sandbox',
-                idempotency_key: key,
-                data: { object: payment({ id: `pay_${key.replace('-', '')}` }) },
-              }),
-              signal: AbortSignal.timeout(30_000),
-            });
-            status = res.status;
-            body = (await res.json()) as { id?: string };
-            if (status === 503) expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
-          } catch (err) {
-            status = (err as Error).name;
-          }
-          statuses.set(status, (statuses.get(status) ?? 0) + 1);
-          if (status === 201) {
-            const now = Date.now();
-            if (now > promotedAt) firstAfterPromotion = Math.min(firstAfterPromotion, now);
-            if (sawUnavailable) retriedThrough503++;
-            acknowledged.set(body.id!, { key, at: now });
-            break;
-          }
-          // Only "the database is away" is expected here; anything else is a bug.
-          expect(status === 503 || typeof status === 'string', `publish answered ${status}: ${JSON.stringify(body)}`).toBe(true);
-          sawUnavailable = true;
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
-    };
-
-    stopAt = Number.POSITIVE_INFINITY;
-    const traffic = Promise.all(Array.from({ length: PUBLISHERS }, (_, n) => publisher(n)));
+    const traffic = startPublishing({ apis: [a.url, b.url], token: TOKEN, merchantId: p.merchant_id, publishers: PUBLISHERS });
+    const { acknowledged, statuses } = traffic;
     await until(async () => acknowledged.size >= BEFORE, `${BEFORE} events acknowledged before the failover`);
     const killedAt = Date.now();
     await pair.killPrimary();
     const beforeFailover = acknowledged.size;
     await pair.promoteStandby();
-    promotedAt = Date.now();
-    stopAt = beforeFailover + AFTER;
-    await until(async () => acknowledged.size >= stopAt, `${AFTER} more events acknowledged after the promotion`).catch((err: Error) => {
-      throw new Error(
-        `${err.message}; answers ${JSON.stringify(Object.fromEntries(statuses))}\n--- A ---\n${a.stdout().slice(-3000)}${a.stderr().slice(-2000)}`,
-      );
-    });
-    await traffic;
+    const promotedAt = Date.now();
+    await until(async () => acknowledged.size >= beforeFailover + AFTER, `${AFTER} more events acknowledged after the promotion`).catch(
+      (err: Error) => {
+        throw new Error(
+          `${err.message}; answers ${JSON.stringify(Object.fromEntries(statuses))}\n--- A ---\n${a.stdout().slice(-3000)}${a.stderr().slice(-2000)}`,
+        );
+      },
+    );
+    await traffic.stopAt(beforeFailover + AFTER);
+    const firstAfterPromotion = traffic.firstAckAfter(promotedAt) ?? Number.POSITIVE_INFINITY;
+    const retriedThrough503 = traffic.retriedThroughFailure();
 
     // Every acknowledged event reaches the receiver; the worker takes over what it held.
     const missing = () => [...acknowledged.keys()].filter((id) => !received.has(id));
