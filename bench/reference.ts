@@ -165,6 +165,8 @@ async function main() {
     log('ceiling: bare undici client, no database (2 of 2)');
     const ceilB = await ceiling(env, { requests: SIZE.ceiling });
     const paired = pairedHeadline([ceil, ceilB], [b100, b100b], [base100, base100b]);
+    log('backlog: 100 endpoints with per-object ordering (2 runs)');
+    const ordered = [await run['backlog100-ordered'](), await run['backlog100-ordered']()];
     log('scale-out: 100 endpoints, 2 worker processes');
     const b100x2 = await run.backlog100(2);
     log('pipeline: publisher process + worker, 10 endpoints');
@@ -211,13 +213,23 @@ async function main() {
       worker_rss_mb: workerRss,
       cpu_ms_per_delivery: paired.cpu_per_delivery,
       cpu_bound: bound,
+      // Per-object ordering on every endpoint (each event its own payment, so nothing waits)
+      // against the headline backlog: what the ordering check costs (issue 25 item 1).
+      ordering: {
+        off_per_s: paired.throughput_per_s,
+        on_per_s: round((ordered[0]!.throughput_per_s + ordered[1]!.throughput_per_s) / 2),
+        off_worker_cpu_ms: round((b100.cpu_per_delivery.worker_ms + b100b.cpu_per_delivery.worker_ms) / 2, 3),
+        on_worker_cpu_ms: round((ordered[0]!.cpu_per_delivery.worker_ms + ordered[1]!.cpu_per_delivery.worker_ms) / 2, 3),
+        off_postgres_cpu_ms: round((b100.cpu_per_delivery.postgres_ms + b100b.cpu_per_delivery.postgres_ms) / 2, 3),
+        on_postgres_cpu_ms: round((ordered[0]!.cpu_per_delivery.postgres_ms + ordered[1]!.cpu_per_delivery.postgres_ms) / 2, 3),
+      },
       // Every figure.
       figures: {
         ceiling: ceil,
         // Both passes of the three headline figures, in the order they ran.
         headline_passes: paired.passes,
         publish: { endpoints_1: publish1, endpoints_10: publish10, http: publishOverHttp },
-        backlog: { endpoints_1: b1, endpoints_10: b10, endpoints_100: b100, endpoints_100_second: b100b },
+        backlog: { endpoints_1: b1, endpoints_10: b10, endpoints_100: b100, endpoints_100_second: b100b, endpoints_100_ordered: ordered },
         // Against the second 100-endpoint pass, the one nearest in time.
         scale_out: { one_process: b100b, two_processes: b100x2, ratio: round(b100x2.throughput_per_s / b100b.throughput_per_s, 2) },
         baseline: {
@@ -325,6 +337,8 @@ function runners(env: Env) {
     }),
     backlog1: () => backlog(env, { target: 'payhooks', endpoints: 1, events: SIZE.backlog1, timeoutMs }),
     backlog100: (workers = 1) => backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, workers, timeoutMs }),
+    /** The same backlog with every endpoint `per_object` (each event a payment of its own, so nothing waits: the check's cost). */
+    'backlog100-ordered': () => backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, timeoutMs, ordered: true }),
     baseline: () => backlog(env, { target: 'graphile', endpoints: 100, events: SIZE.backlog100, timeoutMs }),
     pipeline: () => pipeline(env, { endpoints: 10, events: SIZE.pipeline, timeoutMs }),
     latency: (target: 'payhooks' | 'graphile', halfPerS: number) =>
@@ -350,6 +364,7 @@ async function focused(run: ReturnType<typeof runners>, only: string[]): Promise
     publish: run.publish,
     backlog1: run.backlog1,
     backlog100: () => run.backlog100(),
+    'backlog100-ordered': run['backlog100-ordered'],
     baseline: run.baseline,
     pipeline: run.pipeline,
     latency: () => run.latency('payhooks', Number(args.rate ?? 1600)),

@@ -71,7 +71,12 @@ export interface Endpoint {
 }
 
 /** A Platform with `urls.length` endpoints subscribed to every event, made through the service's own functions. */
-export async function setupPlatform(env: Env, db: Scratch, urls: string[]): Promise<{ merchantId: string; endpoints: Endpoint[] }> {
+export async function setupPlatform(
+  env: Env,
+  db: Scratch,
+  urls: string[],
+  options: { ordered?: boolean } = {},
+): Promise<{ merchantId: string; endpoints: Endpoint[] }> {
   const database = await openDatabase({ databaseUrl: db.url, dataDir: undefined, poolSize: 8 });
   try {
     const config = loadConfig({}, { databaseUrl: db.url, allowPrivateUrls: true, logLevel: 'silent' });
@@ -90,7 +95,11 @@ export async function setupPlatform(env: Env, db: Scratch, urls: string[]): Prom
       Array.from({ length: 6 }, async () => {
         while (next < urls.length) {
           const i = next++;
-          const e = await ctx.endpoints.create(scope, { url: urls[i]!, enabled_events: ['*'] });
+          const e = await ctx.endpoints.create(scope, {
+            url: urls[i]!,
+            enabled_events: ['*'],
+            ...(options.ordered ? { delivery_order: 'per_object' as const } : {}),
+          });
           endpoints[i] = { id: e.id, url: urls[i]!, secret: e.secret };
         }
       }),
@@ -199,14 +208,14 @@ export interface DrainResult {
  */
 export async function backlog(
   env: Env,
-  o: { target: 'payhooks' | 'graphile'; endpoints: number; events: number; workers?: number; timeoutMs: number },
+  o: { target: 'payhooks' | 'graphile'; endpoints: number; events: number; workers?: number; timeoutMs: number; ordered?: boolean },
 ): Promise<DrainResult> {
   const db = await scratch(env, o.target === 'payhooks');
   try {
     const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
     let merchantId = 'mer_baseline';
     let endpoints: Endpoint[];
-    if (o.target === 'payhooks') ({ merchantId, endpoints } = await setupPlatform(env, db, urls));
+    if (o.target === 'payhooks') ({ merchantId, endpoints } = await setupPlatform(env, db, urls, { ordered: o.ordered }));
     else endpoints = urls.map((url, i) => ({ id: `we_${i}`, url, secret: `whsec_${randomBytes(24).toString('base64url')}` }));
     const total = o.events * o.endpoints;
     env.log(`  publishing ${o.events} events x ${o.endpoints} endpoints (${o.target})`);

@@ -94,7 +94,13 @@ export const api = {
     call<EndpointWithSecret>('POST', '/endpoints', input),
   updateEndpoint: (
     id: string,
-    input: { url?: string; enabled_events?: string[]; description?: string | null; status?: Endpoint['status'] },
+    input: {
+      url?: string;
+      enabled_events?: string[];
+      description?: string | null;
+      status?: Endpoint['status'];
+      delivery_order?: Endpoint['delivery_order'];
+    },
   ) => call<Endpoint>('PATCH', `/endpoints/${encodeURIComponent(id)}`, input),
   deleteEndpoint: (id: string) => call<unknown>('DELETE', `/endpoints/${encodeURIComponent(id)}`),
   rotateSecret: (id: string, expirePreviousIn: number) =>

@@ -352,6 +352,8 @@ export interface components {
             disabled_at: string | null;
             /** @description After a rotation, until when the previous secret still signs (a second v1= in Service-Signature); null otherwise. */
             previous_secret_expires_at: string | null;
+            /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
+            delivery_order: "unordered" | "per_object";
         };
         /** @description A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it. */
         WebhookEndpointWithSecret: {
@@ -382,6 +384,8 @@ export interface components {
             disabled_at: string | null;
             /** @description After a rotation, until when the previous secret still signs (a second v1= in Service-Signature); null otherwise. */
             previous_secret_expires_at: string | null;
+            /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
+            delivery_order: "unordered" | "per_object";
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
             secret: string;
         };
@@ -431,6 +435,13 @@ export interface components {
             last_attempt_at: string | null;
             /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
             created_at: string;
+            /** @description Only on endpoints with delivery_order per_object: the earliest unfinished delivery of the same endpoint and object, which this one waits for; null when it is not held back. */
+            waiting_for: {
+                /** @description The delivery this one waits for (prefix whd_). */
+                delivery_id: string;
+                /** @description That delivery's event. */
+                event_id: string;
+            } | null;
             /** @description Every attempt so far, oldest first. */
             attempts: components["schemas"]["DeliveryAttempt"][];
         };
@@ -1058,6 +1069,7 @@ export interface operations {
                      *           "disabled_reason": null,
                      *           "disabled_at": null,
                      *           "previous_secret_expires_at": null,
+                     *           "delivery_order": "unordered",
                      *           "stats": {
                      *             "attempts": 0,
                      *             "succeeded": 0,
@@ -1115,6 +1127,8 @@ export interface operations {
                     url: string;
                     enabled_events: string[];
                     description?: string | null;
+                    /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
+                    delivery_order?: "unordered" | "per_object";
                 };
             };
         };
@@ -1152,6 +1166,7 @@ export interface operations {
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered",
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1214,6 +1229,7 @@ export interface operations {
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered",
                      *       "stats": {
                      *         "attempts": 0,
                      *         "succeeded": 0,
@@ -1312,6 +1328,8 @@ export interface operations {
                     enabled_events?: string[];
                     description?: string | null;
                     status?: "enabled" | "disabled";
+                    /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
+                    delivery_order?: "unordered" | "per_object";
                 };
             };
         };
@@ -1348,7 +1366,8 @@ export interface operations {
                      *       },
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
-                     *       "previous_secret_expires_at": null
+                     *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1417,6 +1436,7 @@ export interface operations {
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered",
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1704,6 +1724,10 @@ export interface operations {
                      *           "next_attempt_at": "string",
                      *           "last_attempt_at": "string",
                      *           "created_at": "string",
+                     *           "waiting_for": {
+                     *             "delivery_id": "string",
+                     *             "event_id": "string"
+                     *           },
                      *           "event_type": "payment.succeeded",
                      *           "endpoint_url": "string",
                      *           "last_attempt": {
@@ -1753,6 +1777,13 @@ export interface operations {
                             last_attempt_at: string | null;
                             /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
                             created_at: string;
+                            /** @description Only on endpoints with delivery_order per_object: the earliest unfinished delivery of the same endpoint and object, which this one waits for; null when it is not held back. */
+                            waiting_for: {
+                                /** @description The delivery this one waits for (prefix whd_). */
+                                delivery_id: string;
+                                /** @description That delivery's event. */
+                                event_id: string;
+                            } | null;
                             event_type: components["schemas"]["EventType"] | null;
                             endpoint_url: string | null;
                             last_attempt: components["schemas"]["DeliveryAttempt"] | null;
@@ -1798,6 +1829,7 @@ export interface operations {
                      *       "next_attempt_at": null,
                      *       "last_attempt_at": "2026-01-31T12:00:05Z",
                      *       "created_at": "2026-01-31T12:00:05Z",
+                     *       "waiting_for": null,
                      *       "attempts": [
                      *         {
                      *           "id": "wha_9Pq3Rs5Tu7Vw1Xy2",
@@ -1873,6 +1905,7 @@ export interface operations {
                      *       "next_attempt_at": null,
                      *       "last_attempt_at": "2026-01-31T12:00:05Z",
                      *       "created_at": "2026-01-31T12:00:05Z",
+                     *       "waiting_for": null,
                      *       "attempts": [
                      *         {
                      *           "id": "wha_9Pq3Rs5Tu7Vw1Xy2",
@@ -1952,6 +1985,7 @@ export interface operations {
                      *       "next_attempt_at": null,
                      *       "last_attempt_at": "2026-01-31T12:00:05Z",
                      *       "created_at": "2026-01-31T12:00:05Z",
+                     *       "waiting_for": null,
                      *       "attempts": [
                      *         {
                      *           "id": "wha_9Pq3Rs5Tu7Vw1Xy2",

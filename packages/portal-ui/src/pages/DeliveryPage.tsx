@@ -96,6 +96,15 @@ export function DeliveryPage({ id }: { id: string }) {
           <dt>Next attempt</dt>
           <dd>{delivery.next_attempt_at ? <Time iso={delivery.next_attempt_at} /> : <span className="muted">none scheduled</span>}</dd>
         </div>
+        {delivery.waiting_for && (
+          <div>
+            <dt>Waiting for</dt>
+            <dd data-testid="waiting-for">
+              <Link to={`/webhooks/deliveries/${delivery.waiting_for.delivery_id}`}>{delivery.waiting_for.delivery_id}</Link>, an earlier
+              event about the same object: this endpoint gets each object's events in order.
+            </dd>
+          </div>
+        )}
         {delivery.state === 'cancelled' && (
           <div>
             <dt>Cancelled</dt>

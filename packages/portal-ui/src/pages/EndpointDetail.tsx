@@ -76,6 +76,11 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
             created <Time iso={endpoint.created_at} />
           </p>
           {endpoint.description && <p>{endpoint.description}</p>}
+          {endpoint.delivery_order === 'per_object' && (
+            <p className="muted small" data-testid="delivery-order">
+              Ordered per object: the events about one payment or checkout session are sent one at a time, in the order they happened.
+            </p>
+          )}
         </div>
       </div>
 
@@ -347,6 +352,7 @@ function EditForm({
   const [url, setUrl] = useState(endpoint.url);
   const [description, setDescription] = useState(endpoint.description ?? '');
   const [types, setTypes] = useState<string[]>(endpoint.enabled_events);
+  const [ordered, setOrdered] = useState(endpoint.delivery_order === 'per_object');
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     api.catalog().then(setCatalog, setError);
@@ -355,7 +361,14 @@ function EditForm({
     e.preventDefault();
     setError(null);
     try {
-      onSaved(await api.updateEndpoint(endpoint.id, { url: url.trim(), description: description.trim() || null, enabled_events: types }));
+      onSaved(
+        await api.updateEndpoint(endpoint.id, {
+          url: url.trim(),
+          description: description.trim() || null,
+          enabled_events: types,
+          delivery_order: ordered ? 'per_object' : 'unordered',
+        }),
+      );
     } catch (err) {
       setError(err);
     }
@@ -370,6 +383,13 @@ function EditForm({
       <label htmlFor="edit-description">Description</label>
       <input id="edit-description" type="text" value={description} onChange={(e) => setDescription(e.target.value)} />
       <EventTypePicker catalog={catalog} environment={environment} value={types} onChange={setTypes} />
+      <label className="check">
+        <input type="checkbox" checked={ordered} onChange={(e) => setOrdered(e.target.checked)} /> Deliver each object's events in order
+      </label>
+      <p className="muted small">
+        One payment's (or checkout session's) events then go one at a time, in the order they happened: a later one waits while an earlier
+        one is retrying. Other objects are never held up.
+      </p>
       <div className="actions">
         <button type="submit" className="primary" disabled={types.length === 0}>
           Save

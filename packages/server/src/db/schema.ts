@@ -62,7 +62,11 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   failingSince: ts('failing_since'),
   /** 0011: a `payhooks listen` session's endpoint (never set through the API). */
   listenSession: boolean('listen_session').notNull().default(false),
+  /** 0016: `per_object` delivers one object's events one at a time, in publish order. */
+  deliveryOrder: text('delivery_order').$type<DeliveryOrder>().notNull().default('unordered'),
 });
+
+export type DeliveryOrder = 'unordered' | 'per_object';
 
 export type DisabledReason = 'manual' | 'failing';
 
@@ -137,6 +141,8 @@ export const deliveryQueue = pgTable('delivery_queue', {
   leasedAt: ts('leased_at'),
   /** Order of arrival: rows due at the same instant are taken in publish order. */
   seq: bigint('seq', { mode: 'number' }).generatedByDefaultAsIdentity(),
+  /** 0016: the event's object id when the endpoint is `per_object` (null otherwise): see claim.ts. */
+  orderKey: text('order_key'),
 });
 
 /**

@@ -47,7 +47,8 @@ export interface ClaimedDelivery {
  * - `candidates` takes, per eligible Platform, its `k` oldest due rows (k spreads the
  *   candidate budget over them, at least one endpoint's cap, at most the Platform's share),
  *   locking them with SKIP LOCKED so concurrent workers never block on, or take, the same rows.
- *   Endpoints this worker already holds at their cap are left out.
+ *   Endpoints this worker already holds at their cap are left out, and so are rows of
+ *   `per_object` endpoints (migration 0016) with an earlier row of the same object still queued.
  * - `ranked` numbers each candidate within its endpoint and within its Platform, and marks the
  *   rows of throttled endpoints (one row per claim for those). The throttled endpoints come as a
  *   set from a partial index (migration 0010), usually empty: joining the candidates to
@@ -98,6 +99,13 @@ WITH RECURSIVE platforms AS (
     SELECT q.delivery_id, q.delivery_created_at, q.endpoint_id, q.platform_id, q.due_at, q.seq, q.lease_token, q.leased_at
     FROM delivery_queue q
     WHERE q.platform_id = e.platform_id AND q.due_at <= $1 AND NOT (q.endpoint_id = ANY($2::text[]))
+      -- Per-object ordering: a row of an ordered endpoint waits while an earlier row of the same
+      -- endpoint and object is still queued (retrying, or in flight). Rows of other endpoints
+      -- have no order_key and skip the probe.
+      AND (q.order_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM delivery_queue o
+        WHERE o.endpoint_id = q.endpoint_id AND o.order_key = q.order_key AND o.seq < q.seq
+      ))
     ORDER BY q.due_at, q.seq
     LIMIT (SELECT k FROM budget)
     FOR UPDATE SKIP LOCKED

@@ -19,6 +19,7 @@ import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { recordOutcomes } from './record.ts';
 import type { AttemptLogEntry } from './attempt-log.ts';
+import { waitingFor, type WaitingFor } from './ordering.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
 import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './schedule.ts';
 import { EndpointGate } from './endpoint-gate.ts';
@@ -67,6 +68,11 @@ export interface ApiDelivery {
   next_attempt_at: string | null;
   last_attempt_at: string | null;
   created_at: string;
+  /**
+   * Per-object ordering (delivery/ordering.ts): the delivery this one waits for, the earliest of
+   * its endpoint and object still unfinished; null when it is not held back.
+   */
+  waiting_for: WaitingFor | null;
   attempts: ApiAttempt[];
 }
 
@@ -97,7 +103,7 @@ function toApiAttempt(a: AttemptRow, eventId: string): ApiAttempt {
   };
 }
 
-function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[], queued: Set<string>): ApiDelivery {
+function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[], queued: Set<string>, waiting: Map<string, WaitingFor>): ApiDelivery {
   return {
     id: d.id,
     object: 'webhook_delivery',
@@ -111,6 +117,7 @@ function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[], queued: Set<strin
     next_attempt_at: isUnfinished(d.state) && !queued.has(d.id) ? null : iso(d.nextAttemptAt),
     last_attempt_at: iso(d.lastAttemptAt),
     created_at: formatEventTimestamp(d.createdAt),
+    waiting_for: waiting.get(d.id) ?? null,
     attempts: attempts.map((a) => toApiAttempt(a, d.eventId)),
   };
 }
@@ -233,9 +240,13 @@ export class DeliveryService {
       ...options,
       what: 'webhook delivery',
     });
-    const [attempts, queued] = await Promise.all([this.attemptsOf(rows.map((r) => r.id)), this.queuedOf(rows)]);
+    const [attempts, queued, waiting] = await Promise.all([
+      this.attemptsOf(rows.map((r) => r.id)),
+      this.queuedOf(rows),
+      this.waitingOf(rows),
+    ]);
     return listPage(
-      rows.map((r) => toApiDelivery(r, attempts.get(r.id) ?? [], queued)),
+      rows.map((r) => toApiDelivery(r, attempts.get(r.id) ?? [], queued, waiting)),
       hasMore,
     );
   }
@@ -246,8 +257,16 @@ export class DeliveryService {
       .from(webhookDeliveries)
       .where(and(inScope(scope), eq(webhookDeliveries.id, id)));
     if (!row) throw notFound('webhook delivery', id);
-    const [attempts, queued] = await Promise.all([this.attemptsOf([id]), this.queuedOf([row])]);
-    return toApiDelivery(row, attempts.get(id) ?? [], queued);
+    const [attempts, queued, waiting] = await Promise.all([this.attemptsOf([id]), this.queuedOf([row]), this.waitingOf([row])]);
+    return toApiDelivery(row, attempts.get(id) ?? [], queued, waiting);
+  }
+
+  /** Which unfinished ones per-object ordering holds back, and behind what. */
+  private async waitingOf(rows: DeliveryRow[]): Promise<Map<string, WaitingFor>> {
+    return waitingFor(
+      this.database,
+      rows.filter((r) => isUnfinished(r.state)).map((r) => r.id),
+    );
   }
 
   /** Which unfinished ones have a queue row (the others are parked). */

@@ -2,7 +2,7 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { formatEventTimestamp } from '@payhooks/contract';
 import type { Db, Queryable } from '../db/client.ts';
-import { webhookEndpoints, type DisabledReason, type EndpointStatus, type WebhookEndpointRow } from '../db/schema.ts';
+import { webhookEndpoints, type DeliveryOrder, type DisabledReason, type EndpointStatus, type WebhookEndpointRow } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
@@ -11,6 +11,7 @@ import type { Scope } from '../tenancy/scope.ts';
 import type { Clock } from '../clock.ts';
 import { validateEnabledEvents } from './enabled-events.ts';
 import { cancelEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/parking.ts';
+import { setEndpointOrdering } from '../delivery/ordering.ts';
 import { AppError } from '../errors.ts';
 
 /** The endpoint as the API shows it. The secret is never part of it. */
@@ -35,6 +36,8 @@ export interface WebhookEndpoint {
   disabled_at: string | null;
   /** While a rotated-out secret still signs (one more `v1=`), when it stops; else null. */
   previous_secret_expires_at: string | null;
+  /** `per_object`: the events about one object go one at a time, in publish order (delivery/ordering.ts). */
+  delivery_order: DeliveryOrder;
 }
 
 /** Longest overlap of a rotation: 7 days, in seconds. */
@@ -46,6 +49,7 @@ export interface CreateEndpointInput {
   enabled_events: string[];
   description?: string | null | undefined;
   metadata?: Record<string, string> | undefined;
+  delivery_order?: DeliveryOrder | undefined;
 }
 
 export interface UpdateEndpointInput {
@@ -54,6 +58,7 @@ export interface UpdateEndpointInput {
   description?: string | null | undefined;
   metadata?: Record<string, string> | undefined;
   status?: EndpointStatus | undefined;
+  delivery_order?: DeliveryOrder | undefined;
 }
 
 /** `now` decides whether a rotated-out secret still counts as live. */
@@ -78,6 +83,7 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     disabled_reason: row.status === 'disabled' ? (row.disabledReason ?? 'manual') : null,
     disabled_at: row.status === 'disabled' && row.disabledAt ? formatEventTimestamp(row.disabledAt) : null,
     previous_secret_expires_at: previousLive ? formatEventTimestamp(row.previousSecretExpiresAt!) : null,
+    delivery_order: row.deliveryOrder,
   };
 }
 
@@ -114,6 +120,7 @@ export class EndpointService {
         enabledEvents,
         description: input.description ?? null,
         metadata: input.metadata ?? {},
+        deliveryOrder: input.delivery_order ?? 'unordered',
         status: 'enabled',
         secretCiphertext: this.secrets.encrypt(secret, id),
         createdAt: now,
@@ -157,6 +164,7 @@ export class EndpointService {
       if (input.enabled_events !== undefined) changes.enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment);
       if (input.description !== undefined) changes.description = input.description;
       if (input.metadata !== undefined) changes.metadata = mergeMetadata(current.metadata, input.metadata);
+      if (input.delivery_order !== undefined) changes.deliveryOrder = input.delivery_order;
       if (input.status !== undefined && input.status !== current.status) {
         changes.status = input.status;
         // Enabling starts afresh: the auto-disable window counts from the next failure.
@@ -174,6 +182,7 @@ export class EndpointService {
         .returning();
       if (!row) throw notFound('webhook endpoint', id);
       if (current.status === 'disabled' && row.status === 'enabled') await resumeEndpointDeliveries(tx, id, this.clock.now());
+      if (row.deliveryOrder !== current.deliveryOrder) await setEndpointOrdering(tx, id, row.deliveryOrder);
       return toApiEndpoint(row, this.clock.now());
     });
   }

@@ -175,7 +175,9 @@ WITH inp AS (
          WITH ORDINALITY AS i(merchant_id, environment, type, idem, event_id, body, object_id, n)
   LEFT JOIN merchants mc ON mc.id = i.merchant_id
 ), fan AS (
-  SELECT inp.n, inp.event_id, inp.environment, inp.type, w.id AS endpoint_id, w.platform_id, (row_number() OVER ())::int AS slot
+  SELECT inp.n, inp.event_id, inp.environment, inp.type, w.id AS endpoint_id, w.platform_id, (row_number() OVER ())::int AS slot,
+         -- Per-object ordering (claim.ts): the object's id for ordered endpoints only.
+         CASE WHEN w.delivery_order = 'per_object' THEN inp.object_id END AS order_key
   FROM inp JOIN webhook_endpoints w
     ON w.platform_id = inp.platform_id AND w.environment = inp.environment AND w.status = 'enabled' AND w.deleted_at IS NULL
    AND ($9::text = ANY(w.enabled_events) OR inp.type = ANY(w.enabled_events))
@@ -203,8 +205,9 @@ WITH inp AS (
   FROM fan f WHERE f.event_id IN (SELECT ev.id FROM ev)
   RETURNING id, event_id, endpoint_id, platform_id
 ), q AS (
-  INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at)
-  SELECT d.id, $7::timestamptz, d.event_id, d.endpoint_id, d.platform_id, $7::timestamptz FROM d
+  INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, order_key)
+  SELECT d.id, $7::timestamptz, d.event_id, d.endpoint_id, d.platform_id, $7::timestamptz, f.order_key
+  FROM d JOIN fan f ON f.event_id = d.event_id AND f.endpoint_id = d.endpoint_id
   RETURNING event_id
 ), n AS (
   SELECT pg_notify('${WAKE_CHANNEL}', '') FROM (SELECT 1 FROM q LIMIT 1) AS any_delivery WHERE $10::boolean

@@ -110,7 +110,9 @@ WITH m AS (
   SELECT platform_id FROM merchants WHERE id = $1::text
 ), fan AS (
   SELECT w.id AS endpoint_id, c.copy::smallint AS copy,
-         ((row_number() OVER (ORDER BY w.id, c.copy)))::int AS slot
+         ((row_number() OVER (ORDER BY w.id, c.copy)))::int AS slot,
+         -- Per-object ordering (claim.ts): the object's id for ordered endpoints only.
+         CASE WHEN w.delivery_order = 'per_object' THEN $14::text END AS order_key
   FROM m JOIN webhook_endpoints w
     ON w.platform_id = m.platform_id AND w.environment = $2::text AND w.status = 'enabled' AND w.deleted_at IS NULL
    AND CASE WHEN $3::text IS NOT NULL
@@ -140,10 +142,11 @@ WITH m AS (
   SELECT ($12::text[])[f.slot], ev.id, f.endpoint_id, f.copy, ev.platform_id, $2::text, 'pending', 0, 0,
          $10::timestamptz, $10::timestamptz, $10::timestamptz, $5::text
   FROM ev CROSS JOIN fan f
-  RETURNING id, endpoint_id, platform_id
+  RETURNING id, endpoint_id, platform_id, copy
 ), q AS (
-  INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at)
-  SELECT d.id, $10::timestamptz, $9::text, d.endpoint_id, d.platform_id, $10::timestamptz FROM d
+  INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, order_key)
+  SELECT d.id, $10::timestamptz, $9::text, d.endpoint_id, d.platform_id, $10::timestamptz, f.order_key
+  FROM d JOIN fan f ON f.endpoint_id = d.endpoint_id AND f.copy = d.copy
   RETURNING 1
 ), n AS (
   SELECT pg_notify('${WAKE_CHANNEL}', '') FROM (SELECT 1 FROM q LIMIT 1) AS any_delivery WHERE $13::boolean

@@ -380,6 +380,8 @@ export interface components {
             disabled_at: string | null;
             /** @description After a rotation, until when the previous secret still signs (a second v1= in Service-Signature); null otherwise. */
             previous_secret_expires_at: string | null;
+            /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
+            delivery_order: "unordered" | "per_object";
         };
         /** @description A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it. */
         WebhookEndpointWithSecret: {
@@ -410,6 +412,8 @@ export interface components {
             disabled_at: string | null;
             /** @description After a rotation, until when the previous secret still signs (a second v1= in Service-Signature); null otherwise. */
             previous_secret_expires_at: string | null;
+            /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
+            delivery_order: "unordered" | "per_object";
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
             secret: string;
         };
@@ -459,6 +463,13 @@ export interface components {
             last_attempt_at: string | null;
             /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
             created_at: string;
+            /** @description Only on endpoints with delivery_order per_object: the earliest unfinished delivery of the same endpoint and object, which this one waits for; null when it is not held back. */
+            waiting_for: {
+                /** @description The delivery this one waits for (prefix whd_). */
+                delivery_id: string;
+                /** @description That delivery's event. */
+                event_id: string;
+            } | null;
             /** @description Every attempt so far, oldest first. */
             attempts: components["schemas"]["DeliveryAttempt"][];
         };
@@ -936,7 +947,8 @@ export interface operations {
                      *           },
                      *           "disabled_reason": null,
                      *           "disabled_at": null,
-                     *           "previous_secret_expires_at": null
+                     *           "previous_secret_expires_at": null,
+                     *           "delivery_order": "unordered"
                      *         }
                      *       ],
                      *       "has_more": true
@@ -985,6 +997,8 @@ export interface operations {
                     metadata?: {
                         [key: string]: string;
                     };
+                    /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
+                    delivery_order?: "unordered" | "per_object";
                 };
             };
         };
@@ -1023,6 +1037,7 @@ export interface operations {
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered",
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1085,7 +1100,8 @@ export interface operations {
                      *       },
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
-                     *       "previous_secret_expires_at": null
+                     *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1168,6 +1184,8 @@ export interface operations {
                         [key: string]: string;
                     };
                     status?: "enabled" | "disabled";
+                    /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
+                    delivery_order?: "unordered" | "per_object";
                 };
             };
         };
@@ -1204,7 +1222,8 @@ export interface operations {
                      *       },
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
-                     *       "previous_secret_expires_at": null
+                     *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1281,6 +1300,7 @@ export interface operations {
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered",
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1342,6 +1362,7 @@ export interface operations {
                      *           "next_attempt_at": null,
                      *           "last_attempt_at": "2026-01-31T12:00:05Z",
                      *           "created_at": "2026-01-31T12:00:05Z",
+                     *           "waiting_for": null,
                      *           "attempts": [
                      *             {
                      *               "id": "wha_9Pq3Rs5Tu7Vw1Xy2",
@@ -1416,6 +1437,7 @@ export interface operations {
                      *       "next_attempt_at": null,
                      *       "last_attempt_at": "2026-01-31T12:00:05Z",
                      *       "created_at": "2026-01-31T12:00:05Z",
+                     *       "waiting_for": null,
                      *       "attempts": [
                      *         {
                      *           "id": "wha_9Pq3Rs5Tu7Vw1Xy2",

@@ -6,7 +6,7 @@ import { REQUIRED_LIVE_EVENT_TYPES, checkSignature } from '@payhooks/contract';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type Behaviour, type TestReceiver } from '../helpers/receiver.ts';
-import { publish } from '../helpers/publish.ts';
+import { payment, publish } from '../helpers/publish.ts';
 import { drainUntil } from '../helpers/portal.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
@@ -557,6 +557,30 @@ describe('Merchant Portal in Chromium', () => {
     await page.goto(`${svc.url}/portal/webhooks/events/${event.id}`);
     await page.getByRole('combobox').first().selectOption({ label: 'Cancelled' });
     await expectText(page.locator('tr', { hasText: 'Cancelled' }), 'payment.succeeded');
+  });
+
+  it('issue 25: the edit form turns per-object ordering on, and a delivery held back by it links the one it waits for', async () => {
+    const ep = await endpointOfA('ordered', { status: 503, body: 'down' }, ['payment.processing', 'payment.succeeded']);
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel("Deliver each object's events in order").check();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Endpoint saved.').waitFor();
+    await page.getByTestId('delivery-order').waitFor();
+    expect((await svc.ctx.endpoints.get(scopeA(), ep.id)).delivery_order).toBe('per_object');
+    const first = await publish(svc.ctx, a.merchant_id, {
+      type: 'payment.processing',
+      object: payment({ id: 'pay_portal_ordered', status: 'processing' }),
+    });
+    const second = await publish(svc.ctx, a.merchant_id, { object: payment({ id: 'pay_portal_ordered' }) });
+    const list = (await svc.ctx.deliveries.list(scopeA(), { limit: 10, endpointId: ep.id })).data;
+    const blocking = list.find((d) => d.event_id === first.event.id)!;
+    const held = list.find((d) => d.event_id === second.event.id)!;
+    expect(held.waiting_for?.delivery_id).toBe(blocking.id);
+    await page.goto(`${svc.url}/portal/webhooks/deliveries/${held.id}`);
+    await expectText(page.getByTestId('waiting-for'), blocking.id);
+    await page.getByTestId('waiting-for').getByRole('link').click();
+    await page.waitForURL(`**/webhooks/deliveries/${blocking.id}`);
   });
 
   it('the environment switch shows live; sign-out returns to the sign-in form', async () => {

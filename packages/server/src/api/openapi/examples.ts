@@ -59,6 +59,7 @@ const endpoint = {
   disabled_reason: null,
   disabled_at: null,
   previous_secret_expires_at: null,
+  delivery_order: 'unordered',
 };
 
 const attempt = {
@@ -93,6 +94,7 @@ const delivery = {
   next_attempt_at: null,
   last_attempt_at: LATER,
   created_at: LATER,
+  waiting_for: null,
   attempts: [attempt],
 };
 

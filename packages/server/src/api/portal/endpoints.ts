@@ -7,13 +7,13 @@ import { AppError } from '../../errors.ts';
 import { sendTestEvent } from '../../portal/test-event.ts';
 import { scopeOf } from '../../portal/sessions.ts';
 import { IdParams, endpointId } from './ids.ts';
-import { rotateParameters } from '../v1/webhook-endpoints.ts';
+import { DeliveryOrder, rotateParameters } from '../v1/webhook-endpoints.ts';
 
 const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 });
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
 const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
 const CreateBody = Type.Object(
-  { url: Url, enabled_events: EnabledEvents, description: Type.Optional(Description) },
+  { url: Url, enabled_events: EnabledEvents, description: Type.Optional(Description), delivery_order: Type.Optional(DeliveryOrder) },
   { additionalProperties: false },
 );
 const UpdateBody = Type.Object(
@@ -22,6 +22,7 @@ const UpdateBody = Type.Object(
     enabled_events: Type.Optional(EnabledEvents),
     description: Type.Optional(Description),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
+    delivery_order: Type.Optional(DeliveryOrder),
   },
   { additionalProperties: false },
 );

@@ -68,6 +68,19 @@ export const DeliverySchema = Type.Object(
     }),
     last_attempt_at: Type.Union([Timestamp, Type.Null()]),
     created_at: Timestamp,
+    waiting_for: Type.Union(
+      [
+        Type.Object({
+          delivery_id: Type.String({ description: 'The delivery this one waits for (prefix whd_).' }),
+          event_id: Type.String({ description: "That delivery's event." }),
+        }),
+        Type.Null(),
+      ],
+      {
+        description:
+          'Only on endpoints with delivery_order per_object: the earliest unfinished delivery of the same endpoint and object, which this one waits for; null when it is not held back.',
+      },
+    ),
     attempts: Type.Array(Type.Ref(AttemptSchema), { description: 'Every attempt so far, oldest first.' }),
   },
   { $id: 'WebhookDelivery', description: 'One event for one endpoint, with its attempt log.' },

@@ -15,6 +15,10 @@ const EnabledEvents = Type.Array(Type.Ref(EnabledEventTypeSchema), {
 });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute http(s) URL; live endpoints need https.' });
 const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
+export const DeliveryOrder = Type.Union([Type.Literal('unordered'), Type.Literal('per_object')], {
+  description:
+    'unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up.',
+});
 
 const endpointProperties = {
   id: Type.String({ description: 'Prefix we_' }),
@@ -43,6 +47,7 @@ const endpointProperties = {
   previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], {
     description: 'After a rotation, until when the previous secret still signs (a second v1= in Service-Signature); null otherwise.',
   }),
+  delivery_order: DeliveryOrder,
 };
 
 export const WebhookEndpointSchema = Type.Object(endpointProperties, {
@@ -77,7 +82,13 @@ export const RotateBody = Type.Object(
 );
 
 const CreateBody = Type.Object(
-  { url: Url, enabled_events: EnabledEvents, description: Type.Optional(Description), metadata: Type.Optional(Metadata) },
+  {
+    url: Url,
+    enabled_events: EnabledEvents,
+    description: Type.Optional(Description),
+    metadata: Type.Optional(Metadata),
+    delivery_order: Type.Optional(DeliveryOrder),
+  },
   { additionalProperties: false },
 );
 
@@ -88,6 +99,7 @@ const UpdateBody = Type.Object(
     description: Type.Optional(Description),
     metadata: Type.Optional(Metadata),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
+    delivery_order: Type.Optional(DeliveryOrder),
   },
   { additionalProperties: false },
 );

@@ -1,0 +1,55 @@
+import { sql } from 'drizzle-orm';
+import type { Database, Queryable } from '../db/client.ts';
+import type { DeliveryOrder } from '../db/schema.ts';
+
+/**
+ * Per-object ordering (migration 0016), opt-in per endpoint with `delivery_order: "per_object"`:
+ * the events about one object (`data.object.id`) go to the endpoint one at a time, in the order
+ * they were published. A queue row of such an endpoint carries the object's id (`order_key`,
+ * written when the event is published) and the claim (claim.ts) passes it over while an earlier
+ * row of the same endpoint and object is still queued: pending, retrying on its schedule, or in
+ * flight. Delivered, exhausted or cancelled, that row leaves the queue and the next one goes.
+ * Other objects, and other endpoints, are never held up.
+ */
+
+/**
+ * Switching an endpoint's order applies to what is already queued too: its rows get their
+ * object's id (looked up by each event's full key), or lose it.
+ */
+export async function setEndpointOrdering(db: Queryable, endpointId: string, order: DeliveryOrder): Promise<void> {
+  if (order === 'per_object') {
+    await db.execute(sql`UPDATE delivery_queue q SET order_key = e.object_id
+      FROM events e
+      WHERE q.endpoint_id = ${endpointId} AND e.id = q.event_id AND e.created_at = q.delivery_created_at`);
+  } else {
+    await db.execute(sql`UPDATE delivery_queue SET order_key = NULL WHERE endpoint_id = ${endpointId} AND order_key IS NOT NULL`);
+  }
+}
+
+/** What a waiting delivery waits for: the earliest queued delivery of its endpoint and object. */
+export interface WaitingFor {
+  delivery_id: string;
+  event_id: string;
+}
+
+/**
+ * For the given deliveries, those held back by per-object ordering and the delivery each waits
+ * for (the earliest one of the same endpoint and object still queued). Deliveries that are not
+ * queued, not ordered, or first in line are absent from the result.
+ */
+export async function waitingFor(database: Database, deliveryIds: string[]): Promise<Map<string, WaitingFor>> {
+  if (deliveryIds.length === 0) return new Map();
+  const rows = await database.query<{ delivery_id: string; blocker_id: string; blocker_event_id: string }>(
+    `SELECT q.delivery_id, b.delivery_id AS blocker_id, b.event_id AS blocker_event_id
+     FROM delivery_queue q
+     CROSS JOIN LATERAL (
+       SELECT o.delivery_id, o.event_id FROM delivery_queue o
+       WHERE o.endpoint_id = q.endpoint_id AND o.order_key = q.order_key AND o.seq < q.seq
+       ORDER BY o.seq LIMIT 1
+     ) b
+     WHERE q.delivery_id = ANY($1::text[]) AND q.order_key IS NOT NULL`,
+    [deliveryIds],
+    'waiting_for',
+  );
+  return new Map(rows.map((r) => [r.delivery_id, { delivery_id: r.blocker_id, event_id: r.blocker_event_id }]));
+}
