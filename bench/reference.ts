@@ -27,6 +27,7 @@ import { renderChart } from './reference/chart.ts';
 import { machineInfo } from './reference/machine.ts';
 import { forkTs, killAll, runMigrate } from './reference/processes.ts';
 import { startReceivers } from './reference/receivers.ts';
+import { startBrokerSinks } from './reference/brokers.ts';
 import {
   backlog,
   BENCH_WORKER_ENV,
@@ -180,6 +181,8 @@ async function main() {
     const iso = await run.isolation();
     log('fan-out: one event to 1,000 endpoints');
     const fan = await run.fanout();
+    log('destinations: 10 endpoints over HTTP, RabbitMQ and NATS JetStream');
+    const brokers = await run.brokers();
 
     machine.load_average_end = loadavg().map((l) => +l.toFixed(2));
     const bound = cpuBound(machine.cores, paired);
@@ -223,8 +226,14 @@ async function main() {
         off_postgres_cpu_ms: round((b100.cpu_per_delivery.postgres_ms + b100b.cpu_per_delivery.postgres_ms) / 2, 3),
         on_postgres_cpu_ms: round((ordered[0]!.cpu_per_delivery.postgres_ms + ordered[1]!.cpu_per_delivery.postgres_ms) / 2, 3),
       },
+      // The same 10-endpoint backlog delivered over HTTP, to RabbitMQ (publisher confirms) and to
+      // NATS JetStream (stream acks): deliveries/s and the worker's CPU per delivery (issue 25 item 3).
+      destinations: Object.fromEntries(
+        Object.entries(brokers).map(([kind, r]) => [kind, { per_s: r.throughput_per_s, worker_cpu_ms: r.cpu_per_delivery.worker_ms }]),
+      ),
       // Every figure.
       figures: {
+        destinations: brokers,
         ceiling: ceil,
         // Both passes of the three headline figures, in the order they ran.
         headline_passes: paired.passes,
@@ -355,6 +364,25 @@ function runners(env: Env) {
     fanout: () => fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs }),
     'publish-http': () => publishHttp(env, { events: SIZE.publishHttp, apis: 1, batch: 50 }),
     fleet: () => scaleOut(env, { apis: [1, 2], workers: [1, 2, 4], events: SIZE.fleetEvents, endpoints: 10, timeoutMs }),
+    /** The 10-endpoint backlog over HTTP, RabbitMQ (publisher confirms) and NATS JetStream, back to back. */
+    brokers: async () => {
+      const sinks = await startBrokerSinks(env.receivers.arrivals);
+      try {
+        const events = SIZE.backlog10 || 300;
+        const http = await backlog(env, { target: 'payhooks', endpoints: 10, events, timeoutMs });
+        // The broker server's own CPU over the run (it is idle while the backlog is published).
+        const viaBroker = async (kind: 'amqp' | 'nats') => {
+          const before = sinks.serverCpuMs(kind);
+          const r = await backlog(env, { target: 'payhooks', endpoints: 10, events, timeoutMs, broker: { kind, sinks } });
+          return { ...r, broker_server_cpu_ms_per_delivery: round((sinks.serverCpuMs(kind) - before) / r.deliveries, 3) };
+        };
+        const amqp = await viaBroker('amqp');
+        const nats = await viaBroker('nats');
+        return { http, amqp, nats };
+      } finally {
+        await sinks.close();
+      }
+    },
   };
 }
 
@@ -373,6 +401,7 @@ async function focused(run: ReturnType<typeof runners>, only: string[]): Promise
     fanout: run.fanout,
     'publish-http': run['publish-http'],
     fleet: run.fleet,
+    brokers: run.brokers,
   };
   const unknown = only.filter((o) => !(o in pick));
   if (unknown.length) throw new Error(`--only: unknown scenario(s) ${unknown.join(', ')}; choose from ${Object.keys(pick).join(', ')}`);

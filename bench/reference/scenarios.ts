@@ -16,6 +16,7 @@ import { createPlatform } from '../../packages/server/src/tenancy/platforms.ts';
 import { ask, forkTs, startWorker, childOf, type Child } from './processes.ts';
 import type { PublishRequest } from './publisher.ts';
 import type { Receivers } from './receivers.ts';
+import type { BrokerSinks } from './brokers.ts';
 import { cpuMsOfAll } from './machine.ts';
 import { ProcSampler } from './sampler.ts';
 import { now, percentiles, perSecond, round, sleep, type Percentiles } from './stats.ts';
@@ -208,11 +209,20 @@ export interface DrainResult {
  */
 export async function backlog(
   env: Env,
-  o: { target: 'payhooks' | 'graphile'; endpoints: number; events: number; workers?: number; timeoutMs: number; ordered?: boolean },
+  o: {
+    target: 'payhooks' | 'graphile';
+    endpoints: number;
+    events: number;
+    workers?: number;
+    timeoutMs: number;
+    ordered?: boolean;
+    /** Endpoints on a message broker instead of the HTTP receivers (payhooks only). */
+    broker?: { kind: 'amqp' | 'nats'; sinks: BrokerSinks };
+  },
 ): Promise<DrainResult> {
   const db = await scratch(env, o.target === 'payhooks');
   try {
-    const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
+    const urls = Array.from({ length: o.endpoints }, (_, i) => (o.broker ? o.broker.sinks.url(o.broker.kind, i) : env.receivers.url(i)));
     let merchantId = 'mer_baseline';
     let endpoints: Endpoint[];
     if (o.target === 'payhooks') ({ merchantId, endpoints } = await setupPlatform(env, db, urls, { ordered: o.ordered }));

@@ -354,6 +354,8 @@ export interface components {
             previous_secret_expires_at: string | null;
             /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
             delivery_order: "unordered" | "per_object";
+            /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
+            url_has_credentials: boolean;
         };
         /** @description A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it. */
         WebhookEndpointWithSecret: {
@@ -386,6 +388,8 @@ export interface components {
             previous_secret_expires_at: string | null;
             /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
             delivery_order: "unordered" | "per_object";
+            /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
+            url_has_credentials: boolean;
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
             secret: string;
         };
@@ -1070,6 +1074,7 @@ export interface operations {
                      *           "disabled_at": null,
                      *           "previous_secret_expires_at": null,
                      *           "delivery_order": "unordered",
+                     *           "url_has_credentials": false,
                      *           "stats": {
                      *             "attempts": 0,
                      *             "succeeded": 0,
@@ -1167,6 +1172,7 @@ export interface operations {
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false,
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1230,6 +1236,7 @@ export interface operations {
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false,
                      *       "stats": {
                      *         "attempts": 0,
                      *         "succeeded": 0,
@@ -1367,7 +1374,8 @@ export interface operations {
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
-                     *       "delivery_order": "unordered"
+                     *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1437,6 +1445,7 @@ export interface operations {
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false,
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */

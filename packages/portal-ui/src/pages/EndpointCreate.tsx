@@ -55,7 +55,9 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
           onChange={(e) => setUrl(e.target.value)}
         />
         <p className="hint">
-          {environment === 'live' ? 'Live endpoints need https.' : 'Where we POST each event, signed with the endpoint’s whsec_ secret.'}
+          {environment === 'live' ? 'Live endpoints need https.' : 'Where we POST each event, signed with the endpoint’s whsec_ secret.'} Or
+          a message broker: <code>amqps://user:password@host/vhost?exchange=…&amp;routing_key=…</code> (RabbitMQ) or{' '}
+          <code>tls://user:password@host?subject=…</code> (NATS JetStream); the credentials are stored encrypted and never shown again.
         </p>
         <label htmlFor="description">
           Description <span className="muted">(optional)</span>

@@ -76,6 +76,11 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
             created <Time iso={endpoint.created_at} />
           </p>
           {endpoint.description && <p>{endpoint.description}</p>}
+          {endpoint.url_has_credentials && (
+            <p className="muted small" data-testid="url-credentials">
+              Broker credentials stored, encrypted; they are not shown again. To change them, edit the URL with new user:password@.
+            </p>
+          )}
           {endpoint.delivery_order === 'per_object' && (
             <p className="muted small" data-testid="delivery-order">
               Ordered per object: the events about one payment or checkout session are sent one at a time, in the order they happened.

@@ -64,6 +64,8 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   listenSession: boolean('listen_session').notNull().default(false),
   /** 0016: `per_object` delivers one object's events one at a time, in publish order. */
   deliveryOrder: text('delivery_order').$type<DeliveryOrder>().notNull().default('unordered'),
+  /** 0017: a broker URL's `user:password`, sealed like the signing secret (never shown again). */
+  urlCredentialsCiphertext: text('url_credentials_ciphertext'),
 });
 
 export type DeliveryOrder = 'unordered' | 'per_object';

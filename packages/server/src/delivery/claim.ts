@@ -18,6 +18,8 @@ export interface ClaimedDelivery {
   next_attempt_at: Date | null;
   body: string;
   url: string;
+  /** A broker URL's sealed `user:password` (destinations/url.ts), else null. */
+  url_credentials_ciphertext: string | null;
   secret_ciphertext: string;
   /** The replaced secret while it still signs (rotation), else null. */
   previous_secret_ciphertext: string | null;
@@ -148,7 +150,7 @@ WITH RECURSIVE platforms AS (
 SELECT c.id, c.created_at, c.event_id, c.endpoint_id, c.platform_id, d.state,
        coalesce(b.attempt_count, d.attempt_count) AS attempt_count, d.automatic_attempts, d.next_attempt_at,
        c.prev_token IS NOT NULL AS interrupted,
-       e.type AS event_type, e.body, w.url, w.secret_ciphertext,
+       e.type AS event_type, e.body, w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_expires_at END AS previous_secret_expires_at,
        w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,

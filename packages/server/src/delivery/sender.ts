@@ -2,6 +2,8 @@ import { Agent } from 'undici';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, signPayloadWithSecrets } from '@payhooks/contract';
 import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from './safe-lookup.ts';
 import { DeadlineQueue, type Deadline } from './deadlines.ts';
+import { BROKER_PROTOCOLS, BrokerUrlError, parseBrokerUrl, type BrokerCredentials } from './destinations/url.ts';
+import type { BrokerDestinations } from './destinations/index.ts';
 
 /** Bytes of a response body kept for the delivery log. */
 export const RESPONSE_BODY_LIMIT = 16 * 1024;
@@ -20,6 +22,8 @@ export type ErrorKind =
   | 'forbidden_address'
   | 'invalid_url'
   | 'network'
+  /** A message broker refused or did not confirm the message (nack, unroutable, no stream, credentials). */
+  | 'broker'
   /** No request was sent: the endpoint is disabled (the attempt still counts toward the 8). */
   | 'endpoint_disabled';
 
@@ -42,6 +46,8 @@ export interface SendRequest {
   eventId: string;
   /** The live signing secrets, new first: one `v1=` each (two only during a rotation's overlap). */
   secrets: readonly string[];
+  /** A broker URL's credentials, decrypted (null or absent for HTTP). */
+  credentials?: BrokerCredentials | null;
 }
 
 export interface SenderOptions {
@@ -52,6 +58,8 @@ export interface SenderOptions {
   now: () => Date;
   /** DNS resolver, injectable so tests can point a name at a chosen address. */
   resolver?: Resolver;
+  /** A broker connection unused this long is closed. */
+  brokerIdleMs?: number;
 }
 
 /**
@@ -65,6 +73,8 @@ export class Sender {
   private readonly deadlines: DeadlineQueue;
   /** The response-body grace after the status arrives, one timer likewise. */
   private readonly bodyGraces = new DeadlineQueue(BODY_GRACE_MS);
+  /** Loaded on the first broker URL: an HTTP-only deployment never loads a broker client. */
+  private brokers: Promise<BrokerDestinations> | null = null;
 
   constructor(private readonly options: SenderOptions) {
     this.agent = new Agent({
@@ -85,6 +95,7 @@ export class Sender {
     let url: URL;
     try {
       url = new URL(req.url);
+      if (Object.hasOwn(BROKER_PROTOCOLS, url.protocol)) return this.publish(url, req, startedAt, t0);
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http(s)');
       if (!this.options.allowPrivate) checkLiteralHost(url.hostname);
     } catch (err) {
@@ -122,9 +133,95 @@ export class Sender {
     });
   }
 
+  /** Broker connections open now, by kind (for tests and the idle check). */
+  async brokerConnections(): Promise<Record<string, number>> {
+    if (!this.brokers) return {};
+    const brokers = await this.brokers;
+    return Object.fromEntries(Object.entries(brokers).map(([kind, b]) => [kind, b.openConnections]));
+  }
+
   async close(): Promise<void> {
     await this.agent.close();
+    if (this.brokers) await Promise.all(Object.values(await this.brokers).map((b) => b.close()));
   }
+
+  /**
+   * One attempt to a message broker (delivery/destinations): the same bytes and signature as an
+   * HTTP POST, the two headers as message headers. Success is the broker's confirmation within
+   * the attempt's deadline; anything else fails the attempt, with the broker's words in the log.
+   */
+  private async publish(url: URL, req: SendRequest, startedAt: Date, t0: number): Promise<AttemptResult> {
+    const elapsed = () => Math.round(performance.now() - t0);
+    let target: ReturnType<typeof parseBrokerUrl>;
+    try {
+      target = parseBrokerUrl(url);
+    } catch (err) {
+      if (err instanceof BrokerUrlError)
+        return failed(startedAt, elapsed(), 'invalid_url', `The endpoint URL is not valid: ${err.message}`);
+      throw err;
+    }
+    const bytes = Buffer.from(req.body, 'utf8');
+    const signature = signPayloadWithSecrets(req.secrets, Math.floor(this.options.now().getTime() / 1000), bytes);
+    const headers = { [EVENT_ID_HEADER]: req.eventId, [SIGNATURE_HEADER]: signature };
+    this.brokers ??= loadBrokers({
+      allowPrivate: this.options.allowPrivate,
+      resolver: this.options.resolver,
+      connectTimeoutMs: this.options.timeoutMs,
+      idleMs: this.options.brokerIdleMs ?? BROKER_IDLE_MS,
+    });
+    let broker: BrokerDestinations[keyof BrokerDestinations];
+    try {
+      broker = (await this.brokers)[target.kind];
+    } catch (err) {
+      this.brokers = null;
+      return failed(startedAt, elapsed(), 'network', `The ${target.kind} client could not be loaded: ${(err as Error).message}`);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<AttemptResult>((resolve) => {
+      timer = setTimeout(
+        () =>
+          resolve(
+            failed(
+              startedAt,
+              elapsed(),
+              'timeout',
+              `The broker did not confirm within ${this.options.timeoutMs} ms (spec 8: within 10 s).`,
+            ),
+          ),
+        this.options.timeoutMs,
+      );
+    });
+    const attempt = broker.publish(target, req.credentials ?? null, { body: bytes, headers, eventId: req.eventId }).then(
+      (detail): AttemptResult => ({
+        succeeded: true,
+        startedAt,
+        durationMs: elapsed(),
+        statusCode: null,
+        responseBody: detail,
+        errorKind: null,
+        errorMessage: null,
+      }),
+      (err: unknown) =>
+        err instanceof Error && err.name === 'BrokerRefusal'
+          ? failed(startedAt, elapsed(), (err as Error & { kind: ErrorKind }).kind, err.message)
+          : classify(err, (kind, message) => failed(startedAt, elapsed(), kind, message)),
+    );
+    const result = await Promise.race([attempt, deadline]);
+    clearTimeout(timer);
+    result.requestSignature = signature;
+    return result;
+  }
+}
+
+/** Broker connections idle this long are closed (the next attempt dials again). */
+export const BROKER_IDLE_MS = 60_000;
+
+async function loadBrokers(options: import('./destinations/index.ts').DialOptions): Promise<BrokerDestinations> {
+  const [{ AmqpDestination }, { NatsDestination }] = await Promise.all([
+    import('./destinations/amqp.ts'),
+    import('./destinations/nats.ts'),
+  ]);
+  return { amqp: new AmqpDestination(options), nats: new NatsDestination(options) };
 }
 
 function failed(startedAt: Date, durationMs: number, errorKind: ErrorKind, errorMessage: string): AttemptResult {

@@ -26,6 +26,7 @@ import { EndpointGate } from './endpoint-gate.ts';
 import { SharedEndpointGate, type SlotStore } from './shared-gate.ts';
 import type { Logger } from 'pino';
 import { USER_AGENT, type Sender } from './sender.ts';
+import { credentialsAad, decodeCredentials } from './destinations/url.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 
 export interface ApiAttempt {
@@ -168,7 +169,7 @@ WITH d AS (
 )
 SELECT f.id, f.event_id, f.endpoint_id, f.state, f.next_attempt_at, f.was_queued,
        coalesce((SELECT b.attempt_count FROM bumped b), f.attempt_count) AS attempt_count,
-       e.type AS event_type, e.body, w.url, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
+       e.type AS event_type, e.body, w.url, w.url_credentials_ciphertext, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
        CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext
 FROM free f JOIN leased l ON l.delivery_id = f.id
 -- The event by its full primary key, never by created_at alone (see the same join in claim.ts).
@@ -370,6 +371,7 @@ export class DeliveryService {
       next_attempt_at: Date | null;
       body: string;
       url: string;
+      url_credentials_ciphertext: string | null;
       secret_ciphertext: string;
       previous_secret_ciphertext: string | null;
       endpoint_deleted_at: Date | null;
@@ -396,7 +398,10 @@ export class DeliveryService {
     try {
       const signWith = [this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id)];
       if (row.previous_secret_ciphertext) signWith.push(this.secrets.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
-      const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith });
+      const credentials = row.url_credentials_ciphertext
+        ? decodeCredentials(this.secrets.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
+        : null;
+      const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials });
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
       const next = afterManualAttempt({
         succeeded: result.succeeded,

@@ -9,6 +9,7 @@ import { cancelClaims, claimDue, releaseClaims, type ClaimedDelivery } from './c
 import { recordOutcomes, type Outcome } from './record.ts';
 import { afterAutomaticAttempt } from './schedule.ts';
 import type { AttemptResult, Sender } from './sender.ts';
+import { type BrokerCredentials, credentialsAad, decodeCredentials } from './destinations/url.ts';
 import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
 
 interface EndpointSlot {
@@ -360,17 +361,20 @@ export class DeliveryWorker {
     const { sender, metrics, logger } = this.deps;
     const { keys } = this;
     let signWith: string[];
+    let credentials: BrokerCredentials | null = null;
     try {
       signWith = [keys.decrypt(row.secret_ciphertext, row.endpoint_id)];
       // During a rotation's overlap the claim joined the previous secret too (expiry checked there).
       if (row.previous_secret_ciphertext) signWith.push(keys.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
+      if (row.url_credentials_ciphertext)
+        credentials = decodeCredentials(keys.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)));
     } catch (err) {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.
       logger.error({ err, endpoint: row.endpoint_id }, 'cannot decrypt the endpoint signing secret; check PAYHOOKS_ENCRYPTION_KEY');
       return null;
     }
-    const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith });
+    const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials });
     metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
     this.recordOutcome(row, token, result);
     return result;

@@ -7,6 +7,7 @@ import { notFound } from '../errors.ts';
 import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import { validateEndpointUrl, type UrlPolicy } from '../security/url-policy.ts';
+import { brokerIdentity, credentialsAad, encodeCredentials } from '../delivery/destinations/url.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import type { Clock } from '../clock.ts';
 import { validateEnabledEvents } from './enabled-events.ts';
@@ -38,6 +39,8 @@ export interface WebhookEndpoint {
   previous_secret_expires_at: string | null;
   /** `per_object`: the events about one object go one at a time, in publish order (delivery/ordering.ts). */
   delivery_order: DeliveryOrder;
+  /** A broker URL's credentials are stored (sealed; never shown again). */
+  url_has_credentials: boolean;
 }
 
 /** Longest overlap of a rotation: 7 days, in seconds. */
@@ -84,6 +87,7 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     disabled_at: row.status === 'disabled' && row.disabledAt ? formatEventTimestamp(row.disabledAt) : null,
     previous_secret_expires_at: previousLive ? formatEventTimestamp(row.previousSecretExpiresAt!) : null,
     delivery_order: row.deliveryOrder,
+    url_has_credentials: row.urlCredentialsCiphertext !== null,
   };
 }
 
@@ -105,7 +109,7 @@ export class EndpointService {
 
   /** Creates an endpoint; the returned `secret` is the only time it leaves the service. */
   async create(scope: Scope, input: CreateEndpointInput, db: Queryable = this.db): Promise<WebhookEndpoint & { secret: string }> {
-    const url = validateEndpointUrl(input.url, scope.environment, this.urlPolicy);
+    const { url, credentials } = validateEndpointUrl(input.url, scope.environment, this.urlPolicy);
     const enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment);
     const id = newId('webhookEndpoint');
     const secret = newSigningSecret();
@@ -123,6 +127,7 @@ export class EndpointService {
         deliveryOrder: input.delivery_order ?? 'unordered',
         status: 'enabled',
         secretCiphertext: this.secrets.encrypt(secret, id),
+        urlCredentialsCiphertext: credentials ? this.secrets.encrypt(encodeCredentials(credentials), credentialsAad(id)) : null,
         createdAt: now,
         updatedAt: now,
       })
@@ -160,7 +165,15 @@ export class EndpointService {
     return this.db.transaction(async (tx) => {
       const current = await this.getRow(scope, id, tx);
       const changes: Partial<typeof webhookEndpoints.$inferInsert> = { updatedAt: this.clock.now() };
-      if (input.url !== undefined) changes.url = validateEndpointUrl(input.url, scope.environment, this.urlPolicy);
+      if (input.url !== undefined) {
+        const { url, credentials } = validateEndpointUrl(input.url, scope.environment, this.urlPolicy);
+        changes.url = url;
+        // Credentials in the new url replace the stored ones. Without any, the stored ones stay
+        // only while the url names the same broker (scheme, host, port, virtual host): a client
+        // that sends back the url it read keeps them, and they never go to another host.
+        if (credentials) changes.urlCredentialsCiphertext = this.secrets.encrypt(encodeCredentials(credentials), credentialsAad(id));
+        else if (brokerIdentity(url) !== brokerIdentity(current.url)) changes.urlCredentialsCiphertext = null;
+      }
       if (input.enabled_events !== undefined) changes.enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment);
       if (input.description !== undefined) changes.description = input.description;
       if (input.metadata !== undefined) changes.metadata = mergeMetadata(current.metadata, input.metadata);

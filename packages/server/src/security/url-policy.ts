@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { AppError } from '../errors.ts';
 import { isForbiddenAddress } from './ip-ranges.ts';
 import type { Environment } from '../db/schema.ts';
+import { BrokerUrlError, BROKER_PROTOCOLS, isBrokerProtocol, parseBrokerUrl, splitCredentials } from '../delivery/destinations/url.ts';
 
 export const MAX_URL_LENGTH = 2048;
 
@@ -12,12 +13,20 @@ export interface UrlPolicy {
   allowPrivate: boolean;
 }
 
+export interface ValidatedUrl {
+  /** The URL to store and show: a broker URL's credentials are split off. */
+  url: string;
+  /** A broker URL's `user:password@`, to seal (never stored or shown in clear). */
+  credentials: { username: string; password: string } | null;
+}
+
 /**
- * Checks an endpoint URL when it is registered. This is the early, friendly check; the one
- * that counts against SSRF runs again on the resolved address at connect time, because DNS
- * can change after registration.
+ * Checks an endpoint URL when it is registered: http(s), or a message broker's (amqp, amqps,
+ * nats, tls; delivery/destinations/url.ts). This is the early, friendly check; the one that
+ * counts against SSRF runs again on the resolved address at connect time, because DNS can
+ * change after registration.
  */
-export function validateEndpointUrl(raw: string, environment: Environment, policy: UrlPolicy): string {
+export function validateEndpointUrl(raw: string, environment: Environment, policy: UrlPolicy): ValidatedUrl {
   const bad = (code: string, message: string, kind: 'invalid_request' | 'unprocessable' = 'invalid_request') =>
     new AppError(kind, code, message, { param: 'url' });
   if (raw.length > MAX_URL_LENGTH) throw bad('url_invalid', `url must be at most ${MAX_URL_LENGTH} characters.`);
@@ -30,15 +39,33 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
   try {
     url = new URL(raw);
   } catch {
-    throw bad('url_invalid', 'url must be an absolute http:// or https:// URL.');
+    throw bad('url_invalid', 'url must be an absolute http:// or https:// URL (or amqps://, tls:// for a message broker).');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad('url_invalid', 'url must use http or https.');
-  if (url.username || url.password)
+  const broker = isBrokerProtocol(url.protocol);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:' && !broker)
+    throw bad('url_invalid', 'url must use http or https (or amqp, amqps, nats, tls for a message broker).');
+  let credentials: ValidatedUrl['credentials'] = null;
+  if (broker) {
+    try {
+      parseBrokerUrl(url);
+      ({ url: raw, credentials } = splitCredentials(url));
+    } catch (err) {
+      if (err instanceof BrokerUrlError) throw bad('url_invalid', err.message);
+      throw err;
+    }
+  } else if (url.username || url.password)
     throw bad('url_invalid', 'url must not contain credentials (user:password@); authenticate with the signature instead.');
   if (!url.hostname) throw bad('url_invalid', 'url must name a host.');
   if (url.hash) throw bad('url_invalid', 'url must not contain a #fragment.');
   if (environment === 'live' && url.protocol === 'http:' && !policy.allowHttp) {
     throw bad('url_insecure', 'Live endpoints must use https. Use a sandbox key for plain-http testing.', 'unprocessable');
+  }
+  if (environment === 'live' && broker && !BROKER_PROTOCOLS[url.protocol]!.tls && !policy.allowHttp) {
+    throw bad(
+      'url_insecure',
+      'Live broker endpoints must use TLS: amqps:// for RabbitMQ, tls:// for NATS. Use a sandbox key for plain-text testing.',
+      'unprocessable',
+    );
   }
   if (!policy.allowPrivate) {
     // `localhost.` is `localhost`: a fully-qualified name's trailing dot must not slip past.
@@ -55,5 +82,5 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
       );
     }
   }
-  return raw;
+  return { url: raw, credentials };
 }

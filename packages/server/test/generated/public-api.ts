@@ -382,6 +382,8 @@ export interface components {
             previous_secret_expires_at: string | null;
             /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
             delivery_order: "unordered" | "per_object";
+            /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
+            url_has_credentials: boolean;
         };
         /** @description A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it. */
         WebhookEndpointWithSecret: {
@@ -414,6 +416,8 @@ export interface components {
             previous_secret_expires_at: string | null;
             /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
             delivery_order: "unordered" | "per_object";
+            /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
+            url_has_credentials: boolean;
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
             secret: string;
         };
@@ -948,7 +952,8 @@ export interface operations {
                      *           "disabled_reason": null,
                      *           "disabled_at": null,
                      *           "previous_secret_expires_at": null,
-                     *           "delivery_order": "unordered"
+                     *           "delivery_order": "unordered",
+                     *           "url_has_credentials": false
                      *         }
                      *       ],
                      *       "has_more": true
@@ -988,7 +993,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Absolute http(s) URL; live endpoints need https. */
+                    /** @description Absolute http(s) URL; live endpoints need https. Or a message broker: amqps://user:password@host/vhost?exchange=…&routing_key=… (RabbitMQ, an exchange you declared) or tls://user:password@host?subject=… (NATS JetStream); live endpoints need amqps or tls. Credentials are stored encrypted and never shown again. */
                     url: string;
                     /** @description Event types to deliver to this endpoint, or ["*"] for every type. */
                     enabled_events: components["schemas"]["EnabledEventType"][];
@@ -1038,6 +1043,7 @@ export interface operations {
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false,
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1101,7 +1107,8 @@ export interface operations {
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
-                     *       "delivery_order": "unordered"
+                     *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1174,7 +1181,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Absolute http(s) URL; live endpoints need https. */
+                    /** @description Absolute http(s) URL; live endpoints need https. Or a message broker: amqps://user:password@host/vhost?exchange=…&routing_key=… (RabbitMQ, an exchange you declared) or tls://user:password@host?subject=… (NATS JetStream); live endpoints need amqps or tls. Credentials are stored encrypted and never shown again. */
                     url?: string;
                     /** @description Event types to deliver to this endpoint, or ["*"] for every type. */
                     enabled_events?: components["schemas"]["EnabledEventType"][];
@@ -1223,7 +1230,8 @@ export interface operations {
                      *       "disabled_reason": null,
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
-                     *       "delivery_order": "unordered"
+                     *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1301,6 +1309,7 @@ export interface operations {
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false,
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */

@@ -583,6 +583,20 @@ describe('Merchant Portal in Chromium', () => {
     await page.waitForURL(`**/webhooks/deliveries/${blocking.id}`);
   });
 
+  it('issue 25: a broker endpoint made in the portal shows its URL without the credentials and says they are stored', async () => {
+    await page.goto(`${svc.url}/portal/webhooks/endpoints`);
+    await page.getByRole('link', { name: '+ Add endpoint' }).click();
+    await page
+      .getByLabel('Endpoint URL')
+      .fill('amqp://portal-user:portal-pass-1234@rabbit.example.com/?exchange=payments&routing_key=hooks');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByTestId('url-credentials').waitFor();
+    await expectText(page.locator('h1.url-title'), 'amqp://rabbit.example.com/?exchange=payments&routing_key=hooks');
+    await page.reload();
+    await page.getByTestId('url-credentials').waitFor();
+    expect(await page.content()).not.toContain('portal-pass-1234');
+  });
+
   it('the environment switch shows live; sign-out returns to the sign-in form', async () => {
     await page.goto(`${svc.url}/portal/webhooks/endpoints`);
     await page.getByRole('button', { name: 'Live' }).click();

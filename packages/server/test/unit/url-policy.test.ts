@@ -29,14 +29,14 @@ describe('validateEndpointUrl', () => {
       'https://93.184.216.34/h',
       'https://[2606:4700::1111]/h',
     ]) {
-      expect(validateEndpointUrl(url, 'live', strict)).toBe(url);
+      expect(validateEndpointUrl(url, 'live', strict).url).toBe(url);
     }
   });
 
   it(`accepts exactly ${MAX_URL_LENGTH} characters and refuses one more`, () => {
     const base = 'https://example.com/';
     const at = base + 'a'.repeat(MAX_URL_LENGTH - base.length);
-    expect(validateEndpointUrl(at, 'live', strict)).toBe(at);
+    expect(validateEndpointUrl(at, 'live', strict).url).toBe(at);
     expect(rejection(`${at}a`)).toEqual({ status: 400, code: 'url_invalid', param: 'url' });
   });
 
@@ -66,8 +66,8 @@ describe('validateEndpointUrl', () => {
 
   it('live endpoints need https (422 url_insecure); sandbox may use http', () => {
     expect(rejection('http://example.com/h', 'live')).toEqual({ status: 422, code: 'url_insecure', param: 'url' });
-    expect(validateEndpointUrl('http://example.com/h', 'sandbox', strict)).toBe('http://example.com/h');
-    expect(validateEndpointUrl('http://example.com/h', 'live', { allowHttp: true, allowPrivate: false })).toBe('http://example.com/h');
+    expect(validateEndpointUrl('http://example.com/h', 'sandbox', strict).url).toBe('http://example.com/h');
+    expect(validateEndpointUrl('http://example.com/h', 'live', { allowHttp: true, allowPrivate: false }).url).toBe('http://example.com/h');
   });
 
   it.each([
@@ -114,12 +114,12 @@ describe('validateEndpointUrl', () => {
       'https://10.0.0.5/h',
       'https://169.254.169.254/h',
     ]) {
-      expect(validateEndpointUrl(url, 'live', { allowHttp: false, allowPrivate: true })).toBe(url);
+      expect(validateEndpointUrl(url, 'live', { allowHttp: false, allowPrivate: true }).url).toBe(url);
     }
   });
 
   it('the development policy (http + private) admits http://127.0.0.1 for live', () => {
-    expect(validateEndpointUrl('http://127.0.0.1:4000/webhooks', 'live', open)).toBe('http://127.0.0.1:4000/webhooks');
+    expect(validateEndpointUrl('http://127.0.0.1:4000/webhooks', 'live', open).url).toBe('http://127.0.0.1:4000/webhooks');
   });
 
   it('credentials and bad schemes stay refused even under the open policy', () => {
@@ -129,15 +129,15 @@ describe('validateEndpointUrl', () => {
 
   it('public names that merely contain "localhost" or "internal" are allowed', () => {
     for (const url of ['https://localhost.example.com/h', 'https://internal.example.com/h', 'https://mylocalhost.com/h']) {
-      expect(validateEndpointUrl(url, 'live', strict)).toBe(url);
+      expect(validateEndpointUrl(url, 'live', strict).url).toBe(url);
     }
   });
 
   it.each([
     [`https://example.com/${'a'.repeat(MAX_URL_LENGTH)}`, 'live', /^url must be at most 2048 characters\.$/],
     ['https://example.com/a b', 'live', /^url must not contain spaces or control characters; percent-encode them\.$/],
-    ['example.com/h', 'live', /^url must be an absolute http:\/\/ or https:\/\/ URL\.$/],
-    ['ftp://example.com/h', 'live', /^url must use http or https\.$/],
+    ['example.com/h', 'live', /^url must be an absolute http:\/\/ or https:\/\/ URL \(or amqps:\/\/, tls:\/\/ for a message broker\)\.$/],
+    ['ftp://example.com/h', 'live', /^url must use http or https \(or amqp, amqps, nats, tls for a message broker\)\.$/],
     [
       'https://u:p@example.com/h',
       'live',
@@ -149,5 +149,57 @@ describe('validateEndpointUrl', () => {
     ['https://LocalHost./h', 'sandbox', /^url points at a private or local address \(localhost\); /],
   ] as const)('%s: the message says what is wrong and what to do', (url, environment, message) => {
     expect(() => validateEndpointUrl(url, environment, strict)).toThrow(message);
+  });
+});
+
+describe('validateEndpointUrl: message brokers (amqp, amqps, nats, tls)', () => {
+  it('accepts broker URLs, splits user:password off (percent-decoded) and keeps the rest as given', () => {
+    expect(
+      validateEndpointUrl('amqps://us%40r:p%3Ass@rabbit.example.com/prod?exchange=payments&routing_key=hooks', 'live', strict),
+    ).toEqual({
+      url: 'amqps://rabbit.example.com/prod?exchange=payments&routing_key=hooks',
+      credentials: { username: 'us@r', password: 'p:ss' },
+    });
+    expect(validateEndpointUrl('tls://nats.example.com:4443?subject=merchant.events', 'live', strict)).toEqual({
+      url: 'tls://nats.example.com:4443?subject=merchant.events',
+      credentials: null,
+    });
+  });
+
+  it('live broker endpoints need amqps or tls (422 url_insecure) unless plain URLs are allowed; sandbox may use amqp, nats', () => {
+    expect(rejection('amqp://rabbit.example.com/?exchange=x', 'live')).toEqual({ status: 422, code: 'url_insecure', param: 'url' });
+    expect(rejection('nats://nats.example.com?subject=a', 'live')).toEqual({ status: 422, code: 'url_insecure', param: 'url' });
+    expect(validateEndpointUrl('amqp://rabbit.example.com/?exchange=x', 'sandbox', strict).url).toBe(
+      'amqp://rabbit.example.com/?exchange=x',
+    );
+    expect(validateEndpointUrl('nats://n.example.com?subject=a', 'live', { allowHttp: true, allowPrivate: false }).url).toBe(
+      'nats://n.example.com?subject=a',
+    );
+  });
+
+  it.each([
+    'amqps://127.0.0.1/?exchange=x',
+    'amqps://localhost/?exchange=x',
+    'tls://[::1]?subject=a',
+    'tls://10.0.0.5:4222?subject=a',
+    'amqps://rabbit.internal/?exchange=x',
+    'tls://169.254.169.254?subject=a',
+  ])('the SSRF rules apply to the broker host: %s is refused (422 url_not_allowed)', (url) => {
+    expect(rejection(url)).toEqual({ status: 422, code: 'url_not_allowed', param: 'url' });
+  });
+
+  it.each([
+    ['amqps://rabbit.example.com/', /needs \?exchange=/],
+    ['amqps://rabbit.example.com/a/b?exchange=x', /one segment; write a "\/" in it as %2F/],
+    ['amqps://rabbit.example.com/?exchange=x&exchange=y', /"exchange" more than once/],
+    [`amqps://rabbit.example.com/?exchange=${'x'.repeat(256)}`, /at most 255 bytes/],
+    ['tls://nats.example.com?subject=', /needs \?subject=/],
+    ['tls://nats.example.com?subject=a..b', /without wildcards/],
+    ['tls://nats.example.com?subject=a.>', /without wildcards/],
+    ['tls://nats.example.com?subject=a&stream=s', /unknown query parameter "stream"/],
+    ['amqps://rabbit.example.com/?exchange=x#frag', /#fragment/],
+  ])('%s: 400 url_invalid saying what to fix', (url, message) => {
+    expect(rejection(url)).toEqual({ status: 400, code: 'url_invalid', param: 'url' });
+    expect(() => validateEndpointUrl(url, 'sandbox', strict)).toThrow(message);
   });
 });

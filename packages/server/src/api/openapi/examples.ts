@@ -60,6 +60,7 @@ const endpoint = {
   disabled_at: null,
   previous_secret_expires_at: null,
   delivery_order: 'unordered',
+  url_has_credentials: false,
 };
 
 const attempt = {

@@ -13,7 +13,12 @@ const EnabledEvents = Type.Array(Type.Ref(EnabledEventTypeSchema), {
   maxItems: 100,
   description: 'Event types to deliver to this endpoint, or ["*"] for every type.',
 });
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute http(s) URL; live endpoints need https.' });
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description:
+    'Absolute http(s) URL; live endpoints need https. Or a message broker: amqps://user:password@host/vhost?exchange=…&routing_key=… (RabbitMQ, an exchange you declared) or tls://user:password@host?subject=… (NATS JetStream); live endpoints need amqps or tls. Credentials are stored encrypted and never shown again.',
+});
 const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
 export const DeliveryOrder = Type.Union([Type.Literal('unordered'), Type.Literal('per_object')], {
   description:
@@ -48,6 +53,9 @@ const endpointProperties = {
     description: 'After a rotation, until when the previous secret still signs (a second v1= in Service-Signature); null otherwise.',
   }),
   delivery_order: DeliveryOrder,
+  url_has_credentials: Type.Boolean({
+    description: 'A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them).',
+  }),
 };
 
 export const WebhookEndpointSchema = Type.Object(endpointProperties, {
