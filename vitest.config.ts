@@ -11,9 +11,13 @@ const integration = ['packages/server/test/integration/**/*.test.ts'];
 // the compiled CLI, which test/global-setup.ts brings up to date first.
 const conditions = ['@payhooks/source'];
 
+// Node has no "module" export condition, so tests resolve without it too: @opentelemetry/*'s
+// "module" builds import files without extensions, which Node's ESM loader refuses.
+const serverConditions = defaultServerConditions.filter((c) => c !== 'module');
+
 export default defineConfig({
   resolve: { conditions: [...conditions, ...defaultClientConditions] },
-  ssr: { resolve: { conditions: [...conditions, ...defaultServerConditions] } },
+  ssr: { resolve: { conditions: [...conditions, ...serverConditions] } },
   test: {
     globalSetup: ['packages/server/test/global-setup.ts'],
     testTimeout: 30_000,

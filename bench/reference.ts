@@ -28,6 +28,7 @@ import { machineInfo } from './reference/machine.ts';
 import { forkTs, killAll, runMigrate } from './reference/processes.ts';
 import { startReceivers } from './reference/receivers.ts';
 import { startBrokerSinks } from './reference/brokers.ts';
+import { startOtlpSink } from './reference/otlp-sink.ts';
 import {
   backlog,
   BENCH_WORKER_ENV,
@@ -183,6 +184,8 @@ async function main() {
     const fan = await run.fanout();
     log('destinations: 10 endpoints over HTTP, RabbitMQ and NATS JetStream');
     const brokers = await run.brokers();
+    log('tracing: 10 endpoints with OTEL_* (OTLP/HTTP to a local sink) and without, mirrored');
+    const traced = await run.tracing();
 
     machine.load_average_end = loadavg().map((l) => +l.toFixed(2));
     const bound = cpuBound(machine.cores, paired);
@@ -231,9 +234,17 @@ async function main() {
       destinations: Object.fromEntries(
         Object.entries(brokers).map(([kind, r]) => [kind, { per_s: r.throughput_per_s, worker_cpu_ms: r.cpu_per_delivery.worker_ms }]),
       ),
+      // The worker tracing to a local OTLP sink against no OTEL_* at all (issue 25 item 4).
+      tracing: {
+        off_per_s: traced.off_per_s,
+        on_per_s: traced.on_per_s,
+        off_worker_cpu_ms: traced.off_worker_cpu_ms,
+        on_worker_cpu_ms: traced.on_worker_cpu_ms,
+      },
       // Every figure.
       figures: {
         destinations: brokers,
+        tracing: traced,
         ceiling: ceil,
         // Both passes of the three headline figures, in the order they ran.
         headline_passes: paired.passes,
@@ -364,6 +375,33 @@ function runners(env: Env) {
     fanout: () => fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs }),
     'publish-http': () => publishHttp(env, { events: SIZE.publishHttp, apis: 1, batch: 50 }),
     fleet: () => scaleOut(env, { apis: [1, 2], workers: [1, 2, 4], events: SIZE.fleetEvents, endpoints: 10, timeoutMs }),
+    /**
+     * The 10-endpoint backlog with the worker tracing every claim, attempt and record to a local
+     * OTLP/HTTP sink (protobuf, the default) and without OTEL_* at all, in mirrored order.
+     */
+    tracing: async () => {
+      const sink = await startOtlpSink();
+      try {
+        const events = SIZE.backlog10 || 300;
+        const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: 'payhooks-bench' };
+        const drain = (workerEnv?: Record<string, string>) =>
+          backlog(env, { target: 'payhooks', endpoints: 10, events, timeoutMs, ...(workerEnv ? { workerEnv } : {}) });
+        const off = [await drain()];
+        const on = [await drain(traced), await drain(traced)];
+        off.push(await drain());
+        const mean = (rs: typeof off, f: (r: (typeof off)[number]) => number) => round(rs.reduce((a, r) => a + f(r), 0) / rs.length, 3);
+        return {
+          off_per_s: mean(off, (r) => r.throughput_per_s),
+          on_per_s: mean(on, (r) => r.throughput_per_s),
+          off_worker_cpu_ms: mean(off, (r) => r.cpu_per_delivery.worker_ms),
+          on_worker_cpu_ms: mean(on, (r) => r.cpu_per_delivery.worker_ms),
+          otlp_received: sink.spans(),
+          runs: { off, on },
+        };
+      } finally {
+        await sink.close();
+      }
+    },
     /** The 10-endpoint backlog over HTTP, RabbitMQ (publisher confirms) and NATS JetStream, back to back. */
     brokers: async () => {
       const sinks = await startBrokerSinks(env.receivers.arrivals);
@@ -402,6 +440,7 @@ async function focused(run: ReturnType<typeof runners>, only: string[]): Promise
     'publish-http': run['publish-http'],
     fleet: run.fleet,
     brokers: run.brokers,
+    tracing: run.tracing,
   };
   const unknown = only.filter((o) => !(o in pick));
   if (unknown.length) throw new Error(`--only: unknown scenario(s) ${unknown.join(', ')}; choose from ${Object.keys(pick).join(', ')}`);

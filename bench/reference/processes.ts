@@ -6,7 +6,8 @@ const CLI = fileURLToPath(new URL('../../packages/server/bin/payhooks.js', impor
 /** Environment of a child: this one's, minus anything that would point it elsewhere. */
 function baseEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const k of Object.keys(env)) if (k.startsWith('PAYHOOKS_') || k === 'DATABASE_URL' || k === 'PGAPPNAME') delete env[k];
+  for (const k of Object.keys(env))
+    if (k.startsWith('PAYHOOKS_') || k.startsWith('OTEL_') || k === 'DATABASE_URL' || k === 'PGAPPNAME') delete env[k];
   return env;
 }
 

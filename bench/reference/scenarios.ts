@@ -218,6 +218,8 @@ export async function backlog(
     ordered?: boolean;
     /** Endpoints on a message broker instead of the HTTP receivers (payhooks only). */
     broker?: { kind: 'amqp' | 'nats'; sinks: BrokerSinks };
+    /** More environment for the worker processes (OTEL_* for the tracing figure). */
+    workerEnv?: Record<string, string>;
   },
 ): Promise<DrainResult> {
   const db = await scratch(env, o.target === 'payhooks');
@@ -242,7 +244,10 @@ export async function backlog(
     });
     env.receivers.arrivals.reset();
     db.sampler.start([]);
-    const workers = o.target === 'payhooks' ? await startWorkers(env, db, o.workers ?? 1, BENCH_WORKER_ENV) : [await startBaseline(db)];
+    const workers =
+      o.target === 'payhooks'
+        ? await startWorkers(env, db, o.workers ?? 1, { ...BENCH_WORKER_ENV, ...o.workerEnv })
+        : [await startBaseline(db)];
     const allReady = workers.length > 1 ? now() : 0;
     for (const w of workers) db.sampler.addWorker(w.pid);
     const a = env.receivers.arrivals;

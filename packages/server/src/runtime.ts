@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { startTracing, stopTracing } from './telemetry/tracing.ts';
 import { createLogger } from './logging.ts';
 import { waitForDatabase } from './db/wait.ts';
 import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
@@ -76,6 +77,9 @@ export async function openRuntime(
 ): Promise<Runtime> {
   const config = options.config ?? loadConfig();
   const logger = options.logger ?? createLogger(config);
+  // OTEL_* in the environment: traces through the OpenTelemetry SDK (telemetry/otel.ts); a bad
+  // OTEL_ setting stops the start here, before anything is opened.
+  if ((await startTracing()).enabled) logger.info('OpenTelemetry tracing on (OTEL_* settings)');
   const encryptionKey = resolveEncryptionKey({
     configured: config.encryptionKey,
     databaseUrl: config.databaseUrl,
@@ -103,6 +107,7 @@ export async function openRuntime(
     async close() {
       await ctx.close();
       if (!options.database) await database.close();
+      await stopTracing();
     },
   };
 }

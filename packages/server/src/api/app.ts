@@ -1,4 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { traceRequests } from './request-spans.ts';
+import { tracing } from '../telemetry/tracing.ts';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
@@ -138,6 +140,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   // Routes without TypeBox response schemas (portal API, checkout pages, listen relay) get
   // their document entry from openapi/overlays.ts.
   app.addHook('onRoute', documentRoute);
+  if (tracing.enabled) traceRequests(app as unknown as FastifyInstance);
   app.addHook('onRequest', async (req, reply) => {
     void reply.header(REQUEST_ID_HEADER, req.id);
   });

@@ -99,6 +99,8 @@ export const events = pgTable('events', {
   createdAt: ts('created_at').notNull(),
   /** 0013: `data.object.id`, the resource the event is about (null for rows of earlier releases). */
   objectId: text('object_id'),
+  /** 0018: the W3C traceparent of the span that published it (only while tracing). */
+  traceParent: text('trace_parent'),
 });
 
 export type EventRow = typeof events.$inferSelect;

@@ -18,6 +18,8 @@ export interface ClaimedDelivery {
   next_attempt_at: Date | null;
   body: string;
   url: string;
+  /** The traceparent of the span that published the event (only while tracing), else null. */
+  trace_parent: string | null;
   /** A broker URL's sealed `user:password` (destinations/url.ts), else null. */
   url_credentials_ciphertext: string | null;
   secret_ciphertext: string;
@@ -150,7 +152,7 @@ WITH RECURSIVE platforms AS (
 SELECT c.id, c.created_at, c.event_id, c.endpoint_id, c.platform_id, d.state,
        coalesce(b.attempt_count, d.attempt_count) AS attempt_count, d.automatic_attempts, d.next_attempt_at,
        c.prev_token IS NOT NULL AS interrupted,
-       e.type AS event_type, e.body, w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
+       e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_expires_at END AS previous_secret_expires_at,
        w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
@@ -163,7 +165,7 @@ LEFT JOIN bumped b ON b.id = c.id
 -- scanning the week's whole index for every claimed row while the partition was small enough
 -- for that to look cheap, and keeping that plan as the statement's generic plan.
 CROSS JOIN LATERAL (
-  SELECT ev.type, ev.body FROM events ev WHERE ev.id = c.event_id AND ev.created_at = c.created_at LIMIT 1
+  SELECT ev.type, ev.body, ev.trace_parent FROM events ev WHERE ev.id = c.event_id AND ev.created_at = c.created_at LIMIT 1
 ) e
 JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
 

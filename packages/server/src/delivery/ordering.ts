@@ -33,23 +33,33 @@ export interface WaitingFor {
 }
 
 /**
- * For the given deliveries, those held back by per-object ordering and the delivery each waits
+ * For the given deliveries, in one read of the queue: which have a queue row (the others are
+ * parked or finished), and those held back by per-object ordering with the delivery each waits
  * for (the earliest one of the same endpoint and object still queued). Deliveries that are not
- * queued, not ordered, or first in line are absent from the result.
+ * queued, not ordered, or first in line are absent from `waiting`.
  */
-export async function waitingFor(database: Database, deliveryIds: string[]): Promise<Map<string, WaitingFor>> {
-  if (deliveryIds.length === 0) return new Map();
-  const rows = await database.query<{ delivery_id: string; blocker_id: string; blocker_event_id: string }>(
+export async function queueStateOf(
+  database: Database,
+  deliveryIds: string[],
+): Promise<{ queued: Set<string>; waiting: Map<string, WaitingFor> }> {
+  const queued = new Set<string>();
+  const waiting = new Map<string, WaitingFor>();
+  if (deliveryIds.length === 0) return { queued, waiting };
+  const rows = await database.query<{ delivery_id: string; blocker_id: string | null; blocker_event_id: string | null }>(
     `SELECT q.delivery_id, b.delivery_id AS blocker_id, b.event_id AS blocker_event_id
      FROM delivery_queue q
-     CROSS JOIN LATERAL (
+     LEFT JOIN LATERAL (
        SELECT o.delivery_id, o.event_id FROM delivery_queue o
-       WHERE o.endpoint_id = q.endpoint_id AND o.order_key = q.order_key AND o.seq < q.seq
+       WHERE q.order_key IS NOT NULL AND o.endpoint_id = q.endpoint_id AND o.order_key = q.order_key AND o.seq < q.seq
        ORDER BY o.seq LIMIT 1
-     ) b
-     WHERE q.delivery_id = ANY($1::text[]) AND q.order_key IS NOT NULL`,
+     ) b ON true
+     WHERE q.delivery_id = ANY($1::text[])`,
     [deliveryIds],
-    'waiting_for',
+    'queue_state_of',
   );
-  return new Map(rows.map((r) => [r.delivery_id, { delivery_id: r.blocker_id, event_id: r.blocker_event_id }]));
+  for (const r of rows) {
+    queued.add(r.delivery_id);
+    if (r.blocker_id !== null) waiting.set(r.delivery_id, { delivery_id: r.blocker_id, event_id: r.blocker_event_id! });
+  }
+  return { queued, waiting };
 }

@@ -48,6 +48,8 @@ export interface SendRequest {
   secrets: readonly string[];
   /** A broker URL's credentials, decrypted (null or absent for HTTP). */
   credentials?: BrokerCredentials | null;
+  /** The attempt span's W3C traceparent (only while tracing): a header, or a message header. */
+  traceparent?: string | undefined;
 }
 
 export interface SenderOptions {
@@ -120,12 +122,20 @@ export class Sender {
           origin: url.origin,
           path: url.search ? `${url.pathname}${url.search}` : url.pathname,
           method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': USER_AGENT,
-            [EVENT_ID_HEADER]: req.eventId,
-            [SIGNATURE_HEADER]: signature,
-          },
+          headers: req.traceparent
+            ? {
+                'content-type': 'application/json',
+                'user-agent': USER_AGENT,
+                [EVENT_ID_HEADER]: req.eventId,
+                [SIGNATURE_HEADER]: signature,
+                traceparent: req.traceparent,
+              }
+            : {
+                'content-type': 'application/json',
+                'user-agent': USER_AGENT,
+                [EVENT_ID_HEADER]: req.eventId,
+                [SIGNATURE_HEADER]: signature,
+              },
           body: bytes,
         },
         handler,
@@ -162,7 +172,8 @@ export class Sender {
     }
     const bytes = Buffer.from(req.body, 'utf8');
     const signature = signPayloadWithSecrets(req.secrets, Math.floor(this.options.now().getTime() / 1000), bytes);
-    const headers = { [EVENT_ID_HEADER]: req.eventId, [SIGNATURE_HEADER]: signature };
+    const headers: Record<string, string> = { [EVENT_ID_HEADER]: req.eventId, [SIGNATURE_HEADER]: signature };
+    if (req.traceparent) headers.traceparent = req.traceparent;
     this.brokers ??= loadBrokers({
       allowPrivate: this.options.allowPrivate,
       resolver: this.options.resolver,

@@ -2,15 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { and, asc, eq, gte, inArray, lt, type SQL } from 'drizzle-orm';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, formatEventTimestamp } from '@payhooks/contract';
 import type { Db } from '../db/client.ts';
-import {
-  deliveryAttempts,
-  deliveryQueue,
-  events,
-  webhookDeliveries,
-  type AttemptRow,
-  type DeliveryRow,
-  type DeliveryState,
-} from '../db/schema.ts';
+import { deliveryAttempts, events, webhookDeliveries, type AttemptRow, type DeliveryRow, type DeliveryState } from '../db/schema.ts';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
 import type { Database } from '../db/client.ts';
@@ -19,7 +11,7 @@ import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { recordOutcomes } from './record.ts';
 import type { AttemptLogEntry } from './attempt-log.ts';
-import { waitingFor, type WaitingFor } from './ordering.ts';
+import { queueStateOf, type WaitingFor } from './ordering.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
 import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './schedule.ts';
 import { EndpointGate } from './endpoint-gate.ts';
@@ -27,6 +19,8 @@ import { SharedEndpointGate, type SlotStore } from './shared-gate.ts';
 import type { Logger } from 'pino';
 import { USER_AGENT, type Sender } from './sender.ts';
 import { credentialsAad, decodeCredentials } from './destinations/url.ts';
+import { endAttemptSpan, startAttemptSpan } from './attempt-span.ts';
+import { tracing } from '../telemetry/tracing.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 
 export interface ApiAttempt {
@@ -169,12 +163,12 @@ WITH d AS (
 )
 SELECT f.id, f.event_id, f.endpoint_id, f.state, f.next_attempt_at, f.was_queued,
        coalesce((SELECT b.attempt_count FROM bumped b), f.attempt_count) AS attempt_count,
-       e.type AS event_type, e.body, w.url, w.url_credentials_ciphertext, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
+       e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
        CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext
 FROM free f JOIN leased l ON l.delivery_id = f.id
 -- The event by its full primary key, never by created_at alone (see the same join in claim.ts).
 CROSS JOIN LATERAL (
-  SELECT ev.type, ev.body FROM events ev WHERE ev.id = f.event_id AND ev.created_at = f.created_at LIMIT 1
+  SELECT ev.type, ev.body, ev.trace_parent FROM events ev WHERE ev.id = f.event_id AND ev.created_at = f.created_at LIMIT 1
 ) e
 JOIN webhook_endpoints w ON w.id = f.endpoint_id`;
 
@@ -241,11 +235,7 @@ export class DeliveryService {
       ...options,
       what: 'webhook delivery',
     });
-    const [attempts, queued, waiting] = await Promise.all([
-      this.attemptsOf(rows.map((r) => r.id)),
-      this.queuedOf(rows),
-      this.waitingOf(rows),
-    ]);
+    const [attempts, { queued, waiting }] = await Promise.all([this.attemptsOf(rows.map((r) => r.id)), this.queueStateOf(rows)]);
     return listPage(
       rows.map((r) => toApiDelivery(r, attempts.get(r.id) ?? [], queued, waiting)),
       hasMore,
@@ -258,24 +248,16 @@ export class DeliveryService {
       .from(webhookDeliveries)
       .where(and(inScope(scope), eq(webhookDeliveries.id, id)));
     if (!row) throw notFound('webhook delivery', id);
-    const [attempts, queued, waiting] = await Promise.all([this.attemptsOf([id]), this.queuedOf([row]), this.waitingOf([row])]);
+    const [attempts, { queued, waiting }] = await Promise.all([this.attemptsOf([id]), this.queueStateOf([row])]);
     return toApiDelivery(row, attempts.get(id) ?? [], queued, waiting);
   }
 
-  /** Which unfinished ones per-object ordering holds back, and behind what. */
-  private async waitingOf(rows: DeliveryRow[]): Promise<Map<string, WaitingFor>> {
-    return waitingFor(
+  /** Which unfinished ones have a queue row (the others are parked), and which ordering holds back. */
+  private queueStateOf(rows: DeliveryRow[]) {
+    return queueStateOf(
       this.database,
       rows.filter((r) => isUnfinished(r.state)).map((r) => r.id),
     );
-  }
-
-  /** Which unfinished ones have a queue row (the others are parked). */
-  private async queuedOf(rows: DeliveryRow[]): Promise<Set<string>> {
-    const ids = rows.filter((r) => isUnfinished(r.state)).map((r) => r.id);
-    if (ids.length === 0) return new Set();
-    const found = await this.db.select({ id: deliveryQueue.deliveryId }).from(deliveryQueue).where(inArray(deliveryQueue.deliveryId, ids));
-    return new Set(found.map((r) => r.id));
   }
 
   private async attemptsOf(ids: string[]): Promise<Map<string, AttemptRow[]>> {
@@ -370,6 +352,7 @@ export class DeliveryService {
       event_type: string;
       next_attempt_at: Date | null;
       body: string;
+      trace_parent: string | null;
       url: string;
       url_credentials_ciphertext: string | null;
       secret_ciphertext: string;
@@ -401,7 +384,17 @@ export class DeliveryService {
       const credentials = row.url_credentials_ciphertext
         ? decodeCredentials(this.secrets.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
         : null;
-      const result = await this.sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials });
+      // A manual attempt: a child of the API request's span, linked to the publish.
+      const span = tracing.enabled ? startAttemptSpan(row, Number(row.attempt_count) + 1, { root: false }) : null;
+      const result = await this.sender.send({
+        url: row.url,
+        body: row.body,
+        eventId: row.event_id,
+        secrets: signWith,
+        credentials,
+        traceparent: span?.traceparent,
+      });
+      if (span) endAttemptSpan(span, result);
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
       const next = afterManualAttempt({
         succeeded: result.succeeded,

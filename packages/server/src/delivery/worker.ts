@@ -9,6 +9,8 @@ import { cancelClaims, claimDue, releaseClaims, type ClaimedDelivery } from './c
 import { recordOutcomes, type Outcome } from './record.ts';
 import { afterAutomaticAttempt } from './schedule.ts';
 import type { AttemptResult, Sender } from './sender.ts';
+import { endAttemptSpan, startAttemptSpan } from './attempt-span.ts';
+import { tracing } from '../telemetry/tracing.ts';
 import { type BrokerCredentials, credentialsAad, decodeCredentials } from './destinations/url.ts';
 import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
 
@@ -207,6 +209,7 @@ export class DeliveryWorker {
     const fullPlatforms = [...this.perPlatform].filter(([, held]) => held >= platformCap).map(([id]) => id);
     const now = this.deps.clock.now();
     const token = `${this.id}:${++this.claimSeq}`;
+    const span = tracing.enabled ? tracing.startSpan('claim', { root: true, attributes: { 'payhooks.worker.id': this.id } }) : null;
     const rows = await claimDue(this.deps.database, {
       now,
       leaseUntil: new Date(now.getTime() + this.deps.config.leaseMs),
@@ -216,7 +219,12 @@ export class DeliveryWorker {
       excludeEndpoints: saturated,
       excludePlatforms: fullPlatforms,
       token,
+    }).catch((err: Error) => {
+      span?.end(err.message);
+      throw err;
     });
+    span?.setAttributes({ 'payhooks.claim.rows': rows.length });
+    span?.end();
     this.deps.metrics?.claimed(rows.length);
     this.moreMayBeDue = mayHaveLeftRows(rows, {
       limit: Math.min(free, 100),
@@ -374,7 +382,16 @@ export class DeliveryWorker {
       logger.error({ err, endpoint: row.endpoint_id }, 'cannot decrypt the endpoint signing secret; check PAYHOOKS_ENCRYPTION_KEY');
       return null;
     }
-    const result = await sender.send({ url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials });
+    const span = tracing.enabled ? startAttemptSpan(row, row.attempt_count + 1, { root: true }) : null;
+    const result = await sender.send({
+      url: row.url,
+      body: row.body,
+      eventId: row.event_id,
+      secrets: signWith,
+      credentials,
+      traceparent: span?.traceparent,
+    });
+    if (span) endAttemptSpan(span, result);
     metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
     this.recordOutcome(row, token, result);
     return result;
@@ -436,7 +453,15 @@ export class DeliveryWorker {
   private async writeOutcomes(batch: Outcome[]): Promise<void> {
     for (let failures = 0; ; failures++) {
       try {
-        const written = await recordOutcomes(this.deps.database, batch, this.deps.clock.now());
+        const span = tracing.enabled
+          ? tracing.startSpan('record', { root: true, attributes: { 'payhooks.record.outcomes': batch.length } })
+          : null;
+        const written = await recordOutcomes(this.deps.database, batch, this.deps.clock.now()).catch((err: Error) => {
+          span?.end(err.message);
+          throw err;
+        });
+        span?.setAttributes({ 'payhooks.record.written': written.length });
+        span?.end();
         this.maybeVacuumQueue();
         if (written.length < batch.length) {
           const ok = new Set(written.map((w) => w.delivery_id));

@@ -5,6 +5,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
 import { WAKE_CHANNEL, type PublishResult } from './publish.ts';
+import { tracing } from '../telemetry/tracing.ts';
 
 /** One event of a batch: what `publishEvent` takes, minus the portal's and the sandbox's options. */
 export type BatchEventInput = EventInput & { idempotencyKey?: string | undefined };
@@ -62,6 +63,26 @@ async function publishWith(
   now: Date,
   notifyHere: boolean,
 ): Promise<{ outcomes: BatchOutcome[]; deliveries: number }> {
+  if (!tracing.enabled) return publishAll(run, inputs, now, notifyHere, undefined);
+  const span = tracing.startSpan('publish batch', { kind: 'producer', attributes: { 'payhooks.batch.size': inputs.length } });
+  try {
+    const result = await publishAll(run, inputs, now, notifyHere, span.traceparent);
+    span.setAttributes({ 'payhooks.event.deliveries': result.deliveries });
+    span.end();
+    return result;
+  } catch (err) {
+    span.end((err as Error).message);
+    throw err;
+  }
+}
+
+async function publishAll(
+  run: Runner,
+  inputs: BatchEventInput[],
+  now: Date,
+  notifyHere: boolean,
+  traceparent: string | undefined,
+): Promise<{ outcomes: BatchOutcome[]; deliveries: number }> {
   if (inputs.length > PUBLISH_BATCH_MAX) throw new Error(`publishEvents: at most ${PUBLISH_BATCH_MAX} events per call`);
   const outcomes: (BatchOutcome | undefined)[] = new Array(inputs.length);
   const valid: Valid[] = [];
@@ -83,7 +104,7 @@ async function publishWith(
   let rows: BatchRow[];
   for (;;) {
     const ids = Array.from({ length: pool }, () => newId('webhookDelivery'));
-    rows = await run<BatchRow>(PUBLISH_EVENTS_SQL, statementParams(valid, now, ids, notifyHere), 'publish_events');
+    rows = await run<BatchRow>(PUBLISH_EVENTS_SQL, statementParams(valid, now, ids, notifyHere, traceparent), 'publish_events');
     const needed = Number(rows[0]?.needed ?? 0);
     if (needed <= pool) break;
     pool = needed; // more deliveries than ids: nothing was written; again with enough
@@ -166,7 +187,8 @@ interface BatchRow {
  *
  *   $1 merchant ids, $2 environments, $3 types, $4 idempotency keys (null: none), $5 event ids,
  *   $6 bodies, $7 now, $8 delivery ids, $9 the wildcard type, $10 NOTIFY in this transaction,
- *   $11 the resources' ids (`data.object.id`, null: none).
+ *   $11 the resources' ids (`data.object.id`, null: none), $12 the publishing span's traceparent
+ *   (null unless tracing; one span covers the batch).
  */
 const PUBLISH_EVENTS_SQL = `
 WITH inp AS (
@@ -192,8 +214,9 @@ WITH inp AS (
   ON CONFLICT DO NOTHING
   RETURNING event_id
 ), ev AS (
-  INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at, object_id)
-  SELECT inp.event_id, inp.platform_id, inp.environment, inp.merchant_id, inp.type, inp.body, inp.idem, $7::timestamptz, inp.object_id
+  INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at, object_id, trace_parent)
+  SELECT inp.event_id, inp.platform_id, inp.environment, inp.merchant_id, inp.type, inp.body, inp.idem, $7::timestamptz, inp.object_id,
+         $12::text
   FROM inp, fits
   WHERE fits.ok AND inp.platform_id IS NOT NULL AND (inp.idem IS NULL OR inp.event_id IN (SELECT k.event_id FROM k))
   RETURNING id
@@ -227,7 +250,7 @@ FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS r(platform_id
 JOIN event_idempotency_keys k ON k.platform_id = r.platform_id AND k.environment = r.environment AND k.idempotency_key = r.idem
 JOIN events e ON e.id = k.event_id AND e.created_at = k.event_created_at`;
 
-function statementParams(valid: Valid[], now: Date, ids: string[], notifyHere: boolean): unknown[] {
+function statementParams(valid: Valid[], now: Date, ids: string[], notifyHere: boolean, traceparent: string | undefined): unknown[] {
   return [
     valid.map((v) => v.input.merchantId),
     valid.map((v) => v.input.environment),
@@ -240,5 +263,6 @@ function statementParams(valid: Valid[], now: Date, ids: string[], notifyHere: b
     WILDCARD_EVENT_TYPE,
     notifyHere,
     valid.map((v) => (typeof v.input.object.id === 'string' ? v.input.object.id : null)),
+    traceparent ?? null,
   ];
 }

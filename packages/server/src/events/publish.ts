@@ -6,6 +6,7 @@ import { eventIdempotencyKeys, events, type EventRow } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
+import { tracing } from '../telemetry/tracing.ts';
 
 /** Workers LISTEN here; a committed publish NOTIFYs it so they wake at once. */
 export const WAKE_CHANNEL = 'payhooks_deliveries';
@@ -42,6 +43,29 @@ export async function publishEvent(
 ): Promise<PublishResult> {
   validateEventInput(input);
   const id = newId('event');
+  if (!tracing.enabled) return publishOne(tx, input, id, now, undefined);
+  const span = tracing.startSpan(`publish ${input.type}`, {
+    kind: 'producer',
+    attributes: { 'payhooks.event.id': id, 'payhooks.event.type': input.type, 'payhooks.merchant.id': input.merchantId },
+  });
+  try {
+    const result = await publishOne(tx, input, id, now, span.traceparent);
+    span.setAttributes({ 'payhooks.event.deliveries': result.deliveries, 'payhooks.event.replayed': result.replayed });
+    span.end();
+    return result;
+  } catch (err) {
+    span.end((err as Error).message);
+    throw err;
+  }
+}
+
+async function publishOne(
+  tx: Tx,
+  input: EventInput & { idempotencyKey?: string | undefined; copies?: 1 | 2 | undefined; onlyEndpointId?: string | null | undefined },
+  id: string,
+  now: Date,
+  traceparent: string | undefined,
+): Promise<PublishResult> {
   const { envelope, body } = buildEnvelope(id, input, now);
   // Double delivery (spec 6.2 rule 5): copy 2 is a second delivery of the same event (same id,
   // same stored body) to the same endpoint, with its own state and attempt log.
@@ -55,6 +79,7 @@ export async function publishEvent(
       body,
       now,
       Array.from({ length: pool }, () => newId('webhookDelivery')),
+      traceparent,
     );
     if (r.platform_id === null)
       throw new AppError('invalid_request', 'resource_missing', `No such merchant: '${input.merchantId}'.`, { param: 'merchant_id' });
@@ -103,7 +128,8 @@ interface PublishRow {
  *   $4 the wildcard event type, $5 the event type, $6 copies (1 or 2), $7 how many ids $12
  *   holds, $8 idempotency key (or null), $9 event id, $10 now, $11 the event body, $12 ids,
  *   $13 NOTIFY in this transaction (false when the wake-up is sent after commit instead),
- *   $14 the resource's id (`data.object.id`), for finding an object's events.
+ *   $14 the resource's id (`data.object.id`), for finding an object's events, $15 the publish
+ *   span's traceparent (null unless tracing).
  */
 const PUBLISH_SQL = `
 WITH m AS (
@@ -132,8 +158,8 @@ WITH m AS (
   ON CONFLICT DO NOTHING
   RETURNING 1
 ), ev AS (
-  INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at, object_id)
-  SELECT $9::text, m.platform_id, $2::text, $1::text, $5::text, $11::text, $8::text, $10::timestamptz, $14::text
+  INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at, object_id, trace_parent)
+  SELECT $9::text, m.platform_id, $2::text, $1::text, $5::text, $11::text, $8::text, $10::timestamptz, $14::text, $15::text
   FROM m, fits WHERE fits.ok AND ($8::text IS NULL OR EXISTS (SELECT 1 FROM k))
   RETURNING id, platform_id
 ), d AS (
@@ -163,6 +189,7 @@ function publishParams(
   now: Date,
   ids: string[],
   notifyHere: boolean,
+  traceparent: string | undefined,
 ): unknown[] {
   return [
     input.merchantId,
@@ -180,6 +207,7 @@ function publishParams(
     ids,
     notifyHere,
     typeof input.object.id === 'string' ? input.object.id : null,
+    traceparent ?? null,
   ];
 }
 
@@ -190,12 +218,13 @@ async function publishStatement(
   body: string,
   now: Date,
   ids: string[],
+  traceparent: string | undefined,
 ): Promise<PublishRow> {
   // The caller's transaction, through drizzle's session: the only way to run a named statement
   // on the connection that holds the transaction (node-postgres prepares it per connection;
   // PGlite ignores the name).
   const prepared = tx._.session.prepareQuery(
-    { sql: PUBLISH_SQL, params: publishParams(input, id, body, now, ids, !wakesAfterCommit(tx)) },
+    { sql: PUBLISH_SQL, params: publishParams(input, id, body, now, ids, !wakesAfterCommit(tx), traceparent) },
     undefined,
     'publish_event',
     false,
