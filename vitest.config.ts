@@ -5,6 +5,8 @@ import { defineConfig } from 'vitest/config';
 // and the same integration suite again on embedded PGlite (docs/architecture.md, Storage: one
 // suite on both). The receiver SDK's tests use real PostgreSQL and Redis themselves.
 const integration = ['packages/server/test/integration/**/*.test.ts'];
+// Integration tests that never open a database: the PostgreSQL run is enough.
+const noDatabase = ['**/broker-connections.test.ts'];
 
 // The workspace packages' `@payhooks/source` export condition points at their TypeScript
 // sources, so tests run what is in src/ (never a stale dist/). Spawned `payhooks` processes run
@@ -35,7 +37,7 @@ export default defineConfig({
       {
         extends: true,
         // *.postgres.test.ts need several processes on one database: PostgreSQL only.
-        test: { name: 'pglite', include: integration, exclude: ['**/*.postgres.test.ts'], env: { PAYHOOKS_TEST_DB: 'pglite' } },
+        test: { name: 'pglite', include: integration, exclude: ['**/*.postgres.test.ts', ...noDatabase], env: { PAYHOOKS_TEST_DB: 'pglite' } },
       },
       {
         extends: true,

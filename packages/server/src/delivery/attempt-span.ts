@@ -1,5 +1,5 @@
 import { type SpanHandle, tracing } from '../telemetry/tracing.ts';
-import type { AttemptResult } from './sender.ts';
+import type { AttemptResult, SendRequest, Sender } from './sender.ts';
 import { BROKER_PROTOCOLS } from './destinations/url.ts';
 
 /**
@@ -62,4 +62,23 @@ export function endAttemptSpan(span: SpanHandle, result: AttemptResult): void {
     'error.type': result.errorKind ?? undefined,
   });
   span.end(result.succeeded ? undefined : (result.errorMessage ?? result.errorKind ?? 'failed'));
+}
+
+/**
+ * One attempt through the sender, inside its span while tracing (the span's traceparent goes
+ * out with it). `root`: a worker's attempt starts its own trace; a manual one is a child of the
+ * API request that asked for it.
+ */
+export async function sendTraced(
+  sender: Sender,
+  row: Parameters<typeof startAttemptSpan>[0],
+  attempt: number,
+  req: SendRequest,
+  root: boolean,
+): Promise<AttemptResult> {
+  if (!tracing.enabled) return sender.send(req);
+  const span = startAttemptSpan(row, attempt, { root });
+  const result = await sender.send({ ...req, traceparent: span.traceparent });
+  endAttemptSpan(span, result);
+  return result;
 }

@@ -19,8 +19,7 @@ import { SharedEndpointGate, type SlotStore } from './shared-gate.ts';
 import type { Logger } from 'pino';
 import { USER_AGENT, type Sender } from './sender.ts';
 import { credentialsAad, decodeCredentials } from './destinations/url.ts';
-import { endAttemptSpan, startAttemptSpan } from './attempt-span.ts';
-import { tracing } from '../telemetry/tracing.ts';
+import { sendTraced } from './attempt-span.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 
 export interface ApiAttempt {
@@ -384,17 +383,13 @@ export class DeliveryService {
       const credentials = row.url_credentials_ciphertext
         ? decodeCredentials(this.secrets.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
         : null;
-      // A manual attempt: a child of the API request's span, linked to the publish.
-      const span = tracing.enabled ? startAttemptSpan(row, Number(row.attempt_count) + 1, { root: false }) : null;
-      const result = await this.sender.send({
-        url: row.url,
-        body: row.body,
-        eventId: row.event_id,
-        secrets: signWith,
-        credentials,
-        traceparent: span?.traceparent,
-      });
-      if (span) endAttemptSpan(span, result);
+      const result = await sendTraced(
+        this.sender,
+        row,
+        Number(row.attempt_count) + 1,
+        { url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials },
+        false,
+      );
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
       const next = afterManualAttempt({
         succeeded: result.succeeded,

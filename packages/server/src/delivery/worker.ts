@@ -9,8 +9,8 @@ import { cancelClaims, claimDue, releaseClaims, type ClaimedDelivery } from './c
 import { recordOutcomes, type Outcome } from './record.ts';
 import { afterAutomaticAttempt } from './schedule.ts';
 import type { AttemptResult, Sender } from './sender.ts';
-import { endAttemptSpan, startAttemptSpan } from './attempt-span.ts';
-import { tracing } from '../telemetry/tracing.ts';
+import { sendTraced } from './attempt-span.ts';
+import { traced } from '../telemetry/tracing.ts';
 import { type BrokerCredentials, credentialsAad, decodeCredentials } from './destinations/url.ts';
 import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
 
@@ -209,22 +209,22 @@ export class DeliveryWorker {
     const fullPlatforms = [...this.perPlatform].filter(([, held]) => held >= platformCap).map(([id]) => id);
     const now = this.deps.clock.now();
     const token = `${this.id}:${++this.claimSeq}`;
-    const span = tracing.enabled ? tracing.startSpan('claim', { root: true, attributes: { 'payhooks.worker.id': this.id } }) : null;
-    const rows = await claimDue(this.deps.database, {
-      now,
-      leaseUntil: new Date(now.getTime() + this.deps.config.leaseMs),
-      limit: Math.min(free, 100),
-      perEndpoint: endpointCap,
-      perPlatform: platformCap,
-      excludeEndpoints: saturated,
-      excludePlatforms: fullPlatforms,
-      token,
-    }).catch((err: Error) => {
-      span?.end(err.message);
-      throw err;
-    });
-    span?.setAttributes({ 'payhooks.claim.rows': rows.length });
-    span?.end();
+    const rows = await traced(
+      'claim',
+      { root: true, attributes: { 'payhooks.worker.id': this.id } },
+      () =>
+        claimDue(this.deps.database, {
+          now,
+          leaseUntil: new Date(now.getTime() + this.deps.config.leaseMs),
+          limit: Math.min(free, 100),
+          perEndpoint: endpointCap,
+          perPlatform: platformCap,
+          excludeEndpoints: saturated,
+          excludePlatforms: fullPlatforms,
+          token,
+        }),
+      (claimed) => ({ 'payhooks.claim.rows': claimed.length }),
+    );
     this.deps.metrics?.claimed(rows.length);
     this.moreMayBeDue = mayHaveLeftRows(rows, {
       limit: Math.min(free, 100),
@@ -382,16 +382,13 @@ export class DeliveryWorker {
       logger.error({ err, endpoint: row.endpoint_id }, 'cannot decrypt the endpoint signing secret; check PAYHOOKS_ENCRYPTION_KEY');
       return null;
     }
-    const span = tracing.enabled ? startAttemptSpan(row, row.attempt_count + 1, { root: true }) : null;
-    const result = await sender.send({
-      url: row.url,
-      body: row.body,
-      eventId: row.event_id,
-      secrets: signWith,
-      credentials,
-      traceparent: span?.traceparent,
-    });
-    if (span) endAttemptSpan(span, result);
+    const result = await sendTraced(
+      sender,
+      row,
+      row.attempt_count + 1,
+      { url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials },
+      true,
+    );
     metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
     this.recordOutcome(row, token, result);
     return result;
@@ -453,15 +450,12 @@ export class DeliveryWorker {
   private async writeOutcomes(batch: Outcome[]): Promise<void> {
     for (let failures = 0; ; failures++) {
       try {
-        const span = tracing.enabled
-          ? tracing.startSpan('record', { root: true, attributes: { 'payhooks.record.outcomes': batch.length } })
-          : null;
-        const written = await recordOutcomes(this.deps.database, batch, this.deps.clock.now()).catch((err: Error) => {
-          span?.end(err.message);
-          throw err;
-        });
-        span?.setAttributes({ 'payhooks.record.written': written.length });
-        span?.end();
+        const written = await traced(
+          'record',
+          { root: true, attributes: { 'payhooks.record.outcomes': batch.length } },
+          () => recordOutcomes(this.deps.database, batch, this.deps.clock.now()),
+          (w) => ({ 'payhooks.record.written': w.length }),
+        );
         this.maybeVacuumQueue();
         if (written.length < batch.length) {
           const ok = new Set(written.map((w) => w.delivery_id));

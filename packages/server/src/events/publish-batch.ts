@@ -5,7 +5,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
 import { WAKE_CHANNEL, type PublishResult } from './publish.ts';
-import { tracing } from '../telemetry/tracing.ts';
+import { traced, tracing } from '../telemetry/tracing.ts';
 
 /** One event of a batch: what `publishEvent` takes, minus the portal's and the sandbox's options. */
 export type BatchEventInput = EventInput & { idempotencyKey?: string | undefined };
@@ -64,16 +64,12 @@ async function publishWith(
   notifyHere: boolean,
 ): Promise<{ outcomes: BatchOutcome[]; deliveries: number }> {
   if (!tracing.enabled) return publishAll(run, inputs, now, notifyHere, undefined);
-  const span = tracing.startSpan('publish batch', { kind: 'producer', attributes: { 'payhooks.batch.size': inputs.length } });
-  try {
-    const result = await publishAll(run, inputs, now, notifyHere, span.traceparent);
-    span.setAttributes({ 'payhooks.event.deliveries': result.deliveries });
-    span.end();
-    return result;
-  } catch (err) {
-    span.end((err as Error).message);
-    throw err;
-  }
+  return traced(
+    'publish batch',
+    { kind: 'producer', attributes: { 'payhooks.batch.size': inputs.length } },
+    (traceparent) => publishAll(run, inputs, now, notifyHere, traceparent),
+    (r) => ({ 'payhooks.event.deliveries': r.deliveries }),
+  );
 }
 
 async function publishAll(

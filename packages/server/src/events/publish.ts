@@ -6,7 +6,7 @@ import { eventIdempotencyKeys, events, type EventRow } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
-import { tracing } from '../telemetry/tracing.ts';
+import { traced, tracing } from '../telemetry/tracing.ts';
 
 /** Workers LISTEN here; a committed publish NOTIFYs it so they wake at once. */
 export const WAKE_CHANNEL = 'payhooks_deliveries';
@@ -43,20 +43,17 @@ export async function publishEvent(
 ): Promise<PublishResult> {
   validateEventInput(input);
   const id = newId('event');
+  // Without tracing, not even the span's name and attributes are built (the hot path).
   if (!tracing.enabled) return publishOne(tx, input, id, now, undefined);
-  const span = tracing.startSpan(`publish ${input.type}`, {
-    kind: 'producer',
-    attributes: { 'payhooks.event.id': id, 'payhooks.event.type': input.type, 'payhooks.merchant.id': input.merchantId },
-  });
-  try {
-    const result = await publishOne(tx, input, id, now, span.traceparent);
-    span.setAttributes({ 'payhooks.event.deliveries': result.deliveries, 'payhooks.event.replayed': result.replayed });
-    span.end();
-    return result;
-  } catch (err) {
-    span.end((err as Error).message);
-    throw err;
-  }
+  return traced(
+    `publish ${input.type}`,
+    {
+      kind: 'producer',
+      attributes: { 'payhooks.event.id': id, 'payhooks.event.type': input.type, 'payhooks.merchant.id': input.merchantId },
+    },
+    (traceparent) => publishOne(tx, input, id, now, traceparent),
+    (r) => ({ 'payhooks.event.deliveries': r.deliveries, 'payhooks.event.replayed': r.replayed }),
+  );
 }
 
 async function publishOne(

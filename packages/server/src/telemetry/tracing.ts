@@ -66,6 +66,31 @@ export function wantsTracing(env: NodeJS.ProcessEnv): boolean {
   return !(exporters.length === 1 && exporters[0] === 'none');
 }
 
+/**
+ * Runs `fn` inside a span named `name` (only while tracing: otherwise `fn` alone, with no
+ * traceparent). `after` adds attributes from the result; a throw ends the span as an error.
+ * The span is not made current: spans `fn` starts are not its children (publish, claim, record).
+ */
+export async function traced<T>(
+  name: string,
+  options: SpanOptions,
+  fn: (traceparent: string | undefined) => Promise<T>,
+  after?: (result: T) => Attributes,
+): Promise<T> {
+  if (!tracing.enabled) return fn(undefined);
+  const span = tracing.startSpan(name, options);
+  let result: T;
+  try {
+    result = await fn(span.traceparent);
+  } catch (err) {
+    span.end((err as Error).message);
+    throw err;
+  }
+  if (after) span.setAttributes(after(result));
+  span.end();
+  return result;
+}
+
 /** Starts tracing when the environment asks for it (once per process); returns what is in use. */
 export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<Tracing> {
   if (tracing.enabled || !wantsTracing(env)) return tracing;
