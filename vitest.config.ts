@@ -37,7 +37,12 @@ export default defineConfig({
       {
         extends: true,
         // *.postgres.test.ts need several processes on one database: PostgreSQL only.
-        test: { name: 'pglite', include: integration, exclude: ['**/*.postgres.test.ts', ...noDatabase], env: { PAYHOOKS_TEST_DB: 'pglite' } },
+        test: {
+          name: 'pglite',
+          include: integration,
+          exclude: ['**/*.postgres.test.ts', ...noDatabase],
+          env: { PAYHOOKS_TEST_DB: 'pglite' },
+        },
       },
       {
         extends: true,
