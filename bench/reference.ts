@@ -219,6 +219,13 @@ async function main() {
       worker_rss_mb: workerRss,
       cpu_ms_per_delivery: paired.cpu_per_delivery,
       cpu_bound: bound,
+      // Issue 26's four targets, read off this run: the worker's CPU per delivery over the bare
+      // client's per request (<= 1.5), PostgreSQL's CPU per delivery (<= 0.15 ms on the
+      // reference machine), one-event publishEvent transactions per second (>= 2,000) and p50
+      // at half load (<= 5 ms, latency_ms above).
+      worker_vs_client: round(paired.cpu_per_delivery.worker_ms / paired.ceiling_cpu_per_request.client_ms, 2),
+      postgres_cpu_ms_per_delivery: paired.cpu_per_delivery.postgres_ms,
+      publish_single_per_s: publish1.single_events_per_s,
       // Per-object ordering on every endpoint (each event its own payment, so nothing waits)
       // against the headline backlog: what the ordering check costs (issue 25 item 1).
       ordering: {
