@@ -109,7 +109,19 @@ export class DeliveryMetrics {
 
   observe(succeeded: boolean, errorKind: string | null, durationMs: number): void {
     const outcome = succeeded ? 'succeeded' : 'failed';
-    this.attempts.inc({ outcome, error_kind: errorKind ?? 'none' });
-    this.duration.observe({ outcome }, durationMs / 1000);
+    // The labelled children, looked up once: prom-client hashes the label object on every call.
+    const key = `${outcome}|${errorKind}`;
+    let child = this.children.get(key);
+    if (!child) {
+      child = {
+        attempts: this.attempts.labels({ outcome, error_kind: errorKind ?? 'none' }),
+        duration: this.duration.labels({ outcome }),
+      };
+      this.children.set(key, child);
+    }
+    child.attempts.inc();
+    child.duration.observe(durationMs / 1000);
   }
+
+  private readonly children = new Map<string, { attempts: { inc(): void }; duration: { observe(v: number): void } }>();
 }

@@ -75,6 +75,8 @@ export class Sender {
   private readonly deadlines: DeadlineQueue;
   /** The response-body grace after the status arrives, one timer likewise. */
   private readonly bodyGraces = new DeadlineQueue(BODY_GRACE_MS);
+  /** Endpoint URLs already parsed and checked (literal address, scheme): one parse per URL, not per attempt. */
+  private readonly targets = new Map<string, HttpTarget>();
   /** Loaded on the first broker URL: an HTTP-only deployment never loads a broker client. */
   private brokers: Promise<BrokerDestinations> | null = null;
 
@@ -94,12 +96,20 @@ export class Sender {
   async send(req: SendRequest): Promise<AttemptResult> {
     const startedAt = this.options.now();
     const t0 = performance.now();
-    let url: URL;
+    let url: HttpTarget;
     try {
-      url = new URL(req.url);
-      if (Object.hasOwn(BROKER_PROTOCOLS, url.protocol)) return this.publish(url, req, startedAt, t0);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http(s)');
-      if (!this.options.allowPrivate) checkLiteralHost(url.hostname);
+      const known = this.targets.get(req.url);
+      if (known) url = known;
+      else {
+        const parsed = new URL(req.url);
+        if (Object.hasOwn(BROKER_PROTOCOLS, parsed.protocol)) return this.publish(parsed, req, startedAt, t0);
+        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
+        // Checked before it is remembered: a forbidden literal is refused on every attempt.
+        if (!this.options.allowPrivate) checkLiteralHost(parsed.hostname);
+        url = { origin: parsed.origin, path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname };
+        if (this.targets.size >= TARGET_CACHE_SIZE) this.targets.clear();
+        this.targets.set(req.url, url);
+      }
     } catch (err) {
       const fail = (errorKind: ErrorKind, errorMessage: string) =>
         failed(startedAt, Math.round(performance.now() - t0), errorKind, errorMessage);
@@ -120,7 +130,7 @@ export class Sender {
       this.agent.dispatch(
         {
           origin: url.origin,
-          path: url.search ? `${url.pathname}${url.search}` : url.pathname,
+          path: url.path,
           method: 'POST',
           headers: req.traceparent
             ? {
@@ -234,6 +244,15 @@ async function loadBrokers(options: import('./destinations/index.ts').DialOption
   ]);
   return { amqp: new AmqpDestination(options), nats: new NatsDestination(options) };
 }
+
+/** An http(s) endpoint URL as undici's dispatch takes it. */
+interface HttpTarget {
+  origin: string;
+  path: string;
+}
+
+/** Parsed endpoint URLs a sender keeps (about 200 bytes each); all are dropped when full. */
+const TARGET_CACHE_SIZE = 10_000;
 
 function failed(startedAt: Date, durationMs: number, errorKind: ErrorKind, errorMessage: string): AttemptResult {
   return { succeeded: false, startedAt, durationMs, statusCode: null, responseBody: null, errorKind, errorMessage };
