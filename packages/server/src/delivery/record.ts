@@ -77,11 +77,11 @@ WITH v AS (
   WHERE d.id = h.id AND d.created_at = h.delivery_created_at
   RETURNING d.id, d.attempt_count, d.endpoint_id, d.created_at
 ), health AS (
-  -- The circuit breaker's count (delivery/fairness.ts), per endpoint of the batch: any HTTP
-  -- answer resets it, each timeout adds one. Rows are written only when something changes, so
-  -- healthy endpoints cost nothing here.
+  -- The circuit breaker's count (delivery/fairness.ts), per endpoint of the batch: any answer
+  -- resets it (an HTTP status; from a broker, its confirmation or its refusal), each timeout
+  -- adds one. Rows are written only when something changes, so healthy endpoints cost nothing here.
   SELECT u.endpoint_id,
-         bool_or(v.status_code IS NOT NULL) AS answered,
+         bool_or(v.status_code IS NOT NULL OR v.succeeded OR v.error_kind = 'broker') AS answered,
          count(*) FILTER (WHERE v.error_kind = 'timeout')::int AS timeouts,
          bool_or(v.succeeded) AS succeeded,
          min(v.started_at) FILTER (WHERE NOT v.succeeded) AS first_failure

@@ -325,7 +325,8 @@ export class DeliveryWorker {
 
   /** This worker's own view of the breaker, so it reacts before the next claim tells it. */
   private observeHealth(slot: EndpointSlot, result: AttemptResult): void {
-    if (result.statusCode !== null) {
+    // An answer: an HTTP status, or a broker's confirmation or refusal (record.ts counts the same).
+    if (result.statusCode !== null || result.succeeded || result.errorKind === 'broker') {
       slot.timeouts = 0;
       slot.cap = endpointCapOf(this.limits, false);
     } else if (result.errorKind === 'timeout' && ++slot.timeouts >= THROTTLE_AFTER_TIMEOUTS) {

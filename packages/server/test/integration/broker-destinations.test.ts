@@ -186,6 +186,32 @@ describe('RabbitMQ (amqp://, publisher confirms)', () => {
   });
 });
 
+describe('the circuit breaker and auto-disable clock (delivery/fairness.ts) count a broker’s answer', () => {
+  it('a confirmation resets a throttled broker endpoint and clears failing_since; a refusal is an answer too', async () => {
+    const ok = await endpoint(`amqp://${RABBIT}/?exchange=${EXCHANGE}&routing_key=payments`);
+    const refusing = await endpoint(`amqp://${RABBIT}/?exchange=no-such-exchange-breaker-${run}`);
+    for (const id of [ok.id, refusing.id])
+      await svc.ctx.database.query(
+        `UPDATE webhook_endpoints SET consecutive_timeouts = 5, throttled_at = now(), failing_since = now() WHERE id = $1`,
+        [id],
+      );
+    await publish(svc.ctx, p.merchant_id, { type: 'payment.succeeded', object: payment() });
+    await worker.drain();
+    await nextMessage();
+    const health = async (id: string) =>
+      (
+        await svc.ctx.database.query<{ consecutive_timeouts: number; throttled: boolean; failing: boolean }>(
+          `SELECT consecutive_timeouts, throttled_at IS NOT NULL AS throttled, failing_since IS NOT NULL AS failing
+           FROM webhook_endpoints WHERE id = $1`,
+          [id],
+        )
+      )[0]!;
+    expect(await health(ok.id)).toMatchObject({ consecutive_timeouts: 0, throttled: false, failing: false });
+    // Refused (NOT_FOUND) is an answer: not a timeout, so no longer throttled; still failing.
+    expect(await health(refusing.id)).toMatchObject({ consecutive_timeouts: 0, throttled: false, failing: true });
+  });
+});
+
 describe('NATS JetStream (nats://, stream acks)', () => {
   it('delivers the exact stored bytes as a message with the signature headers; the attempt logs the stream and sequence', async () => {
     const e = await endpoint(`nats://${NATS}?subject=${SUBJECT}.payments`);
