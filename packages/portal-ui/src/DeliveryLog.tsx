@@ -217,7 +217,11 @@ export function DeliveryLog({
                     <StateBadge state={d.state} />
                   </td>
                   <td className="hide-sm">{d.attempt_count}</td>
-                  <td className="hide-sm">{d.last_attempt ? (d.last_attempt.status_code ?? d.last_attempt.error_kind ?? '—') : '—'}</td>
+                  <td className="hide-sm">
+                    {d.last_attempt
+                      ? (d.last_attempt.status_code ?? d.last_attempt.error_kind ?? (d.last_attempt.succeeded ? 'confirmed' : '—'))
+                      : '—'}
+                  </td>
                   <td className="hide-sm nowrap">
                     <Time iso={d.created_at} />
                   </td>

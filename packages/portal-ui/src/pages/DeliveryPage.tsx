@@ -25,7 +25,7 @@ export function DeliveryPage({ id }: { id: string }) {
       setResult({
         ok: !!last?.succeeded,
         text: last?.succeeded
-          ? `${kind === 'replay' ? 'Replayed' : 'Resent'}: your endpoint answered ${last.status_code}.`
+          ? `${kind === 'replay' ? 'Replayed' : 'Resent'}: ${last.status_code === null ? 'the broker confirmed it' : `your endpoint answered ${last.status_code}`}.`
           : `The attempt failed${last?.status_code ? ` with ${last.status_code}` : last?.error_kind ? ` (${last.error_kind})` : ''}. The delivery is still ${after.state.replace('_', ' ')}.`,
       });
     } catch (err) {
