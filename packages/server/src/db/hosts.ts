@@ -137,6 +137,8 @@ export class HostSelector {
   private failures = 0;
   private nextRoundAt = 0;
   private lastError: Error | null = null;
+  /** The host the previous round chose: a change (or a recovery) is logged. */
+  private lastPick: HostPort | null = null;
 
   constructor(
     readonly targets: DatabaseTargets,
@@ -223,6 +225,4 @@ export class HostSelector {
     this.logger.warn({ hosts: describeHosts(this.targets.hosts), reason: this.lastError.message }, 'no database host available');
     throw this.lastError;
   }
-
-  private lastPick: HostPort | null = null;
 }
