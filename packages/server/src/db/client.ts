@@ -233,6 +233,12 @@ class TargetedClient extends pg.Client {
     super(config);
     this.selector = config.selector;
     this.jitOff = config.jitOff ?? false;
+    // Handled from birth: `open` turns node-postgres' connect callback into promises, so the
+    // pool attaches its own listener a few microtasks after the connection is ready, while the
+    // driver goes on parsing the same socket read. A restart's FATAL (57P01) arriving in that read
+    // would be emitted with no listener and crash the process. Here it only marks the client not
+    // queryable: its next statement fails as "database unavailable" (503), and the pool drops it.
+    this.on('error', () => {});
   }
 
   // The pool calls connect(callback); the promise form is kept for everyone else.

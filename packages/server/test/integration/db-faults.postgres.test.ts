@@ -194,7 +194,15 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
         await sleep(20);
       }
     });
-    const acceptedAfter = async (n: number, what: string) => until(() => accepted.length > n, 30_000, what);
+    // On a time-out the error carries what the publishers got and what the service said, so a
+    // failure in CI can be read without a rerun.
+    const acceptedAfter = async (n: number, what: string) =>
+      until(() => accepted.length > n, 30_000, what).catch((err: Error) => {
+        const seen = JSON.stringify(Object.fromEntries(statuses));
+        throw new Error(
+          `${err.message} (${accepted.length} accepted, statuses ${seen})\n--- serve output (tail) ---\n${s.output().slice(-6_000)}`,
+        );
+      });
 
     try {
       await acceptedAfter(20, 'traffic flowing');
