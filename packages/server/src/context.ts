@@ -17,6 +17,7 @@ import { PaymentService } from './payments/service.ts';
 import { CheckoutService } from './payments/checkout.ts';
 import { ExpiryJob } from './payments/expiry.ts';
 import { AutoDisableJob } from './endpoints/auto-disable.ts';
+import { PASSWORD_COST, type ScryptCost } from './portal/passwords.ts';
 import { RetentionJob } from './db/retention.ts';
 
 /**
@@ -29,6 +30,8 @@ export interface ServiceContext {
   clock: Clock;
   logger: Logger;
   secrets: SecretBox;
+  /** scrypt cost of portal passwords (and of the decoy unknown emails are checked against). */
+  passwordCost: ScryptCost;
   endpoints: EndpointService;
   events: EventService;
   deliveries: DeliveryService;
@@ -62,6 +65,8 @@ export function createContext(options: {
   logger: Logger;
   encryptionKey: Buffer;
   resolver?: Resolver;
+  /** Only for code that embeds the service (tests); every payhooks process uses PASSWORD_COST. */
+  passwordCost?: ScryptCost;
 }): ServiceContext {
   const { config, database, clock, logger } = options;
   const secrets = new SecretBox(options.encryptionKey);
@@ -94,6 +99,7 @@ export function createContext(options: {
     clock,
     logger,
     secrets,
+    passwordCost: options.passwordCost ?? PASSWORD_COST,
     endpoints: new EndpointService(database.db, secrets, urlPolicy, clock),
     events: new EventService(database.db),
     deliveries,

@@ -6,6 +6,9 @@ import { EventTypePicker } from '../EventTypePicker.tsx';
 import { Link, navigate } from '../router.tsx';
 import { CopyId, ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
 
+/** Reads after Send test event: 10 at 1 s, then 22 at 5 s (about two minutes). */
+const TEST_EVENT_POLLS = 32;
+
 export function EndpointDetail({ id, environment }: { id: string; environment: Environment }) {
   const [endpoint, setEndpoint] = useState<Endpoint | null>(null);
   const [secret, setSecret] = useState(() => takeSecret(id));
@@ -24,19 +27,23 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
   }, [id]);
 
   // After "Send test event" the attempt comes from a worker a moment later: read the card and the
-  // log again every second until it shows up (at most 20 times).
-  const [watch, setWatch] = useState<{ attempts: number; left: number } | null>(null);
+  // log again until it shows up: every second at first, then every 5 s (a busy worker, a slow
+  // receiver taking its full deadline), for about two minutes in all.
+  const [watch, setWatch] = useState<{ attempts: number; polls: number } | null>(null);
   // biome-ignore lint/correctness/useExhaustiveDependencies: reload is a new function every render
   useEffect(() => {
     if (!watch) return;
-    if (watch.left === 0 || (endpoint?.stats?.attempts ?? 0) > watch.attempts) {
+    if (watch.polls >= TEST_EVENT_POLLS || (endpoint?.stats?.attempts ?? 0) > watch.attempts) {
       setWatch(null);
       setRefreshKey((k) => k + 1);
       return;
     }
-    const t = setTimeout(() => {
-      void reload().then(() => setWatch((w) => (w ? { ...w, left: w.left - 1 } : w)));
-    }, 1000);
+    const t = setTimeout(
+      () => {
+        void reload().then(() => setWatch((w) => (w ? { ...w, polls: w.polls + 1 } : w)));
+      },
+      watch.polls < 10 ? 1000 : 5000,
+    );
     return () => clearTimeout(t);
   }, [watch, endpoint]);
 
@@ -144,7 +151,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
             onClick={() =>
               void act(async () => {
                 await api.sendTestEvent(id);
-                setWatch({ attempts: endpoint.stats?.attempts ?? 0, left: 20 });
+                setWatch({ attempts: endpoint.stats?.attempts ?? 0, polls: 0 });
               }, 'Test event sent: a sandbox payment went through, and its payment.succeeded event goes to this endpoint only. It appears below.')
             }
           >

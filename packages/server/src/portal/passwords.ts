@@ -6,20 +6,30 @@ import { randomBase62 } from '../ids.ts';
  * (base64url). The parameters travel with the hash, so they can be raised later without
  * invalidating existing passwords. N=2^15, r=8, p=1 is OWASP's scrypt recommendation.
  */
-const PARAMS = { N: 1 << 15, r: 8, p: 1 } as const;
+export interface ScryptCost {
+  N: number;
+  r: number;
+  p: number;
+}
+/**
+ * What every payhooks process hashes with. No setting lowers it; only code that builds its own
+ * service context can pass another cost (the test suite, which creates a portal user for every
+ * Platform it makes and would otherwise spend a minute of CPU on scrypt alone).
+ */
+export const PASSWORD_COST: Readonly<ScryptCost> = { N: 1 << 15, r: 8, p: 1 };
 const KEY_LENGTH = 32;
 
-function derive(password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
+function derive(password: string, salt: Buffer, params: ScryptCost): Promise<Buffer> {
   const options: ScryptOptions = { ...params, maxmem: 128 * params.N * params.r * 2 };
   return new Promise((resolve, reject) =>
     scrypt(password.normalize('NFC'), salt, KEY_LENGTH, options, (err, key) => (err ? reject(err) : resolve(key))),
   );
 }
 
-export async function hashPassword(password: string): Promise<string> {
+export async function hashPassword(password: string, cost: ScryptCost = PASSWORD_COST): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(password, salt, PARAMS);
-  return `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${salt.toString('base64url')}$${key.toString('base64url')}`;
+  const key = await derive(password, salt, cost);
+  return `scrypt$${cost.N}$${cost.r}$${cost.p}$${salt.toString('base64url')}$${key.toString('base64url')}`;
 }
 
 /** Constant-time comparison of the derived key; a malformed stored hash never verifies. */
@@ -31,10 +41,18 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return key.length === expected.length && timingSafeEqual(key, expected);
 }
 
-/** A stored hash of a random password: unknown emails are checked against it, so they cost the same time. */
-let decoy: Promise<string> | undefined;
-export function decoyHash(): Promise<string> {
-  decoy ??= hashPassword(randomBase62(24));
+/**
+ * A stored hash of a random password at `cost`: unknown emails are checked against it, so they
+ * cost the same time as the users' own hashes.
+ */
+const decoys = new Map<string, Promise<string>>();
+export function decoyHash(cost: ScryptCost = PASSWORD_COST): Promise<string> {
+  const key = `${cost.N}$${cost.r}$${cost.p}`;
+  let decoy = decoys.get(key);
+  if (!decoy) {
+    decoy = hashPassword(randomBase62(24), cost);
+    decoys.set(key, decoy);
+  }
   return decoy;
 }
 

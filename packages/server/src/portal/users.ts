@@ -3,7 +3,7 @@ import type { Queryable } from '../db/client.ts';
 import { portalUsers, type PortalUserRow } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
-import { generatePassword, hashPassword } from './passwords.ts';
+import { generatePassword, hashPassword, PASSWORD_COST, type ScryptCost } from './passwords.ts';
 
 /** A portal user as created: the password is in clear here and nowhere else, ever. */
 export interface CreatedPortalUser {
@@ -34,13 +34,14 @@ export async function createPortalUser(
   platformId: string,
   rawEmail: string,
   password = generatePassword(),
+  cost: ScryptCost = PASSWORD_COST,
 ): Promise<CreatedPortalUser> {
   const email = normaliseEmail(rawEmail);
   if (await findUserByEmail(db, email)) {
     throw new AppError('conflict', 'email_taken', `A portal user with the email ${email} already exists.`, { param: 'email' });
   }
   const id = `usr_${randomBase62(24)}`;
-  await db.insert(portalUsers).values({ id, platformId, email, passwordHash: await hashPassword(password) });
+  await db.insert(portalUsers).values({ id, platformId, email, passwordHash: await hashPassword(password, cost) });
   return { id, platform_id: platformId, email, password };
 }
 

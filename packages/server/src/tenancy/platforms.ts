@@ -4,6 +4,7 @@ import type { Db, Queryable } from '../db/client.ts';
 import { newId } from '../ids.ts';
 import { DISPLAY_PREFIX_LENGTH, generateApiKey, hashApiKey } from '../security/api-keys.ts';
 import { createPortalUser } from '../portal/users.ts';
+import type { ScryptCost } from '../portal/passwords.ts';
 
 export interface CreatedKey {
   id: string;
@@ -29,7 +30,7 @@ export interface CreatedPlatform {
 export async function createPlatform(
   db: Db,
   name: string,
-  options: { portalEmail?: string | undefined; portalPassword?: string | undefined } = {},
+  options: { portalEmail?: string | undefined; portalPassword?: string | undefined; passwordCost?: ScryptCost } = {},
 ): Promise<CreatedPlatform> {
   return db.transaction(async (tx) => {
     const platformId = newId('platform');
@@ -43,6 +44,7 @@ export async function createPlatform(
       platformId,
       options.portalEmail ?? `admin+${platformId.toLowerCase()}@payhooks.local`,
       options.portalPassword,
+      options.passwordCost,
     );
     return {
       platform_id: platformId,

@@ -23,6 +23,14 @@ export interface TestService {
 }
 
 /**
+ * scrypt at N=2^10 for the portal users of in-process services: the suite creates hundreds of
+ * Platforms (each with a portal user) and makes over a hundred sign-in guesses, at ~100 ms of CPU
+ * each at the real cost. What is tested there is the sign-in and its limits; the real cost is
+ * tested in unit/passwords.test.ts, and every spawned `payhooks` process uses it.
+ */
+const TEST_PASSWORD_COST = { N: 1 << 10, r: 8, p: 1 };
+
+/**
  * A real service on a real database (this run's backend) listening on 127.0.0.1:0. Tests talk
  * to it over HTTP like a merchant would.
  */
@@ -38,6 +46,7 @@ export async function startService(
     clock: options.clock ?? systemClock,
     logger: options.logger ?? createLogger(config),
     encryptionKey: randomBytes(32),
+    passwordCost: TEST_PASSWORD_COST,
     ...(options.resolver ? { resolver: options.resolver } : {}),
   });
   const app = await buildApp(ctx);
@@ -47,7 +56,7 @@ export async function startService(
     ctx,
     testDb,
     app,
-    platform: (name = 'Test Platform') => createPlatform(ctx.database.db, name),
+    platform: (name = 'Test Platform') => createPlatform(ctx.database.db, name, { passwordCost: ctx.passwordCost }),
     api: apiClient(address),
     async close() {
       await app.close();

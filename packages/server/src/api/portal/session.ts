@@ -40,7 +40,7 @@ export const sessionRoutes =
       await limiter.check(req, email);
       const user = await findUserByEmail(ctx.database.db, email);
       // An unknown email costs the same scrypt as a wrong password, and gets the same answer.
-      const ok = await verifyPassword(req.body.password, user?.passwordHash ?? (await decoyHash()));
+      const ok = await verifyPassword(req.body.password, user?.passwordHash ?? (await decoyHash(ctx.passwordCost)));
       if (!user || !ok) throw new AppError('authentication', 'invalid_credentials', 'Incorrect email or password.');
       const { token, expiresAt } = await sessions.create(user);
       const session = (await sessions.find(token))!;
