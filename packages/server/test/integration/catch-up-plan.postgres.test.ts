@@ -140,4 +140,9 @@ describe('catch-up filters read a page by index among 60,000 events', () => {
     expect(page.data).toHaveLength(20);
     expect(stamp(new Date(page.data[0]!.created_at))).toBe(stamp(at(54_996)));
   });
+
+  it("the delivery log by event id reads that event's deliveries by the unique key's leading column (migration 0019 dropped the index that repeated it)", async () => {
+    const page = await readsFew(() => deliveries.list(scope, { limit: 20, eventId: 'evt_many40000' }));
+    expect(page.data.map((d) => d.event_id)).toEqual(['evt_many40000']);
+  });
 });
