@@ -1,0 +1,86 @@
+/**
+ * Where a one-event publish transaction's CPU goes: the publishing process against PostgreSQL
+ * (every `postgres` process of the machine, from /proc, so run it on a quiet machine).
+ *
+ *   npx tsx --conditions=@payhooks/source bench/publish-cpu.ts        # N=4000 events, PGPORT_PROBE=5432
+ *
+ * 8 publishers, each `publishEvent` in its own `db.transaction` (BEGIN, the statement, COMMIT,
+ * then the after-commit wake-up), one endpoint, after 500 events of warm-up. Prints events/s and
+ * CPU microseconds per event of the publisher and of PostgreSQL (docs/performance.md, issue 26).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { openDatabase } from '../packages/server/src/db/client.ts';
+import { migrate } from '../packages/server/src/db/migrate.ts';
+import { publishEvent } from '../packages/server/src/events/publish.ts';
+import { createPlatform } from '../packages/server/src/tenancy/platforms.ts';
+import { samplePayment } from './reference/sample-payment.ts';
+import { webhookEndpoints } from '../packages/server/src/db/schema.ts';
+
+const PORT = Number(process.env.PGPORT_PROBE ?? 5432);
+const pgCpu = () => {
+  let t = 0;
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      t += Number(f[11]) + Number(f[12]);
+    } catch {}
+  }
+  return t * 10; // ms (100 Hz)
+};
+const admin = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${PORT}/postgres` });
+await admin.connect();
+const name = `probe_${randomBytes(4).toString('hex')}`;
+await admin.query(`CREATE DATABASE ${name}`);
+const db = await openDatabase({ databaseUrl: `postgres://postgres@127.0.0.1:${PORT}/${name}`, poolSize: 9 });
+await migrate(db);
+const p = await createPlatform(db.db, 'probe', { passwordCost: { N: 1024, r: 8, p: 1 } });
+await db.db.insert(webhookEndpoints).values({
+  id: 'we_probe',
+  platformId: p.platform_id,
+  environment: 'sandbox',
+  url: 'http://127.0.0.1:9/x',
+  enabledEvents: ['*'],
+  secretCiphertext: 'x',
+  status: 'enabled',
+} as never);
+let seq = 0;
+const one = () =>
+  db.db.transaction((tx) =>
+    publishEvent(
+      tx,
+      { type: 'payment.succeeded', merchantId: p.merchant_id, environment: 'sandbox', object: samplePayment(seq++) },
+      new Date(),
+    ),
+  );
+const run = async (n: number) => {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next++ < n) await one();
+    }),
+  );
+};
+await run(500);
+const c0 = process.cpuUsage();
+const g0 = pgCpu();
+const t0 = performance.now();
+const N = Number(process.env.N ?? 4000);
+await run(N);
+const ms = performance.now() - t0;
+const c = process.cpuUsage(c0);
+const g = pgCpu() - g0;
+console.log(
+  JSON.stringify({
+    per_s: Math.round((N / ms) * 1000),
+    publisher_us: Math.round((c.user + c.system) / N),
+    postgres_us: Math.round((g * 1000) / N),
+  }),
+);
+await db.close();
+await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+await admin.end();
