@@ -51,12 +51,18 @@ export function buildCli(): Command {
     .requiredOption('--api-key <key>', 'a sandbox API key (sk_test_…)')
     .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')
     .option('--double-delivery', 'deliver each event twice to every endpoint (the double-delivery case)')
+    .option(
+      '--metadata <key=value>',
+      'add a metadata entry to the payment or session, e.g. --metadata account=acct_1 (repeatable)',
+      (pair: string, all: string[]) => [...all, pair],
+      [] as string[],
+    )
     .option('--json', 'print one JSON object instead of progress lines')
-    .action(async (type: string, opts: { apiKey: string; url: string; doubleDelivery?: boolean; json?: boolean }) => {
-      const { runTrigger } = await import('./trigger.ts');
+    .action(async (type: string, opts: { apiKey: string; url: string; doubleDelivery?: boolean; metadata: string[]; json?: boolean }) => {
+      const { runTrigger, parseMetadataFlags } = await import('./trigger.ts');
       const result = await runTrigger(
         type,
-        { apiKey: opts.apiKey, url: opts.url, doubleDelivery: opts.doubleDelivery === true },
+        { apiKey: opts.apiKey, url: opts.url, doubleDelivery: opts.doubleDelivery === true, metadata: parseMetadataFlags(opts.metadata) },
         (line) => {
           if (!opts.json) process.stdout.write(`${line}\n`);
         },

@@ -14,6 +14,23 @@ export interface TriggerOptions {
   apiKey: string;
   url: string;
   doubleDelivery: boolean;
+  /** More metadata on the payment (or session), from `--metadata key=value`; the user's values win. */
+  metadata?: Record<string, string>;
+}
+
+/**
+ * `--metadata key=value`, repeatable: what a receiver reads from `data.object.metadata` (an
+ * order or account id). Split at the first `=`, so values may hold `=`; the server checks the
+ * limits (50 keys, keys up to 40 characters, values up to 500) and its 400 says which one.
+ */
+export function parseMetadataFlags(pairs: string[]): Record<string, string> {
+  const metadata: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new ConfigError(`--metadata takes key=value (for example --metadata account=acct_1); got '${pair.slice(0, 100)}'.`);
+    metadata[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return metadata;
 }
 
 export interface TriggeredEvent {
@@ -117,7 +134,7 @@ export async function runTrigger(type: string, options: TriggerOptions, log: (li
     throw new ConfigError('payhooks trigger drives the sandbox: pass a sandbox key (sk_test_…) with --api-key.');
   const api = client(options);
   const double = options.doubleDelivery ? { double_delivery: true } : {};
-  const metadata = { source: 'payhooks trigger', trigger_type: type };
+  const metadata = { source: 'payhooks trigger', trigger_type: type, ...options.metadata };
   let paymentId: string;
   let sessionId: string | null = null;
   try {

@@ -197,19 +197,13 @@ export class Sender {
       this.brokers = null;
       return failed(startedAt, elapsed(), 'network', `The ${target.kind} client could not be loaded: ${(err as Error).message}`);
     }
-    let timer: NodeJS.Timeout | undefined;
+    // The same deadline queue as HTTP attempts (one timer for all of them, not one per attempt).
+    let timeUp: Deadline | undefined;
     const deadline = new Promise<AttemptResult>((resolve) => {
-      timer = setTimeout(
-        () =>
-          resolve(
-            failed(
-              startedAt,
-              elapsed(),
-              'timeout',
-              `The broker did not confirm within ${this.options.timeoutMs} ms (spec 8: within 10 s).`,
-            ),
-          ),
-        this.options.timeoutMs,
+      timeUp = this.deadlines.add(() =>
+        resolve(
+          failed(startedAt, elapsed(), 'timeout', `The broker did not confirm within ${this.options.timeoutMs} ms (spec 8: within 10 s).`),
+        ),
       );
     });
     const attempt = broker.publish(target, req.credentials ?? null, { body: bytes, headers, eventId: req.eventId }).then(
@@ -228,7 +222,7 @@ export class Sender {
           : classify(err, (kind, message) => failed(startedAt, elapsed(), kind, message)),
     );
     const result = await Promise.race([attempt, deadline]);
-    clearTimeout(timer);
+    timeUp?.cancel();
     result.requestSignature = signature;
     return result;
   }

@@ -1,7 +1,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
+import type { Channel } from 'amqplib';
+import { fanoutExchange, type FanoutExchange } from '../helpers/rabbit.ts';
 import { Sender } from '../../src/delivery/sender.ts';
 import type { Resolver } from '../../src/delivery/safe-lookup.ts';
 import { AmqpDestination } from '../../src/delivery/destinations/amqp.ts';
@@ -20,20 +21,16 @@ const message = { body: Buffer.from('{"id":"evt_1"}'), headers: { 'Service-Event
 /** Every name resolves to loopback, where this machine's brokers are. */
 const toLoopback: Resolver = (_hostname, _options, callback) => callback(null, [{ address: '127.0.0.1', family: 4 }]);
 
-let rabbit: ChannelModel;
+let exchange: FanoutExchange;
 let ch: Channel;
-const EXCHANGE = `payhooks-conn-${process.pid}`;
+let EXCHANGE: string;
 
 beforeAll(async () => {
-  rabbit = await amqpConnect('amqp://guest:guest@127.0.0.1:5672');
-  ch = await rabbit.createChannel();
-  await ch.assertExchange(EXCHANGE, 'fanout', { durable: false });
-  await ch.assertQueue(EXCHANGE, { exclusive: true });
-  await ch.bindQueue(EXCHANGE, EXCHANGE, '');
+  exchange = await fanoutExchange('payhooks-conn');
+  ({ channel: ch, name: EXCHANGE } = exchange);
 });
 afterAll(async () => {
-  await ch?.deleteExchange(EXCHANGE).catch(() => {});
-  await rabbit?.close();
+  await exchange?.close();
 });
 
 describe('SSRF at connect time (the same rules as HTTP endpoints)', () => {

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
+import type { Channel } from 'amqplib';
+import { fanoutExchange, type FanoutExchange } from '../helpers/rabbit.ts';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { startTracing, stopTracing, tracing } from '../../src/telemetry/tracing.ts';
@@ -68,25 +68,21 @@ const saved = { ...process.env };
 let svc: TestService;
 let p: CreatedPlatform;
 let receiver: TestReceiver;
-let rabbit: ChannelModel;
+let exchange: FanoutExchange;
 let ch: Channel;
-const EXCHANGE = `payhooks-trace-${randomUUID().slice(0, 8)}`;
+let EXCHANGE: string;
 
 beforeAll(async () => {
   await startSink();
-  rabbit = await amqpConnect('amqp://guest:guest@127.0.0.1:5672');
-  ch = await rabbit.createChannel();
-  await ch.assertExchange(EXCHANGE, 'fanout', { durable: false });
-  await ch.assertQueue(EXCHANGE, { exclusive: true });
-  await ch.bindQueue(EXCHANGE, EXCHANGE, '');
+  exchange = await fanoutExchange('payhooks-trace');
+  ({ channel: ch, name: EXCHANGE } = exchange);
 });
 afterAll(async () => {
   await stopTracing();
   process.env = saved;
   await svc?.close();
   await receiver?.close();
-  await ch?.deleteExchange(EXCHANGE).catch(() => {});
-  await rabbit?.close();
+  await exchange?.close();
   await new Promise((r) => sink?.close(r));
 });
 

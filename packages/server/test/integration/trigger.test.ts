@@ -68,6 +68,34 @@ describe('payhooks trigger (over HTTP, against a running server)', () => {
     }
   }, 60_000);
 
+  it("--metadata key=value (repeatable) adds to the payment's metadata, which the receiver reads; a malformed pair or one the API refuses exits 1 saying why", async () => {
+    receiver.requests.length = 0;
+    const r = await trigger(['payment.succeeded', '--metadata', 'account=acct_42', '--metadata', 'order=o=1']);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    await worker.drain();
+    const succeeded = parsedEvents(receiver.requests).find((e) => e.type === 'payment.succeeded' && e.data.object.id === out.payment);
+    expect(succeeded!.data.object.metadata).toEqual({
+      source: 'payhooks trigger',
+      trigger_type: 'payment.succeeded',
+      account: 'acct_42',
+      order: 'o=1',
+    });
+    const malformed = await runPayhooks(
+      ['trigger', 'payment.created', '--metadata', 'account', '--api-key', p.keys.sandbox, '--url', svc.url],
+      {},
+    );
+    expect(malformed.code).toBe(1);
+    expect(malformed.stderr).toContain('--metadata takes key=value');
+    const tooLong = await runPayhooks(
+      ['trigger', 'payment.created', '--metadata', `${'k'.repeat(41)}=v`, '--api-key', p.keys.sandbox, '--url', svc.url],
+      {},
+    );
+    expect(tooLong.code).toBe(1);
+    expect(tooLong.stderr).toMatch(/metadata/);
+    expect(tooLong.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+
   it('refuses live keys, unknown types and an unreachable server with a clear message and exit 1', async () => {
     const live = await runPayhooks(['trigger', 'payment.created', '--api-key', p.keys.live, '--url', svc.url], {});
     expect(live.code).toBe(1);

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
-import { ConnectionPool } from './connections.ts';
-import { BrokerRefusal, resolveBrokerHost, type BrokerDestination, type BrokerMessage, type DialOptions } from './index.ts';
+import { PooledDestination } from './connections.ts';
+import { BrokerRefusal, resolveBrokerHost, type BrokerMessage, type DialOptions } from './index.ts';
 import type { BrokerCredentials, BrokerTarget } from './url.ts';
 
 interface Connection {
@@ -26,15 +26,9 @@ interface ExchangeChannel {
  * naming the exchange and routing key: an ack alone would report a message dropped on the floor
  * as delivered. Persistent (delivery mode 2), content type application/json, message id = event id.
  */
-export class AmqpDestination implements BrokerDestination {
-  private readonly pool: ConnectionPool<Connection>;
-
-  constructor(private readonly options: DialOptions) {
-    this.pool = new ConnectionPool(options.idleMs, (c) => c.model.close().catch(() => {}));
-  }
-
-  get openConnections(): number {
-    return this.pool.size;
+export class AmqpDestination extends PooledDestination<Connection> {
+  constructor(options: DialOptions) {
+    super(options, (c) => c.model.close().catch(() => {}));
   }
 
   publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage): Promise<string> {
@@ -47,10 +41,6 @@ export class AmqpDestination implements BrokerDestination {
         return this.publishOn(exchange, target, message, conn);
       },
     );
-  }
-
-  close(): Promise<void> {
-    return this.pool.close();
   }
 
   private async open(target: BrokerTarget, credentials: BrokerCredentials | null): Promise<Connection> {

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import type { BrokerDestination, BrokerMessage, DialOptions } from './index.ts';
+import type { BrokerCredentials, BrokerTarget } from './url.ts';
 
 interface Entry<C> {
   conn: Promise<C>;
@@ -91,5 +93,30 @@ export class ConnectionPool<C> {
       clearInterval(this.sweeper);
       this.sweeper = null;
     }
+  }
+}
+
+/**
+ * What every broker destination shares: its connections, pooled by broker address and
+ * credentials, counted and closed together. A destination adds how to open one and publish on it.
+ */
+export abstract class PooledDestination<C> implements BrokerDestination {
+  protected readonly pool: ConnectionPool<C>;
+
+  constructor(
+    protected readonly options: DialOptions,
+    closeConnection: (conn: C) => Promise<void>,
+  ) {
+    this.pool = new ConnectionPool(options.idleMs, closeConnection);
+  }
+
+  abstract publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage): Promise<string>;
+
+  get openConnections(): number {
+    return this.pool.size;
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
   }
 }

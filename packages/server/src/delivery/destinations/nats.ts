@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
 import { connect, headers, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import { ConnectionPool } from './connections.ts';
-import { BrokerRefusal, resolveBrokerHost, type BrokerDestination, type BrokerMessage, type DialOptions } from './index.ts';
+import { PooledDestination } from './connections.ts';
+import { BrokerRefusal, resolveBrokerHost, type BrokerMessage, type DialOptions } from './index.ts';
 import type { BrokerCredentials, BrokerTarget } from './url.ts';
 
 interface Connection {
@@ -17,15 +17,9 @@ interface Connection {
  * checked against the SSRF rules) and never reconnects on its own: a broken one is dropped and
  * the next attempt dials the checked address again.
  */
-export class NatsDestination implements BrokerDestination {
-  private readonly pool: ConnectionPool<Connection>;
-
-  constructor(private readonly options: DialOptions) {
-    this.pool = new ConnectionPool(options.idleMs, (c) => c.nc.close().catch(() => {}));
-  }
-
-  get openConnections(): number {
-    return this.pool.size;
+export class NatsDestination extends PooledDestination<Connection> {
+  constructor(options: DialOptions) {
+    super(options, (c) => c.nc.close().catch(() => {}));
   }
 
   publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage): Promise<string> {
@@ -51,10 +45,6 @@ export class NatsDestination implements BrokerDestination {
         }
       },
     );
-  }
-
-  close(): Promise<void> {
-    return this.pool.close();
   }
 
   private async open(target: BrokerTarget, credentials: BrokerCredentials | null): Promise<Connection> {
