@@ -129,7 +129,7 @@ export function DeliveryPage({ id }: { id: string }) {
       ) : (
         <ol className="attempts" reversed>
           {[...delivery.attempts].reverse().map((a) => (
-            <AttemptItem key={a.id} attempt={a} />
+            <AttemptItem key={a.id} attempt={a} broker={isBrokerUrl(delivery.endpoint_url)} />
           ))}
         </ol>
       )}
@@ -142,7 +142,17 @@ export function DeliveryPage({ id }: { id: string }) {
   );
 }
 
-function AttemptItem({ attempt: a }: { attempt: Attempt }) {
+/** amqp(s):// and nats:// / tls:// endpoints get a message, not an HTTP request. */
+export function isBrokerUrl(url: string | null): boolean {
+  return url !== null && /^(amqps?|nats|tls):\/\//i.test(url);
+}
+
+/**
+ * One attempt. For a broker endpoint the message carried the event id and signature as message
+ * headers (no User-Agent: that is HTTP's), and the broker's confirmation or refusal stands where
+ * a receiver's response body would.
+ */
+function AttemptItem({ attempt: a, broker }: { attempt: Attempt; broker: boolean }) {
   return (
     <li className={`attempt ${a.succeeded ? 'ok' : 'fail'}`} data-attempt={a.attempt_number}>
       <div className="attempt-head">
@@ -157,9 +167,11 @@ function AttemptItem({ attempt: a }: { attempt: Attempt }) {
         <span className="tag">{a.trigger === 'manual' ? 'Manual' : 'Automatic'}</span>
         <Time iso={a.started_at} />
         <span className="spacer" />
-        <span>
-          Status <strong data-testid="status-code">{a.status_code ?? '—'}</strong>
-        </span>
+        {!broker && (
+          <span>
+            Status <strong data-testid="status-code">{a.status_code ?? '—'}</strong>
+          </span>
+        )}
         <span className="muted">{a.duration_ms} ms</span>
       </div>
       {(a.error_kind || a.error_message) && (
@@ -174,9 +186,9 @@ function AttemptItem({ attempt: a }: { attempt: Attempt }) {
           )}
         </p>
       )}
-      {a.request_headers && <RequestHeaders headers={a.request_headers} />}
+      {a.request_headers && <RequestHeaders headers={a.request_headers} broker={broker} />}
       <details open={!a.succeeded}>
-        <summary>Response body</summary>
+        <summary>{broker ? "The broker's answer" : 'Response body'}</summary>
         {/* Receivers control this text: it is rendered as text, never as HTML. */}
         <pre className="code response-body">{a.response_body === null || a.response_body === '' ? '(empty)' : a.response_body}</pre>
       </details>
@@ -188,12 +200,13 @@ function AttemptItem({ attempt: a }: { attempt: Attempt }) {
  * The headers the attempt was sent with. Each signature is shortened to its first and last
  * characters: enough to match it against a receiver's log, and the page stays readable.
  */
-function RequestHeaders({ headers }: { headers: NonNullable<Attempt['request_headers']> }) {
+function RequestHeaders({ headers, broker }: { headers: NonNullable<Attempt['request_headers']>; broker: boolean }) {
+  const shown = Object.entries(headers).filter(([name]) => !(broker && name === 'User-Agent'));
   return (
     <details className="request-headers">
-      <summary>Request headers</summary>
+      <summary>{broker ? 'Message headers' : 'Request headers'}</summary>
       <dl className="headers mono small">
-        {Object.entries(headers).map(([name, value]) => (
+        {shown.map(([name, value]) => (
           <div key={name} data-header={name}>
             <dt>{name}</dt>
             <dd title={name === 'Service-Signature' ? value : undefined}>

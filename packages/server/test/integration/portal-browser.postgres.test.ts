@@ -8,6 +8,7 @@ import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type Behaviour, type TestReceiver } from '../helpers/receiver.ts';
 import { payment, publish } from '../helpers/publish.ts';
 import { drainUntil } from '../helpers/portal.ts';
+import { fanoutExchange } from '../helpers/rabbit.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import type { Scope } from '../../src/tenancy/scope.ts';
@@ -595,6 +596,33 @@ describe('Merchant Portal in Chromium', () => {
     await page.reload();
     await page.getByTestId('url-credentials').waitFor();
     expect(await page.content()).not.toContain('portal-pass-1234');
+  });
+
+  it("issue 25: a delivery to RabbitMQ shows message headers (no User-Agent) and the broker's answer, not an HTTP status and response body", async () => {
+    const exchange = await fanoutExchange('payhooks-portal');
+    try {
+      const ep = await svc.ctx.endpoints.create(scopeA(), {
+        url: `amqp://guest:guest@127.0.0.1:5672/?exchange=${exchange.name}`,
+        enabled_events: ['*'],
+      });
+      const sent = await publish(svc.ctx, a.merchant_id);
+      await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+      const [delivery] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
+      expect(await exchange.channel.get(exchange.name)).toBeTruthy(); // RabbitMQ holds the message
+      await page.goto(`${svc.url}/portal/webhooks/deliveries/${delivery!.id}`);
+      const attempt = page.locator('li.attempt').first();
+      await expectText(attempt, 'Message headers');
+      await attempt.getByText('Message headers').click();
+      await attempt.locator('[data-header="Service-Event-Id"]').filter({ hasText: sent.event.id }).waitFor();
+      expect(await attempt.locator('[data-header="User-Agent"]').count()).toBe(0);
+      expect(await attempt.getByText('Request headers').count()).toBe(0);
+      expect(await attempt.getByTestId('status-code').count()).toBe(0);
+      await attempt.getByText("The broker's answer").click();
+      await expectText(attempt.locator('pre.response-body'), 'Confirmed by RabbitMQ');
+      expect(await attempt.getByText('Response body').count()).toBe(0);
+    } finally {
+      await exchange.close();
+    }
   });
 
   it('the environment switch shows live; sign-out returns to the sign-in form', async () => {
