@@ -224,6 +224,7 @@ export class DeliveryWorker {
           token,
         }),
       (claimed) => ({ 'payhooks.claim.rows': claimed.length }),
+      (claimed) => claimed.length > 0,
     );
     this.deps.metrics?.claimed(rows.length);
     this.moreMayBeDue = mayHaveLeftRows(rows, {

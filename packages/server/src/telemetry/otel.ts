@@ -76,7 +76,13 @@ export function createOtelTracing(env: NodeJS.ProcessEnv): Tracing {
       }
       const span = tracer.startSpan(
         name,
-        { kind: KINDS[options.kind ?? 'internal'], attributes: clean(options.attributes), links, root: options.root === true },
+        {
+          kind: KINDS[options.kind ?? 'internal'],
+          attributes: clean(options.attributes),
+          links,
+          root: options.root === true,
+          ...(options.startTime === undefined ? {} : { startTime: options.startTime }),
+        },
         parent,
       );
       return new OtelSpan(span);

@@ -27,6 +27,8 @@ export interface SpanOptions {
   root?: boolean;
   /** The parent, from an incoming `traceparent` header (an API request). */
   parent?: string | undefined;
+  /** When the work began (epoch milliseconds), for a span started after the fact. */
+  startTime?: number;
 }
 
 export interface Tracing {
@@ -76,8 +78,30 @@ export async function traced<T>(
   options: SpanOptions,
   fn: (traceparent: string | undefined) => Promise<T>,
   after?: (result: T) => Attributes,
+  /**
+   * Export the span only when the result says work was done: a worker woken for nothing makes
+   * an empty claim every poll, which is noise in a trace store. The span is then made after the
+   * fact, with the start time taken before `fn`, so `fn` gets no traceparent.
+   */
+  keepIf?: (result: T) => boolean,
 ): Promise<T> {
   if (!tracing.enabled) return fn(undefined);
+  if (keepIf) {
+    const startTime = performance.timeOrigin + performance.now();
+    let result: T;
+    try {
+      result = await fn(undefined);
+    } catch (err) {
+      tracing.startSpan(name, { ...options, startTime }).end((err as Error).message);
+      throw err;
+    }
+    if (keepIf(result)) {
+      const span = tracing.startSpan(name, { ...options, startTime });
+      if (after) span.setAttributes(after(result));
+      span.end();
+    }
+    return result;
+  }
   const span = tracing.startSpan(name, options);
   let result: T;
   try {

@@ -24,6 +24,8 @@ interface OtlpSpan {
   attributes: Array<{ key: string; value: { stringValue?: string; intValue?: string | number; boolValue?: boolean } }>;
   links?: Array<{ traceId: string; spanId: string }>;
   status?: { code?: number; message?: string };
+  startTimeUnixNano?: string;
+  endTimeUnixNano?: string;
 }
 
 const posts: Array<{ contentType: string; body: Buffer }> = [];
@@ -165,6 +167,11 @@ describe('OTLP/HTTP JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () => {
     expect((msg.properties.headers as Record<string, string>).traceparent).toBe(`00-${amqp.traceId}-${amqp.spanId}-01`);
 
     expect(spans.some((s) => s.name === 'claim' && Number(attr(s, 'payhooks.claim.rows')) >= 1)).toBe(true);
+    // drain() ended with a claim that found nothing: claims that find nothing export no span.
+    expect(spans.filter((s) => s.name === 'claim').map((s) => Number(attr(s, 'payhooks.claim.rows')))).not.toContain(0);
+    // Made after the fact, a claim span still covers the statement: it starts before it ends.
+    for (const c of spans.filter((s) => s.name === 'claim'))
+      expect(BigInt(c.endTimeUnixNano ?? '0') - BigInt(c.startTimeUnixNano ?? '0')).toBeGreaterThan(0n);
     expect(spans.some((s) => s.name === 'record' && Number(attr(s, 'payhooks.record.outcomes')) >= 1)).toBe(true);
 
     // A failing attempt is an error span with the error kind.
