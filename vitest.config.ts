@@ -32,11 +32,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        // isolate: false: files run in one module registry per worker, so the server's modules
-        // are imported once per worker, not once per file (296 s -> 93 s of import summed, 789 s
-        // -> 647 s of wall time on 2 cores). Every file starts its own service and database and
-        // restores what it changes (process.env, the tracing singleton).
-        test: { name: 'postgres', include: integration, env: { PAYHOOKS_TEST_DB: 'postgres' }, isolate: false },
+        test: { name: 'postgres', include: integration, env: { PAYHOOKS_TEST_DB: 'postgres' } },
       },
       {
         extends: true,
@@ -46,7 +42,6 @@ export default defineConfig({
           include: integration,
           exclude: ['**/*.postgres.test.ts', ...noDatabase],
           env: { PAYHOOKS_TEST_DB: 'pglite' },
-          isolate: false,
         },
       },
       {

@@ -62,7 +62,10 @@ export class DeadlineQueue {
 
   private expire(): void {
     this.timer = null;
-    const now = this.now();
+    // Node's timers count whole milliseconds and may fire a fraction of one before `at` by
+    // performance.now(); re-arming for that fraction would let an equal timer set later (a
+    // client library's own connect timeout) fire first.
+    const now = this.now() + 1;
     while (this.head && (this.head.fire === null || this.head.at <= now)) {
       const entry = this.head;
       this.head = entry.next;

@@ -41,6 +41,18 @@ describe('deadlines served by one timer', () => {
     expect(fired).toEqual(['later']);
   });
 
+  it('a timer that fires a fraction of a millisecond before the deadline by the clock fires it then, not after a re-arm', async () => {
+    // Node's timers count whole milliseconds; performance.now() does not. A re-arm for the
+    // fraction let a client library's equal connect timeout, set later, fire first.
+    let now = 0;
+    const q = new DeadlineQueue(10, () => now);
+    const fired: number[] = [];
+    q.add(() => fired.push(1));
+    now = 9.5; // the real timer fires at ~10 ms while the clock still reads just under the deadline
+    await tick(40);
+    expect(fired).toEqual([1]);
+  });
+
   it('uses the injected clock: a deadline fires only once the clock has passed it', async () => {
     let now = 0;
     const q = new DeadlineQueue(1_000_000, () => now);

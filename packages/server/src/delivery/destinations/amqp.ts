@@ -142,6 +142,8 @@ const returnKey = (messageId: unknown, exchange: string, routingKey: string) => 
 function describe(err: Error, prefix: string): Error {
   const e = err as NodeJS.ErrnoException;
   if (e.code) return err; // a socket error: classified like HTTP's (refused, DNS, TLS, ...)
+  // amqplib's own connect timeout carries no code: the same `timeout` as any attempt that ran out.
+  if (/ETIMEDOUT/.test(err.message)) return Object.assign(err, { code: 'ETIMEDOUT' });
   if (/ACCESS_REFUSED|ACCESS-REFUSED|403|NOT_ALLOWED|530/.test(err.message))
     return new BrokerRefusal(`${prefix}: the broker refused the credentials or the virtual host (${err.message}).`);
   return new BrokerRefusal(`${prefix}: ${err.message}`);
