@@ -109,6 +109,25 @@ describe('the attempt deadline', () => {
     await new Promise((resolve) => silent.close(resolve));
   });
 
+  it.each(['amqp', 'nats'])("%s: the client's own connect timeout is a timeout (ETIMEDOUT), not a broker's refusal", async (scheme) => {
+    // The attempt's deadline and the client's connect timeout are the same length; whichever
+    // fires first, the attempt must read `timeout`.
+    const options = { allowPrivate: true, connectTimeoutMs: 300, idleMs: 1_000 };
+    const destination = scheme === 'amqp' ? new AmqpDestination(options) : new NatsDestination(options);
+    try {
+      const port = (silent.address() as AddressInfo).port;
+      const url = scheme === 'amqp' ? `amqp://127.0.0.1:${port}/?exchange=x` : `nats://127.0.0.1:${port}?subject=a`;
+      const err = await destination.publish(parseBrokerUrl(new URL(url)), null, message).then(
+        () => null,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      expect(err?.name).not.toBe('BrokerRefusal');
+      expect(err?.code).toBe('ETIMEDOUT');
+    } finally {
+      await destination.close();
+    }
+  });
+
   it.each(['amqp', 'nats'])('%s: a broker that never confirms fails the attempt as a timeout at the deadline', async (scheme) => {
     const sender = new Sender({ timeoutMs: 400, allowPrivate: true, connectionsPerOrigin: 4, now: () => new Date() });
     try {

@@ -67,6 +67,9 @@ export class NatsDestination extends PooledDestination<Connection> {
     } catch (err) {
       const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
       if (e.cause?.code) throw e.cause; // a socket error: classified like HTTP's
+      // The client's own connect timeout: the same `timeout` as any attempt that ran out.
+      if (e.name === 'TimeoutError')
+        throw Object.assign(new Error(`no answer from NATS at ${target.host}:${target.port} (${e.message})`), { code: 'ETIMEDOUT' });
       if (/authoriz|authentic|permission/i.test(e.message))
         throw new BrokerRefusal(`NATS at ${target.host}:${target.port} refused the credentials (${e.message}).`);
       throw new BrokerRefusal(`Could not connect to NATS at ${target.host}:${target.port}: ${e.message}`);
