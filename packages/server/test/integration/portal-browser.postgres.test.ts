@@ -639,7 +639,18 @@ describe('Merchant Portal in Chromium', () => {
   });
 });
 
-/** Waits until the locator's text contains `text` (the page updates asynchronously). */
+/**
+ * Waits until the locator's text contains `text` (the page updates asynchronously). On a time-out
+ * the error says what the page showed instead, so a failure in CI can be read without a rerun.
+ */
 async function expectText(locator: import('playwright-core').Locator, text: string) {
-  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
+  try {
+    await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
+  } catch (err) {
+    const shown = await locator
+      .first()
+      .innerText({ timeout: 1_000 })
+      .catch(() => '(nothing)');
+    throw new Error(`'${text}' not shown within 10 s; the page shows: ${shown.slice(0, 500)}`, { cause: err });
+  }
 }
