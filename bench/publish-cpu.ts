@@ -15,22 +15,24 @@ import { openDatabase } from '../packages/server/src/db/client.ts';
 import { migrate } from '../packages/server/src/db/migrate.ts';
 import { publishEvent } from '../packages/server/src/events/publish.ts';
 import { createPlatform } from '../packages/server/src/tenancy/platforms.ts';
+import { cpuMsOfAll } from './reference/machine.ts';
 import { samplePayment } from './reference/sample-payment.ts';
 import { webhookEndpoints } from '../packages/server/src/db/schema.ts';
 
 const PORT = Number(process.env.PGPORT_PROBE ?? 5432);
+/** CPU ms of every `postgres` process now running (the backends come and go with the pool). */
 const pgCpu = () => {
-  let t = 0;
-  for (const p of readdirSync('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      if (!stat.includes('(postgres)')) continue;
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      t += Number(f[11]) + Number(f[12]);
-    } catch {}
-  }
-  return t * 10; // ms (100 Hz)
+  const pids = readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return cpuMsOfAll(pids);
 };
 const admin = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${PORT}/postgres` });
 await admin.connect();

@@ -3,16 +3,21 @@ import { ID_PREFIX, SECRET_PREFIX } from '@payhooks/contract';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** `length` characters of base62, unbiased (rejection sampling over random bytes). */
-export function randomBase62(length: number): string {
+/** `length` characters of base62 from `nextByte`, unbiased: bytes of 248 and over are skipped. */
+function base62(length: number, nextByte: () => number): string {
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < 248) out += ALPHABET[byte % 62];
-      if (out.length === length) break;
-    }
+    const byte = nextByte();
+    if (byte < 248) out += ALPHABET[byte % 62];
   }
   return out;
+}
+
+/** `length` characters of base62 from fresh CSPRNG bytes (secrets and passwords use this). */
+export function randomBase62(length: number): string {
+  const bytes = randomBytes(length * 2);
+  let at = 0;
+  return base62(length, () => (at < bytes.length ? bytes[at++]! : (randomBytes(1)[0] as number)));
 }
 
 /**
@@ -36,15 +41,7 @@ export type IdKind = keyof typeof ID_PREFIX;
 
 /** A new identifier such as `we_3kTMd…` (24 base62 characters, ~143 bits), unbiased like randomBase62. */
 export function newId(kind: IdKind): string {
-  let out = ID_PREFIX[kind];
-  for (let n = 0; n < 24; ) {
-    const byte = idByte();
-    if (byte < 248) {
-      out += ALPHABET[byte % 62];
-      n++;
-    }
-  }
-  return out;
+  return ID_PREFIX[kind] + base62(24, idByte);
 }
 
 /** A signing secret: `whsec_` + 32 random bytes, base64url (spec 2.3). */
