@@ -10,6 +10,7 @@ import { ConfigError } from '../errors.ts';
 import { QueryError, statementName } from './faults.ts';
 import { CommitNotifier, deferWakeUps } from './after-commit.ts';
 import { HostSelector, parseDatabaseTargets, pointAt, type HostPort } from './hosts.ts';
+import { LazyBegin } from './lazy-begin.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** A transaction handle; it has the same query API as `Db`. */
@@ -83,7 +84,7 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
   };
   // Every connection of this process (pool, listener, sender) follows one choice of host.
   const selector = new HostSelector(targets, base, logger);
-  const pool = new pg.Pool({ ...base, Client: TargetedClient, selector, jitOff: true, max: poolSize } as unknown as pg.PoolConfig);
+  const pool = new pg.Pool({ ...base, Client: TargetedClient, selector, pooled: true, max: poolSize } as unknown as pg.PoolConfig);
   // Every connection gets an error listener for its whole life, idle or checked out (by
   // db.transaction, script, query): a server restart or outage then fails the statement that
   // was running, never the process. The pool drops a broken client when it is released.
@@ -92,6 +93,7 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
   });
   // Idle clients report through the pool too; the listener above has already logged it.
   pool.on('error', () => {});
+  pool.on('release', (_err: Error | undefined, client: pg.PoolClient) => (client as unknown as TargetedClient).resetTransactionState());
   const listener = new WakeListener(() => directClient(base, selector), logger);
   const db = drizzlePg(pool, { schema }) as unknown as Db;
   const sender = new WakeSender(() => directClient(base, selector), logger);
@@ -212,8 +214,8 @@ class WakeSender {
 
 interface TargetedConfig extends pg.ClientConfig {
   selector: HostSelector;
-  /** Pooled connections: JIT off (see below). */
-  jitOff?: boolean;
+  /** Pooled connections: JIT off (see below), and BEGIN sent with the first statement (db/lazy-begin.ts). */
+  pooled?: boolean;
 }
 
 /**
@@ -228,17 +230,30 @@ interface TargetedConfig extends pg.ClientConfig {
 class TargetedClient extends pg.Client {
   private readonly selector: HostSelector;
   private readonly jitOff: boolean;
+  private readonly lazyBegin: LazyBegin | null;
 
   constructor(config: TargetedConfig) {
     super(config);
     this.selector = config.selector;
-    this.jitOff = config.jitOff ?? false;
+    this.jitOff = config.pooled ?? false;
+    this.lazyBegin = config.pooled ? new LazyBegin() : null;
     // Handled from birth: `open` turns node-postgres' connect callback into promises, so the
     // pool attaches its own listener a few microtasks after the connection is ready, while the
     // driver goes on parsing the same socket read. A restart's FATAL (57P01) arriving in that read
     // would be emitted with no listener and crash the process. Here it only marks the client not
     // queryable: its next statement fails as "database unavailable" (503), and the pool drops it.
     this.on('error', () => {});
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: pg.Client's query has a dozen overloads; this passes every form through.
+  override query(...args: any[]): any {
+    const send = (...a: unknown[]): unknown => pg.Client.prototype.query.apply(this, a as never);
+    return this.lazyBegin?.query(this, send, args) ?? send(...args);
+  }
+
+  /** The pool hands the connection to someone else: nothing of a transaction carries over. */
+  resetTransactionState(): void {
+    this.lazyBegin?.reset();
   }
 
   // The pool calls connect(callback); the promise form is kept for everyone else.

@@ -1,7 +1,6 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Channel } from 'amqplib';
 import { fanoutExchange, type FanoutExchange } from '../helpers/rabbit.ts';
 import { Sender } from '../../src/delivery/sender.ts';
 import type { Resolver } from '../../src/delivery/safe-lookup.ts';
@@ -22,12 +21,11 @@ const message = { body: Buffer.from('{"id":"evt_1"}'), headers: { 'Service-Event
 const toLoopback: Resolver = (_hostname, _options, callback) => callback(null, [{ address: '127.0.0.1', family: 4 }]);
 
 let exchange: FanoutExchange;
-let ch: Channel;
 let EXCHANGE: string;
 
 beforeAll(async () => {
   exchange = await fanoutExchange('payhooks-conn');
-  ({ channel: ch, name: EXCHANGE } = exchange);
+  ({ name: EXCHANGE } = exchange);
 });
 afterAll(async () => {
   await exchange?.close();
