@@ -410,10 +410,11 @@ export interface components {
             error_kind: string | null;
             error_message: string | null;
             worker_id: string | null;
-            /** @description The headers of the request as sent; null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field. */
+            /** @description The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type); null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field. */
             request_headers: {
                 "Content-Type": string;
-                "User-Agent": string;
+                /** @description HTTP requests only: a broker message has no User-Agent. */
+                "User-Agent"?: string;
                 "Service-Event-Id": string;
                 /** @description t=<unix seconds>,v1=<hex>[,v1=<hex>]: the signature this attempt was sent with. */
                 "Service-Signature": string;

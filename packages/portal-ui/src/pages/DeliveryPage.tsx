@@ -197,11 +197,12 @@ function AttemptItem({ attempt: a, broker }: { attempt: Attempt; broker: boolean
 }
 
 /**
- * The headers the attempt was sent with. Each signature is shortened to its first and last
- * characters: enough to match it against a receiver's log, and the page stays readable.
+ * The headers the attempt was sent with, as the API lists them (a broker message's have no
+ * User-Agent). Each signature is shortened to its first and last characters: enough to match it
+ * against a receiver's log, and the page stays readable.
  */
 function RequestHeaders({ headers, broker }: { headers: NonNullable<Attempt['request_headers']>; broker: boolean }) {
-  const shown = Object.entries(headers).filter(([name]) => !(broker && name === 'User-Agent'));
+  const shown = Object.entries(headers).filter((h): h is [string, string] => typeof h[1] === 'string');
   return (
     <details className="request-headers">
       <summary>{broker ? 'Message headers' : 'Request headers'}</summary>

@@ -188,6 +188,8 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
   deliveryCreatedAt: ts('delivery_created_at').notNull(),
   /** 0013: the Service-Signature header it was sent with (null when no request was made). */
   requestSignature: text('request_signature'),
+  /** 0020: the kind of broker the attempt went to; null for an HTTP request. */
+  broker: text('broker').$type<'amqp' | 'nats'>(), // BrokerKind (delivery/destinations/url.ts)
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;

@@ -2,7 +2,7 @@ import { Agent } from 'undici';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, signPayloadWithSecrets } from '@payhooks/contract';
 import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from './safe-lookup.ts';
 import { DeadlineQueue, type Deadline } from './deadlines.ts';
-import { BROKER_PROTOCOLS, BrokerUrlError, parseBrokerUrl, type BrokerCredentials } from './destinations/url.ts';
+import { BROKER_PROTOCOLS, BrokerUrlError, parseBrokerUrl, type BrokerCredentials, type BrokerKind } from './destinations/url.ts';
 import type { BrokerDestinations } from './destinations/index.ts';
 
 /** Bytes of a response body kept for the delivery log. */
@@ -37,6 +37,8 @@ export interface AttemptResult {
   errorMessage: string | null;
   /** The Service-Signature header the request carried (absent when no request was made). */
   requestSignature?: string | null;
+  /** Set when the attempt went to a message broker instead of an HTTP endpoint. */
+  broker?: BrokerKind;
 }
 
 export interface SendRequest {
@@ -224,6 +226,7 @@ export class Sender {
     const result = await Promise.race([attempt, deadline]);
     timeUp?.cancel();
     result.requestSignature = signature;
+    result.broker = target.kind;
     return result;
   }
 }

@@ -42,9 +42,10 @@ export interface ApiAttempt {
   request_headers: RequestHeaders | null;
 }
 
+/** An HTTP request's headers; a broker message's are the same without User-Agent. */
 export interface RequestHeaders {
   'Content-Type': string;
-  'User-Agent': string;
+  'User-Agent'?: string;
   'Service-Event-Id': string;
   'Service-Signature': string;
 }
@@ -87,12 +88,14 @@ function toApiAttempt(a: AttemptRow, eventId: string): ApiAttempt {
     error_message: a.errorMessage,
     worker_id: a.workerId,
     request_headers: a.requestSignature
-      ? {
-          'Content-Type': 'application/json',
-          'User-Agent': USER_AGENT,
-          [EVENT_ID_HEADER]: eventId,
-          [SIGNATURE_HEADER]: a.requestSignature,
-        }
+      ? a.broker
+        ? { 'Content-Type': 'application/json', [EVENT_ID_HEADER]: eventId, [SIGNATURE_HEADER]: a.requestSignature }
+        : {
+            'Content-Type': 'application/json',
+            'User-Agent': USER_AGENT,
+            [EVENT_ID_HEADER]: eventId,
+            [SIGNATURE_HEADER]: a.requestSignature,
+          }
       : null,
   };
 }

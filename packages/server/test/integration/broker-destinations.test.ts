@@ -163,6 +163,12 @@ describe('RabbitMQ (amqp://, publisher confirms)', () => {
     expect(d.state).toBe('delivered');
     expect(d.attempts[0]).toMatchObject({ succeeded: true, status_code: null, error_kind: null });
     expect(d.attempts[0]!.response_body).toMatch(/Confirmed by RabbitMQ/);
+    // The log shows the message as sent: its headers and content type, no User-Agent (an HTTP header).
+    expect(d.attempts[0]!.request_headers).toEqual({
+      'Content-Type': 'application/json',
+      'Service-Event-Id': ev.id,
+      'Service-Signature': headers['Service-Signature'],
+    });
   });
 
   it('a missing exchange, an unroutable message and refused credentials are failed attempts with the broker’s words; other exchanges keep working', async () => {
@@ -220,6 +226,11 @@ describe('NATS JetStream (nats://, stream acks)', () => {
     const d = await attemptsOf(ev.id, e.id);
     expect(d.state).toBe('delivered');
     expect(d.attempts[0]!.response_body).toMatch(new RegExp(`stream "${STREAM}", sequence \\d+`));
+    expect(d.attempts[0]!.request_headers).toEqual({
+      'Content-Type': 'application/json',
+      'Service-Event-Id': ev.id,
+      'Service-Signature': expect.stringMatching(/^t=\d+,v1=[0-9a-f]{64}$/),
+    });
     const stored = await jsm.streams.getMessage(STREAM, { last_by_subj: `${SUBJECT}.payments` });
     expect(stored).not.toBeNull();
     expect(Buffer.from(stored!.data).toString('utf8')).toBe(await storedBody(ev.id));

@@ -35,7 +35,7 @@ export const AttemptSchema = Type.Object(
         Type.Object(
           {
             'Content-Type': Type.String(),
-            'User-Agent': Type.String(),
+            'User-Agent': Type.Optional(Type.String({ description: 'HTTP requests only: a broker message has no User-Agent.' })),
             'Service-Event-Id': Type.String(),
             'Service-Signature': Type.String({
               description: 't=<unix seconds>,v1=<hex>[,v1=<hex>]: the signature this attempt was sent with.',
@@ -47,7 +47,7 @@ export const AttemptSchema = Type.Object(
       ],
       {
         description:
-          'The headers of the request as sent; null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field.',
+          'The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type); null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field.',
       },
     ),
   },
