@@ -30,19 +30,25 @@ export class LazyBegin {
    */
   query(client: pg.Client, send: (...args: unknown[]) => unknown, args: unknown[]): Promise<unknown> | undefined {
     const [config, values, callback] = args;
-    // Only the promise form drizzle uses; callbacks and custom submittables go through untouched.
-    if (typeof values === 'function' || typeof callback === 'function') return undefined;
-    if (config === null || typeof config !== 'object' || typeof (config as { submit?: unknown }).submit === 'function') return undefined;
-    const text = (config as { text?: unknown }).text;
+    // The promise form, which drizzle uses; callbacks and custom submittables go through as they are.
+    const promiseForm =
+      typeof values !== 'function' &&
+      typeof callback !== 'function' &&
+      (typeof config === 'string' ||
+        (config !== null && typeof config === 'object' && typeof (config as { submit?: unknown }).submit !== 'function'));
+    const text = typeof config === 'string' ? config : (config as { text?: unknown } | null)?.text;
     if (!this.pending) {
-      if (text !== 'begin') return undefined;
+      if (text !== 'begin' || !promiseForm) return undefined;
       this.pending = true;
       return Promise.resolve(answer('BEGIN'));
     }
     this.pending = false;
+    // Sent after a BEGIN that failed, such a query would run outside the transaction; nothing
+    // here issues one inside a transaction, so it is refused rather than risked.
+    if (!promiseForm) throw new Error('A transaction opened by drizzle continued with a callback-style query; use the promise form.');
     // Nothing was sent, so there is nothing to end.
     if (text === 'commit' || text === 'rollback') return Promise.resolve(answer(text.toUpperCase()));
-    const query = new BeginFirstQuery(config as pg.QueryConfig, values as unknown[] | undefined);
+    const query = new BeginFirstQuery(config as pg.QueryConfig | string, values as unknown[] | undefined);
     const connection = (client as unknown as { connection: DriverConnection }).connection;
     if (!query.canShareWrite(connection)) return (send('BEGIN') as Promise<unknown>).then(() => send(config, values));
     return new Promise((resolve, reject) => {
@@ -79,7 +85,7 @@ interface QueryInternals {
   handleCommandComplete(msg: unknown, connection: DriverConnection): void;
 }
 
-const Query = pg.Query as unknown as new (config: pg.QueryConfig, values?: unknown[]) => QueryInternals;
+const Query = pg.Query as unknown as new (config: pg.QueryConfig | string, values?: unknown[]) => QueryInternals;
 
 /** The first statement of a transaction, with the transaction's BEGIN written in front of it. */
 class BeginFirstQuery extends Query {
