@@ -245,10 +245,12 @@ class TargetedClient extends pg.Client {
     this.on('error', () => {});
   }
 
+  /** node-postgres' own `query`, bound once (every statement passes through `query` below). */
+  private readonly send = (...args: unknown[]): unknown => pg.Client.prototype.query.apply(this, args as never);
+
   // biome-ignore lint/suspicious/noExplicitAny: pg.Client's query has a dozen overloads; this passes every form through.
   override query(...args: any[]): any {
-    const send = (...a: unknown[]): unknown => pg.Client.prototype.query.apply(this, a as never);
-    return this.lazyBegin?.query(this, send, args) ?? send(...args);
+    return this.lazyBegin?.query(this, this.send, args) ?? this.send(...args);
   }
 
   /** The pool hands the connection to someone else: nothing of a transaction carries over. */
