@@ -225,6 +225,9 @@ async function main() {
       // at half load (<= 5 ms, latency_ms above).
       worker_vs_client: round(paired.cpu_per_delivery.worker_ms / paired.ceiling_cpu_per_request.client_ms, 2),
       postgres_cpu_ms_per_delivery: paired.cpu_per_delivery.postgres_ms,
+      // The same over the bare client's CPU per request: how fast this machine is cancels out
+      // (on one machine the absolute figure doubled within two hours; this stayed within 0.76-1.03).
+      postgres_vs_client: round(paired.cpu_per_delivery.postgres_ms / paired.ceiling_cpu_per_request.client_ms, 2),
       publish_single_per_s: publish1.single_events_per_s,
       // Per-object ordering on every endpoint (each event its own payment, so nothing waits)
       // against the headline backlog: what the ordering check costs (issue 25 item 1).
