@@ -116,6 +116,7 @@ export const api = {
   delivery: (id: string) => call<Delivery>('GET', `/deliveries/${encodeURIComponent(id)}`),
   replay: (id: string) => call<Delivery>('POST', `/deliveries/${encodeURIComponent(id)}/replay`),
   resend: (id: string) => call<Delivery>('POST', `/deliveries/${encodeURIComponent(id)}/resend`),
+  cancelDelivery: (id: string) => call<Delivery>('POST', `/deliveries/${encodeURIComponent(id)}/cancel`),
   event: (id: string) => call<EventView>('GET', `/events/${encodeURIComponent(id)}`),
   settings: () => call<ShopSettings>('GET', '/settings'),
   updateSettings: (displayName: string | null) => call<ShopSettings>('PUT', '/settings', { display_name: displayName }),

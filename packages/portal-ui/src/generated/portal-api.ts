@@ -261,6 +261,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/portal/api/deliveries/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel an unfinished delivery: no more attempts (409 delivery_in_flight while one is in flight, delivery_not_cancellable once finished) */
+        post: operations["portalCancelDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/portal/api/events/{id}": {
         parameters: {
             query?: never;
@@ -1967,6 +1984,86 @@ export interface operations {
         };
     };
     portalResendDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, its attempts and the exact event body they sent. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whd_4Lk6Mn8Bv0Cx2Za3",
+                     *       "object": "webhook_delivery",
+                     *       "event_id": "evt_1Qw3Er5Ty7Ui9Op0",
+                     *       "endpoint_id": "we_3kT9xQ2mZ8pL4wR6",
+                     *       "state": "delivered",
+                     *       "cancel_reason": null,
+                     *       "attempt_count": 1,
+                     *       "next_attempt_at": null,
+                     *       "last_attempt_at": "2026-01-31T12:00:05Z",
+                     *       "created_at": "2026-01-31T12:00:05Z",
+                     *       "waiting_for": null,
+                     *       "attempts": [
+                     *         {
+                     *           "id": "wha_9Pq3Rs5Tu7Vw1Xy2",
+                     *           "object": "delivery_attempt",
+                     *           "attempt_number": 1,
+                     *           "trigger": "automatic",
+                     *           "succeeded": true,
+                     *           "started_at": "2026-01-31T12:00:05Z",
+                     *           "duration_ms": 84,
+                     *           "status_code": 200,
+                     *           "response_body": "{\"received\":true}",
+                     *           "request_headers": {
+                     *             "Content-Type": "application/json",
+                     *             "User-Agent": "payhooks/0.1 (+webhooks)",
+                     *             "Service-Event-Id": "evt_1Qw3Er5Ty7Ui9Op0",
+                     *             "Service-Signature": "t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                     *           },
+                     *           "error_kind": null,
+                     *           "error_message": null,
+                     *           "worker_id": null
+                     *         }
+                     *       ],
+                     *       "event_type": "payment.succeeded",
+                     *       "endpoint_url": "string",
+                     *       "endpoint_deleted": true,
+                     *       "event_body": "string"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"] & {
+                        event_type: components["schemas"]["EventType"] | null;
+                        endpoint_url: string | null;
+                        endpoint_deleted: boolean;
+                        /** @description The stored event, byte for byte. */
+                        event_body: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalCancelDelivery: {
         parameters: {
             query?: never;
             header?: never;

@@ -8,6 +8,7 @@ export function DeliveryPage({ id }: { id: string }) {
   const [error, setError] = useState<unknown>(null);
   const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
   const [busy, setBusy] = useState(false);
+  const [confirmCancel, setConfirmCancel] = useState(false);
 
   useEffect(() => {
     api.delivery(id).then(setDelivery, setError);
@@ -35,6 +36,22 @@ export function DeliveryPage({ id }: { id: string }) {
     }
   };
 
+  /** Cancel: no more attempts; asked first, since it can't be undone. */
+  const cancel = async () => {
+    setBusy(true);
+    setError(null);
+    setResult(null);
+    try {
+      setDelivery(await api.cancelDelivery(id));
+      setConfirmCancel(false);
+      setResult({ ok: true, text: 'Cancelled: no more attempts will be made.' });
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
   if (!delivery)
     return error ? (
       <section>
@@ -45,6 +62,7 @@ export function DeliveryPage({ id }: { id: string }) {
       <Loading />
     );
   const replayable = delivery.state === 'failed_retrying' || delivery.state === 'exhausted';
+  const unfinished = delivery.state === 'pending' || delivery.state === 'failed_retrying';
   return (
     <>
       <nav className="crumbs">
@@ -76,8 +94,42 @@ export function DeliveryPage({ id }: { id: string }) {
               {busy ? 'Sending…' : 'Resend'}
             </button>
           )}
+          {unfinished && !delivery.endpoint_deleted && (
+            <button type="button" className="danger" disabled={busy} onClick={() => setConfirmCancel(true)}>
+              Cancel delivery…
+            </button>
+          )}
         </div>
       </div>
+      {confirmCancel && unfinished && (
+        <div
+          className="card confirm"
+          role="alertdialog"
+          aria-labelledby="confirm-cancel-title"
+          onKeyDown={(e) => e.key === 'Escape' && setConfirmCancel(false)}
+        >
+          <h2 id="confirm-cancel-title">Cancel this delivery?</h2>
+          <p>
+            No more attempts will be made, and it can’t be replayed afterwards. If this endpoint gets each object’s events in order, the
+            object’s later events are sent next.
+          </p>
+          <div className="actions">
+            <button
+              type="button"
+              className="danger"
+              // biome-ignore lint/a11y/noAutofocus: the dialog replaces the button just pressed; focus moves into it so keyboard users can confirm or press Escape
+              autoFocus
+              disabled={busy}
+              onClick={() => void cancel()}
+            >
+              Cancel delivery
+            </button>
+            <button type="button" onClick={() => setConfirmCancel(false)}>
+              Keep it
+            </button>
+          </div>
+        </div>
+      )}
       <ErrorBox error={error} />
       {result && <Notice kind={result.ok ? 'success' : 'warning'}>{result.text}</Notice>}
 
@@ -111,7 +163,9 @@ export function DeliveryPage({ id }: { id: string }) {
             <dd data-testid="cancel-reason">
               {delivery.cancel_reason === 'endpoint_deleted'
                 ? 'The endpoint was deleted before this delivery finished.'
-                : delivery.cancel_reason}
+                : delivery.cancel_reason === 'manual'
+                  ? 'Cancelled in the portal before it finished.'
+                  : delivery.cancel_reason}
             </dd>
           </div>
         )}

@@ -122,7 +122,7 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   updatedAt: ts('updated_at').notNull(),
   /** 0003: 1, or 2 for the second delivery of a double-delivered event (spec 6.2 rule 5). */
   copy: smallint('copy').notNull().default(1),
-  /** 0006: why a `cancelled` delivery ended (`endpoint_deleted`). */
+  /** 0006: why a `cancelled` delivery ended (`endpoint_deleted`, `manual`). */
   cancelReason: text('cancel_reason'),
   /** 0013: its event's type, for the log's type filter. */
   eventType: text('event_type'),

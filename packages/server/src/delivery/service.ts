@@ -10,6 +10,7 @@ import type { Clock } from '../clock.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { recordOutcomes } from './record.ts';
+import { cancelDelivery } from './cancel.ts';
 import type { AttemptLogEntry } from './attempt-log.ts';
 import { queueStateOf, type WaitingFor } from './ordering.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
@@ -56,7 +57,7 @@ export interface ApiDelivery {
   event_id: string;
   endpoint_id: string;
   state: DeliveryState;
-  /** Why a `cancelled` delivery ended (`endpoint_deleted`), else null. */
+  /** Why a `cancelled` delivery ended (`endpoint_deleted`, `manual`), else null. */
   cancel_reason: string | null;
   attempt_count: number;
   /** Null when nothing is scheduled: finished (or parked by a release before issue 22, until requeued). */
@@ -315,6 +316,25 @@ export class DeliveryService {
       'delivery_not_resendable',
       'Only delivered deliveries can be resent (use replay for failed ones)',
     );
+  }
+
+  /**
+   * Cancels a delivery that has not finished (delivery/cancel.ts): no attempt after this one,
+   * `cancelled` with reason `manual`. Refused for a finished delivery, and while an attempt is in
+   * flight (its outcome is recorded first; cancel again after it).
+   */
+  async cancel(scope: Scope, id: string): Promise<ApiDelivery> {
+    if (!(await cancelDelivery(this.database, scope, id, this.clock.now()))) {
+      const current = await this.get(scope, id); // 404 when not in scope
+      if (current.state !== 'pending' && current.state !== 'failed_retrying')
+        throw new AppError(
+          'conflict',
+          'delivery_not_cancellable',
+          `Only pending or failed_retrying deliveries can be cancelled; this one is ${current.state}.`,
+        );
+      throw new AppError('conflict', 'delivery_in_flight', 'An attempt of this delivery is in flight right now; retry in a few seconds.');
+    }
+    return this.get(scope, id);
   }
 
   private async manualAttempt(

@@ -181,6 +181,25 @@ describe('Merchant Portal in Chromium', () => {
     expect((await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data[0]!.state).toBe('delivered');
   });
 
+  it('Cancel delivery asks first; then the delivery is cancelled in place, gets no attempt, and the button goes', async () => {
+    const ep = await endpointOfA('cancel', { status: 200 });
+    await publish(svc.ctx, a.merchant_id);
+    const d = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data[0]!;
+    await page.goto(`${svc.url}/portal/webhooks/deliveries/${d.id}`);
+    const dialog = page.getByRole('alertdialog', { name: 'Cancel this delivery?' });
+    await page.getByRole('button', { name: 'Cancel delivery…' }).click();
+    await dialog.getByRole('button', { name: 'Keep it' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect((await svc.ctx.deliveries.get(scopeA(), d.id)).state).toBe('pending');
+    await page.getByRole('button', { name: 'Cancel delivery…' }).click();
+    await dialog.getByRole('button', { name: 'Cancel delivery', exact: true }).click();
+    await expectText(page.getByRole('status'), 'Cancelled: no more attempts will be made.');
+    await expectText(page.getByTestId('cancel-reason'), 'Cancelled in the portal before it finished.');
+    expect(await page.getByRole('button', { name: 'Cancel delivery…' }).count()).toBe(0);
+    await worker.drain();
+    expect(await svc.ctx.deliveries.get(scopeA(), d.id)).toMatchObject({ state: 'cancelled', attempt_count: 0 });
+  });
+
   it('Resend on a delivered delivery adds a manual attempt and it stays delivered', async () => {
     const ep = await endpointOfA('resend', { status: 200, body: 'got it' });
     await publish(svc.ctx, a.merchant_id);

@@ -210,6 +210,14 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
     200: DeliveryDetail,
     409: error,
   }),
+  'POST /portal/api/deliveries/:id/cancel': portal(
+    'portalCancelDelivery',
+    'Cancel an unfinished delivery: no more attempts (409 delivery_in_flight while one is in flight, delivery_not_cancellable once finished)',
+    {
+      200: DeliveryDetail,
+      409: error,
+    },
+  ),
   'GET /portal/api/events/:id': portal('portalRetrieveEvent', 'An event with its stored body', {
     200: json(
       'The event.',

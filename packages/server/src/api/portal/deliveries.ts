@@ -45,7 +45,7 @@ async function labels(ctx: ServiceContext, scope: Scope, eventIds: string[], end
 
 /**
  * `/portal/api/deliveries`: the delivery log per endpoint and per event, a delivery with its
- * event and attempts, and the manual attempts (DeliveryService.replay / resend).
+ * event and attempts, the manual attempts (DeliveryService.replay / resend) and cancelling one.
  */
 export const deliveryRoutes =
   (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
@@ -94,6 +94,13 @@ export const deliveryRoutes =
     app.post('/deliveries/:id/resend', { schema: { params: IdParams } }, async (req) => {
       const scope = scopeOf(req.portalSession);
       await ctx.deliveries.resend(scope, req.params.id);
+      return detail(scope, req.params.id);
+    });
+
+    // No more attempts for a delivery that has not finished (an ordered endpoint's blocker).
+    app.post('/deliveries/:id/cancel', { schema: { params: IdParams } }, async (req) => {
+      const scope = scopeOf(req.portalSession);
+      await ctx.deliveries.cancel(scope, req.params.id);
       return detail(scope, req.params.id);
     });
   };

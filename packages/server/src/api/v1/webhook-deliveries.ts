@@ -61,7 +61,10 @@ export const DeliverySchema = Type.Object(
     event_id: Type.String(),
     endpoint_id: Type.String(),
     state: State,
-    cancel_reason: Type.Union([Type.String({ description: 'Why a cancelled delivery ended: endpoint_deleted.' }), Type.Null()]),
+    cancel_reason: Type.Union([
+      Type.String({ description: 'Why a cancelled delivery ended: endpoint_deleted, or manual (cancelled in the Merchant Portal).' }),
+      Type.Null(),
+    ]),
     attempt_count: Type.Integer(),
     next_attempt_at: Type.Union([Timestamp, Type.Null()], {
       description: 'Null when no attempt is scheduled: the delivery is finished.',
