@@ -1,5 +1,6 @@
 import { type FormEvent, useCallback, useEffect, useState } from 'react';
 import { api, type DeliveryFilter, type DeliveryRow, type DeliveryState } from './api.ts';
+import { latestOnly } from './latest.ts';
 import { Link } from './router.tsx';
 import { CopyId, ErrorBox, Loading, ScrollTable, StateBadge, Time } from './ui.tsx';
 
@@ -62,6 +63,8 @@ export function DeliveryLog({
     api.catalog().then((c) => setTypes(c.event_types), setError);
   }, [eventId]);
 
+  // Filter changes and refreshes overlap: only the newest read's rows are shown.
+  const [latest] = useState(latestOnly);
   const load = useCallback(async () => {
     setError(null);
     try {
@@ -78,11 +81,11 @@ export function DeliveryLog({
       if (found && !('invalid' in found)) Object.assign(filter, found);
       const after = cursors.at(-1);
       if (after) filter.starting_after = after;
-      setPage(await api.deliveries(filter));
+      await latest(api.deliveries(filter), setPage, setError);
     } catch (err) {
-      setError(err);
+      setError(err); // a time the browser could not read
     }
-  }, [endpointId, eventId, filters, cursors]);
+  }, [endpointId, eventId, filters, cursors, latest]);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new refreshKey is how the page asks for a reload
   useEffect(() => {

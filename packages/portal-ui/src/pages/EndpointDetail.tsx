@@ -3,6 +3,7 @@ import { api, type BulkReplay, type Catalog, type Endpoint, type Environment } f
 import { takeSecret } from '../created-secret.ts';
 import { DeliveryLog } from '../DeliveryLog.tsx';
 import { EventTypePicker } from '../EventTypePicker.tsx';
+import { latestOnly } from '../latest.ts';
 import { Link, navigate } from '../router.tsx';
 import { CopyId, ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
 
@@ -20,7 +21,9 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
   const [busy, setBusy] = useState(false);
   const [refreshKey, setRefreshKey] = useState(0);
 
-  const reload = () => api.endpoint(id).then(setEndpoint, setError);
+  // Reads overlap (an action's refresh, the test-event watch): only the newest is shown.
+  const [latest] = useState(latestOnly);
+  const reload = () => latest(api.endpoint(id), setEndpoint, setError);
   // biome-ignore lint/correctness/useExhaustiveDependencies: load once per endpoint id; reload is a new function every render
   useEffect(() => {
     void reload();

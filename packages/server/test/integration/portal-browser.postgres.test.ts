@@ -258,6 +258,46 @@ describe('Merchant Portal in Chromium', () => {
     expect(await page.evaluate(() => (globalThis as any).marker)).toBe('card'); // no full reload
   });
 
+  it('a read of the log that answers after a newer one is not shown: the rows are those of the filter chosen last', async () => {
+    const ep = await endpointOfA('overtaken', { status: 200 });
+    await publish(svc.ctx, a.merchant_id);
+    const failed = await publish(svc.ctx, a.merchant_id, {
+      type: 'payment.failed',
+      object: { id: 'pay_overtaken', object: 'payment', status: 'failed', amount: '2.00', asset_code: 'USDC.ETH', metadata: {} },
+    });
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    const rows = page.locator('tr[data-delivery-id]');
+    const count = (n: number) =>
+      page.waitForFunction((k) => (globalThis as any).document.querySelectorAll('tr[data-delivery-id]').length === k, n);
+    await count(2);
+    // The next unfiltered read of this log is held (a slow answer) until the filtered one is shown.
+    const unfiltered = (url: URL) =>
+      url.pathname === '/portal/api/deliveries' && url.searchParams.get('endpoint_id') === ep.id && !url.searchParams.has('type');
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    await page.route(unfiltered, async (route) => {
+      await held;
+      await route.continue();
+    });
+    try {
+      const stale = page.waitForResponse((r) => unfiltered(new URL(r.url())));
+      await page.locator('section.log').getByRole('button', { name: 'Refresh' }).click();
+      await page.getByLabel('Event type').selectOption('payment.failed');
+      await count(1);
+      release();
+      await (await stale).finished();
+      // Two frames for the page to act on the late answer (it would redraw the two rows).
+      await page.evaluate(
+        () => new Promise((r) => (globalThis as any).requestAnimationFrame(() => (globalThis as any).requestAnimationFrame(r))),
+      );
+      expect(await rows.count()).toBe(1);
+      expect((await rows.allInnerTexts()).join()).toContain(failed.event.id);
+    } finally {
+      release();
+      await page.unroute(unfiltered);
+    }
+  });
+
   it('the log filters by event type and time range and finds a delivery by event id or payment id; a wrong id says what to type', async () => {
     const ep = await endpointOfA('filters', { status: 200 });
     const paid = await publish(svc.ctx, a.merchant_id, {
