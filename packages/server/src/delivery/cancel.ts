@@ -6,31 +6,34 @@ import type { Scope } from '../tenancy/scope.ts';
  * with reason `manual`, no schedule, out of the queue, in one statement.
  *
  * Only while no attempt is in flight: a queue row holding a lease (a worker's claim, a manual
- * replay) keeps the delivery as it is, and its outcome is recorded as usual. The delivery row and
- * the queue row are locked, so a claim or a record that commits meanwhile is seen as it is after
- * it: a row claimed meanwhile is in flight, a delivery recorded meanwhile as delivered or
- * exhausted is not found. A delivery out of the queue (parked behind a disabled endpoint) is
+ * replay) keeps the delivery as it is, and its outcome is recorded as usual. The queue row and then
+ * the delivery row are locked (the order the worker's record takes them in: the other order could
+ * deadlock with it), so a claim or a record that commits meanwhile is seen as it is after it: a
+ * row claimed meanwhile is in flight, a delivery recorded meanwhile as delivered or exhausted is
+ * not found. A delivery out of the queue (parked behind a disabled endpoint) is
  * cancelled as it is. On an endpoint with per-object ordering, the object's later deliveries
  * were waiting for this queue row; they go out once it is gone.
  *
  *   $1 delivery id, $2 platform, $3 environment, $4 now
  */
 const CANCEL_SQL = `
-WITH d AS (
+WITH q AS (
+  -- Locked whatever its lease, so that a claim committed meanwhile is read as it is now (a
+  -- condition on the lease here would be judged on the row as the statement began). \`d\`'s
+  -- filter reads it, so it is locked before the delivery row is.
+  SELECT q.lease_token FROM delivery_queue q WHERE q.delivery_id = $1 FOR UPDATE
+), d AS (
   SELECT d.id, d.created_at FROM webhook_deliveries d
   WHERE d.id = $1 AND d.platform_id = $2 AND d.environment = $3 AND d.state IN ('pending', 'failed_retrying')
+    AND NOT EXISTS (SELECT 1 FROM q WHERE q.lease_token IS NOT NULL)
   FOR UPDATE
-), q AS (
-  -- Locked whatever its lease, so that a claim committed meanwhile is read as it is now (a
-  -- condition on the lease here would be judged on the row as the statement began).
-  SELECT q.lease_token FROM delivery_queue q WHERE q.delivery_id = $1 FOR UPDATE
 ), dequeued AS (
-  DELETE FROM delivery_queue q USING d WHERE q.delivery_id = d.id AND q.lease_token IS NULL
+  DELETE FROM delivery_queue q USING d WHERE q.delivery_id = d.id
 )
 UPDATE webhook_deliveries w
 SET state = 'cancelled', cancel_reason = 'manual', next_attempt_at = NULL, updated_at = $4
 FROM d
-WHERE w.id = d.id AND w.created_at = d.created_at AND NOT EXISTS (SELECT 1 FROM q WHERE q.lease_token IS NOT NULL)
+WHERE w.id = d.id AND w.created_at = d.created_at
 RETURNING w.id`;
 
 /** True when the delivery was cancelled; false when it is not in scope, finished, or in flight. */
