@@ -103,6 +103,44 @@ export function prettyJson(text: string): string {
   }
 }
 
+/**
+ * A question asked in place of the button just pressed (Delete…, Cancel delivery…): the first
+ * button does it, the second or Escape closes the question.
+ */
+export function Confirm({
+  title,
+  children,
+  confirm,
+  keep,
+  busy,
+  onConfirm,
+  onClose,
+}: {
+  title: string;
+  children: ReactNode;
+  confirm: string;
+  keep: string;
+  busy: boolean;
+  onConfirm: () => void;
+  onClose: () => void;
+}) {
+  return (
+    <div className="card confirm" role="alertdialog" aria-labelledby="confirm-title" onKeyDown={(e) => e.key === 'Escape' && onClose()}>
+      <h2 id="confirm-title">{title}</h2>
+      <p>{children}</p>
+      <div className="actions">
+        {/* biome-ignore lint/a11y/noAutofocus: the dialog replaces the button just pressed; focus moves into it so keyboard users can confirm or press Escape */}
+        <button type="button" className="danger" autoFocus disabled={busy} onClick={onConfirm}>
+          {confirm}
+        </button>
+        <button type="button" onClick={onClose}>
+          {keep}
+        </button>
+      </div>
+    </div>
+  );
+}
+
 export function Loading() {
   return (
     <p className="muted" aria-live="polite">

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api, type Attempt, type Delivery } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ErrorBox, Loading, Notice, StateBadge, Time, prettyJson } from '../ui.tsx';
+import { Confirm, ErrorBox, Loading, Notice, StateBadge, Time, prettyJson } from '../ui.tsx';
 
 export function DeliveryPage({ id }: { id: string }) {
   const [delivery, setDelivery] = useState<Delivery | null>(null);
@@ -102,33 +102,17 @@ export function DeliveryPage({ id }: { id: string }) {
         </div>
       </div>
       {confirmCancel && unfinished && (
-        <div
-          className="card confirm"
-          role="alertdialog"
-          aria-labelledby="confirm-cancel-title"
-          onKeyDown={(e) => e.key === 'Escape' && setConfirmCancel(false)}
+        <Confirm
+          title="Cancel this delivery?"
+          confirm="Cancel delivery"
+          keep="Keep it"
+          busy={busy}
+          onClose={() => setConfirmCancel(false)}
+          onConfirm={() => void cancel()}
         >
-          <h2 id="confirm-cancel-title">Cancel this delivery?</h2>
-          <p>
-            No more attempts will be made, and it can’t be replayed afterwards. If this endpoint gets each object’s events in order, the
-            object’s later events are sent next.
-          </p>
-          <div className="actions">
-            <button
-              type="button"
-              className="danger"
-              // biome-ignore lint/a11y/noAutofocus: the dialog replaces the button just pressed; focus moves into it so keyboard users can confirm or press Escape
-              autoFocus
-              disabled={busy}
-              onClick={() => void cancel()}
-            >
-              Cancel delivery
-            </button>
-            <button type="button" onClick={() => setConfirmCancel(false)}>
-              Keep it
-            </button>
-          </div>
-        </div>
+          No more attempts will be made, and it can’t be replayed afterwards. If this endpoint gets each object’s events in order, the
+          object’s later events are sent next.
+        </Confirm>
       )}
       <ErrorBox error={error} />
       {result && <Notice kind={result.ok ? 'success' : 'warning'}>{result.text}</Notice>}

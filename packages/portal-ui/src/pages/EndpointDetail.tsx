@@ -5,7 +5,7 @@ import { DeliveryLog } from '../DeliveryLog.tsx';
 import { EventTypePicker } from '../EventTypePicker.tsx';
 import { latestOnly } from '../latest.ts';
 import { Link, navigate } from '../router.tsx';
-import { CopyId, ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
+import { Confirm, CopyId, ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
 
 /** Reads after Send test event: 10 at 1 s, then 22 at 5 s (about two minutes). */
 const TEST_EVENT_POLLS = 32;
@@ -192,35 +192,21 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
       )}
 
       {confirmDelete && (
-        <div
-          className="card confirm"
-          role="alertdialog"
-          aria-labelledby="confirm-title"
-          onKeyDown={(e) => e.key === 'Escape' && setConfirmDelete(false)}
+        <Confirm
+          title="Delete this endpoint?"
+          confirm="Delete endpoint"
+          keep="Cancel"
+          busy={busy}
+          onClose={() => setConfirmDelete(false)}
+          onConfirm={() =>
+            void act(async () => {
+              await api.deleteEndpoint(id);
+              navigate('/webhooks/endpoints');
+            })
+          }
         >
-          <h2 id="confirm-title">Delete this endpoint?</h2>
-          <p>It stops receiving events at once. Its delivery log stays readable. This can’t be undone.</p>
-          <div className="actions">
-            <button
-              type="button"
-              className="danger"
-              // biome-ignore lint/a11y/noAutofocus: the dialog replaces the button just pressed; focus moves into it so keyboard users can confirm or press Escape
-              autoFocus
-              disabled={busy}
-              onClick={() =>
-                void act(async () => {
-                  await api.deleteEndpoint(id);
-                  navigate('/webhooks/endpoints');
-                })
-              }
-            >
-              Delete endpoint
-            </button>
-            <button type="button" onClick={() => setConfirmDelete(false)}>
-              Cancel
-            </button>
-          </div>
-        </div>
+          It stops receiving events at once. Its delivery log stays readable. This can’t be undone.
+        </Confirm>
       )}
 
       {editing && (

@@ -1,8 +1,8 @@
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { isUnavailable } from '../../src/db/faults.ts';
 import { createPgDatabase } from '../helpers/database.ts';
+import { pgProxy, ServerMessages, typeOf } from '../helpers/pg-proxy.ts';
 
 /**
  * A PostgreSQL restart can end a connection in the very socket read that completes its start-up:
@@ -28,59 +28,33 @@ function errorResponse(code: string, message: string): Buffer {
 }
 
 async function fatalProxy(databaseUrl: string): Promise<FatalProxy> {
-  const target = new URL(databaseUrl);
   let armed = 0;
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
+  const proxy = await pgProxy(databaseUrl, (client, upstream) => {
     const kill = armed > 0;
     if (kill) armed--;
-    const upstream = connect(Number(target.port || 5432), target.hostname);
-    sockets.add(client).add(upstream);
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream);
     if (!kill) {
       upstream.pipe(client);
       return;
     }
-    // Server -> client, message by message (type byte, int32 length), until the first
-    // ReadyForQuery ('Z'), which goes out together with the FATAL.
-    let pending = Buffer.alloc(0);
+    // Server -> client, message by message, until the first ReadyForQuery, which goes out
+    // together with the FATAL.
+    const messages = new ServerMessages();
+    const held: Buffer[] = [];
     upstream.on('data', (chunk: Buffer) => {
-      pending = Buffer.concat([pending, chunk]);
-      let at = 0;
-      while (pending.length - at >= 5) {
-        const length = pending.readInt32BE(at + 1);
-        if (pending.length - at < 1 + length) break;
-        const type = String.fromCharCode(pending[at]!);
-        at += 1 + length;
-        if (type === 'Z') {
-          client.end(
-            Buffer.concat([pending.subarray(0, at), errorResponse('57P01', 'terminating connection due to administrator command')]),
-          );
+      for (const m of messages.push(chunk)) {
+        held.push(m);
+        if (typeOf(m) === 'Z') {
+          client.end(Buffer.concat([...held, errorResponse('57P01', 'terminating connection due to administrator command')]));
           upstream.destroy();
           return;
         }
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  const url = new URL(databaseUrl);
-  url.hostname = '127.0.0.1';
-  url.port = String(port);
   return {
-    url: url.toString(),
+    ...proxy,
     arm(n) {
       armed = n;
-    },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }

@@ -1,10 +1,10 @@
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { publishEvent } from '../../src/events/publish.ts';
 import { createPgDatabase } from '../helpers/database.ts';
+import { pgProxy, ServerMessages, typeOf, type PgProxy } from '../helpers/pg-proxy.ts';
 import { webhookEndpoints } from '../../src/db/schema.ts';
 import { createPlatform } from '../../src/tenancy/platforms.ts';
 import { payment } from '../helpers/publish.ts';
@@ -14,55 +14,22 @@ import { payment } from '../helpers/publish.ts';
  * outside: a proxy in front of the real PostgreSQL counts the ReadyForQuery messages the server
  * sends on each connection, one per round trip the driver waits for.
  */
-interface CountingProxy {
-  url: string;
+interface CountingProxy extends PgProxy {
   /** ReadyForQuery messages per connection, in the order the connections were opened. */
   readyCounts(): number[];
-  close(): Promise<void>;
 }
 
 async function countingProxy(databaseUrl: string): Promise<CountingProxy> {
-  const target = new URL(databaseUrl);
   const counts: number[] = [];
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const index = counts.push(0) - 1;
-    const upstream = connect(Number(target.port || 5432), target.hostname);
-    sockets.add(client).add(upstream);
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream);
-    // Server -> client, message by message (type byte, int32 length); SSL is not negotiated here.
-    let pending = Buffer.alloc(0);
+  const proxy = await pgProxy(databaseUrl, (client, upstream, index) => {
+    counts[index] = 0;
+    const messages = new ServerMessages();
     upstream.on('data', (chunk: Buffer) => {
       client.write(chunk);
-      pending = Buffer.concat([pending, chunk]);
-      let at = 0;
-      while (pending.length - at >= 5) {
-        const length = pending.readInt32BE(at + 1);
-        if (pending.length - at < 1 + length) break;
-        if (pending[at] === 'Z'.charCodeAt(0)) counts[index]!++;
-        at += 1 + length;
-      }
-      pending = pending.subarray(at);
+      for (const m of messages.push(chunk)) if (typeOf(m) === 'Z') counts[index]!++;
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = new URL(databaseUrl);
-  url.hostname = '127.0.0.1';
-  url.port = String((server.address() as { port: number }).port);
-  return {
-    url: url.toString(),
-    readyCounts: () => [...counts],
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return { ...proxy, readyCounts: () => [...counts] };
 }
 
 let scratch: { url: string; drop(): Promise<void> };
