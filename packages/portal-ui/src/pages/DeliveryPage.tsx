@@ -14,21 +14,15 @@ export function DeliveryPage({ id }: { id: string }) {
     api.delivery(id).then(setDelivery, setError);
   }, [id]);
 
-  /** Replay or Resend: one manual attempt now; the page updates with its outcome in place. */
-  const attempt = async (kind: 'replay' | 'resend') => {
+  /** An action on the delivery: the page shows the delivery it returns and what happened, in place. */
+  const act = async (what: () => Promise<{ after: Delivery; result: { ok: boolean; text: string } }>) => {
     setBusy(true);
     setError(null);
     setResult(null);
     try {
-      const after = await (kind === 'replay' ? api.replay(id) : api.resend(id));
-      setDelivery(after);
-      const last = after.attempts.at(-1);
-      setResult({
-        ok: !!last?.succeeded,
-        text: last?.succeeded
-          ? `${kind === 'replay' ? 'Replayed' : 'Resent'}: ${last.status_code === null ? 'the broker confirmed it' : `your endpoint answered ${last.status_code}`}.`
-          : `The attempt failed${last?.status_code ? ` with ${last.status_code}` : last?.error_kind ? ` (${last.error_kind})` : ''}. The delivery is still ${after.state.replace('_', ' ')}.`,
-      });
+      const done = await what();
+      setDelivery(done.after);
+      setResult(done.result);
     } catch (err) {
       setError(err);
     } finally {
@@ -36,21 +30,29 @@ export function DeliveryPage({ id }: { id: string }) {
     }
   };
 
+  /** Replay or Resend: one manual attempt now. */
+  const attempt = (kind: 'replay' | 'resend') =>
+    act(async () => {
+      const after = await (kind === 'replay' ? api.replay(id) : api.resend(id));
+      const last = after.attempts.at(-1);
+      return {
+        after,
+        result: {
+          ok: !!last?.succeeded,
+          text: last?.succeeded
+            ? `${kind === 'replay' ? 'Replayed' : 'Resent'}: ${last.status_code === null ? 'the broker confirmed it' : `your endpoint answered ${last.status_code}`}.`
+            : `The attempt failed${last?.status_code ? ` with ${last.status_code}` : last?.error_kind ? ` (${last.error_kind})` : ''}. The delivery is still ${after.state.replace('_', ' ')}.`,
+        },
+      };
+    });
+
   /** Cancel: no more attempts; asked first, since it can't be undone. */
-  const cancel = async () => {
-    setBusy(true);
-    setError(null);
-    setResult(null);
-    try {
-      setDelivery(await api.cancelDelivery(id));
+  const cancel = () =>
+    act(async () => {
+      const after = await api.cancelDelivery(id);
       setConfirmCancel(false);
-      setResult({ ok: true, text: 'Cancelled: no more attempts will be made.' });
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
+      return { after, result: { ok: true, text: 'Cancelled: no more attempts will be made.' } };
+    });
 
   if (!delivery)
     return error ? (

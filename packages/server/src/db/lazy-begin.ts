@@ -30,15 +30,17 @@ export class LazyBegin {
    */
   query(client: pg.Client, send: (...args: unknown[]) => unknown, args: unknown[]): Promise<unknown> | undefined {
     const [config, values, callback] = args;
+    const text = typeof config === 'string' ? config : (config as { text?: unknown } | null)?.text;
+    // Every statement passes here (the worker's claims and records too): most leave at once.
+    if (!this.pending && text !== 'begin') return undefined;
     // The promise form, which drizzle uses; callbacks and custom submittables go through as they are.
     const promiseForm =
       typeof values !== 'function' &&
       typeof callback !== 'function' &&
       (typeof config === 'string' ||
         (config !== null && typeof config === 'object' && typeof (config as { submit?: unknown }).submit !== 'function'));
-    const text = typeof config === 'string' ? config : (config as { text?: unknown } | null)?.text;
     if (!this.pending) {
-      if (text !== 'begin' || !promiseForm) return undefined;
+      if (!promiseForm) return undefined;
       this.pending = true;
       return Promise.resolve(answer('BEGIN'));
     }
