@@ -208,6 +208,48 @@ function publishParams(
   ];
 }
 
+/**
+ * `PUBLISH_SQL` for the common publish: no idempotency key, not a portal test event, one copy,
+ * workers woken after the commit. The same writes with about half the plan: the parts those
+ * options need (the key's lookup and insert, the one-endpoint CASE, the copies join, the
+ * in-statement NOTIFY) cost their executor set-up on every execution even when they do nothing,
+ * and that set-up was a fifth of PostgreSQL's CPU for a one-event publish (docs/performance.md).
+ * The queue rows take their delivery ids from `fan` as the deliveries do, so they need not wait
+ * for the deliveries' RETURNING (the queue has no foreign key to them: migration 0007).
+ *
+ *   $1 merchant id, $2 environment, $3 the wildcard event type, $4 the event type, $5 how many
+ *   ids $9 holds, $6 event id, $7 now, $8 the event body, $9 ids, $10 the resource's id,
+ *   $11 the publish span's traceparent (null unless tracing).
+ */
+const PUBLISH_PLAIN_SQL = `
+WITH m AS (
+  SELECT platform_id FROM merchants WHERE id = $1::text
+), fan AS (
+  SELECT w.id AS endpoint_id, ((row_number() OVER (ORDER BY w.id)))::int AS slot,
+         CASE WHEN w.delivery_order = 'per_object' THEN $10::text END AS order_key
+  FROM m JOIN webhook_endpoints w
+    ON w.platform_id = m.platform_id AND w.environment = $2::text AND w.status = 'enabled' AND w.deleted_at IS NULL
+   AND ($3::text = ANY(w.enabled_events) OR $4::text = ANY(w.enabled_events))
+), ev AS (
+  INSERT INTO events (id, platform_id, environment, merchant_id, type, body, created_at, object_id, trace_parent)
+  SELECT $6::text, m.platform_id, $2::text, $1::text, $4::text, $8::text, $7::timestamptz, $10::text, $11::text
+  FROM m WHERE (SELECT count(*) FROM fan) <= $5::int
+  RETURNING platform_id
+), d AS (
+  INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count,
+                                  automatic_attempts, next_attempt_at, created_at, updated_at, event_type)
+  SELECT ($9::text[])[f.slot], $6::text, f.endpoint_id, 1, ev.platform_id, $2::text, 'pending', 0, 0,
+         $7::timestamptz, $7::timestamptz, $7::timestamptz, $4::text
+  FROM ev CROSS JOIN fan f
+), q AS (
+  INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, order_key)
+  SELECT ($9::text[])[f.slot], $7::timestamptz, $6::text, f.endpoint_id, ev.platform_id, $7::timestamptz, f.order_key
+  FROM ev CROSS JOIN fan f
+  RETURNING 1
+)
+SELECT (SELECT platform_id FROM m) AS platform_id, (SELECT count(*) FROM fan)::int AS needed,
+       (SELECT count(*) FROM ev)::int AS inserted, (SELECT count(*) FROM q)::int AS deliveries`;
+
 async function publishStatement(
   tx: Tx,
   input: EventInput & { idempotencyKey?: string | undefined; copies: 1 | 2; onlyEndpointId?: string | null | undefined },
@@ -217,15 +259,39 @@ async function publishStatement(
   ids: string[],
   traceparent: string | undefined,
 ): Promise<PublishRow> {
+  const notifyHere = !wakesAfterCommit(tx);
+  const plain = input.idempotencyKey === undefined && input.onlyEndpointId === undefined && input.copies === 1 && !notifyHere;
   // The caller's transaction, through drizzle's session: the only way to run a named statement
   // on the connection that holds the transaction (node-postgres prepares it per connection;
   // PGlite ignores the name).
-  const prepared = tx._.session.prepareQuery(
-    { sql: PUBLISH_SQL, params: publishParams(input, id, body, now, ids, !wakesAfterCommit(tx), traceparent) },
-    undefined,
-    'publish_event',
-    false,
-  );
+  const prepared = plain
+    ? tx._.session.prepareQuery(
+        {
+          sql: PUBLISH_PLAIN_SQL,
+          params: [
+            input.merchantId,
+            input.environment,
+            WILDCARD_EVENT_TYPE,
+            input.type,
+            ids.length,
+            id,
+            now,
+            body,
+            ids,
+            typeof input.object.id === 'string' ? input.object.id : null,
+            traceparent ?? null,
+          ],
+        },
+        undefined,
+        'publish_event_plain',
+        false,
+      )
+    : tx._.session.prepareQuery(
+        { sql: PUBLISH_SQL, params: publishParams(input, id, body, now, ids, notifyHere, traceparent) },
+        undefined,
+        'publish_event',
+        false,
+      );
   const result = (await prepared.execute()) as unknown as { rows: PublishRow[] };
   return result.rows[0]!;
 }

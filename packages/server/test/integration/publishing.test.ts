@@ -85,6 +85,35 @@ describe('publishing (transactional outbox)', () => {
     await svc.api(q.keys.live, 'DELETE', `/api/v1/webhook_endpoints/${liveEp.body.id}`);
   });
 
+  it('a fan-out wider than the ids first generated is published whole: each delivery has its one queue row, for its own endpoint, with its object key where the endpoint orders per object', async () => {
+    const q = await svc.platform('wide fan-out');
+    const endpoints = [];
+    for (let i = 0; i < 7; i++) endpoints.push(await endpoint(q.keys.sandbox, ['*'], `/wide${i}`));
+    const ordered = endpoints[3]!;
+    expect((await svc.api(q.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${ordered}`, { delivery_order: 'per_object' })).status).toBe(
+      200,
+    );
+    for (const object of [payment({ id: 'pay_wide1' }), payment({ id: 'pay_wide2' })]) {
+      const { event, deliveries } = await publish(svc.ctx, q.merchant_id, { object });
+      expect(deliveries).toBe(7);
+      const rows = await svc.ctx.database.query<{ id: string; endpoint_id: string; queued_for: string | null; order_key: string | null }>(
+        `SELECT d.id, d.endpoint_id, q.endpoint_id AS queued_for, q.order_key
+           FROM webhook_deliveries d LEFT JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.event_id = $1`,
+        [event.id],
+      );
+      expect(rows.map((r) => r.endpoint_id).sort()).toEqual([...endpoints].sort());
+      expect(new Set(rows.map((r) => r.id)).size).toBe(7);
+      for (const r of rows) {
+        expect(r.queued_for).toBe(r.endpoint_id);
+        expect(r.order_key).toBe(r.endpoint_id === ordered ? object.id : null);
+      }
+      const queued = await svc.ctx.database.query<{ n: string }>('SELECT count(*) AS n FROM delivery_queue WHERE event_id = $1', [
+        event.id,
+      ]);
+      expect(Number(queued[0]!.n)).toBe(7);
+    }
+  });
+
   it('spec 3.2: a disabled endpoint gets no requests, its due attempt is recorded as failed (endpoint_disabled); enabled again, the next attempt runs on schedule', async () => {
     const q = await svc.platform('pause');
     const id = await endpoint(q.keys.sandbox, ['*'], '/paused');
