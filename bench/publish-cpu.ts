@@ -2,10 +2,11 @@
  * Where a one-event publish transaction's CPU goes: the publishing process against PostgreSQL
  * (every `postgres` process of the machine, from /proc, so run it on a quiet machine).
  *
- *   npx tsx --conditions=@payhooks/source bench/publish-cpu.ts        # N=4000 events, PGPORT_PROBE=5432
+ *   npx tsx --conditions=@payhooks/source bench/publish-cpu.ts   # N=4000 events, WARM=500, PGPORT_PROBE=5432
  *
  * 8 publishers, each `publishEvent` in its own `db.transaction` (BEGIN, the statement, COMMIT,
- * then the after-commit wake-up), one endpoint, after 500 events of warm-up. Prints events/s and
+ * then the after-commit wake-up), one endpoint, after WARM events of warm-up (fewer than about
+ * 2,000 leave V8 still optimising the publisher while it is measured). Prints events/s and
  * CPU microseconds per event of the publisher and of PostgreSQL (docs/performance.md, issue 26).
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -67,7 +68,7 @@ const run = async (n: number) => {
     }),
   );
 };
-await run(500);
+await run(Number(process.env.WARM ?? 500));
 const c0 = process.cpuUsage();
 const g0 = pgCpu();
 const t0 = performance.now();

@@ -532,9 +532,12 @@ export async function publishRate(env: Env, o: { endpoints: number; events: numb
     const urls = Array.from({ length: o.endpoints }, (_, i) => env.receivers.url(i));
     const { merchantId } = await setupPlatform(env, db, urls);
     // Warm-up, both ways: the single-event run's 8 connections are open and its statement
-    // prepared on each before anything is timed (the batched run keeps 4 of them busy).
+    // prepared on each before anything is timed (the batched run keeps 4 of them busy), and the
+    // publisher's code is compiled. After 200 one-event transactions V8 was still optimising it:
+    // the publisher spent 470-565 µs of CPU per event over the next 500, 210 µs after 2,000
+    // (bench/publish-cpu.ts with WARM=200 / 2000 N=500, docs/performance.md).
     await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: 200, batch: 50, concurrency: 4 });
-    await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: 200, batch: 1, concurrency: 8 });
+    await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: 2000, batch: 1, concurrency: 8 });
     const batched = await publish(env, {
       mode: 'burst',
       target: 'payhooks',
