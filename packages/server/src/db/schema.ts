@@ -190,6 +190,8 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
   requestSignature: text('request_signature'),
   /** 0020: the kind of broker the attempt went to; null for an HTTP request. */
   broker: text('broker').$type<'amqp' | 'nats'>(), // BrokerKind (delivery/destinations/url.ts)
+  /** 0021: the traceparent the attempt was sent with (only while tracing). */
+  traceParent: text('trace_parent'),
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;

@@ -32,9 +32,9 @@ export const RECORD_SQL = `
 WITH v AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::boolean[], $6::timestamptz[],
                        $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $16::text[],
-                       $17::text[])
+                       $17::text[], $18::text[])
     AS v(id, token, state, next_attempt_at, succeeded, started_at, duration_ms, status_code,
-         response_body, error_kind, error_message, attempt_id, trigger, request_signature, broker)
+         response_body, error_kind, error_message, attempt_id, trigger, request_signature, broker, trace_parent)
 ), held AS (
   -- Each outcome's queue row, locked, found from the batch's side: a LATERAL subquery with
   -- LIMIT 1 can't be flattened, so the queue is probed by primary key once per outcome, whatever
@@ -104,10 +104,10 @@ WITH v AS (
 )
 INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
                                status_code, response_body, error_kind, error_message, delivery_created_at, request_signature,
-                               broker)
+                               broker, trace_parent)
 SELECT v.attempt_id, v.id, u.attempt_count, v.trigger, v.succeeded, v.started_at, v.duration_ms,
        v.status_code, v.response_body, v.error_kind, v.error_message, u.created_at, v.request_signature,
-       v.broker
+       v.broker, v.trace_parent
 FROM updated u JOIN v ON v.id = u.id
 RETURNING delivery_id, attempt_number, id`;
 
@@ -138,6 +138,7 @@ export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
     THROTTLE_AFTER_TIMEOUTS,
     col((o) => o.result.requestSignature ?? null),
     col((o) => o.result.broker ?? null),
+    col((o) => o.result.traceparent ?? null),
   ];
 }
 

@@ -39,6 +39,8 @@ export interface AttemptResult {
   requestSignature?: string | null;
   /** Set when the attempt went to a message broker instead of an HTTP endpoint. */
   broker?: BrokerKind;
+  /** The traceparent header the request carried (only while tracing, and only when a request was made). */
+  traceparent?: string | null;
 }
 
 export interface SendRequest {
@@ -124,7 +126,9 @@ export class Sender {
     const signature = signPayloadWithSecrets(req.secrets, timestamp, bytes);
     return new Promise<AttemptResult>((resolve) => {
       const done = (result: AttemptResult) => {
-        result.requestSignature = signature; // kept in the log, to show the request as it was sent
+        // Kept in the log, to show the request as it was sent.
+        result.requestSignature = signature;
+        if (req.traceparent) result.traceparent = req.traceparent;
         resolve(result);
       };
       const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, done);
@@ -227,6 +231,7 @@ export class Sender {
     timeUp?.cancel();
     result.requestSignature = signature;
     result.broker = target.kind;
+    if (req.traceparent) result.traceparent = req.traceparent;
     return result;
   }
 }

@@ -49,6 +49,8 @@ export interface RequestHeaders {
   'User-Agent'?: string;
   'Service-Event-Id': string;
   'Service-Signature': string;
+  /** Only when the attempt was traced (OpenTelemetry on). */
+  traceparent?: string;
 }
 
 export interface ApiDelivery {
@@ -88,17 +90,17 @@ function toApiAttempt(a: AttemptRow, eventId: string): ApiAttempt {
     error_kind: a.errorKind,
     error_message: a.errorMessage,
     worker_id: a.workerId,
-    request_headers: a.requestSignature
-      ? a.broker
-        ? { 'Content-Type': 'application/json', [EVENT_ID_HEADER]: eventId, [SIGNATURE_HEADER]: a.requestSignature }
-        : {
-            'Content-Type': 'application/json',
-            'User-Agent': USER_AGENT,
-            [EVENT_ID_HEADER]: eventId,
-            [SIGNATURE_HEADER]: a.requestSignature,
-          }
-      : null,
+    request_headers: a.requestSignature ? requestHeaders(a, a.requestSignature, eventId) : null,
   };
+}
+
+/** The headers an attempt was sent with, in the order the sender writes them. */
+function requestHeaders(a: AttemptRow, signature: string, eventId: string): RequestHeaders {
+  const headers: RequestHeaders = a.broker
+    ? { 'Content-Type': 'application/json', [EVENT_ID_HEADER]: eventId, [SIGNATURE_HEADER]: signature }
+    : { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, [EVENT_ID_HEADER]: eventId, [SIGNATURE_HEADER]: signature };
+  if (a.traceParent) headers.traceparent = a.traceParent;
+  return headers;
 }
 
 function toApiDelivery(d: DeliveryRow, attempts: AttemptRow[], queued: Set<string>, waiting: Map<string, WaitingFor>): ApiDelivery {

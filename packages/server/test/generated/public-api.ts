@@ -446,6 +446,8 @@ export interface components {
                 "Service-Event-Id": string;
                 /** @description t=<unix seconds>,v1=<hex>[,v1=<hex>]: the signature this attempt was sent with. */
                 "Service-Signature": string;
+                /** @description W3C trace context of the attempt's span: only when the service traced it (OpenTelemetry on). */
+                traceparent?: string;
             } | null;
         };
         /** @description One event for one endpoint, with its attempt log. */

@@ -175,6 +175,17 @@ describe('OTLP/HTTP JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () => {
     expect(amqp.links).toEqual([expect.objectContaining({ spanId: publish.spanId })]);
     expect((msg.properties.headers as Record<string, string>).traceparent).toBe(`00-${amqp.traceId}-${amqp.spanId}-01`);
 
+    // The attempt log lists the headers each attempt was sent with, its traceparent among them.
+    const log = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${eventId}`);
+    const sent = Object.fromEntries(
+      (log.body.data as Array<{ endpoint_id: string; attempts: Array<{ request_headers: Record<string, string> }> }>).map((d) => [
+        d.attempts[0]!.request_headers['User-Agent'] ? 'http' : 'amqp',
+        d.attempts[0]!.request_headers,
+      ]),
+    );
+    expect(sent.http!.traceparent).toBe(got.headers.traceparent);
+    expect(sent.amqp!.traceparent).toBe((msg.properties.headers as Record<string, string>).traceparent);
+
     expect(spans.some((s) => s.name === 'claim' && Number(attr(s, 'payhooks.claim.rows')) >= 1)).toBe(true);
     // drain() ended with a claim that found nothing: claims that find nothing export no span.
     expect(spans.filter((s) => s.name === 'claim').map((s) => Number(attr(s, 'payhooks.claim.rows')))).not.toContain(0);

@@ -40,6 +40,9 @@ export const AttemptSchema = Type.Object(
             'Service-Signature': Type.String({
               description: 't=<unix seconds>,v1=<hex>[,v1=<hex>]: the signature this attempt was sent with.',
             }),
+            traceparent: Type.Optional(
+              Type.String({ description: "W3C trace context of the attempt's span: only when the service traced it (OpenTelemetry on)." }),
+            ),
           },
           { additionalProperties: false },
         ),
