@@ -63,7 +63,7 @@ const SIZE = QUICK
       ceiling: 3000,
       backlog1: 1000,
       backlog10: 0,
-      backlog100: 40,
+      backlog100: 60,
       pipeline: 100,
       latencyS: 2,
       warmupS: 1,

@@ -29,6 +29,13 @@ export const BENCH_WORKER_ENV = {
   PAYHOOKS_ENDPOINT_CONCURRENCY: String(IN_FLIGHT),
   PAYHOOKS_PLATFORM_SHARE: '1',
 };
+/**
+ * Requests (ceiling) or deliveries (drains) whose CPU is not counted: connections opened, code
+ * compiled. Client and worker alike; a drain smaller than twice this counts its second half. A
+ * fifth of a --quick run was 600 requests, after which the bare client still spent 2-3x its
+ * steady CPU per request (0.09 ms against 0.03-0.04).
+ */
+export const WARM_UP = 2000;
 /** Isolation and fan-out run the worker with its shipped defaults: the per-endpoint cap is what isolates. */
 export const DEFAULT_WORKER_ENV = {};
 
@@ -260,10 +267,10 @@ export async function backlog(
     const first = times[0] ?? a.first;
     const counted = times.length || a.count;
     const drainMs = a.last - first;
-    // CPU is counted after a warm-up, by the ceiling client's rule (a fifth of the run, at most
-    // 2,000): the first deliveries pay for JIT compilation, receiver connections and prepared
-    // statements, which the client's figure excludes too. Throughput still counts every delivery.
-    const warm = Math.min(2000, Math.floor(counted / 5));
+    // CPU is counted after the warm-up the ceiling client has too: the first deliveries pay for
+    // JIT compilation, receiver connections and prepared statements. Throughput still counts
+    // every delivery.
+    const warm = Math.min(WARM_UP, Math.floor(counted / 2));
     const warmAt = times[warm] ?? first;
     const result: DrainResult = {
       target: o.target === 'payhooks' ? 'payhooks' : 'graphile-worker',
@@ -743,7 +750,7 @@ export async function ceiling(env: Env, o: { requests: number }): Promise<Ceilin
   let receiversBefore = Number.NaN;
   const done = await ask<{ ms: number; total: number; errors: number; cpu_ms: number }>(
     child,
-    { urls, total: o.requests, concurrency: IN_FLIGHT, body, warmup: Math.min(2000, o.requests / 5) },
+    { urls, total: o.requests, concurrency: IN_FLIGHT, body, warmup: WARM_UP },
     'done',
     (m) => {
       if (m?.type === 'measuring') receiversBefore = cpuMsOfAll(env.receivers.pids);
