@@ -90,12 +90,14 @@ function toApiAttempt(a: AttemptRow, eventId: string): ApiAttempt {
     error_kind: a.errorKind,
     error_message: a.errorMessage,
     worker_id: a.workerId,
-    request_headers: a.requestSignature ? requestHeaders(a, a.requestSignature, eventId) : null,
+    request_headers: requestHeaders(a, eventId),
   };
 }
 
-/** The headers an attempt was sent with, in the order the sender writes them. */
-function requestHeaders(a: AttemptRow, signature: string, eventId: string): RequestHeaders {
+/** The headers an attempt was sent with, in the order the sender writes them; null when nothing was sent. */
+function requestHeaders(a: AttemptRow, eventId: string): RequestHeaders | null {
+  const signature = a.requestSignature;
+  if (!signature) return null;
   const headers: RequestHeaders = a.broker
     ? { 'Content-Type': 'application/json', [EVENT_ID_HEADER]: eventId, [SIGNATURE_HEADER]: signature }
     : { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, [EVENT_ID_HEADER]: eventId, [SIGNATURE_HEADER]: signature };
