@@ -69,16 +69,18 @@ export function endAttemptSpan(span: SpanHandle, result: AttemptResult): void {
  * out with it). `root`: a worker's attempt starts its own trace; a manual one is a child of the
  * API request that asked for it.
  */
-export async function sendTraced(
+export function sendTraced(
   sender: Sender,
   row: Parameters<typeof startAttemptSpan>[0],
   attempt: number,
   req: SendRequest,
   root: boolean,
 ): Promise<AttemptResult> {
+  // Not an async function: untraced (the common case), the sender's promise is the attempt's.
   if (!tracing.enabled) return sender.send(req);
   const span = startAttemptSpan(row, attempt, { root });
-  const result = await sender.send({ ...req, traceparent: span.traceparent });
-  endAttemptSpan(span, result);
-  return result;
+  return sender.send({ ...req, traceparent: span.traceparent }).then((result) => {
+    endAttemptSpan(span, result);
+    return result;
+  });
 }

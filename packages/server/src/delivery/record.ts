@@ -1,6 +1,7 @@
 import type { Database } from '../db/client.ts';
 import type { AttemptTrigger, DeliveryState } from '../db/schema.ts';
 import { newId } from '../ids.ts';
+import { arrayLiteral } from '../db/array-literal.ts';
 import type { AttemptResult } from './sender.ts';
 import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
 
@@ -15,7 +16,7 @@ export interface Outcome {
 
 /** Postgres text can't hold NUL; a receiver's body may. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point
-const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, '\uFFFD'));
+const clean = (s: string | null) => (s === null || !s.includes('\u0000') ? s : s.replace(/\u0000/g, '\uFFFD'));
 
 /**
  * Records a batch of attempt outcomes in one statement: moves each delivery to its new state
@@ -117,28 +118,54 @@ export interface RecordedAttempt {
   id: string;
 }
 
-/** `RECORD_SQL`'s parameters for a batch, in order (exported for the plan test). */
+/**
+ * `RECORD_SQL`'s parameters for a batch, in order (exported for the plan test): each column as
+ * one array literal, built in a single pass over the outcomes (db/array-literal.ts says why).
+ */
 export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
-  const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
+  const n = outcomes.length;
+  const cols = Array.from({ length: 16 }, () => new Array<string | number | boolean | Date | null>(n));
+  for (let i = 0; i < n; i++) {
+    const o = outcomes[i]!;
+    const r = o.result;
+    cols[0]![i] = o.deliveryId;
+    cols[1]![i] = o.token;
+    cols[2]![i] = o.state;
+    cols[3]![i] = o.nextAttemptAt;
+    cols[4]![i] = r.succeeded;
+    cols[5]![i] = r.startedAt;
+    cols[6]![i] = r.durationMs;
+    cols[7]![i] = r.statusCode;
+    cols[8]![i] = clean(r.responseBody);
+    cols[9]![i] = r.errorKind;
+    cols[10]![i] = clean(r.errorMessage);
+    cols[11]![i] = newId('deliveryAttempt');
+    cols[12]![i] = o.trigger;
+    cols[13]![i] = r.requestSignature ?? null;
+    cols[14]![i] = r.broker ?? null;
+    cols[15]![i] = r.traceparent ?? null;
+  }
+  const [id, token, state, next, succeeded, started, duration, status, body, kind, message, attemptId, trigger, signature, broker, trace] =
+    cols.map(arrayLiteral);
   return [
-    col((o) => o.deliveryId),
-    col((o) => o.token),
-    col((o) => o.state),
-    col((o) => o.nextAttemptAt),
-    col((o) => o.result.succeeded),
-    col((o) => o.result.startedAt),
-    col((o) => o.result.durationMs),
-    col((o) => o.result.statusCode),
-    col((o) => clean(o.result.responseBody)),
-    col((o) => o.result.errorKind),
-    col((o) => clean(o.result.errorMessage)),
-    col(() => newId('deliveryAttempt')),
-    col((o) => o.trigger),
+    id,
+    token,
+    state,
+    next,
+    succeeded,
+    started,
+    duration,
+    status,
+    body,
+    kind,
+    message,
+    attemptId,
+    trigger,
     now,
     THROTTLE_AFTER_TIMEOUTS,
-    col((o) => o.result.requestSignature ?? null),
-    col((o) => o.result.broker ?? null),
-    col((o) => o.result.traceparent ?? null),
+    signature,
+    broker,
+    trace,
   ];
 }
 

@@ -90,21 +90,27 @@ export class Sender {
       keepAliveTimeout: 4_000,
       keepAliveMaxTimeout: 30_000,
       connectTimeout: options.timeoutMs,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
+      // The attempt's deadline (`deadlines`, one timer for all attempts) covers headers and
+      // body; undici's own two timers would be set and cleared again on every request.
+      headersTimeout: 0,
+      bodyTimeout: 0,
       connect: { lookup: safeLookup(options.resolver, options.allowPrivate) },
     });
     this.deadlines = new DeadlineQueue(options.timeoutMs);
   }
 
-  async send(req: SendRequest): Promise<AttemptResult> {
+  /**
+   * Not an async function, and one promise per HTTP attempt: the worker makes thousands a
+   * second. Every failure of the attempt resolves as an AttemptResult; it never throws.
+   */
+  send(req: SendRequest): Promise<AttemptResult> {
     const startedAt = this.options.now();
     const t0 = performance.now();
-    let url: HttpTarget;
+    let url = this.targets.get(req.url);
+    let bytes: Buffer;
+    let signature: string;
     try {
-      const known = this.targets.get(req.url);
-      if (known) url = known;
-      else {
+      if (!url) {
         const parsed = new URL(req.url);
         if (Object.hasOwn(BROKER_PROTOCOLS, parsed.protocol)) return this.publish(parsed, req, startedAt, t0);
         if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
@@ -115,28 +121,24 @@ export class Sender {
         this.targets.set(req.url, url);
       }
     } catch (err) {
-      const fail = (errorKind: ErrorKind, errorMessage: string) =>
-        failed(startedAt, Math.round(performance.now() - t0), errorKind, errorMessage);
-      if (err instanceof ForbiddenAddressError) return fail('forbidden_address', err.message);
-      return fail('invalid_url', `The endpoint URL is not a valid http(s) URL: ${req.url}`);
+      const elapsed = Math.round(performance.now() - t0);
+      if (err instanceof ForbiddenAddressError) return Promise.resolve(failed(startedAt, elapsed, 'forbidden_address', err.message));
+      return Promise.resolve(failed(startedAt, elapsed, 'invalid_url', `The endpoint URL is not a valid http(s) URL: ${req.url}`));
     }
-
-    const bytes = Buffer.from(req.body, 'utf8');
-    const timestamp = Math.floor(this.options.now().getTime() / 1000);
-    const signature = signPayloadWithSecrets(req.secrets, timestamp, bytes);
+    try {
+      bytes = Buffer.from(req.body, 'utf8');
+      signature = signPayloadWithSecrets(req.secrets, Math.floor(startedAt.getTime() / 1000), bytes);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const target = url;
     return new Promise<AttemptResult>((resolve) => {
-      const done = (result: AttemptResult) => {
-        // Kept in the log, to show the request as it was sent.
-        result.requestSignature = signature;
-        if (req.traceparent) result.traceparent = req.traceparent;
-        resolve(result);
-      };
-      const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, done);
+      const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, signature, req.traceparent, resolve);
       handler.deadline = this.deadlines.add(() => handler.timeUp());
       this.agent.dispatch(
         {
-          origin: url.origin,
-          path: url.path,
+          origin: target.origin,
+          path: target.path,
           method: 'POST',
           headers: req.traceparent
             ? {
@@ -289,6 +291,9 @@ class AttemptHandler {
     private readonly t0: number,
     private readonly timeoutMs: number,
     private readonly graces: DeadlineQueue,
+    /** Kept in the log with the result, to show the request as it was sent. */
+    private readonly signature: string,
+    private readonly traceparent: string | undefined,
     private readonly resolve: (result: AttemptResult) => void,
   ) {}
 
@@ -369,6 +374,8 @@ class AttemptHandler {
     this.deadline?.cancel();
     this.grace?.cancel();
     this.chunks.length = 0;
+    result.requestSignature = this.signature;
+    if (this.traceparent) result.traceparent = this.traceparent;
     this.resolve(result);
   }
 }

@@ -8,10 +8,10 @@ import { WAKE_CHANNEL } from '../events/publish.ts';
 import { cancelClaims, claimDue, releaseClaims, type ClaimedDelivery } from './claim.ts';
 import { recordOutcomes, type Outcome } from './record.ts';
 import { afterAutomaticAttempt } from './schedule.ts';
-import type { AttemptResult, Sender } from './sender.ts';
+import type { AttemptResult, SendRequest, Sender } from './sender.ts';
 import { sendTraced } from './attempt-span.ts';
 import { traced } from '../telemetry/tracing.ts';
-import { type BrokerCredentials, credentialsAad, decodeCredentials } from './destinations/url.ts';
+import { credentialsAad, decodeCredentials } from './destinations/url.ts';
 import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
 
 interface EndpointSlot {
@@ -93,7 +93,7 @@ export class DeliveryWorker {
   private readonly limits: FairnessLimits;
   /** Attempts whose HTTP part is running. */
   private readonly settled = new Set<Promise<void>>();
-  /** Outcomes waiting for their batch write; the endpoint's slot is already free again. */
+  /** Queued rows being handed back to the database (outcomes wait in `outcomes`). */
   private readonly recording = new Set<Promise<void>>();
   /** Finished attempts' outcomes, written in batches (batch-writer.ts). */
   private readonly outcomes: BatchWriter<Outcome>;
@@ -288,32 +288,7 @@ export class DeliveryWorker {
       slot.running++;
       this.waiting--;
       this.inFlight++;
-      const p = this.attempt(next.row, next.token)
-        .catch((err: unknown) => {
-          this.deps.logger.error(
-            { err, delivery: next.row.id },
-            'attempt failed unexpectedly; its lease will expire and it will be retried',
-          );
-          return null;
-        })
-        .then((result) => {
-          slot.running--;
-          this.inFlight--;
-          this.settled.delete(p);
-          this.release(next.row.platform_id);
-          if (result) this.observeHealth(slot, result);
-          if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
-          else this.pump(endpointId);
-          // Rows held back by the worker-wide cap (not their endpoint's) may start now. Only
-          // looked for when some were: this runs on every completion.
-          if (this.heldBack) {
-            this.heldBack = false;
-            for (const [id, other] of this.perEndpoint)
-              if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
-          }
-          if (this.moreMayBeDue) this.signal();
-        });
-      this.settled.add(p);
+      this.startAttempt(slot, endpointId, next.row, next.token);
     }
     if (slot.waiting.length > 0 && slot.running < slot.cap) this.heldBack = true;
   }
@@ -366,34 +341,82 @@ export class DeliveryWorker {
     }
   }
 
-  /** Sends one claimed delivery and queues its outcome; null when it could not be sent. */
-  private async attempt(row: ClaimedDelivery, token: string): Promise<AttemptResult | null> {
-    const { sender, metrics, logger } = this.deps;
-    const { keys } = this;
-    let signWith: string[];
-    let credentials: BrokerCredentials | null = null;
+  /**
+   * Sends one claimed delivery, queues its outcome for the batch write, then frees its slot. One
+   * promise chain per attempt, the sender's and one `then`: this runs thousands of times a second.
+   */
+  private startAttempt(slot: EndpointSlot, endpointId: string, row: ClaimedDelivery, token: string): void {
+    let sent: Promise<AttemptResult | null>;
     try {
-      signWith = [keys.decrypt(row.secret_ciphertext, row.endpoint_id)];
+      const req = this.request(row);
+      sent = req ? sendTraced(this.deps.sender, row, row.attempt_count + 1, req, true) : Promise.resolve(null);
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    const p: Promise<void> = sent.then(
+      (result) => {
+        if (result) {
+          try {
+            this.deps.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
+            this.recordOutcome(row, token, result);
+          } catch (err) {
+            this.unexpected(err, row);
+            result = null;
+          }
+        }
+        this.finished(p, slot, endpointId, row, result);
+      },
+      (err: unknown) => {
+        this.unexpected(err, row);
+        this.finished(p, slot, endpointId, row, null);
+      },
+    );
+    this.settled.add(p);
+  }
+
+  private unexpected(err: unknown, row: ClaimedDelivery): void {
+    this.deps.logger.error({ err, delivery: row.id }, 'attempt failed unexpectedly; its lease will expire and it will be retried');
+  }
+
+  /** An attempt's slot is free again: start what waits for it, and what the worker-wide cap held back. */
+  private finished(p: Promise<void>, slot: EndpointSlot, endpointId: string, row: ClaimedDelivery, result: AttemptResult | null): void {
+    slot.running--;
+    this.inFlight--;
+    this.settled.delete(p);
+    this.release(row.platform_id);
+    if (result) this.observeHealth(slot, result);
+    if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
+    else this.pump(endpointId);
+    // Rows held back by the worker-wide cap (not their endpoint's) may start now. Only
+    // looked for when some were: this runs on every completion.
+    if (this.heldBack) {
+      this.heldBack = false;
+      for (const [id, other] of this.perEndpoint)
+        if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
+    }
+    if (this.moreMayBeDue) this.signal();
+  }
+
+  /** The request for a claimed delivery, its secrets decrypted; null (logged) when they can't be. */
+  private request(row: ClaimedDelivery): SendRequest | null {
+    const { keys } = this;
+    try {
+      const secrets = [keys.decrypt(row.secret_ciphertext, row.endpoint_id)];
       // During a rotation's overlap the claim joined the previous secret too (expiry checked there).
-      if (row.previous_secret_ciphertext) signWith.push(keys.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
-      if (row.url_credentials_ciphertext)
-        credentials = decodeCredentials(keys.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)));
+      if (row.previous_secret_ciphertext) secrets.push(keys.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
+      const credentials = row.url_credentials_ciphertext
+        ? decodeCredentials(keys.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
+        : null;
+      return { url: row.url, body: row.body, eventId: row.event_id, secrets, credentials };
     } catch (err) {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.
-      logger.error({ err, endpoint: row.endpoint_id }, 'cannot decrypt the endpoint signing secret; check PAYHOOKS_ENCRYPTION_KEY');
+      this.deps.logger.error(
+        { err, endpoint: row.endpoint_id },
+        'cannot decrypt the endpoint signing secret; check PAYHOOKS_ENCRYPTION_KEY',
+      );
       return null;
     }
-    const result = await sendTraced(
-      sender,
-      row,
-      row.attempt_count + 1,
-      { url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials },
-      true,
-    );
-    metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
-    this.recordOutcome(row, token, result);
-    return result;
   }
 
   /** The schedule's next step for an automatic attempt, logged and queued for the batch write. */
@@ -417,7 +440,7 @@ export class DeliveryWorker {
       result,
       nextAttemptAt: next.nextAttemptAt,
     });
-    const recorded = this.outcomes.add({
+    this.outcomes.add({
       deliveryId: row.id,
       token,
       trigger: 'automatic',
@@ -425,8 +448,6 @@ export class DeliveryWorker {
       nextAttemptAt: next.nextAttemptAt,
       result,
     });
-    this.recording.add(recorded);
-    void recorded.finally(() => this.recording.delete(recorded));
   }
 
   /**
