@@ -14,8 +14,10 @@ export function computeSignature(secret: string, timestamp: number, rawBody: str
 
 /** `t=<unix seconds>,v1=<lowercase hex>`, no spaces (spec 4.2). */
 export function formatSignatureHeader(timestamp: number, signatures: string | readonly string[]): string {
-  const list = typeof signatures === 'string' ? [signatures] : signatures;
-  return [`t=${timestamp}`, ...list.map((s) => `v1=${s}`)].join(',');
+  if (typeof signatures === 'string') return `t=${timestamp},v1=${signatures}`;
+  let header = `t=${timestamp}`;
+  for (const s of signatures) header += `,v1=${s}`;
+  return header;
 }
 
 /** Signs a body at time `timestamp` and returns the `Service-Signature` header value. */
@@ -28,6 +30,8 @@ export function signPayload(secret: string, timestamp: number, rawBody: string |
  * (the new secret first), so a receiver holding either verifies.
  */
 export function signPayloadWithSecrets(secrets: readonly string[], timestamp: number, rawBody: string | Uint8Array): string {
+  // One secret but during a rotation's overlap: no array for it (a worker signs every attempt).
+  if (secrets.length === 1) return formatSignatureHeader(timestamp, computeSignature(secrets[0]!, timestamp, rawBody));
   return formatSignatureHeader(
     timestamp,
     secrets.map((s) => computeSignature(s, timestamp, rawBody)),

@@ -1,21 +1,17 @@
 import type { Database } from '../db/client.ts';
-import type { DeliveryState, EndpointStatus } from '../db/schema.ts';
+import type { EndpointStatus } from '../db/schema.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
 
 /** A claimed delivery with everything needed to attempt it, from one statement. */
 export interface ClaimedDelivery {
   id: string;
-  /** The delivery's (and its event's) creation time: its week's partition (migration 0007). */
-  created_at: Date;
   event_id: string;
   /** The event's type, for the attempt log line. */
   event_type: string;
   endpoint_id: string;
   platform_id: string;
-  state: DeliveryState;
   attempt_count: number;
   automatic_attempts: number;
-  next_attempt_at: Date | null;
   body: string;
   url: string;
   /** The traceparent of the span that published the event (only while tracing), else null. */
@@ -23,13 +19,13 @@ export interface ClaimedDelivery {
   /** A broker URL's sealed `user:password` (destinations/url.ts), else null. */
   url_credentials_ciphertext: string | null;
   secret_ciphertext: string;
-  /** The replaced secret while it still signs (rotation), else null. */
+  /** The replaced secret while it still signs (rotation, its expiry checked here), else null. */
   previous_secret_ciphertext: string | null;
-  previous_secret_expires_at: Date | null;
   endpoint_status: EndpointStatus;
-  endpoint_deleted_at: Date | null;
   /** The endpoint is throttled to one attempt at a time (fairness.ts). */
   endpoint_throttled: boolean;
+  /** The endpoint was deleted: the delivery is cancelled instead of attempted. */
+  endpoint_deleted: boolean;
   /** Taken over from an expired lease: an `interrupted` attempt was logged for the old holder. */
   interrupted: boolean;
 }
@@ -149,13 +145,14 @@ WITH RECURSIVE platforms AS (
 ), interrupted AS (
   ${interruptedAttemptsSql('bumped', '$1')}
 )
-SELECT c.id, c.created_at, c.event_id, c.endpoint_id, c.platform_id, d.state,
-       coalesce(b.attempt_count, d.attempt_count) AS attempt_count, d.automatic_attempts, d.next_attempt_at,
+-- Only what an attempt uses: every column is parsed (timestamps into Dates) and kept while the
+-- row waits, once per delivery.
+SELECT c.id, c.event_id, c.endpoint_id, c.platform_id,
+       coalesce(b.attempt_count, d.attempt_count) AS attempt_count, d.automatic_attempts,
        c.prev_token IS NOT NULL AS interrupted,
        e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
-       CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_expires_at END AS previous_secret_expires_at,
-       w.status AS endpoint_status, w.deleted_at AS endpoint_deleted_at,
+       w.status AS endpoint_status, w.deleted_at IS NOT NULL AS endpoint_deleted,
        w.throttled_at IS NOT NULL AS endpoint_throttled
 FROM claimed c
 JOIN webhook_deliveries d ON d.id = c.id AND d.created_at = c.created_at
@@ -197,23 +194,24 @@ export async function claimDue(
     ],
     'claim_due',
   );
-  return rows.map(normalise);
+  for (const r of rows) normalise(r);
+  return rows;
 }
 
-/** PGlite and node-postgres agree on types here except that counts may arrive as strings. */
+/**
+ * PGlite and node-postgres agree on types here except that counts may arrive as strings and
+ * booleans as `t`/`f`. Fixed in place: the rows are the driver's fresh objects.
+ */
 function normalise(r: ClaimedDelivery): ClaimedDelivery {
-  return {
-    ...r,
-    attempt_count: Number(r.attempt_count),
-    automatic_attempts: Number(r.automatic_attempts),
-    next_attempt_at: r.next_attempt_at ? new Date(r.next_attempt_at) : null,
-    created_at: new Date(r.created_at),
-    endpoint_deleted_at: r.endpoint_deleted_at ? new Date(r.endpoint_deleted_at) : null,
-    endpoint_throttled: r.endpoint_throttled === true || (r.endpoint_throttled as unknown) === 't',
-    interrupted: r.interrupted === true || (r.interrupted as unknown) === 't',
-    previous_secret_expires_at: r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at) : null,
-  };
+  r.attempt_count = Number(r.attempt_count);
+  r.automatic_attempts = Number(r.automatic_attempts);
+  r.endpoint_deleted = bool(r.endpoint_deleted);
+  r.endpoint_throttled = bool(r.endpoint_throttled);
+  r.interrupted = bool(r.interrupted);
+  return r;
 }
+
+const bool = (v: unknown): boolean => v === true || v === 't';
 
 /** Gives claimed rows back without attempting them: a draining worker hands unstarted rows back as due at `dueAt`. */
 export async function releaseClaims(database: Database, options: { ids: string[]; token: string; dueAt: Date }): Promise<void> {

@@ -236,7 +236,7 @@ export class DeliveryWorker {
     let disabled = 0;
     for (const row of rows) {
       if (row.interrupted) this.deps.metrics?.interrupted();
-      if (row.endpoint_deleted_at) cancel.push(row.id);
+      if (row.endpoint_deleted) cancel.push(row.id);
       else if (row.endpoint_status !== 'enabled') {
         this.failWithoutRequest(row, token);
         disabled++;
@@ -429,17 +429,20 @@ export class DeliveryWorker {
       now: clock.now(),
     });
     // The endpoint's slot frees as soon as the answer is in; the row stays leased until the
-    // batch write lands, so no other worker can take it meanwhile.
-    logAttempt(logger, config.dev ? 'info' : 'debug', {
-      eventType: row.event_type,
-      eventId: row.event_id,
-      deliveryId: row.id,
-      endpointId: row.endpoint_id,
-      url: row.url,
-      attempt: row.attempt_count + 1,
-      result,
-      nextAttemptAt: next.nextAttemptAt,
-    });
+    // batch write lands, so no other worker can take it meanwhile. The line's fields are only
+    // gathered when it is written (in production it usually isn't).
+    const level = config.dev ? 'info' : 'debug';
+    if (logger.isLevelEnabled(level))
+      logAttempt(logger, level, {
+        eventType: row.event_type,
+        eventId: row.event_id,
+        deliveryId: row.id,
+        endpointId: row.endpoint_id,
+        url: row.url,
+        attempt: row.attempt_count + 1,
+        result,
+        nextAttemptAt: next.nextAttemptAt,
+      });
     this.outcomes.add({
       deliveryId: row.id,
       token,
