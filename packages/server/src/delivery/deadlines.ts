@@ -50,11 +50,11 @@ export class DeadlineQueue {
   /** Drops cancelled entries at the front (Entry.cancel). */
   dropCancelled(): void {
     while (this.head && this.head.fire === null) this.head = this.head.next;
-    if (this.head === null) {
-      this.tail = null;
-      if (this.timer) clearTimeout(this.timer);
-      this.timer = null;
-    }
+    // The timer stays armed when the queue empties: it fires for nothing, once, instead of a
+    // clearTimeout now and a new setTimeout for the next deadline. For the body grace, which
+    // nearly every attempt sets and cancels within the same read, that pair was per attempt.
+    // A timer armed earlier is never late for a deadline set later (they all have the same delay).
+    if (this.head === null) this.tail = null;
   }
 
   private arm(): void {
