@@ -31,10 +31,16 @@ const clean = (s: string | null) => (s === null || !s.includes('\u0000') ? s : s
  */
 export const RECORD_SQL = `
 WITH v AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::boolean[], $6::timestamptz[],
-                       $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $16::text[],
-                       $17::text[], $18::text[])
-    AS v(id, token, state, next_attempt_at, succeeded, started_at, duration_ms, status_code,
+  -- Times arrive as milliseconds since the epoch: formatting a Date as text costs the worker more
+  -- than the rest of an outcome's parameters together, and parsing it costs PostgreSQL too.
+  -- A millisecond count divided by 1,000 as float8 lands on the same microsecond exactly.
+  SELECT id, token, state, to_timestamp(next_attempt_ms / 1000) AS next_attempt_at, succeeded,
+         to_timestamp(started_ms / 1000) AS started_at, duration_ms, status_code, response_body, error_kind,
+         error_message, attempt_id, trigger, request_signature, broker, trace_parent
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::boolean[], $6::float8[],
+              $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $16::text[],
+              $17::text[], $18::text[])
+    AS v(id, token, state, next_attempt_ms, succeeded, started_ms, duration_ms, status_code,
          response_body, error_kind, error_message, attempt_id, trigger, request_signature, broker, trace_parent)
 ), held AS (
   -- Each outcome's queue row, locked, found from the batch's side: a LATERAL subquery with
@@ -131,9 +137,9 @@ export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
     cols[0]![i] = o.deliveryId;
     cols[1]![i] = o.token;
     cols[2]![i] = o.state;
-    cols[3]![i] = o.nextAttemptAt;
+    cols[3]![i] = o.nextAttemptAt === null ? null : o.nextAttemptAt.getTime();
     cols[4]![i] = r.succeeded;
-    cols[5]![i] = r.startedAt;
+    cols[5]![i] = r.startedAt.getTime();
     cols[6]![i] = r.durationMs;
     cols[7]![i] = r.statusCode;
     cols[8]![i] = clean(r.responseBody);
