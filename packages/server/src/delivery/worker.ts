@@ -205,8 +205,11 @@ export class DeliveryWorker {
     // Up to one cap of rows per endpoint waits locally behind the cap in flight, so a freed
     // slot starts its next attempt at once instead of after a claim round trip. More is
     // excluded, and so are Platforms holding their share (fairness.ts).
-    const saturated = [...this.perEndpoint].filter(([, s]) => s.running + s.waiting.length >= 2 * s.cap).map(([id]) => id);
-    const fullPlatforms = [...this.perPlatform].filter(([, held]) => held >= platformCap).map(([id]) => id);
+    // Loops, not spread-filter-map: the map holds every endpoint in flight, and this runs per claim.
+    const saturated: string[] = [];
+    for (const [id, s] of this.perEndpoint) if (s.running + s.waiting.length >= 2 * s.cap) saturated.push(id);
+    const fullPlatforms: string[] = [];
+    for (const [id, held] of this.perPlatform) if (held >= platformCap) fullPlatforms.push(id);
     const now = this.deps.clock.now();
     const token = `${this.id}:${++this.claimSeq}`;
     const rows = await traced(
