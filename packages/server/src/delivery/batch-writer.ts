@@ -11,8 +11,9 @@
  *
  * `write` must not reject (it owns its retries). `flushAll` resolves once everything added before
  * it is written; single items have no promise of their own (the worker adds one per attempt, and
- * a promise with its `finally` per attempt showed in profiles). Waits are measured on the monotonic clock (`performance.now()`), so a step of the
- * wall clock neither holds a batch back nor hurries it.
+ * a promise with its `finally` per attempt showed in profiles). Waits are measured on the
+ * monotonic clock (`performance.now()`), so a step of the wall clock neither holds a batch back
+ * nor hurries it.
  */
 export class BatchWriter<T> {
   private pending: Array<{ item: T; at: number }> = [];
