@@ -130,7 +130,7 @@ export interface RecordedAttempt {
  */
 export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
   const n = outcomes.length;
-  const cols = Array.from({ length: 16 }, () => new Array<string | number | boolean | Date | null>(n));
+  const cols = Array.from({ length: 16 }, () => new Array<string | number | boolean | null>(n));
   for (let i = 0; i < n; i++) {
     const o = outcomes[i]!;
     const r = o.result;
@@ -151,28 +151,9 @@ export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
     cols[14]![i] = r.broker ?? null;
     cols[15]![i] = r.traceparent ?? null;
   }
-  const [id, token, state, next, succeeded, started, duration, status, body, kind, message, attemptId, trigger, signature, broker, trace] =
-    cols.map(arrayLiteral);
-  return [
-    id,
-    token,
-    state,
-    next,
-    succeeded,
-    started,
-    duration,
-    status,
-    body,
-    kind,
-    message,
-    attemptId,
-    trigger,
-    now,
-    THROTTLE_AFTER_TIMEOUTS,
-    signature,
-    broker,
-    trace,
-  ];
+  // $14 and $15 sit between the columns ($13 and $16): the statement grew by appending.
+  const literals = cols.map(arrayLiteral);
+  return [...literals.slice(0, 13), now, THROTTLE_AFTER_TIMEOUTS, ...literals.slice(13)];
 }
 
 export async function recordOutcomes(database: Database, outcomes: Outcome[], now: Date): Promise<RecordedAttempt[]> {
