@@ -85,7 +85,7 @@ async function main() {
   });
 
   const p = await createPlatform(database.db, 'bench');
-  const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'bench' };
+  const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'bench' } };
   for (let i = 0; i < ENDPOINTS; i++) await ctx.endpoints.create(scope, { url: `http://127.0.0.1:${port}/e${i}`, enabled_events: ['*'] });
 
   const workers = Array.from({ length: WORKERS }, () => ctx.createWorker());

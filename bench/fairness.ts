@@ -59,7 +59,11 @@ async function main() {
 
   const a = await createPlatform(database.db, 'noisy');
   const b = await createPlatform(database.db, 'quiet');
-  const scopeOf = (platformId: string) => ({ platformId, environment: 'sandbox' as const, apiKeyId: 'bench' });
+  const scopeOf = (platformId: string) => ({
+    platformId,
+    environment: 'sandbox' as const,
+    actor: { type: 'operator' as const, id: 'bench' },
+  });
   await ctx.endpoints.create(scopeOf(b.platform_id), { url: `http://127.0.0.1:${port}/healthy`, enabled_events: ['*'] });
 
   const worker = ctx.createWorker();

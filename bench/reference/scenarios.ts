@@ -96,7 +96,7 @@ export async function setupPlatform(
       encryptionKey: env.encryptionKey,
     });
     const platform = await createPlatform(database.db, 'bench');
-    const scope = { platformId: platform.platform_id, environment: 'sandbox' as const, apiKeyId: 'bench' };
+    const scope = { platformId: platform.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'bench' } };
     const endpoints: Endpoint[] = new Array(urls.length);
     let next = 0;
     await Promise.all(

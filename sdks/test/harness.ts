@@ -220,7 +220,7 @@ export function describeExampleReceiver(name: string, dir: string, options: { st
       });
       expect(deliveries.every((d) => d.endpoint_id === endpointId)).toBe(true);
       // A resend from the delivery log: the same evt_ id, signed again.
-      const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+      const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
       const resent = await svc.ctx.deliveries.resend(scope, deliveries[0]!.id);
       const manual = resent.attempts.filter((a) => a.trigger === 'manual');
       expect(

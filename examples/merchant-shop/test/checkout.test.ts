@@ -171,7 +171,7 @@ describe('examples/merchant-shop: an order is paid exactly once, whichever arriv
     h.setWebhooksDown(false);
     const [delivery] = await h.deliveriesOf(eventId);
     const replayed = await h.svc.ctx.deliveries.replay(
-      { platformId: h.platform.platform_id, environment: 'sandbox', apiKeyId: 'test' },
+      { platformId: h.platform.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } },
       delivery!.id,
     );
     expect(replayed.state).toBe('delivered');

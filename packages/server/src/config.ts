@@ -59,6 +59,20 @@ export interface Config {
    * count, or the proxies' addresses and CIDR ranges. Fastify's `trustProxy`.
    */
   trustProxy: false | number | string[];
+  /** Origins (scheme://host[:port]) whose pages may frame the portal; empty = none may. */
+  portalFrameAncestors: string[];
+  /** Whether the portal offers password sign-in (false: sessions only start from the payment service's links). */
+  portalPasswordSignIn: boolean;
+  /** A portal session ends this long after its last request, ms. */
+  portalIdleTimeoutMs: number;
+  /** A portal session ends this long after it started, whatever happens in it, ms. */
+  portalSessionLifetimeMs: number;
+  /** How long audit entries are kept, ms (whole weeks are dropped after it). */
+  auditRetentionMs: number;
+  /** SMTP server for invitation and password-reset mail; undefined = links are shown, not mailed. */
+  smtpUrl: string | undefined;
+  /** The From of that mail. */
+  smtpFrom: string;
 }
 
 interface Setting<K extends keyof Config> {
@@ -183,6 +197,42 @@ function trustProxy(raw: string, env: string): false | number | string[] {
   const list = raw.split(',').map((p) => p.trim());
   if (!list.every(isAddressOrRange)) fail(env, raw, want);
   return list;
+}
+
+/** `PAYHOOKS_PORTAL_FRAME_ANCESTORS`: origins only (no path, no wildcard but a host's `*.` prefix), as CSP takes them. */
+function frameAncestors(raw: string, env: string): string[] {
+  const want =
+    'a comma list of origins allowed to frame the portal, such as https://dashboard.example.com,http://localhost:3000 (empty: none)';
+  const list = raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  for (const entry of list) {
+    const m = /^(https?):\/\/(\*\.)?([a-z0-9.-]+|\[[0-9a-f:.]+\])(:\d{1,5})?$/i.exec(entry);
+    if (!m) fail(env, raw, want);
+  }
+  return list.map((e) => e.toLowerCase());
+}
+
+/** How long audit entries are kept: at least 30 days (PCI DSS asks for a year, three months at hand). */
+export const MIN_AUDIT_RETENTION_MS = 30 * 86_400_000;
+
+function auditRetention(raw: string, env: string): number {
+  const ms = parseDuration(raw, env);
+  if (ms < MIN_AUDIT_RETENTION_MS) fail(env, raw, 'a duration of at least 30d (the default keeps a year: 365d)');
+  return ms;
+}
+
+function smtpUrl(raw: string, env: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return fail(env, '(hidden)', 'an smtp:// or smtps:// URL such as smtps://user:password@smtp.example.com:465');
+  }
+  if ((url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || !url.hostname)
+    fail(env, '(hidden)', 'an smtp:// or smtps:// URL such as smtps://user:password@smtp.example.com:465');
+  return raw;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -390,6 +440,58 @@ export const SETTINGS = [
     doc: 'How long a command started while PostgreSQL is unreachable waits for it (retrying with backoff, one log line per try) before exiting; 0s = fail at once.',
     parse: durationIn(0, 86_400_000),
   },
+  {
+    key: 'portalFrameAncestors',
+    env: 'PAYHOOKS_PORTAL_FRAME_ANCESTORS',
+    default: '',
+    doc: "Origins whose pages may show the Merchant Portal in a frame (the payment service's own portal embedding it): a comma list such as `https://dashboard.example.com`, into the portal's CSP `frame-ancestors`. Empty: no page may frame it.",
+    parse: frameAncestors,
+  },
+  {
+    key: 'portalPasswordSignIn',
+    env: 'PAYHOOKS_PORTAL_PASSWORD_SIGN_IN',
+    default: 'true',
+    doc: "The portal's own email-and-password sign-in, invitations and password resets. `false` for a deployment where every session starts from the payment service (`POST /internal/v1/portal_sessions`).",
+    parse: bool,
+  },
+  {
+    key: 'portalIdleTimeoutMs',
+    env: 'PAYHOOKS_PORTAL_IDLE_TIMEOUT',
+    default: '30m',
+    doc: 'A portal session ends after this long without a request (1m to 24h).',
+    parse: durationIn(60_000, 86_400_000),
+  },
+  {
+    key: 'portalSessionLifetimeMs',
+    env: 'PAYHOOKS_PORTAL_SESSION_LIFETIME',
+    default: '12h',
+    doc: 'A portal session ends this long after it started, however active (5m to 30d).',
+    parse: durationIn(300_000, 30 * 86_400_000),
+  },
+  {
+    key: 'auditRetentionMs',
+    env: 'PAYHOOKS_AUDIT_RETENTION',
+    default: '365d',
+    doc: 'How long audit entries are kept (at least 30d). Whole weeks are dropped once all of a week is older, so entries stay up to 7 days longer.',
+    parse: auditRetention,
+  },
+  {
+    key: 'smtpUrl',
+    env: 'PAYHOOKS_SMTP_URL',
+    default: undefined,
+    doc: 'SMTP server that mails invitations and password-reset links (`smtps://user:password@smtp.example.com:465`; `smtp://` upgrades with STARTTLS when offered). Unset: the links are shown to the admin and printed by the CLI only.',
+    // Never echo the value: it may hold a password.
+    parse: smtpUrl,
+  },
+  {
+    key: 'smtpFrom',
+    env: 'PAYHOOKS_SMTP_FROM',
+    default: 'payhooks <no-reply@payhooks.local>',
+    doc: 'The From address of that mail.',
+    parse: (raw: string, env: string) =>
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: a line break here would add mail headers
+      /[\u0000-\u001f]/.test(raw) || !raw.includes('@') ? fail(env, raw, 'an address such as "Webhooks <webhooks@example.com>"') : raw,
+  },
 ] as const satisfies readonly Setting<keyof Config>[];
 
 /** Settings given as command-line flags (`serve --port 8080`): they win over the environment, and errors name the flag. */
@@ -456,13 +558,16 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
 
 /** Markdown rows for the README's configuration table. */
 export function settingsTable(): string {
-  return SETTINGS.map((s) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : `\`${s.default}\``} | ${s.doc} |`).join('\n');
+  return SETTINGS.map(
+    (s) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : s.default === '' ? '(none)' : `\`${s.default}\``} | ${s.doc} |`,
+  ).join('\n');
 }
 
 /** The settings for `payhooks --help`: each variable, its default, and what it does. */
 export function settingsHelp(): string {
   const width = Math.max(...SETTINGS.map((s) => s.env.length));
   return SETTINGS.map(
-    (s) => `  ${s.env.padEnd(width)}  ${s.doc.replaceAll('`', '')}${s.default === undefined ? '' : ` (default: ${s.default})`}`,
+    (s) =>
+      `  ${s.env.padEnd(width)}  ${s.doc.replaceAll('`', '')}${s.default === undefined || s.default === '' ? '' : ` (default: ${s.default})`}`,
   ).join('\n');
 }

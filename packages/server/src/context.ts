@@ -17,8 +17,12 @@ import { PaymentService } from './payments/service.ts';
 import { CheckoutService } from './payments/checkout.ts';
 import { ExpiryJob } from './payments/expiry.ts';
 import { AutoDisableJob } from './endpoints/auto-disable.ts';
-import { PASSWORD_COST, type ScryptCost } from './portal/passwords.ts';
+import { PASSWORD_COST, type ScryptCost } from './accounts/passwords.ts';
 import { RetentionJob } from './db/retention.ts';
+import { AuditTrail } from './audit/trail.ts';
+import { SessionStore } from './accounts/sessions.ts';
+import { createAccounts, type Accounts } from './accounts/index.ts';
+import { smtpMailer } from './accounts/mailer.ts';
 
 /**
  * Everything a request handler or worker needs, built once at start and passed down
@@ -32,6 +36,12 @@ export interface ServiceContext {
   secrets: SecretBox;
   /** scrypt cost of portal passwords (and of the decoy unknown emails are checked against). */
   passwordCost: ScryptCost;
+  /** The audit trail every change records itself in (audit/trail.ts). */
+  audit: AuditTrail;
+  /** Portal sessions, of both kinds (accounts/sessions.ts). */
+  sessions: SessionStore;
+  /** Sign-in, the payment service's portal links, the team, one's own account, password resets. */
+  accounts: Accounts;
   endpoints: EndpointService;
   events: EventService;
   deliveries: DeliveryService;
@@ -70,6 +80,13 @@ export function createContext(options: {
 }): ServiceContext {
   const { config, database, clock, logger } = options;
   const secrets = new SecretBox(options.encryptionKey);
+  const audit = new AuditTrail(logger, clock);
+  const passwordCost = options.passwordCost ?? PASSWORD_COST;
+  const sessions = new SessionStore(database.db, () => clock.now(), {
+    idleMs: config.portalIdleTimeoutMs,
+    lifetimeMs: config.portalSessionLifetimeMs,
+  });
+  const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.smtpFrom) : null;
   const allowPrivate = config.dev || config.allowPrivateUrls;
   const urlPolicy = { allowHttp: config.dev || config.allowHttpUrls, allowPrivate };
   const sender = new Sender({
@@ -87,8 +104,16 @@ export function createContext(options: {
     publicUrl: () => ctx.publicUrl ?? `http://${config.host}:${config.port}`,
     allowHttpLive: config.dev || config.allowHttpUrls,
   });
-  const deliveries = new DeliveryService(database, clock, secrets, sender, config.leaseMs, metrics, config.endpointConcurrency, (entry) =>
-    logAttempt(logger, config.dev ? 'info' : 'debug', entry),
+  const deliveries = new DeliveryService(
+    database,
+    clock,
+    secrets,
+    sender,
+    config.leaseMs,
+    audit,
+    metrics,
+    config.endpointConcurrency,
+    (entry) => logAttempt(logger, config.dev ? 'info' : 'debug', entry),
   );
   // Several processes share one PostgreSQL: the cap on manual attempts per endpoint is theirs
   // together (api/app.ts moves it to Redis when PAYHOOKS_REDIS_URL is set).
@@ -99,11 +124,24 @@ export function createContext(options: {
     clock,
     logger,
     secrets,
-    passwordCost: options.passwordCost ?? PASSWORD_COST,
-    endpoints: new EndpointService(database.db, secrets, urlPolicy, clock),
+    passwordCost,
+    audit,
+    sessions,
+    accounts: createAccounts({
+      db: database.db,
+      clock,
+      audit,
+      secrets,
+      passwordCost,
+      sessions,
+      mailer,
+      passwordSignIn: config.portalPasswordSignIn,
+      publicUrl: () => ctx.publicUrl ?? `http://${config.host}:${config.port}`,
+    }),
+    endpoints: new EndpointService(database.db, secrets, urlPolicy, clock, audit),
     events: new EventService(database.db),
     deliveries,
-    bulkReplays: new BulkReplays(database, deliveries, () => clock.now()),
+    bulkReplays: new BulkReplays(database, deliveries, () => clock.now(), audit),
     sender,
     metrics,
     payments,
@@ -111,12 +149,14 @@ export function createContext(options: {
     publicUrl: config.publicUrl,
     createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
     createExpiryJob: () => new ExpiryJob({ database, checkout, logger, intervalMs: config.expiryIntervalMs }),
-    createRetentionJob: () => new RetentionJob({ database, clock, logger, retentionMs: config.retentionMs }),
+    createRetentionJob: () =>
+      new RetentionJob({ database, clock, logger, retentionMs: config.retentionMs, auditRetentionMs: config.auditRetentionMs }),
     createAutoDisableJob: () =>
       new AutoDisableJob({
         database,
         clock,
         logger,
+        audit,
         metrics,
         windowMs: config.autoDisableAfterMs,
         scheduleMs: config.retryScheduleMs.reduce((a, b) => a + b, 0),
@@ -126,6 +166,7 @@ export function createContext(options: {
     async close() {
       await ctx.bulkReplays.close(); // attempts in flight finish and are recorded first
       await sender.close();
+      mailer?.close();
     },
   };
   return ctx;

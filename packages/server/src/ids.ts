@@ -37,11 +37,19 @@ function idByte(): number {
   return ID_POOL[idPoolAt++]!;
 }
 
-export type IdKind = keyof typeof ID_PREFIX;
+/** Prefixes of the server's own objects, which no receiver sees (the contract's are above them). */
+const SERVER_ID_PREFIX = {
+  auditEvent: 'aud_',
+  portalUser: 'usr_',
+} as const;
+
+const PREFIXES = { ...ID_PREFIX, ...SERVER_ID_PREFIX };
+
+export type IdKind = keyof typeof PREFIXES;
 
 /** A new identifier such as `we_3kTMd…` (24 base62 characters, ~143 bits), unbiased like randomBase62. */
 export function newId(kind: IdKind): string {
-  return ID_PREFIX[kind] + base62(24, idByte);
+  return PREFIXES[kind] + base62(24, idByte);
 }
 
 /** A signing secret: `whsec_` + 32 random bytes, base64url (spec 2.3). */

@@ -37,6 +37,9 @@ const ATTEMPT_FIELDS =
 /** Fields of the request line (api/app.ts) that its message already says. */
 const REQUEST_FIELDS = 'http_method,http_path,http_status,reqId';
 
+/** The audit line's entry (audit/trail.ts): its message says who did what; the JSON of production has it whole. */
+const AUDIT_FIELDS = 'audit';
+
 /**
  * The service's logger. Production (the default): JSON lines. Development mode (`dev`):
  * human-readable lines through pino-pretty, written synchronously to `destination` (stdout
@@ -70,7 +73,7 @@ export function createLogger(config: Pick<Config, 'logLevel'> & { dev?: boolean 
         sync: true,
         colorize,
         translateTime: 'SYS:HH:MM:ss.l',
-        ignore: `pid,hostname,${ATTEMPT_FIELDS},${REQUEST_FIELDS}`,
+        ignore: `pid,hostname,${ATTEMPT_FIELDS},${REQUEST_FIELDS},${AUDIT_FIELDS}`,
       }),
     );
   }

@@ -37,6 +37,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/portal/api/session/two_factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The second step of signing in: a code from the authenticator app, or a recovery code */
+        post: operations["portalSignInTwoFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/session/link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Trade the token of the payment service's link for a session */
+        post: operations["portalOpenLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/portal/api/session/environment": {
         parameters: {
             query?: never;
@@ -302,10 +336,267 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The shop's settings */
+        /** The Platform's settings (admins) */
         get: operations["portalSettings"];
-        /** Change the shop's name on the hosted checkout page */
+        /** Change the Platform's settings (admins): the shop's name, two-factor sign-in required, the theme; fields left out stay */
         put: operations["portalUpdateSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The team (admins) */
+        get: operations["portalListUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a user; their sessions end at once (admins) */
+        delete: operations["portalRemoveUser"];
+        options?: never;
+        head?: never;
+        /** Change a user's role (admins; a Platform keeps one admin) */
+        patch: operations["portalChangeRole"];
+        trace?: never;
+    };
+    "/portal/api/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Open invitations (admins) */
+        get: operations["portalListInvitations"];
+        put?: never;
+        /** Invite a teammate (admins): a single-use link, shown once */
+        post: operations["portalInvite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/invitations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an invitation (admins) */
+        delete: operations["portalRevokeInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/invitation/inspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What an invitation is for, without using it */
+        post: operations["portalInspectInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/invitation/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept an invitation: choose a password and sign in */
+        post: operations["portalAcceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/password_reset/inspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Which account a reset link is for */
+        post: operations["portalInspectPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/password_reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Choose a new password through an operator's reset link (every session of the user ends) */
+        post: operations["portalResetPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your own account */
+        get: operations["portalAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/account/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Change your password (your other sessions end) */
+        put: operations["portalChangePassword"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/account/two_factor/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start setting up two-factor sign-in */
+        post: operations["portalStartTwoFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/account/two_factor/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Confirm with a code from the app: two-factor sign-in is on */
+        post: operations["portalEnableTwoFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/account/two_factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Turn two-factor sign-in off (asks for the password) */
+        delete: operations["portalDisableTwoFactor"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/account/two_factor/recovery_codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** New recovery codes (the old ones stop working) */
+        post: operations["portalNewRecoveryCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/audit_events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Platform's audit trail (admins) */
+        get: operations["portalAuditEvents"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -468,6 +759,48 @@ export interface components {
             } | null;
             /** @description Every attempt so far, oldest first. */
             attempts: components["schemas"]["DeliveryAttempt"][];
+        };
+        /** @description One entry of the audit trail: who changed what, when, from where, and how it ended. */
+        AuditEvent: {
+            /** @description Prefix aud_ */
+            id: string;
+            /** @enum {string} */
+            object: "audit_event";
+            /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+            created_at: string;
+            /** @description The environment the change was in; null for Platform-wide changes (team, settings). */
+            environment: ("sandbox" | "live") | null;
+            /** @description <resource>.<verb>, such as webhook_endpoint.create, webhook_delivery.replay, portal_user.role_change. */
+            action: string;
+            /**
+             * @description denied: refused for lack of rights (401, 403); failed: refused for another reason.
+             * @enum {string}
+             */
+            outcome: "succeeded" | "failed" | "denied";
+            error_code: string | null;
+            actor: {
+                /**
+                 * @description user: a portal user; embedded_user: the payment service's user in an embedded portal session (id: the payment service's user id); api_key; internal: the internal API token; operator: the CLI; system: payhooks itself (automatic endpoint disable); customer: the hosted checkout page.
+                 * @enum {string}
+                 */
+                type: "user" | "embedded_user" | "api_key" | "internal" | "operator" | "system" | "customer";
+                id: string | null;
+                email: string | null;
+                name: string | null;
+            };
+            resource: {
+                type: string;
+                id: string | null;
+            };
+            /** @description The fields changed and their new values. Never a secret, a password or a token. */
+            changes: {
+                [key: string]: unknown;
+            } | null;
+            origin: {
+                ip: string | null;
+                user_agent: string | null;
+                request_id: string | null;
+            };
         };
     };
     responses: {
@@ -776,35 +1109,80 @@ export interface operations {
                     /**
                      * @example {
                      *       "object": "portal_session",
+                     *       "kind": "password",
                      *       "user": {
                      *         "id": "string",
-                     *         "email": "string"
+                     *         "email": "string",
+                     *         "name": "string"
                      *       },
+                     *       "role": "viewer",
                      *       "platform": {
                      *         "id": "string",
                      *         "name": "string"
                      *       },
                      *       "environment": "sandbox",
+                     *       "environment_locked": true,
                      *       "csrf_token": "string",
-                     *       "expires_at": "string"
+                     *       "expires_at": "string",
+                     *       "idle_timeout_seconds": 0,
+                     *       "needs_two_factor_setup": true,
+                     *       "return_url": "string",
+                     *       "theme": {
+                     *         "accent_color": "string",
+                     *         "name": "string",
+                     *         "logo": "string",
+                     *         "mode": "light"
+                     *       },
+                     *       "frame_ancestors": [
+                     *         "string"
+                     *       ],
+                     *       "password_sign_in": true
                      *     }
                      */
                     "application/json": {
                         /** @enum {string} */
                         object: "portal_session";
+                        /**
+                         * @description embedded: opened through the payment service's link.
+                         * @enum {string}
+                         */
+                        kind: "password" | "embedded";
                         user: {
+                            /** @description usr_… for portal users; the payment service's user id for embedded sessions. */
                             id: string;
-                            email: string;
+                            email: string | null;
+                            name: string | null;
                         };
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
                         platform: {
                             id: string;
                             name: string;
                         };
                         /** @enum {string} */
                         environment: "sandbox" | "live";
+                        /** @description Embedded sessions stay in the environment their link named. */
+                        environment_locked: boolean;
                         /** @description Send it back as x-csrf-token on every change. */
                         csrf_token: string;
+                        /** @description The absolute end of the session. */
                         expires_at: string;
+                        /** @description The session ends after this long without a request. */
+                        idle_timeout_seconds: number;
+                        /** @description The team requires two-factor sign-in and this user has not set it up yet. */
+                        needs_two_factor_setup: boolean;
+                        return_url: string | null;
+                        /** @description The portal's look inside the payment service's portal. */
+                        theme: {
+                            accent_color: string | null;
+                            name: string | null;
+                            logo: string | null;
+                            /** @enum {string} */
+                            mode: "light" | "dark" | "auto";
+                        };
+                        /** @description Origins allowed to frame the portal. */
+                        frame_ancestors: string[];
+                        password_sign_in: boolean;
                     };
                 };
             };
@@ -832,7 +1210,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Signed in (the session cookie is set). */
+            /** @description Signed in (the session cookie is set), or a second factor is asked for. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -841,34 +1219,85 @@ export interface operations {
                     /**
                      * @example {
                      *       "object": "portal_session",
+                     *       "kind": "password",
                      *       "user": {
                      *         "id": "string",
-                     *         "email": "string"
+                     *         "email": "string",
+                     *         "name": "string"
                      *       },
+                     *       "role": "viewer",
                      *       "platform": {
                      *         "id": "string",
                      *         "name": "string"
                      *       },
                      *       "environment": "sandbox",
+                     *       "environment_locked": true,
                      *       "csrf_token": "string",
-                     *       "expires_at": "string"
+                     *       "expires_at": "string",
+                     *       "idle_timeout_seconds": 0,
+                     *       "needs_two_factor_setup": true,
+                     *       "return_url": "string",
+                     *       "theme": {
+                     *         "accent_color": "string",
+                     *         "name": "string",
+                     *         "logo": "string",
+                     *         "mode": "light"
+                     *       },
+                     *       "frame_ancestors": [
+                     *         "string"
+                     *       ],
+                     *       "password_sign_in": true
                      *     }
                      */
                     "application/json": {
                         /** @enum {string} */
                         object: "portal_session";
+                        /**
+                         * @description embedded: opened through the payment service's link.
+                         * @enum {string}
+                         */
+                        kind: "password" | "embedded";
                         user: {
+                            /** @description usr_… for portal users; the payment service's user id for embedded sessions. */
                             id: string;
-                            email: string;
+                            email: string | null;
+                            name: string | null;
                         };
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
                         platform: {
                             id: string;
                             name: string;
                         };
                         /** @enum {string} */
                         environment: "sandbox" | "live";
+                        /** @description Embedded sessions stay in the environment their link named. */
+                        environment_locked: boolean;
                         /** @description Send it back as x-csrf-token on every change. */
                         csrf_token: string;
+                        /** @description The absolute end of the session. */
+                        expires_at: string;
+                        /** @description The session ends after this long without a request. */
+                        idle_timeout_seconds: number;
+                        /** @description The team requires two-factor sign-in and this user has not set it up yet. */
+                        needs_two_factor_setup: boolean;
+                        return_url: string | null;
+                        /** @description The portal's look inside the payment service's portal. */
+                        theme: {
+                            accent_color: string | null;
+                            name: string | null;
+                            logo: string | null;
+                            /** @enum {string} */
+                            mode: "light" | "dark" | "auto";
+                        };
+                        /** @description Origins allowed to frame the portal. */
+                        frame_ancestors: string[];
+                        password_sign_in: boolean;
+                    } | {
+                        /** @enum {string} */
+                        object: "two_factor_challenge";
+                        /** @description Send it back with the code to POST /portal/api/session/two_factor. */
+                        challenge: string;
                         expires_at: string;
                     };
                 };
@@ -923,6 +1352,226 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    portalSignInTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    challenge: string;
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in (the session cookie is set). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "portal_session",
+                     *       "kind": "password",
+                     *       "user": {
+                     *         "id": "string",
+                     *         "email": "string",
+                     *         "name": "string"
+                     *       },
+                     *       "role": "viewer",
+                     *       "platform": {
+                     *         "id": "string",
+                     *         "name": "string"
+                     *       },
+                     *       "environment": "sandbox",
+                     *       "environment_locked": true,
+                     *       "csrf_token": "string",
+                     *       "expires_at": "string",
+                     *       "idle_timeout_seconds": 0,
+                     *       "needs_two_factor_setup": true,
+                     *       "return_url": "string",
+                     *       "theme": {
+                     *         "accent_color": "string",
+                     *         "name": "string",
+                     *         "logo": "string",
+                     *         "mode": "light"
+                     *       },
+                     *       "frame_ancestors": [
+                     *         "string"
+                     *       ],
+                     *       "password_sign_in": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "portal_session";
+                        /**
+                         * @description embedded: opened through the payment service's link.
+                         * @enum {string}
+                         */
+                        kind: "password" | "embedded";
+                        user: {
+                            /** @description usr_… for portal users; the payment service's user id for embedded sessions. */
+                            id: string;
+                            email: string | null;
+                            name: string | null;
+                        };
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        platform: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @enum {string} */
+                        environment: "sandbox" | "live";
+                        /** @description Embedded sessions stay in the environment their link named. */
+                        environment_locked: boolean;
+                        /** @description Send it back as x-csrf-token on every change. */
+                        csrf_token: string;
+                        /** @description The absolute end of the session. */
+                        expires_at: string;
+                        /** @description The session ends after this long without a request. */
+                        idle_timeout_seconds: number;
+                        /** @description The team requires two-factor sign-in and this user has not set it up yet. */
+                        needs_two_factor_setup: boolean;
+                        return_url: string | null;
+                        /** @description The portal's look inside the payment service's portal. */
+                        theme: {
+                            accent_color: string | null;
+                            name: string | null;
+                            logo: string | null;
+                            /** @enum {string} */
+                            mode: "light" | "dark" | "auto";
+                        };
+                        /** @description Origins allowed to frame the portal. */
+                        frame_ancestors: string[];
+                        password_sign_in: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+        };
+    };
+    portalOpenLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The session, with its token: send it as `Authorization: Bearer <session_token>`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "portal_session",
+                     *       "kind": "password",
+                     *       "user": {
+                     *         "id": "string",
+                     *         "email": "string",
+                     *         "name": "string"
+                     *       },
+                     *       "role": "viewer",
+                     *       "platform": {
+                     *         "id": "string",
+                     *         "name": "string"
+                     *       },
+                     *       "environment": "sandbox",
+                     *       "environment_locked": true,
+                     *       "csrf_token": "string",
+                     *       "expires_at": "string",
+                     *       "idle_timeout_seconds": 0,
+                     *       "needs_two_factor_setup": true,
+                     *       "return_url": "string",
+                     *       "theme": {
+                     *         "accent_color": "string",
+                     *         "name": "string",
+                     *         "logo": "string",
+                     *         "mode": "light"
+                     *       },
+                     *       "frame_ancestors": [
+                     *         "string"
+                     *       ],
+                     *       "password_sign_in": true,
+                     *       "session_token": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "portal_session";
+                        /**
+                         * @description embedded: opened through the payment service's link.
+                         * @enum {string}
+                         */
+                        kind: "password" | "embedded";
+                        user: {
+                            /** @description usr_… for portal users; the payment service's user id for embedded sessions. */
+                            id: string;
+                            email: string | null;
+                            name: string | null;
+                        };
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        platform: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @enum {string} */
+                        environment: "sandbox" | "live";
+                        /** @description Embedded sessions stay in the environment their link named. */
+                        environment_locked: boolean;
+                        /** @description Send it back as x-csrf-token on every change. */
+                        csrf_token: string;
+                        /** @description The absolute end of the session. */
+                        expires_at: string;
+                        /** @description The session ends after this long without a request. */
+                        idle_timeout_seconds: number;
+                        /** @description The team requires two-factor sign-in and this user has not set it up yet. */
+                        needs_two_factor_setup: boolean;
+                        return_url: string | null;
+                        /** @description The portal's look inside the payment service's portal. */
+                        theme: {
+                            accent_color: string | null;
+                            name: string | null;
+                            logo: string | null;
+                            /** @enum {string} */
+                            mode: "light" | "dark" | "auto";
+                        };
+                        /** @description Origins allowed to frame the portal. */
+                        frame_ancestors: string[];
+                        password_sign_in: boolean;
+                    } & {
+                        session_token: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+        };
+    };
     portalSwitchEnvironment: {
         parameters: {
             query?: never;
@@ -947,35 +1596,80 @@ export interface operations {
                     /**
                      * @example {
                      *       "object": "portal_session",
+                     *       "kind": "password",
                      *       "user": {
                      *         "id": "string",
-                     *         "email": "string"
+                     *         "email": "string",
+                     *         "name": "string"
                      *       },
+                     *       "role": "viewer",
                      *       "platform": {
                      *         "id": "string",
                      *         "name": "string"
                      *       },
                      *       "environment": "sandbox",
+                     *       "environment_locked": true,
                      *       "csrf_token": "string",
-                     *       "expires_at": "string"
+                     *       "expires_at": "string",
+                     *       "idle_timeout_seconds": 0,
+                     *       "needs_two_factor_setup": true,
+                     *       "return_url": "string",
+                     *       "theme": {
+                     *         "accent_color": "string",
+                     *         "name": "string",
+                     *         "logo": "string",
+                     *         "mode": "light"
+                     *       },
+                     *       "frame_ancestors": [
+                     *         "string"
+                     *       ],
+                     *       "password_sign_in": true
                      *     }
                      */
                     "application/json": {
                         /** @enum {string} */
                         object: "portal_session";
+                        /**
+                         * @description embedded: opened through the payment service's link.
+                         * @enum {string}
+                         */
+                        kind: "password" | "embedded";
                         user: {
+                            /** @description usr_… for portal users; the payment service's user id for embedded sessions. */
                             id: string;
-                            email: string;
+                            email: string | null;
+                            name: string | null;
                         };
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
                         platform: {
                             id: string;
                             name: string;
                         };
                         /** @enum {string} */
                         environment: "sandbox" | "live";
+                        /** @description Embedded sessions stay in the environment their link named. */
+                        environment_locked: boolean;
                         /** @description Send it back as x-csrf-token on every change. */
                         csrf_token: string;
+                        /** @description The absolute end of the session. */
                         expires_at: string;
+                        /** @description The session ends after this long without a request. */
+                        idle_timeout_seconds: number;
+                        /** @description The team requires two-factor sign-in and this user has not set it up yet. */
+                        needs_two_factor_setup: boolean;
+                        return_url: string | null;
+                        /** @description The portal's look inside the payment service's portal. */
+                        theme: {
+                            accent_color: string | null;
+                            name: string | null;
+                            logo: string | null;
+                            /** @enum {string} */
+                            mode: "light" | "dark" | "auto";
+                        };
+                        /** @description Origins allowed to frame the portal. */
+                        frame_ancestors: string[];
+                        password_sign_in: boolean;
                     };
                 };
             };
@@ -2208,16 +2902,33 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "object": "shop_settings",
+                     *       "object": "platform_settings",
                      *       "display_name": "string",
-                     *       "platform_name": "string"
+                     *       "platform_name": "string",
+                     *       "require_two_factor": true,
+                     *       "theme": {
+                     *         "accent_color": "string",
+                     *         "name": "string",
+                     *         "logo": "string",
+                     *         "mode": "light"
+                     *       }
                      *     }
                      */
                     "application/json": {
                         /** @enum {string} */
-                        object: "shop_settings";
+                        object: "platform_settings";
                         display_name: string | null;
                         platform_name: string;
+                        /** @description Every portal user must sign in with a second factor. */
+                        require_two_factor: boolean;
+                        /** @description The portal's look inside the payment service's portal. */
+                        theme: {
+                            accent_color: string | null;
+                            name: string | null;
+                            logo: string | null;
+                            /** @enum {string} */
+                            mode: "light" | "dark" | "auto";
+                        };
                     };
                 };
             };
@@ -2239,7 +2950,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    display_name: string | null;
+                    display_name?: string | null;
+                    require_two_factor?: boolean;
+                    theme?: {
+                        accent_color?: string | null;
+                        name?: string | null;
+                        logo?: string | null;
+                        mode?: "light" | "dark" | "auto";
+                    };
                 };
             };
         };
@@ -2252,16 +2970,33 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "object": "shop_settings",
+                     *       "object": "platform_settings",
                      *       "display_name": "string",
-                     *       "platform_name": "string"
+                     *       "platform_name": "string",
+                     *       "require_two_factor": true,
+                     *       "theme": {
+                     *         "accent_color": "string",
+                     *         "name": "string",
+                     *         "logo": "string",
+                     *         "mode": "light"
+                     *       }
                      *     }
                      */
                     "application/json": {
                         /** @enum {string} */
-                        object: "shop_settings";
+                        object: "platform_settings";
                         display_name: string | null;
                         platform_name: string;
+                        /** @description Every portal user must sign in with a second factor. */
+                        require_two_factor: boolean;
+                        /** @description The portal's look inside the payment service's portal. */
+                        theme: {
+                            accent_color: string | null;
+                            name: string | null;
+                            logo: string | null;
+                            /** @enum {string} */
+                            mode: "light" | "dark" | "auto";
+                        };
                     };
                 };
             };
@@ -2271,6 +3006,1012 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalListUsers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every portal user of the Platform. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "string",
+                     *           "object": "portal_user",
+                     *           "email": "string",
+                     *           "name": "string",
+                     *           "role": "viewer",
+                     *           "two_factor_enabled": true,
+                     *           "created_at": "string"
+                     *         }
+                     *       ],
+                     *       "has_more": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            object: "portal_user";
+                            email: string;
+                            name: string | null;
+                            /** @enum {string} */
+                            role: "viewer" | "developer" | "admin";
+                            two_factor_enabled: boolean;
+                            created_at: string;
+                        }[];
+                        has_more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalRemoveUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "object": "portal_user",
+                     *       "email": "string",
+                     *       "name": "string",
+                     *       "role": "viewer",
+                     *       "two_factor_enabled": true,
+                     *       "created_at": "string",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        object: "portal_user";
+                        email: string;
+                        name: string | null;
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        two_factor_enabled: boolean;
+                        created_at: string;
+                    } & {
+                        /** @enum {boolean} */
+                        deleted: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalChangeRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    role: "viewer" | "developer" | "admin";
+                };
+            };
+        };
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "object": "portal_user",
+                     *       "email": "string",
+                     *       "name": "string",
+                     *       "role": "viewer",
+                     *       "two_factor_enabled": true,
+                     *       "created_at": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        object: "portal_user";
+                        email: string;
+                        name: string | null;
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        two_factor_enabled: boolean;
+                        created_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalListInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Unused, unexpired invitations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "string",
+                     *           "object": "invitation",
+                     *           "email": "string",
+                     *           "role": "viewer",
+                     *           "created_at": "string",
+                     *           "expires_at": "string"
+                     *         }
+                     *       ],
+                     *       "has_more": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            object: "invitation";
+                            email: string;
+                            /** @enum {string} */
+                            role: "viewer" | "developer" | "admin";
+                            created_at: string;
+                            expires_at: string;
+                        }[];
+                        has_more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalInvite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    role: "viewer" | "developer" | "admin";
+                };
+            };
+        };
+        responses: {
+            /** @description The invitation with its link (mailed too when SMTP is set up). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "object": "invitation",
+                     *       "email": "string",
+                     *       "role": "viewer",
+                     *       "created_at": "string",
+                     *       "expires_at": "string",
+                     *       "url": "string",
+                     *       "emailed": true
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        object: "invitation";
+                        email: string;
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        created_at: string;
+                        expires_at: string;
+                    } & {
+                        url: string;
+                        emailed: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalRevokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "object": "invitation",
+                     *       "email": "string",
+                     *       "role": "viewer",
+                     *       "created_at": "string",
+                     *       "expires_at": "string",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        object: "invitation";
+                        email: string;
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        created_at: string;
+                        expires_at: string;
+                    } & {
+                        /** @enum {boolean} */
+                        deleted: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalInspectInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "invitation_preview",
+                     *       "email": "string",
+                     *       "role": "viewer",
+                     *       "platform_name": "string",
+                     *       "expires_at": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "invitation_preview";
+                        email: string;
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        platform_name: string;
+                        expires_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+        };
+    };
+    portalAcceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: string;
+                    password: string;
+                    name?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in (the session cookie is set). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "portal_session",
+                     *       "kind": "password",
+                     *       "user": {
+                     *         "id": "string",
+                     *         "email": "string",
+                     *         "name": "string"
+                     *       },
+                     *       "role": "viewer",
+                     *       "platform": {
+                     *         "id": "string",
+                     *         "name": "string"
+                     *       },
+                     *       "environment": "sandbox",
+                     *       "environment_locked": true,
+                     *       "csrf_token": "string",
+                     *       "expires_at": "string",
+                     *       "idle_timeout_seconds": 0,
+                     *       "needs_two_factor_setup": true,
+                     *       "return_url": "string",
+                     *       "theme": {
+                     *         "accent_color": "string",
+                     *         "name": "string",
+                     *         "logo": "string",
+                     *         "mode": "light"
+                     *       },
+                     *       "frame_ancestors": [
+                     *         "string"
+                     *       ],
+                     *       "password_sign_in": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "portal_session";
+                        /**
+                         * @description embedded: opened through the payment service's link.
+                         * @enum {string}
+                         */
+                        kind: "password" | "embedded";
+                        user: {
+                            /** @description usr_… for portal users; the payment service's user id for embedded sessions. */
+                            id: string;
+                            email: string | null;
+                            name: string | null;
+                        };
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        platform: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @enum {string} */
+                        environment: "sandbox" | "live";
+                        /** @description Embedded sessions stay in the environment their link named. */
+                        environment_locked: boolean;
+                        /** @description Send it back as x-csrf-token on every change. */
+                        csrf_token: string;
+                        /** @description The absolute end of the session. */
+                        expires_at: string;
+                        /** @description The session ends after this long without a request. */
+                        idle_timeout_seconds: number;
+                        /** @description The team requires two-factor sign-in and this user has not set it up yet. */
+                        needs_two_factor_setup: boolean;
+                        return_url: string | null;
+                        /** @description The portal's look inside the payment service's portal. */
+                        theme: {
+                            accent_color: string | null;
+                            name: string | null;
+                            logo: string | null;
+                            /** @enum {string} */
+                            mode: "light" | "dark" | "auto";
+                        };
+                        /** @description Origins allowed to frame the portal. */
+                        frame_ancestors: string[];
+                        password_sign_in: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+        };
+    };
+    portalInspectPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The reset. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "password_reset_preview",
+                     *       "email": "string",
+                     *       "expires_at": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "password_reset_preview";
+                        email: string;
+                        expires_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+        };
+    };
+    portalResetPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: string;
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Done: sign in with the new password. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "password_reset",
+                     *       "email": "string",
+                     *       "done": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "password_reset";
+                        email: string;
+                        /** @enum {boolean} */
+                        done: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+        };
+    };
+    portalAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "account",
+                     *       "id": "string",
+                     *       "email": "string",
+                     *       "name": "string",
+                     *       "role": "viewer",
+                     *       "two_factor": {
+                     *         "enabled": true,
+                     *         "required": true,
+                     *         "recovery_codes_left": 0
+                     *       },
+                     *       "password_changed_at": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "account";
+                        id: string;
+                        email: string;
+                        name: string | null;
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        two_factor: {
+                            enabled: boolean;
+                            required: boolean;
+                            recovery_codes_left: number;
+                        };
+                        password_changed_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalChangePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    current_password: string;
+                    new_password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "account",
+                     *       "id": "string",
+                     *       "email": "string",
+                     *       "name": "string",
+                     *       "role": "viewer",
+                     *       "two_factor": {
+                     *         "enabled": true,
+                     *         "required": true,
+                     *         "recovery_codes_left": 0
+                     *       },
+                     *       "password_changed_at": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "account";
+                        id: string;
+                        email: string;
+                        name: string | null;
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        two_factor: {
+                            enabled: boolean;
+                            required: boolean;
+                            recovery_codes_left: number;
+                        };
+                        password_changed_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalStartTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret to add to an authenticator app (as text or as the otpauth URI, a QR code); not in use until confirmed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "two_factor_setup",
+                     *       "secret": "string",
+                     *       "otpauth_uri": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "two_factor_setup";
+                        secret: string;
+                        otpauth_uri: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalEnableTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Ten single-use recovery codes, shown only here: each signs in once in place of a code from the app. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "recovery_codes",
+                     *       "codes": [
+                     *         "string"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "recovery_codes";
+                        codes: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalDisableTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "account",
+                     *       "id": "string",
+                     *       "email": "string",
+                     *       "name": "string",
+                     *       "role": "viewer",
+                     *       "two_factor": {
+                     *         "enabled": true,
+                     *         "required": true,
+                     *         "recovery_codes_left": 0
+                     *       },
+                     *       "password_changed_at": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "account";
+                        id: string;
+                        email: string;
+                        name: string | null;
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        two_factor: {
+                            enabled: boolean;
+                            required: boolean;
+                            recovery_codes_left: number;
+                        };
+                        password_changed_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalNewRecoveryCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Ten single-use recovery codes, shown only here: each signs in once in place of a code from the app. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "recovery_codes",
+                     *       "codes": [
+                     *         "string"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "recovery_codes";
+                        codes: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalAuditEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Id of the last entry of the previous page. */
+                starting_after?: string;
+                /** @description usr_…, key_…, or the payment service user id. */
+                actor_id?: string;
+                actor_type?: "user" | "embedded_user" | "api_key" | "internal" | "operator" | "system" | "customer";
+                action?: string;
+                resource_type?: string;
+                resource_id?: string;
+                outcome?: "succeeded" | "failed" | "denied";
+                /** @description Created at or after this time (YYYY-MM-DDThh:mm:ssZ). */
+                "created[gte]"?: string;
+                /** @description Created before this time (YYYY-MM-DDThh:mm:ssZ). */
+                "created[lt]"?: string;
+                environment?: "sandbox" | "live";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "aud_3kTMd8Hq2Lp5Vx9Zc1Rw7Ny4",
+                     *           "object": "audit_event",
+                     *           "created_at": "2026-01-31T12:00:05Z",
+                     *           "environment": "live",
+                     *           "action": "webhook_endpoint.update",
+                     *           "outcome": "succeeded",
+                     *           "error_code": null,
+                     *           "actor": {
+                     *             "type": "embedded_user",
+                     *             "id": "user_8812",
+                     *             "email": "ana@shop.example",
+                     *             "name": "Ana Lima"
+                     *           },
+                     *           "resource": {
+                     *             "type": "webhook_endpoint",
+                     *             "id": "we_3kT9xQ2mZ8pL4wR6"
+                     *           },
+                     *           "changes": {
+                     *             "enabled_events": [
+                     *               "payment.succeeded",
+                     *               "payment.failed",
+                     *               "payment.expired",
+                     *               "checkout_session.completed"
+                     *             ]
+                     *           },
+                     *           "origin": {
+                     *             "ip": "203.0.113.7",
+                     *             "user_agent": "Mozilla/5.0 (X11; Linux x86_64)",
+                     *             "request_id": "req_7Yp2Kd9Qm4Xw1Vb6"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "has_more": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: components["schemas"]["AuditEvent"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -5,7 +5,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import type { ServiceContext } from '../context.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 import { AppError } from '../errors.ts';
 import { authenticate } from './auth.ts';
 import { errorHandler } from './errors.ts';
@@ -38,6 +38,9 @@ import { RedisSlots } from '../delivery/shared-gate.ts';
 import { listenSessionRoutes } from './v1/listen-sessions.ts';
 import { listenRelayRoutes } from './listen-relay.ts';
 import { API_BODY_LIMIT } from './body-limit.ts';
+import { installAuditOfFailures, requireAuditDeclaration, type RouteAudit } from './audit-hook.ts';
+import { AuditEventSchema, auditEventRoutes } from './v1/audit-events.ts';
+import { internalPortalSessionRoutes } from './internal/portal-sessions.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -49,6 +52,8 @@ declare module 'fastify' {
 export interface RouteInfo {
   method: string;
   url: string;
+  /** The route's declarations the role and audit tests read: portal role, public, audit entry. */
+  config: { role?: string; public?: boolean; audit?: RouteAudit };
 }
 
 const routeLists = new WeakMap<FastifyInstance, RouteInfo[]>();
@@ -78,6 +83,7 @@ const SHARED_SCHEMAS = [
   PaymentSchema,
   CheckoutSessionSchema,
   EventSchema,
+  AuditEventSchema,
 ];
 
 function validators() {
@@ -134,7 +140,10 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
 
   const routes: RouteInfo[] = [];
   app.addHook('onRoute', (r) => {
-    for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url });
+    requireAuditDeclaration(r);
+    const config = (r.config ?? {}) as RouteInfo['config'];
+    for (const method of [r.method].flat())
+      if (method !== 'HEAD') routes.push({ method, url: r.url, config: { role: config.role, public: config.public, audit: config.audit } });
   });
   routeLists.set(app as unknown as FastifyInstance, routes);
   // Routes without TypeBox response schemas (portal API, checkout pages, listen relay) get
@@ -156,6 +165,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     if (closing) void reply.header('connection', 'close');
   });
   app.addHook('onResponse', requestLogLine(ctx.config.dev));
+  installAuditOfFailures(app as unknown as FastifyInstance, ctx.audit, ctx.database.db);
   app.server.on('connect', connectHandler);
 
   // Every body we accept is JSON; anything else is a 415, on every route.
@@ -244,6 +254,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
       await internal.register(internalEventRoutes(ctx));
       await internal.register(internalEventBatchRoutes(ctx));
       await internal.register(internalPaymentRoutes(ctx));
+      await internal.register(internalPortalSessionRoutes(ctx));
     },
     { prefix: '/internal/v1' },
   );
@@ -251,18 +262,19 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   await app.register(checkoutPageRoutes(ctx));
   // `payhooks listen`: sessions live in the process holding their stream; on PostgreSQL the
   // hand-over reaches it from any API process (devtools/listen-sessions.ts, listen-relays.ts).
-  const listenHub = new ListenHub(ctx.database, ctx.secrets, ctx.clock, ctx.logger);
+  const listenHub = new ListenHub(ctx.database, ctx.secrets, ctx.clock, ctx.logger, ctx.audit);
   await listenHub.start();
   app.addHook('onClose', async () => listenHub.stop());
   await app.register(listenRelayRoutes(listenHub));
 
-  const perKey = rateLimits.limit('api-key', rule, (req) => req.scope.apiKeyId, 'Too many requests for this API key');
+  const perKey = rateLimits.limit('api-key', rule, (req) => req.scope.actor.id ?? req.ip, 'Too many requests for this API key');
   const failedAuth = rateLimits.limit('failed-auth', rule, (req) => req.ip, 'Too many requests with an invalid API key from this address');
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', async (req) => {
         try {
           req.scope = await authenticate(ctx.database.db, req);
+          req.auditSubject = req.scope;
         } catch (err) {
           // Failed authentications are limited per client address, so guessing keys (or
           // flooding with bad ones) costs the caller a 429 after the same budget a key gets.
@@ -278,6 +290,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
       await v1.register(checkoutSessionRoutes(ctx));
       await v1.register(sandboxRoutes(ctx));
       await v1.register(listenSessionRoutes(ctx, listenHub));
+      await v1.register(auditEventRoutes(ctx));
     },
     { prefix: '/api/v1' },
   );

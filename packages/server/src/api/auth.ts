@@ -4,7 +4,8 @@ import { apiKeys } from '../db/schema.ts';
 import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import { environmentOfKey, hashApiKey } from '../security/api-keys.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
+import { requestOrigin } from './request-origin.ts';
 
 const unauthorized = (code: string, message: string) =>
   new AppError('authentication', code, message, { headers: { 'www-authenticate': 'Bearer realm="payhooks"' } });
@@ -26,5 +27,5 @@ export async function authenticate(db: Db, req: FastifyRequest): Promise<Scope> 
     .where(eq(apiKeys.keyHash, hashApiKey(key)));
   if (!row) throw unauthorized('invalid_api_key', `Invalid API key provided: ${key.slice(0, 12)}…`);
   if (row.revokedAt) throw unauthorized('api_key_revoked', `The API key ${row.prefix}… was revoked; create a new one.`);
-  return { platformId: row.platformId, environment: row.environment, apiKeyId: row.id };
+  return { platformId: row.platformId, environment: row.environment, actor: { type: 'api_key', id: row.id }, origin: requestOrigin(req) };
 }

@@ -4,7 +4,7 @@ import { idempotencyKeys } from '../db/schema.ts';
 import type { Tx } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { ServiceContext } from '../context.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 
 import { IDEMPOTENCY_WINDOW_MS } from '../idempotency-window.ts';
 

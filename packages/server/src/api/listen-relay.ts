@@ -22,42 +22,49 @@ export const listenRelayRoutes =
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: RELAY_BODY_LIMIT }, (_req, body, done) => done(null, body));
 
-    app.post<{ Params: { id: string } }>('/listen/:id', { schema: { hide: true } }, async (req, reply) => {
-      const session = await hub.target(req.params.id);
-      if (!session)
-        throw new AppError('not_found', 'listen_session_not_connected', `No payhooks listen session is connected for ${req.params.id}.`);
-      const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const header = req.headers[SIGNATURE_HEADER.toLowerCase()];
-      const eventId = req.headers[EVENT_ID_HEADER.toLowerCase()];
-      const check =
-        typeof header === 'string'
-          ? checkSignature({ header, rawBody: bytes, secrets: [session.secret], nowSeconds: Math.floor(Date.now() / 1000) })
-          : null;
-      if (!check?.ok || typeof eventId !== 'string')
-        throw new AppError('invalid_request', 'listen_signature_invalid', 'Not a delivery signed for this listen session.');
-      let type = 'unknown';
-      try {
-        type = String((JSON.parse(bytes.toString('utf8')) as { type?: unknown }).type ?? 'unknown');
-      } catch {
-        // Signed by us, so JSON; the type is only for the CLI's line anyway.
-      }
-      const result = await hub.forward(req.params.id, session, {
-        event_id: eventId,
-        event_type: type,
-        signature: header as string,
-        body: bytes.toString('utf8'),
-      });
-      if (result.status_code === null || result.status_code < 200) {
-        // The local receiver's failure, not ours: a 502 in our error shape, logged as the attempt's body.
-        return reply.code(502).send({
-          error: {
-            type: 'api_error',
-            code: 'listen_forward_failed',
-            message: `payhooks listen could not forward the delivery: ${result.error ?? 'no answer'}`,
-          },
+    app.post<{ Params: { id: string } }>(
+      '/listen/:id',
+      {
+        schema: { hide: true },
+        config: { audit: { exempt: "a delivery attempt to a listen session's endpoint: the delivery log records it" } },
+      },
+      async (req, reply) => {
+        const session = await hub.target(req.params.id);
+        if (!session)
+          throw new AppError('not_found', 'listen_session_not_connected', `No payhooks listen session is connected for ${req.params.id}.`);
+        const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const header = req.headers[SIGNATURE_HEADER.toLowerCase()];
+        const eventId = req.headers[EVENT_ID_HEADER.toLowerCase()];
+        const check =
+          typeof header === 'string'
+            ? checkSignature({ header, rawBody: bytes, secrets: [session.secret], nowSeconds: Math.floor(Date.now() / 1000) })
+            : null;
+        if (!check?.ok || typeof eventId !== 'string')
+          throw new AppError('invalid_request', 'listen_signature_invalid', 'Not a delivery signed for this listen session.');
+        let type = 'unknown';
+        try {
+          type = String((JSON.parse(bytes.toString('utf8')) as { type?: unknown }).type ?? 'unknown');
+        } catch {
+          // Signed by us, so JSON; the type is only for the CLI's line anyway.
+        }
+        const result = await hub.forward(req.params.id, session, {
+          event_id: eventId,
+          event_type: type,
+          signature: header as string,
+          body: bytes.toString('utf8'),
         });
-      }
-      // The local receiver's answer, as text: the log never renders it as HTML.
-      return reply.code(result.status_code).type('text/plain; charset=utf-8').send(result.body);
-    });
+        if (result.status_code === null || result.status_code < 200) {
+          // The local receiver's failure, not ours: a 502 in our error shape, logged as the attempt's body.
+          return reply.code(502).send({
+            error: {
+              type: 'api_error',
+              code: 'listen_forward_failed',
+              message: `payhooks listen could not forward the delivery: ${result.error ?? 'no answer'}`,
+            },
+          });
+        }
+        // The local receiver's answer, as text: the log never renders it as HTML.
+        return reply.code(result.status_code).type('text/plain; charset=utf-8').send(result.body);
+      },
+    );
   };

@@ -7,7 +7,40 @@ import { waitForDatabase } from '../db/wait.ts';
 import { createLogger } from '../logging.ts';
 import { openRuntime } from '../runtime.ts';
 import { createApiKey, createPlatform, listApiKeys, listPlatforms, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
-import { createPortalUser } from '../portal/users.ts';
+import { createPortalUser, findUserByEmail, listUsers, toPortalUser } from '../accounts/users.ts';
+import { hostname, userInfo } from 'node:os';
+import { isRole, ROLES, type Role } from '../accounts/roles.ts';
+import type { ServiceContext } from '../context.ts';
+import type { AuditedBy } from '../tenancy/platforms.ts';
+
+/**
+ * The operator at the CLI, as the audit trail names them: their login name on this machine, and
+ * the machine in place of an address.
+ */
+function operator(ctx: ServiceContext): AuditedBy {
+  let login = 'unknown';
+  try {
+    login = userInfo().username;
+  } catch {
+    // No passwd entry for this uid (a container): the uid is what there is.
+    login = `uid ${process.getuid?.() ?? '?'}`;
+  }
+  return {
+    trail: ctx.audit,
+    by: { actor: { type: 'operator', id: login }, origin: { ip: null, userAgent: `payhooks-cli on ${hostname()}`, requestId: null } },
+  };
+}
+
+function role(raw: string | undefined, fallback: Role): Role {
+  if (raw === undefined) return fallback;
+  if (!isRole(raw)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (got '${raw}').`);
+  return raw;
+}
+
+/** Links the CLI prints point at PAYHOOKS_PUBLIC_URL; without it, at where `serve` listens by default. */
+function linkNote(ctx: ServiceContext): string {
+  return ctx.config.publicUrl ? '' : "The link uses this machine's address: set PAYHOOKS_PUBLIC_URL to the address your users open.\n";
+}
 
 /** A refused input (taken or malformed email) ends the command with its message, not a stack trace. */
 async function asConfigError<T>(fn: () => Promise<T>): Promise<T> {
@@ -69,7 +102,9 @@ export async function migrateCommand(options: { check?: boolean } = {}): Promise
 export async function createPlatformCommand(opts: { name: string; email?: string; json?: boolean }): Promise<void> {
   const name = opts.name.trim();
   if (!name || name.length > 200) throw new ConfigError('--name must be 1 to 200 characters.');
-  const created = await withRuntime(({ ctx }) => asConfigError(() => createPlatform(ctx.database.db, name, { portalEmail: opts.email })));
+  const created = await withRuntime(({ ctx }) =>
+    asConfigError(() => createPlatform(ctx.database.db, name, { portalEmail: opts.email, audit: operator(ctx) })),
+  );
   if (opts.json) process.stdout.write(`${JSON.stringify(created)}\n`);
   else
     process.stdout.write(
@@ -79,29 +114,124 @@ export async function createPlatformCommand(opts: { name: string; email?: string
     );
 }
 
-export async function createUserCommand(opts: { platform: string; email: string; json?: boolean }): Promise<void> {
+export async function createUserCommand(opts: { platform: string; email: string; role?: string; json?: boolean }): Promise<void> {
+  const chosen = role(opts.role, 'developer');
   const user = await withRuntime(async ({ ctx }) => {
     if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
-    return asConfigError(() => createPortalUser(ctx.database.db, opts.platform, opts.email));
+    return asConfigError(() =>
+      ctx.database.db.transaction(async (tx) => {
+        const created = await createPortalUser(tx, { platformId: opts.platform, email: opts.email, role: chosen }, ctx.passwordCost);
+        const { trail, by } = operator(ctx);
+        await trail.record(
+          tx,
+          { ...by, platformId: opts.platform, environment: null },
+          {
+            action: 'portal_user.create',
+            resourceType: 'portal_user',
+            resourceId: created.id,
+            changes: { email: created.email, role: chosen },
+          },
+        );
+        return created;
+      }),
+    );
   });
   if (opts.json) process.stdout.write(`${JSON.stringify(user)}\n`);
   else
     process.stdout.write(
-      `Portal user ${user.id} (${user.email}) of ${user.platform_id}\nPassword ${user.password}\nStore it now: it is not shown again.\n`,
+      `Portal user ${user.id} (${user.email}, ${user.role}) of ${user.platform_id}\nPassword ${user.password}\nStore it now: it is not shown again.\n`,
     );
+}
+
+/** `admin invite`: a single-use invitation link, printed (and mailed when PAYHOOKS_SMTP_URL is set). */
+export async function inviteCommand(opts: { platform: string; email: string; role?: string; json?: boolean }): Promise<void> {
+  const chosen = role(opts.role, 'developer');
+  const { invitation, note } = await withRuntime(async ({ ctx }) => {
+    if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
+    const { by } = operator(ctx);
+    const created = await asConfigError(() =>
+      ctx.accounts.team.invite({ ...by, platformId: opts.platform, environment: null }, opts.email, chosen),
+    );
+    return { invitation: created, note: linkNote(ctx) };
+  });
+  if (opts.json) process.stdout.write(`${JSON.stringify(invitation)}\n`);
+  else
+    process.stdout.write(
+      `Invitation ${invitation.id} for ${invitation.email} (${invitation.role}), until ${invitation.expires_at}${invitation.emailed ? ' (mailed)' : ''}\n${invitation.url}\n${note}`,
+    );
+}
+
+async function userOf(ctx: ServiceContext, email: string) {
+  const user = await findUserByEmail(ctx.database.db, email);
+  if (!user) throw new ConfigError(`No portal user with the email ${email.trim().toLowerCase()}.`);
+  return user;
+}
+
+/** `admin set-role`: the user's next request runs with the new role. */
+export async function setRoleCommand(opts: { email: string; role: string }): Promise<void> {
+  const chosen = role(opts.role, 'viewer');
+  const user = await withRuntime(async ({ ctx }) => {
+    const target = await userOf(ctx, opts.email);
+    const { by } = operator(ctx);
+    return asConfigError(() =>
+      ctx.accounts.team.changeRole({ ...by, platformId: target.platformId, environment: null }, target.id, chosen),
+    );
+  });
+  process.stdout.write(`${user.email} is now ${user.role}\n`);
+}
+
+/** `admin remove-user`: the user and every session of theirs end at once. */
+export async function removeUserCommand(opts: { email: string }): Promise<void> {
+  const user = await withRuntime(async ({ ctx }) => {
+    const target = await userOf(ctx, opts.email);
+    const { by } = operator(ctx);
+    return asConfigError(() => ctx.accounts.team.remove({ ...by, platformId: target.platformId, environment: null }, target.id));
+  });
+  process.stdout.write(`removed ${user.id} (${user.email}); their sessions have ended\n`);
+}
+
+/** `admin reset-password`: a single-use link (an hour) where the user chooses a new password. */
+export async function resetPasswordCommand(opts: { email: string; json?: boolean }): Promise<void> {
+  const { reset, note } = await withRuntime(async ({ ctx }) => ({
+    reset: await asConfigError(() => ctx.accounts.resets.issue(opts.email, operator(ctx).by)),
+    note: linkNote(ctx),
+  }));
+  if (opts.json) process.stdout.write(`${JSON.stringify(reset)}\n`);
+  else
+    process.stdout.write(
+      `Password reset for ${opts.email.trim().toLowerCase()}, until ${reset.expires_at}${reset.emailed ? ' (mailed)' : ''}\n${reset.url}\n${note}`,
+    );
+}
+
+/** `admin reset-two-factor`: two-factor sign-in off for a user who lost their device and recovery codes. */
+export async function resetTwoFactorCommand(opts: { email: string }): Promise<void> {
+  await withRuntime(async ({ ctx }) => asConfigError(() => ctx.accounts.resets.resetTwoFactor(opts.email, operator(ctx).by)));
+  process.stdout.write(`two-factor sign-in is off for ${opts.email.trim().toLowerCase()}; their sessions have ended\n`);
+}
+
+/** `admin list-users`: every portal user of a Platform (or all), with role and two-factor. */
+export async function listUsersCommand(opts: { platform: string; json?: boolean }): Promise<void> {
+  const users = await withRuntime(async ({ ctx }) => {
+    if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
+    return (await listUsers(ctx.database.db, opts.platform)).map(toPortalUser);
+  });
+  if (opts.json) process.stdout.write(`${JSON.stringify(users)}\n`);
+  else
+    for (const u of users)
+      process.stdout.write(`${u.id}  ${u.role.padEnd(9)}  ${u.two_factor_enabled ? '2fa' : '   '}  ${u.created_at}  ${u.email}\n`);
 }
 
 export async function createKeyCommand(opts: { platform: string; environment: 'live' | 'sandbox'; json?: boolean }): Promise<void> {
   const key = await withRuntime(async ({ ctx }) => {
     if (!(await platformExists(ctx.database.db, opts.platform))) throw new ConfigError(`No such Platform: ${opts.platform}`);
-    return createApiKey(ctx.database.db, opts.platform, opts.environment);
+    return ctx.database.db.transaction((tx) => createApiKey(tx, opts.platform, opts.environment, operator(ctx)));
   });
   if (opts.json) process.stdout.write(`${JSON.stringify({ id: key.id, environment: key.environment, key: key.key })}\n`);
   else process.stdout.write(`Key ${key.id} (${key.environment}): ${key.key}\nStore it now: it is not shown again.\n`);
 }
 
 export async function revokeKeyCommand(idOrPrefix: string): Promise<void> {
-  const result = await withRuntime(({ ctx }) => revokeApiKey(ctx.database.db, idOrPrefix, ctx.clock.now()));
+  const result = await withRuntime(({ ctx }) => revokeApiKey(ctx.database.db, idOrPrefix, ctx.clock.now(), operator(ctx)));
   if ('revoked' in result) process.stdout.write(`revoked ${result.revoked.id} (${result.revoked.prefix}…)\n`);
   else if (result.error === 'ambiguous')
     throw new ConfigError(`${result.matches} keys match '${idOrPrefix}'; give the key id (key_…) instead.`);

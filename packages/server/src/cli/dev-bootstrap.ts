@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceContext } from '../context.ts';
 import { createPlatform, platformExists, type CreatedPlatform } from '../tenancy/platforms.ts';
-import { createPortalUser, findUserByEmail } from '../portal/users.ts';
+import { createPortalUser, findUserByEmail } from '../accounts/users.ts';
 
 /** The demo portal user's email in development mode (when free). */
 export const DEV_PORTAL_EMAIL = 'demo@payhooks.local';
@@ -20,13 +20,13 @@ export async function ensureDevPlatform(ctx: ServiceContext): Promise<{ platform
     if (await platformExists(ctx.database.db, saved.platform_id)) {
       if (saved.portal) return { platform: saved, created: false };
       // A data dir from before the portal: give its demo Platform a portal user, keep its keys.
-      const user = await createPortalUser(
-        ctx.database.db,
-        saved.platform_id,
-        (await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL))
+      const user = await createPortalUser(ctx.database.db, {
+        platformId: saved.platform_id,
+        role: 'admin',
+        email: (await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL))
           ? `demo+${saved.platform_id.toLowerCase()}@payhooks.local`
           : DEV_PORTAL_EMAIL,
-      );
+      });
       const upgraded = { ...saved, portal: { email: user.email, password: user.password } };
       writeFileSync(file, `${JSON.stringify(upgraded, null, 2)}\n`, { mode: 0o600 });
       return { platform: upgraded, created: false };

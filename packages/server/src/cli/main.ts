@@ -123,13 +123,59 @@ export function buildCli(): Command {
     .option('--email <email>', "the first portal user's email (default: admin+<platform id>@payhooks.local)")
     .option('--json', 'print one JSON object')
     .action(async (opts: { name: string; email?: string; json?: boolean }) => (await import('./admin.ts')).createPlatformCommand(opts));
+  const roleOption = () => new Option('--role <role>', 'viewer, developer or admin').choices(['viewer', 'developer', 'admin']);
   admin
     .command('create-user')
-    .description('create a Merchant Portal user for a Platform (its password is printed once)')
+    .description('create a Merchant Portal user for a Platform (its password is printed once); prefer invite, where the user chooses it')
     .requiredOption('--platform <id>', 'Platform id (plt_…)')
     .requiredOption('--email <email>', 'the email the user signs in with')
+    .addOption(roleOption().default('developer'))
     .option('--json', 'print one JSON object')
-    .action(async (opts: { platform: string; email: string; json?: boolean }) => (await import('./admin.ts')).createUserCommand(opts));
+    .action(async (opts: { platform: string; email: string; role?: string; json?: boolean }) =>
+      (await import('./admin.ts')).createUserCommand(opts),
+    );
+  admin
+    .command('invite')
+    .description(
+      'invite a teammate to the Merchant Portal: prints a single-use link (a week) where they choose their password; mailed too when PAYHOOKS_SMTP_URL is set',
+    )
+    .requiredOption('--platform <id>', 'Platform id (plt_…)')
+    .requiredOption('--email <email>', "the teammate's email")
+    .addOption(roleOption().default('developer'))
+    .option('--json', 'print one JSON object')
+    .action(async (opts: { platform: string; email: string; role?: string; json?: boolean }) =>
+      (await import('./admin.ts')).inviteCommand(opts),
+    );
+  admin
+    .command('list-users')
+    .description("list a Platform's portal users: id, role, two-factor, creation time, email")
+    .requiredOption('--platform <id>', 'Platform id (plt_…)')
+    .option('--json', 'print one JSON array')
+    .action(async (opts: { platform: string; json?: boolean }) => (await import('./admin.ts')).listUsersCommand(opts));
+  admin
+    .command('set-role')
+    .description("change a portal user's role (applies at their next request; a Platform keeps at least one admin)")
+    .requiredOption('--email <email>', "the user's email")
+    .addOption(roleOption().makeOptionMandatory())
+    .action(async (opts: { email: string; role: string }) => (await import('./admin.ts')).setRoleCommand(opts));
+  admin
+    .command('remove-user')
+    .description('remove a portal user; their sessions end at once')
+    .requiredOption('--email <email>', "the user's email")
+    .action(async (opts: { email: string }) => (await import('./admin.ts')).removeUserCommand(opts));
+  admin
+    .command('reset-password')
+    .description('print a single-use link (an hour) where a portal user chooses a new password; their sessions end when they do')
+    .requiredOption('--email <email>', "the user's email")
+    .option('--json', 'print one JSON object')
+    .action(async (opts: { email: string; json?: boolean }) => (await import('./admin.ts')).resetPasswordCommand(opts));
+  admin
+    .command('reset-two-factor')
+    .description(
+      'turn two-factor sign-in off for a user who lost their device and recovery codes (they set it up again at next sign-in if required)',
+    )
+    .requiredOption('--email <email>', "the user's email")
+    .action(async (opts: { email: string }) => (await import('./admin.ts')).resetTwoFactorCommand(opts));
   admin
     .command('create-key')
     .description('create another API key for a Platform (printed once)')

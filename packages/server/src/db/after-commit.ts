@@ -83,3 +83,35 @@ export class CommitNotifier {
     while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
   }
 }
+
+/**
+ * Work to run once a transaction has committed (the audit trail's log lines: an entry is logged
+ * only when it exists). Every top-level `db.transaction` on either backend collects them
+ * (db/client.ts); anything else (the database handle itself, a savepoint) has nothing to wait
+ * for, so `fn` runs at once.
+ */
+const commitCallbacks = new WeakMap<object, (() => void)[]>();
+
+/** Marks `tx` as one whose `runAfterCommit` work waits for its commit; returns the list (db/client.ts only). */
+export function collectAfterCommit(tx: object): (() => void)[] {
+  const list: (() => void)[] = [];
+  commitCallbacks.set(tx, list);
+  return list;
+}
+
+export function runAfterCommit(q: object, fn: () => void): void {
+  const list = commitCallbacks.get(q);
+  if (list) list.push(fn);
+  else fn();
+}
+
+/** Runs the collected work of a committed transaction; one failing never stops the others. */
+export function flushAfterCommit(list: (() => void)[] | undefined): void {
+  for (const fn of list ?? []) {
+    try {
+      fn();
+    } catch {
+      // A log line that could not be written must not turn a committed change into an error.
+    }
+  }
+}

@@ -8,7 +8,7 @@ import { pino, type Logger } from 'pino';
 import * as schema from './schema.ts';
 import { ConfigError } from '../errors.ts';
 import { QueryError, statementName } from './faults.ts';
-import { CommitNotifier, deferWakeUps } from './after-commit.ts';
+import { CommitNotifier, collectAfterCommit, deferWakeUps, flushAfterCommit } from './after-commit.ts';
 import { HostSelector, parseDatabaseTargets, pointAt, type HostPort } from './hosts.ts';
 import { LazyBegin } from './lazy-begin.ts';
 
@@ -105,11 +105,14 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
   // Every top-level transaction sends its wake-ups after it commits (db/after-commit.ts).
   db.transaction = (async (fn, config) => {
     let channels: Set<string> | undefined;
+    let committed: (() => void)[] | undefined;
     const result = await transaction(async (tx) => {
       channels = deferWakeUps(tx);
+      committed = collectAfterCommit(tx);
       return fn(tx);
     }, config);
     for (const channel of channels ?? []) notifier.notify(channel);
+    flushAfterCommit(committed);
     return result;
   }) as Db['transaction'];
   return {
@@ -440,9 +443,21 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     unlock();
     throw err;
   }
+  const db = drizzlePglite(client, { schema }) as unknown as Db;
+  const transaction = db.transaction.bind(db);
+  // Work waiting for a commit (db/after-commit.ts) runs once the top-level transaction has committed.
+  db.transaction = (async (fn, config) => {
+    let committed: (() => void)[] | undefined;
+    const result = await transaction(async (tx) => {
+      committed = collectAfterCommit(tx);
+      return fn(tx);
+    }, config);
+    flushAfterCommit(committed);
+    return result;
+  }) as Db['transaction'];
   return {
     kind: 'pglite',
-    db: drizzlePglite(client, { schema }) as unknown as Db,
+    db,
     async script(fn) {
       return client.transaction((tx) => fn(async (text) => ((await tx.exec(text)).at(-1)?.rows ?? []) as Record<string, unknown>[]));
     },

@@ -20,7 +20,13 @@ import { PeriodicJob } from '../periodic-job.ts';
  * 3. purges the DEFAULT partitions (rows outside every week: very old imports, clocks far off)
  *    by DELETE with the same rules (normally they are empty);
  * 4. deletes the event idempotency keys of purged events, and API `Idempotency-Key` records
- *    older than their 24 h window.
+ *    older than their 24 h window;
+ * 5. the audit trail (`audit_events`, migration 0022), partitioned by the same weeks but kept for
+ *    its own window (`auditRetentionMs`): weeks ahead are created with the trigger that refuses
+ *    TRUNCATE (row triggers come from the parent; TRUNCATE triggers don't), and whole weeks
+ *    past the window are dropped. Rows of the trail are never deleted one by one (its triggers
+ *    refuse it): its DEFAULT partition, normally empty, is dropped and made anew once every row
+ *    in it is past the window.
  *
  * One process at a time: every step takes a transaction-level advisory lock with
  * `pg_try_advisory_xact_lock`; a process that doesn't get it stops its run (another is doing
@@ -56,7 +62,13 @@ export interface MaintenanceResult {
   defaultRowsDeleted: number;
   eventKeysDeleted: number;
   idempotencyKeysDeleted: number;
+  /** Audit weeks created and dropped (YYYYMMDD of their Monday). */
+  auditCreated: string[];
+  auditDropped: string[];
 }
+
+/** The audit trail's default window when a caller names none (PAYHOOKS_AUDIT_RETENTION's default). */
+const DEFAULT_AUDIT_RETENTION_MS = 365 * 86_400_000;
 
 /** Monday 00:00 UTC of the week holding `t`. */
 export function weekStart(t: Date): Date {
@@ -79,7 +91,10 @@ function isLockTimeout(err: unknown): boolean {
   return false;
 }
 
-export async function maintainPartitions(database: Database, options: { now: Date; retentionMs: number }): Promise<MaintenanceResult> {
+export async function maintainPartitions(
+  database: Database,
+  options: { now: Date; retentionMs: number; auditRetentionMs?: number | undefined },
+): Promise<MaintenanceResult> {
   const result: MaintenanceResult = {
     ran: true,
     created: [],
@@ -89,6 +104,8 @@ export async function maintainPartitions(database: Database, options: { now: Dat
     defaultRowsDeleted: 0,
     eventKeysDeleted: 0,
     idempotencyKeysDeleted: 0,
+    auditCreated: [],
+    auditDropped: [],
   };
   const cutoff = new Date(options.now.getTime() - options.retentionMs);
 
@@ -205,6 +222,52 @@ export async function maintainPartitions(database: Database, options: { now: Dat
   });
   result.eventKeysDeleted = keys?.events ?? 0;
   result.idempotencyKeysDeleted = keys?.api ?? 0;
+
+  // 5. The audit trail.
+  const auditCutoff = new Date(options.now.getTime() - (options.auditRetentionMs ?? DEFAULT_AUDIT_RETENTION_MS));
+  const auditWeeks = new Set(
+    (
+      await database.query<{ relname: string }>(
+        `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'audit_events'::regclass`,
+        [],
+      )
+    )
+      .map((r) => /^audit_events_p(\d{8})$/.exec(String(r.relname))?.[1])
+      .filter((s): s is string => s !== undefined),
+  );
+  const noTruncate = (table: string) =>
+    `CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only()`;
+  for (let i = 0; i <= WEEKS_AHEAD && result.ran; i++) {
+    const week = new Date(first.getTime() + i * WEEK_MS);
+    const suffix = weekSuffix(week);
+    if (auditWeeks.has(suffix)) continue;
+    const end = new Date(week.getTime() + WEEK_MS);
+    const made = await step(`create audit ${suffix}`, async (run) => {
+      const [clash] = await run(`SELECT 1 FROM audit_events_default WHERE created_at >= ${lit(week)} AND created_at < ${lit(end)} LIMIT 1`);
+      if (clash) return false;
+      await run(`CREATE TABLE audit_events_p${suffix} PARTITION OF audit_events FOR VALUES FROM (${lit(week)}) TO (${lit(end)})`);
+      await run(noTruncate(`audit_events_p${suffix}`));
+      return true;
+    });
+    if (made) result.auditCreated.push(suffix);
+  }
+  for (const suffix of [...auditWeeks].sort()) {
+    if (!result.ran) break;
+    if (new Date(weekOf(suffix).getTime() + WEEK_MS) > auditCutoff) continue;
+    const dropped = await step(`drop audit ${suffix}`, async (run) => {
+      await run(`DROP TABLE IF EXISTS audit_events_p${suffix}`);
+      return true;
+    });
+    if (dropped) result.auditDropped.push(suffix);
+  }
+  await step('audit default partition', async (run) => {
+    const [row] = await run('SELECT max(created_at) AS newest FROM audit_events_default');
+    const newest = row?.newest ? new Date(row.newest as string) : null;
+    if (!newest || newest >= auditCutoff) return;
+    await run('DROP TABLE audit_events_default');
+    await run('CREATE TABLE audit_events_default PARTITION OF audit_events DEFAULT');
+    await run(noTruncate('audit_events_default'));
+  });
   return result;
 }
 
@@ -216,18 +279,25 @@ interface RetentionDeps {
   clock: Clock;
   logger: Logger;
   retentionMs: number;
+  auditRetentionMs?: number | undefined;
 }
 
 /** One maintenance run, logged: what changed, weeks kept for queued deliveries, lock give-ups. */
 export async function runRetention(deps: RetentionDeps): Promise<MaintenanceResult> {
-  const result = await maintainPartitions(deps.database, { now: deps.clock.now(), retentionMs: deps.retentionMs });
+  const result = await maintainPartitions(deps.database, {
+    now: deps.clock.now(),
+    retentionMs: deps.retentionMs,
+    auditRetentionMs: deps.auditRetentionMs,
+  });
   const { logger } = deps;
   if (
     result.created.length ||
     result.dropped.length ||
     result.defaultRowsDeleted ||
     result.eventKeysDeleted ||
-    result.idempotencyKeysDeleted
+    result.idempotencyKeysDeleted ||
+    result.auditCreated.length ||
+    result.auditDropped.length
   ) {
     logger.info(result, 'retention: partitions maintained');
   }

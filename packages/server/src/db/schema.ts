@@ -10,6 +10,10 @@ export const platforms = pgTable('platforms', {
   id: text('id').primaryKey(),
   name: text('name').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
+  /** 0022: every portal user must sign in with a second factor. */
+  requireTwoFactor: boolean('require_two_factor').notNull().default(false),
+  /** 0022: the portal's look when embedded (tenancy/portal-theme.ts). */
+  portalTheme: jsonb('portal_theme').$type<Record<string, unknown>>().notNull().default({}),
 });
 
 export const merchants = pgTable('merchants', {
@@ -254,6 +258,11 @@ export const checkoutSessions = pgTable('checkout_sessions', {
 
 export type CheckoutSessionRow = typeof checkoutSessions.$inferSelect;
 
+export type PortalRole = 'viewer' | 'developer' | 'admin';
+
+/** Who acted, in an audit entry (scope.ts explains each). */
+export type ActorType = 'user' | 'embedded_user' | 'api_key' | 'internal' | 'operator' | 'system' | 'customer';
+
 /** Merchant Portal users (migration 0004). `email` is unique case-insensitively. */
 export const portalUsers = pgTable('portal_users', {
   id: text('id').primaryKey(),
@@ -261,20 +270,98 @@ export const portalUsers = pgTable('portal_users', {
   email: text('email').notNull(),
   passwordHash: text('password_hash').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
+  /** 0022: what the user may do (accounts/roles.ts). */
+  role: text('role').$type<PortalRole>().notNull(),
+  name: text('name'),
+  /** 0022: the TOTP secret, sealed; set while enrolling, in use once `totpEnabledAt` is set. */
+  totpSecretCiphertext: text('totp_secret_ciphertext'),
+  totpEnabledAt: ts('totp_enabled_at'),
+  /** 0022: the last TOTP time step accepted (each code works once). */
+  totpLastStep: bigint('totp_last_step', { mode: 'number' }),
+  passwordChangedAt: ts('password_changed_at'),
 });
+
+/** 0022: recovery codes, by SHA-256. */
+export const portalRecoveryCodes = pgTable(
+  'portal_recovery_codes',
+  {
+    userId: text('user_id').notNull(),
+    codeHash: text('code_hash').notNull(),
+    usedAt: ts('used_at'),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.codeHash] })],
+);
 
 export type PortalUserRow = typeof portalUsers.$inferSelect;
 
 /** Portal sessions: the cookie's token is stored only as its SHA-256 (`tokenHash`). */
 export const portalSessions = pgTable('portal_sessions', {
   tokenHash: text('token_hash').primaryKey(),
-  userId: text('user_id').notNull(),
+  /** null for an embedded session (0022). */
+  userId: text('user_id'),
   platformId: text('platform_id').notNull(),
   environment: text('environment').$type<Environment>().notNull(),
   csrfToken: text('csrf_token').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
   expiresAt: ts('expires_at').notNull(),
+  /** 0022: `password` (a portal user) or `embedded` (a link the payment service asked for). */
+  kind: text('kind').$type<'password' | 'embedded'>().notNull().default('password'),
+  /** 0022: an embedded session's role (a password session's is its user's). */
+  role: text('role').$type<PortalRole>(),
+  /** 0022: the payment service's user of an embedded session. */
+  externalUser: jsonb('external_user').$type<ExternalUser>(),
+  returnUrl: text('return_url'),
+  lastSeenAt: ts('last_seen_at').notNull().defaultNow(),
+  needsTwoFactorSetup: boolean('needs_two_factor_setup').notNull().default(false),
 });
+
+/** The payment service's user an embedded session belongs to, as its session call named them. */
+export interface ExternalUser {
+  id: string;
+  email: string | null;
+  name: string | null;
+}
+
+/** 0022: single-use tokens (accounts/tokens.ts), by SHA-256. */
+export const accountTokens = pgTable('account_tokens', {
+  tokenHash: text('token_hash').primaryKey(),
+  id: text('id').notNull(),
+  purpose: text('purpose').$type<'portal_link' | 'invitation' | 'password_reset' | 'two_factor'>().notNull(),
+  platformId: text('platform_id').notNull(),
+  userId: text('user_id'),
+  email: text('email'),
+  role: text('role').$type<PortalRole>(),
+  details: jsonb('details').$type<Record<string, unknown>>().notNull(),
+  attempts: integer('attempts').notNull().default(0),
+  createdAt: ts('created_at').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+  usedAt: ts('used_at'),
+});
+
+export type AccountTokenRow = typeof accountTokens.$inferSelect;
+
+/** 0022: the audit trail (audit/trail.ts); append-only, partitioned by week. */
+export const auditEvents = pgTable('audit_events', {
+  id: text('id').notNull(),
+  createdAt: ts('created_at').notNull(),
+  platformId: text('platform_id'),
+  environment: text('environment').$type<Environment>(),
+  actorType: text('actor_type').$type<ActorType>().notNull(),
+  actorId: text('actor_id'),
+  actorEmail: text('actor_email'),
+  actorName: text('actor_name'),
+  ip: text('ip'),
+  userAgent: text('user_agent'),
+  requestId: text('request_id'),
+  action: text('action').notNull(),
+  resourceType: text('resource_type').notNull(),
+  resourceId: text('resource_id'),
+  changes: jsonb('changes').$type<Record<string, unknown>>(),
+  outcome: text('outcome').$type<'succeeded' | 'failed' | 'denied'>().notNull(),
+  errorCode: text('error_code'),
+});
+
+export type AuditEventRow = typeof auditEvents.$inferSelect;
 
 export type PortalSessionRow = typeof portalSessions.$inferSelect;
 

@@ -4,7 +4,8 @@ import { formatEventTimestamp } from '@payhooks/contract';
 import type { Database } from '../db/client.ts';
 import { bulkReplays, type BulkReplayRow, type BulkReplayStatus } from '../db/schema.ts';
 import { AppError, notFound } from '../errors.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { AuditTrail } from '../audit/trail.ts';
+import type { Scope } from '../scope.ts';
 import { REPLAYABLE_STATES } from './schedule.ts';
 import type { DeliveryService } from './service.ts';
 
@@ -84,6 +85,7 @@ export class BulkReplays {
     private readonly database: Database,
     private readonly deliveries: DeliveryService,
     private readonly now: () => Date,
+    private readonly audit: AuditTrail,
   ) {}
 
   /** How many deliveries `start` would replay now (a dry run, for the confirmation). */
@@ -128,21 +130,30 @@ export class BulkReplays {
       since,
       BULK_REPLAY_MAX,
     ]);
-    const [row] = await db
-      .insert(bulkReplays)
-      .values({
-        id: `bulk_${randomBytes(12).toString('hex')}`,
-        platformId: scope.platformId,
-        environment: scope.environment,
-        endpointId,
-        since,
-        status: rows.length === 0 ? 'finished' : 'running',
-        total: rows.length,
-        createdAt: now,
-        updatedAt: now,
-        finishedAt: rows.length === 0 ? now : null,
-      })
-      .returning();
+    const row = await db.transaction(async (tx) => {
+      const [inserted] = await tx
+        .insert(bulkReplays)
+        .values({
+          id: `bulk_${randomBytes(12).toString('hex')}`,
+          platformId: scope.platformId,
+          environment: scope.environment,
+          endpointId,
+          since,
+          status: rows.length === 0 ? 'finished' : 'running',
+          total: rows.length,
+          createdAt: now,
+          updatedAt: now,
+          finishedAt: rows.length === 0 ? now : null,
+        })
+        .returning();
+      await this.audit.record(tx, scope, {
+        action: 'webhook_endpoint.bulk_replay',
+        resourceType: 'webhook_endpoint',
+        resourceId: endpointId,
+        changes: { bulk_replay_id: inserted!.id, since: since.toISOString(), deliveries: rows.length },
+      });
+      return inserted;
+    });
     if (rows.length > 0) {
       const done = this.run(
         scope,
@@ -187,7 +198,8 @@ export class BulkReplays {
       while (next < ids.length && !this.stopping) {
         const deliveryId = ids[next++]!;
         try {
-          const after = await this.deliveries.replay(scope, deliveryId);
+          // One audit entry for the whole job (below), not one per delivery it replays.
+          const after = await this.deliveries.replay(scope, deliveryId, { audited: false });
           counts.attempted++;
           if (after.state === 'delivered') counts.delivered++;
           else counts.failed++;

@@ -1,5 +1,5 @@
 import type { Database } from '../db/client.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 
 /**
  * A merchant's cancel of one unfinished delivery (the portal's "Cancel delivery"): `cancelled`

@@ -8,7 +8,7 @@ import { AppError, notFound } from '../errors.ts';
 import type { Database } from '../db/client.ts';
 import type { Clock } from '../clock.ts';
 import type { SecretBox } from '../security/encryption.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 import { recordOutcomes } from './record.ts';
 import { cancelDelivery } from './cancel.ts';
 import type { AttemptLogEntry } from './attempt-log.ts';
@@ -22,6 +22,7 @@ import { USER_AGENT, type Sender } from './sender.ts';
 import { credentialsAad, decodeCredentials } from './destinations/url.ts';
 import { sendTraced } from './attempt-span.ts';
 import type { DeliveryMetrics } from './metrics.ts';
+import type { AuditTrail } from '../audit/trail.ts';
 
 export interface ApiAttempt {
   id: string;
@@ -188,6 +189,7 @@ export class DeliveryService {
     private readonly secrets: SecretBox,
     private readonly sender: Sender,
     private readonly leaseMs: number,
+    private readonly audit: AuditTrail,
     private readonly metrics?: DeliveryMetrics,
     endpointConcurrency = 10,
     /** Called for each manual attempt, like the worker's attempt log line (attempt-log.ts). */
@@ -297,10 +299,11 @@ export class DeliveryService {
    * `manual`. Only `failed_retrying` and `exhausted` deliveries can be replayed. See
    * schedule.ts `afterManualAttempt` for the resulting state.
    */
-  async replay(scope: Scope, id: string): Promise<ApiDelivery> {
+  async replay(scope: Scope, id: string, options: { audited?: boolean } = {}): Promise<ApiDelivery> {
     return this.manualAttempt(
       scope,
       id,
+      options.audited === false ? null : 'replay',
       REPLAYABLE_STATES,
       'delivery_not_replayable',
       'Only failed_retrying or exhausted deliveries can be replayed',
@@ -316,6 +319,7 @@ export class DeliveryService {
     return this.manualAttempt(
       scope,
       id,
+      'resend',
       RESENDABLE_STATES,
       'delivery_not_resendable',
       'Only delivered deliveries can be resent (use replay for failed ones)',
@@ -328,22 +332,32 @@ export class DeliveryService {
    * flight (its outcome is recorded first; cancel again after it).
    */
   async cancel(scope: Scope, id: string): Promise<ApiDelivery> {
-    if (!(await cancelDelivery(this.database, scope, id, this.clock.now()))) {
-      const current = await this.get(scope, id); // 404 when not in scope
-      if (current.state !== 'pending' && current.state !== 'failed_retrying')
-        throw new AppError(
-          'conflict',
-          'delivery_not_cancellable',
-          `Only pending or failed_retrying deliveries can be cancelled; this one is ${current.state}.`,
-        );
-      throw new AppError('conflict', 'delivery_in_flight', 'An attempt of this delivery is in flight right now; retry in a few seconds.');
+    const cancelled = await cancelDelivery(this.database, scope, id, this.clock.now());
+    if (cancelled) {
+      const delivery = await this.get(scope, id);
+      await this.audit.record(this.db, scope, {
+        action: 'webhook_delivery.cancel',
+        resourceType: 'webhook_delivery',
+        resourceId: id,
+        changes: { endpoint_id: delivery.endpoint_id, event_id: delivery.event_id, state: delivery.state },
+      });
+      return delivery;
     }
-    return this.get(scope, id);
+    const current = await this.get(scope, id); // 404 when not in scope
+    if (current.state !== 'pending' && current.state !== 'failed_retrying')
+      throw new AppError(
+        'conflict',
+        'delivery_not_cancellable',
+        `Only pending or failed_retrying deliveries can be cancelled; this one is ${current.state}.`,
+      );
+    throw new AppError('conflict', 'delivery_in_flight', 'An attempt of this delivery is in flight right now; retry in a few seconds.');
   }
 
   private async manualAttempt(
     scope: Scope,
     id: string,
+    /** The audit entry's verb; null: the caller records one entry for many (bulk replay). */
+    verb: 'replay' | 'resend' | null,
     allowed: readonly DeliveryState[],
     refusedCode: string,
     refused: string,
@@ -356,7 +370,30 @@ export class DeliveryService {
       .where(and(inScope(scope), eq(webhookDeliveries.id, id)));
     if (!target) throw notFound('webhook delivery', id);
     await this.manualGate.run(target.endpointId, () => this.leaseAndAttempt(scope, id, allowed, refusedCode, refused));
-    return this.get(scope, id);
+    const delivery = await this.get(scope, id);
+    if (verb === null) return delivery;
+    // Recorded once the attempt is: the entry names its outcome. (The attempt's own row, with
+    // trigger `manual`, is written by the record statement just before.)
+    const attempt = delivery.attempts.at(-1);
+    await this.audit.record(this.db, scope, {
+      action: `webhook_delivery.${verb}`,
+      resourceType: 'webhook_delivery',
+      resourceId: id,
+      changes: {
+        endpoint_id: delivery.endpoint_id,
+        event_id: delivery.event_id,
+        state: delivery.state,
+        attempt: attempt
+          ? {
+              attempt_number: attempt.attempt_number,
+              succeeded: attempt.succeeded,
+              status_code: attempt.status_code,
+              error_kind: attempt.error_kind,
+            }
+          : null,
+      },
+    });
+    return delivery;
   }
 
   private async leaseAndAttempt(

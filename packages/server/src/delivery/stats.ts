@@ -1,5 +1,5 @@
 import type { Database } from '../db/client.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 
 /** Attempts of the last 24 hours for one endpoint, overall and per hour (oldest hour first). */
 export interface EndpointStats {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Database } from '../db/client.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 import type { ForwardRequest, ForwardResult } from './listen-sessions.ts';
 
 /** A relay row's id and its session's: `<endpoint id> <forward id>`. Holders LISTEN here. */

@@ -5,8 +5,9 @@ import type { Database, Db } from '../db/client.ts';
 import { webhookEndpoints } from '../db/schema.ts';
 import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 import type { Clock } from '../clock.ts';
+import type { AuditTrail } from '../audit/trail.ts';
 import { cancelEndpointDeliveries } from '../delivery/parking.ts';
 import { SharedRelays, noResult } from './listen-relays.ts';
 
@@ -85,6 +86,7 @@ export class ListenHub {
     private readonly secrets: SecretBox,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly audit: AuditTrail,
   ) {
     this.db = database.db;
     this.shared =
@@ -127,19 +129,27 @@ export class ListenHub {
     const secret = newSigningSecret();
     const now = this.clock.now();
     const url = `${options.publicUrl.replace(/\/+$/, '')}/listen/${id}`;
-    await this.db.insert(webhookEndpoints).values({
-      id,
-      platformId: scope.platformId,
-      environment: scope.environment,
-      url,
-      enabledEvents: options.enabledEvents,
-      description: 'payhooks listen session (exists while the CLI is connected)',
-      metadata: { [LISTEN_METADATA_KEY]: 'true' },
-      listenSession: true,
-      status: 'enabled',
-      secretCiphertext: this.secrets.encrypt(secret, id),
-      createdAt: now,
-      updatedAt: now,
+    await this.db.transaction(async (tx) => {
+      await tx.insert(webhookEndpoints).values({
+        id,
+        platformId: scope.platformId,
+        environment: scope.environment,
+        url,
+        enabledEvents: options.enabledEvents,
+        description: 'payhooks listen session (exists while the CLI is connected)',
+        metadata: { [LISTEN_METADATA_KEY]: 'true' },
+        listenSession: true,
+        status: 'enabled',
+        secretCiphertext: this.secrets.encrypt(secret, id),
+        createdAt: now,
+        updatedAt: now,
+      });
+      await this.audit.record(tx, scope, {
+        action: 'listen_session.open',
+        resourceType: 'webhook_endpoint',
+        resourceId: id,
+        changes: { enabled_events: options.enabledEvents },
+      });
     });
     this.live.set(id, { scope, secret, push: options.push, waiting: new Map() });
     return { id, secret, url };

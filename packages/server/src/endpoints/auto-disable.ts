@@ -8,6 +8,7 @@ import { requeueParkedDeliveries } from '../delivery/parking.ts';
 import { publishEvent } from '../events/publish.ts';
 import type { DeliveryMetrics } from '../delivery/metrics.ts';
 import { PeriodicJob } from '../periodic-job.ts';
+import type { AuditTrail } from '../audit/trail.ts';
 
 /** Failed attempts an endpoint needs within the window before it is disabled. */
 export const AUTO_DISABLE_MIN_FAILURES = 10;
@@ -18,6 +19,7 @@ export interface AutoDisableDeps {
   database: Database;
   clock: Clock;
   logger: Logger;
+  audit: AuditTrail;
   metrics?: DeliveryMetrics | undefined;
   /** PAYHOOKS_AUTO_DISABLE_AFTER; 0 = never. */
   windowMs: number;
@@ -83,6 +85,21 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
         )
         .returning();
       if (!updated) return null; // another worker got there first, or it recovered meanwhile
+      await deps.audit.record(
+        tx,
+        { platformId: updated.platformId, environment: updated.environment, actor: { type: 'system', id: 'auto_disable' } },
+        {
+          action: 'webhook_endpoint.auto_disable',
+          resourceType: 'webhook_endpoint',
+          resourceId: updated.id,
+          changes: {
+            status: 'disabled',
+            disabled_reason: 'failing',
+            failing_since: since.toISOString(),
+            failed_attempts: Number(count.failed),
+          },
+        },
+      );
       // Events belong to a merchant; an endpoint belongs to the Platform: its first merchant.
       const [merchant] = await tx
         .select({ id: merchants.id })

@@ -8,12 +8,13 @@ import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import { validateEndpointUrl, type UrlPolicy } from '../security/url-policy.ts';
 import { brokerIdentity, credentialsAad, encodeCredentials } from '../delivery/destinations/url.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 import type { Clock } from '../clock.ts';
 import { validateEnabledEvents } from './enabled-events.ts';
 import { cancelEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/parking.ts';
 import { setEndpointOrdering } from '../delivery/ordering.ts';
 import { AppError } from '../errors.ts';
+import type { AuditTrail } from '../audit/trail.ts';
 
 /** The endpoint as the API shows it. The secret is never part of it. */
 export interface WebhookEndpoint {
@@ -105,10 +106,20 @@ export class EndpointService {
     private readonly secrets: SecretBox,
     private readonly urlPolicy: UrlPolicy,
     private readonly clock: Clock,
+    private readonly audit: AuditTrail,
   ) {}
 
+  /** `fn` in `db` when it is a transaction of the caller's (an idempotent request), else in a transaction of its own. */
+  private inTransaction<T>(db: Queryable | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return db ? fn(db) : this.db.transaction(fn);
+  }
+
   /** Creates an endpoint; the returned `secret` is the only time it leaves the service. */
-  async create(scope: Scope, input: CreateEndpointInput, db: Queryable = this.db): Promise<WebhookEndpoint & { secret: string }> {
+  async create(scope: Scope, input: CreateEndpointInput, db?: Queryable): Promise<WebhookEndpoint & { secret: string }> {
+    return this.inTransaction(db, (tx) => this.createIn(tx, scope, input));
+  }
+
+  private async createIn(db: Queryable, scope: Scope, input: CreateEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
     const { url, credentials } = validateEndpointUrl(input.url, scope.environment, this.urlPolicy);
     const enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment);
     const id = newId('webhookEndpoint');
@@ -132,7 +143,20 @@ export class EndpointService {
         updatedAt: now,
       })
       .returning();
-    return { ...toApiEndpoint(row!, now), secret };
+    const created = toApiEndpoint(row!, now);
+    await this.audit.record(db, scope, {
+      action: 'webhook_endpoint.create',
+      resourceType: 'webhook_endpoint',
+      resourceId: id,
+      changes: {
+        url: created.url,
+        enabled_events: created.enabled_events,
+        description: created.description,
+        metadata: created.metadata,
+        delivery_order: created.delivery_order,
+      },
+    });
+    return { ...created, secret };
   }
 
   async get(scope: Scope, id: string): Promise<WebhookEndpoint> {
@@ -196,7 +220,17 @@ export class EndpointService {
       if (!row) throw notFound('webhook endpoint', id);
       if (current.status === 'disabled' && row.status === 'enabled') await resumeEndpointDeliveries(tx, id, this.clock.now());
       if (row.deliveryOrder !== current.deliveryOrder) await setEndpointOrdering(tx, id, row.deliveryOrder);
-      return toApiEndpoint(row, this.clock.now());
+      const updated = toApiEndpoint(row, this.clock.now());
+      // Enabling and disabling are their own actions (what an auditor looks for); other changes
+      // are an update naming each field that changed, with its new value.
+      const statusChange = row.status !== current.status ? (row.status === 'enabled' ? 'enable' : 'disable') : null;
+      await this.audit.record(tx, scope, {
+        action: `webhook_endpoint.${statusChange ?? 'update'}`,
+        resourceType: 'webhook_endpoint',
+        resourceId: id,
+        changes: changedFields(toApiEndpoint(current, this.clock.now()), updated),
+      });
+      return updated;
     });
   }
 
@@ -210,6 +244,7 @@ export class EndpointService {
         .returning({ id: webhookEndpoints.id });
       if (rows.length === 0) throw notFound('webhook endpoint', id);
       await cancelEndpointDeliveries(tx, id, this.clock.now());
+      await this.audit.record(tx, scope, { action: 'webhook_endpoint.delete', resourceType: 'webhook_endpoint', resourceId: id });
       return { id, object: 'webhook_endpoint' as const, deleted: true as const };
     });
   }
@@ -225,8 +260,12 @@ export class EndpointService {
     scope: Scope,
     id: string,
     expirePreviousIn: number = DEFAULT_EXPIRE_PREVIOUS_IN,
-    db: Queryable = this.db,
+    db?: Queryable,
   ): Promise<WebhookEndpoint & { secret: string }> {
+    return this.inTransaction(db, (tx) => this.rotateIn(tx, scope, id, expirePreviousIn));
+  }
+
+  private async rotateIn(db: Queryable, scope: Scope, id: string, expirePreviousIn: number): Promise<WebhookEndpoint & { secret: string }> {
     if (!Number.isInteger(expirePreviousIn) || expirePreviousIn < 0 || expirePreviousIn > MAX_EXPIRE_PREVIOUS_IN) {
       throw new AppError(
         'invalid_request',
@@ -251,13 +290,29 @@ export class EndpointService {
       .where(and(inScope(scope), eq(webhookEndpoints.id, id)))
       .returning();
     if (!row) throw notFound('webhook endpoint', id);
-    return { ...toApiEndpoint(row, now), secret };
+    const rotated = toApiEndpoint(row, now);
+    await this.audit.record(db, scope, {
+      action: 'webhook_endpoint.rotate_secret',
+      resourceType: 'webhook_endpoint',
+      resourceId: id,
+      changes: { previous_secret_expires_at: rotated.previous_secret_expires_at },
+    });
+    return { ...rotated, secret };
   }
 
   /** The signing secret in clear, for the delivery sender only. */
   decryptSecret(row: Pick<WebhookEndpointRow, 'id' | 'secretCiphertext'>): string {
     return this.secrets.decrypt(row.secretCiphertext, row.id);
   }
+}
+
+/** The fields an update changed, with their new values (never a secret: the endpoint object has none). */
+function changedFields(before: WebhookEndpoint, after: WebhookEndpoint): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of ['url', 'enabled_events', 'description', 'metadata', 'status', 'delivery_order', 'url_has_credentials'] as const) {
+    if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) out[key] = after[key];
+  }
+  return out;
 }
 
 /** Stripe's metadata semantics on update: keys merge; a key set to "" is removed. */

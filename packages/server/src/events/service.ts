@@ -4,7 +4,7 @@ import type { Db } from '../db/client.ts';
 import { events, type EventRow } from '../db/schema.ts';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 
 const inScope = (scope: Scope) => and(eq(events.platformId, scope.platformId), eq(events.environment, scope.environment));
 

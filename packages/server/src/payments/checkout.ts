@@ -6,7 +6,7 @@ import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
 import { publishEvent } from '../events/publish.ts';
 import { newId } from '../ids.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 import { toCheckoutSession, type CheckoutSession } from './objects.ts';
 import type { CreatePaymentInput, PaymentService } from './service.ts';
 import { canTransition, isTerminal } from './state-machine.ts';

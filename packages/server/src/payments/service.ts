@@ -6,7 +6,7 @@ import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
 import { publishEvent, type PublishResult } from '../events/publish.ts';
 import { newId } from '../ids.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 import { serialiseMetadata, toPayment, validateAmount, validateAssetCode, validateDescription, type Payment } from './objects.ts';
 import { allowedNext, canTransition, paymentEventType, type PaymentStatus } from './state-machine.ts';
 

@@ -3,8 +3,15 @@ import { apiKeys, merchants, platforms, type Environment } from '../db/schema.ts
 import type { Db, Queryable } from '../db/client.ts';
 import { newId } from '../ids.ts';
 import { DISPLAY_PREFIX_LENGTH, generateApiKey, hashApiKey } from '../security/api-keys.ts';
-import { createPortalUser } from '../portal/users.ts';
-import type { ScryptCost } from '../portal/passwords.ts';
+import { createPortalUser } from '../accounts/users.ts';
+import type { ScryptCost } from '../accounts/passwords.ts';
+import type { AuditSubject, AuditTrail } from '../audit/trail.ts';
+
+/** Who runs an operator command, for the audit trail (CLI admin commands pass one). */
+export interface AuditedBy {
+  trail: AuditTrail;
+  by: Omit<AuditSubject, 'platformId' | 'environment'>;
+}
 
 export interface CreatedKey {
   id: string;
@@ -30,7 +37,7 @@ export interface CreatedPlatform {
 export async function createPlatform(
   db: Db,
   name: string,
-  options: { portalEmail?: string | undefined; portalPassword?: string | undefined; passwordCost?: ScryptCost } = {},
+  options: { portalEmail?: string | undefined; portalPassword?: string | undefined; passwordCost?: ScryptCost; audit?: AuditedBy } = {},
 ): Promise<CreatedPlatform> {
   return db.transaction(async (tx) => {
     const platformId = newId('platform');
@@ -41,11 +48,31 @@ export async function createPlatform(
     const live = await createApiKey(tx, platformId, 'live');
     const user = await createPortalUser(
       tx,
-      platformId,
-      options.portalEmail ?? `admin+${platformId.toLowerCase()}@payhooks.local`,
-      options.portalPassword,
+      {
+        platformId,
+        email: options.portalEmail ?? `admin+${platformId.toLowerCase()}@payhooks.local`,
+        role: 'admin',
+        password: options.portalPassword,
+      },
       options.passwordCost,
     );
+    if (options.audit) {
+      const subject = { ...options.audit.by, platformId, environment: null };
+      await options.audit.trail.record(tx, subject, {
+        action: 'platform.create',
+        resourceType: 'platform',
+        resourceId: platformId,
+        changes: { name, merchant_id: merchantId, first_user: user.email },
+      });
+      for (const key of [sandbox, live])
+        await options.audit.trail.record(tx, { ...subject, environment: key.environment }, apiKeyEntry('create', key));
+      await options.audit.trail.record(tx, subject, {
+        action: 'portal_user.create',
+        resourceType: 'portal_user',
+        resourceId: user.id,
+        changes: { email: user.email, role: user.role },
+      });
+    }
     return {
       platform_id: platformId,
       merchant_id: merchantId,
@@ -55,12 +82,21 @@ export async function createPlatform(
   });
 }
 
-export async function createApiKey(db: Queryable, platformId: string, environment: Environment): Promise<CreatedKey> {
+const apiKeyEntry = (verb: 'create' | 'revoke', key: { id: string; prefix: string }) => ({
+  action: `api_key.${verb}`,
+  resourceType: 'api_key',
+  resourceId: key.id,
+  changes: { prefix: key.prefix },
+});
+
+export async function createApiKey(db: Queryable, platformId: string, environment: Environment, audit?: AuditedBy): Promise<CreatedKey> {
   const key = generateApiKey(environment);
   const id = newId('apiKey');
   const prefix = key.slice(0, DISPLAY_PREFIX_LENGTH);
   await db.insert(apiKeys).values({ id, platformId, environment, prefix, keyHash: hashApiKey(key) });
-  return { id, environment, key, prefix };
+  const created = { id, environment, key, prefix };
+  if (audit) await audit.trail.record(db, { ...audit.by, platformId, environment }, apiKeyEntry('create', created));
+  return created;
 }
 
 export async function platformExists(db: Queryable, platformId: string): Promise<boolean> {
@@ -74,20 +110,27 @@ export type RevokeResult = { revoked: { id: string; prefix: string } } | { error
  * Revokes a key named by its id (`key_…`), by the full key, or by its 12-character display
  * prefix (`sk_live_AbCd`). A prefix matching several keys revokes none.
  */
-export async function revokeApiKey(db: Db, idOrPrefix: string, now: Date): Promise<RevokeResult> {
+export async function revokeApiKey(db: Db, idOrPrefix: string, now: Date, audit?: AuditedBy): Promise<RevokeResult> {
   const where = idOrPrefix.startsWith('key_')
     ? eq(apiKeys.id, idOrPrefix)
     : or(eq(apiKeys.keyHash, hashApiKey(idOrPrefix)), eq(apiKeys.prefix, idOrPrefix));
-  const rows = await db.select({ id: apiKeys.id, prefix: apiKeys.prefix }).from(apiKeys).where(where);
+  const rows = await db
+    .select({ id: apiKeys.id, prefix: apiKeys.prefix, platformId: apiKeys.platformId, environment: apiKeys.environment })
+    .from(apiKeys)
+    .where(where);
   if (rows.length === 0) return { error: 'not_found', matches: 0 };
   if (rows.length > 1) return { error: 'ambiguous', matches: rows.length };
   const key = rows[0]!;
   // Revoking again keeps the first revocation time (it is the audit record of when access ended).
-  await db
-    .update(apiKeys)
-    .set({ revokedAt: now })
-    .where(and(eq(apiKeys.id, key.id), isNull(apiKeys.revokedAt)));
-  return { revoked: key };
+  await db.transaction(async (tx) => {
+    await tx
+      .update(apiKeys)
+      .set({ revokedAt: now })
+      .where(and(eq(apiKeys.id, key.id), isNull(apiKeys.revokedAt)));
+    if (audit)
+      await audit.trail.record(tx, { ...audit.by, platformId: key.platformId, environment: key.environment }, apiKeyEntry('revoke', key));
+  });
+  return { revoked: { id: key.id, prefix: key.prefix } };
 }
 
 export interface PlatformSummary {

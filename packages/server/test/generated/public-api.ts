@@ -324,6 +324,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit_events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List audit entries (newest first) */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -552,6 +569,48 @@ export interface components {
             data: {
                 /** @description The object the event is about: a Payment (payment.*), a CheckoutSession (checkout_session.*) or a WebhookEndpoint (webhook_endpoint.*), without secrets. */
                 object: components["schemas"]["Payment"] | components["schemas"]["CheckoutSession"] | components["schemas"]["WebhookEndpoint"];
+            };
+        };
+        /** @description One entry of the audit trail: who changed what, when, from where, and how it ended. */
+        AuditEvent: {
+            /** @description Prefix aud_ */
+            id: string;
+            /** @enum {string} */
+            object: "audit_event";
+            /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+            created_at: string;
+            /** @description The environment the change was in; null for Platform-wide changes (team, settings). */
+            environment: ("sandbox" | "live") | null;
+            /** @description <resource>.<verb>, such as webhook_endpoint.create, webhook_delivery.replay, portal_user.role_change. */
+            action: string;
+            /**
+             * @description denied: refused for lack of rights (401, 403); failed: refused for another reason.
+             * @enum {string}
+             */
+            outcome: "succeeded" | "failed" | "denied";
+            error_code: string | null;
+            actor: {
+                /**
+                 * @description user: a portal user; embedded_user: the payment service's user in an embedded portal session (id: the payment service's user id); api_key; internal: the internal API token; operator: the CLI; system: payhooks itself (automatic endpoint disable); customer: the hosted checkout page.
+                 * @enum {string}
+                 */
+                type: "user" | "embedded_user" | "api_key" | "internal" | "operator" | "system" | "customer";
+                id: string | null;
+                email: string | null;
+                name: string | null;
+            };
+            resource: {
+                type: string;
+                id: string | null;
+            };
+            /** @description The fields changed and their new values. Never a secret, a password or a token. */
+            changes: {
+                [key: string]: unknown;
+            } | null;
+            origin: {
+                ip: string | null;
+                user_agent: string | null;
+                request_id: string | null;
             };
         };
     };
@@ -2287,6 +2346,94 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Id of the last entry of the previous page. */
+                starting_after?: string;
+                /** @description usr_…, key_…, or the payment service user id. */
+                actor_id?: string;
+                actor_type?: "user" | "embedded_user" | "api_key" | "internal" | "operator" | "system" | "customer";
+                action?: string;
+                resource_type?: string;
+                resource_id?: string;
+                outcome?: "succeeded" | "failed" | "denied";
+                /** @description Created at or after this time (YYYY-MM-DDThh:mm:ssZ). */
+                "created[gte]"?: string;
+                /** @description Created before this time (YYYY-MM-DDThh:mm:ssZ). */
+                "created[lt]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "aud_3kTMd8Hq2Lp5Vx9Zc1Rw7Ny4",
+                     *           "object": "audit_event",
+                     *           "created_at": "2026-01-31T12:00:05Z",
+                     *           "environment": "live",
+                     *           "action": "webhook_endpoint.update",
+                     *           "outcome": "succeeded",
+                     *           "error_code": null,
+                     *           "actor": {
+                     *             "type": "embedded_user",
+                     *             "id": "user_8812",
+                     *             "email": "ana@shop.example",
+                     *             "name": "Ana Lima"
+                     *           },
+                     *           "resource": {
+                     *             "type": "webhook_endpoint",
+                     *             "id": "we_3kT9xQ2mZ8pL4wR6"
+                     *           },
+                     *           "changes": {
+                     *             "enabled_events": [
+                     *               "payment.succeeded",
+                     *               "payment.failed",
+                     *               "payment.expired",
+                     *               "checkout_session.completed"
+                     *             ]
+                     *           },
+                     *           "origin": {
+                     *             "ip": "203.0.113.7",
+                     *             "user_agent": "Mozilla/5.0 (X11; Linux x86_64)",
+                     *             "request_id": "req_7Yp2Kd9Qm4Xw1Vb6"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "has_more": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: components["schemas"]["AuditEvent"][];
+                        /** @description True when another page follows: pass the last id as starting_after. */
+                        has_more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];

@@ -5,7 +5,7 @@ import { drainUntil } from '../helpers/portal.ts';
 import { publishEvent } from '../../src/events/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import type { Scope } from '../../src/tenancy/scope.ts';
+import type { Scope } from '../../src/scope.ts';
 
 /**
  * The catch-up filters a merchant uses after an outage (issue 25 item 2), through the public
@@ -24,7 +24,7 @@ const HOUR = 3_600_000;
 const base = Math.floor(Date.now() / 1000) * 1000 - 5 * HOUR;
 const at = (hours: number) => new Date(base + hours * HOUR);
 const stamp = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
-const scopeA = (): Scope => ({ platformId: a.platform_id, environment: 'sandbox', apiKeyId: 'test' });
+const scopeA = (): Scope => ({ platformId: a.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } });
 
 const payment = (id: string, status: string) => ({ id, object: 'payment', status, amount: '5.00', asset_code: 'USDC.ETH', metadata: {} });
 const publishAt = (name: string, type: string, object: Record<string, unknown>, when: Date, merchantId = a.merchant_id) =>
@@ -42,7 +42,7 @@ beforeAll(async () => {
   const ok = await svc.ctx.endpoints.create(scopeA(), { url: `${receiver.url}?up`, enabled_events: ['*'] });
   const down = await svc.ctx.endpoints.create(scopeA(), { url: `${receiver.url}?down`, enabled_events: ['payment.failed'] });
   await svc.ctx.endpoints.create(
-    { platformId: b.platform_id, environment: 'sandbox', apiKeyId: 'test' },
+    { platformId: b.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } },
     { url: `${receiver.url}?b`, enabled_events: ['*'] },
   );
   await publishAt('succeededA', 'payment.succeeded', payment('pay_catchA', 'succeeded'), at(0));

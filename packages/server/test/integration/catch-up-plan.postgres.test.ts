@@ -8,7 +8,7 @@ import { DeliveryService } from '../../src/delivery/service.ts';
 import { startService, type TestService } from '../helpers/service.ts';
 import { rowsRead, type PlanNode } from '../helpers/plan.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
-import type { Scope } from '../../src/tenancy/scope.ts';
+import type { Scope } from '../../src/scope.ts';
 
 /**
  * Issue 25 item 2: the catch-up filters find a page by index, whatever the number of events.
@@ -51,10 +51,10 @@ beforeAll(async () => {
   svc = await startService({ allowPrivateUrls: true });
   p = await svc.platform('Many events');
   const q = await svc.platform('Other Platform');
-  scope = { platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' };
+  scope = { platformId: p.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } };
   const ep = await svc.ctx.endpoints.create(scope, { url: 'http://127.0.0.1:9/many', enabled_events: ['*'] });
   const other = await svc.ctx.endpoints.create(
-    { platformId: q.platform_id, environment: 'sandbox', apiKeyId: 'test' },
+    { platformId: q.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } },
     { url: 'http://127.0.0.1:9/other', enabled_events: ['*'] },
   );
   const fill = async (platform: CreatedPlatform, endpointId: string, n: number, prefix: string, state: (i: string) => string) => {
@@ -84,7 +84,7 @@ beforeAll(async () => {
   const db = drizzle(client, { schema }) as unknown as Db;
   events = new EventService(db);
   const database = Object.create(svc.ctx.database, { db: { value: db } }) as Database;
-  deliveries = new DeliveryService(database, svc.ctx.clock, null as never, null as never, 60_000);
+  deliveries = new DeliveryService(database, svc.ctx.clock, null as never, null as never, 60_000, svc.ctx.audit);
 }, 180_000);
 afterAll(async () => {
   await client?.end();

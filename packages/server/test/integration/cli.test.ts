@@ -109,6 +109,7 @@ describe(`payhooks CLI on ${backend}`, () => {
         id: expect.stringMatching(/^usr_/),
         platform_id: platform.platform_id,
         email: 'ops@acme.example',
+        role: 'developer',
         password: expect.stringMatching(/^[0-9A-Za-z]{20}$/),
       });
       const taken = await runPayhooks(['admin', 'create-user', '--platform', platform.platform_id, '--email', 'ops@acme.example'], dbEnv);

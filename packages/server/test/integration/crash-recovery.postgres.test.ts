@@ -73,7 +73,7 @@ async function started(w: Spawned): Promise<{ workers: string[]; metrics: string
 
 async function setUp(path: string) {
   const p = await createPlatform(database.db, 'crash');
-  const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+  const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
   const ep = await ctx.endpoints.create(scope, { url: receiver.url.replace('/webhooks', path), enabled_events: ['*'] });
   const publish = () =>
     database.db.transaction((tx) =>

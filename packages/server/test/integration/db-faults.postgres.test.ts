@@ -81,7 +81,7 @@ function listeningUrl(s: Spawned): string {
 async function platformWithEndpoint(name: string): Promise<CreatedPlatform> {
   const p = await createPlatform(database.db, name);
   await ctx.endpoints.create(
-    { platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' },
+    { platformId: p.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } },
     { url: `${receiver.url}/${name}`, enabled_events: ['*'] },
   );
   return p;
@@ -288,7 +288,7 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
         });
         const p = await createPlatform(db.db, 'late');
         await lateCtx.endpoints.create(
-          { platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' },
+          { platformId: p.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } },
           { url: `${receiver.url}/late`, enabled_events: ['*'] },
         );
         await lateCtx.close();

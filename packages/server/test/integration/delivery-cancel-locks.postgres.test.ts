@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { startService, type TestService } from '../helpers/service.ts';
 import { publish } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
-import type { Scope } from '../../src/tenancy/scope.ts';
+import type { Scope } from '../../src/scope.ts';
 import { AppError } from '../../src/errors.ts';
 
 /**
@@ -14,7 +14,7 @@ import { AppError } from '../../src/errors.ts';
  */
 let svc: TestService;
 let p: CreatedPlatform;
-const scope = (): Scope => ({ platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' });
+const scope = (): Scope => ({ platformId: p.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } });
 
 beforeAll(async () => {
   svc = await startService({ allowPrivateUrls: true });

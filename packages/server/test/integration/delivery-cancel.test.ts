@@ -5,7 +5,7 @@ import { payment, publish } from '../helpers/publish.ts';
 import { drainUntil, portalSignIn, type PortalClient } from '../helpers/portal.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import type { Scope } from '../../src/tenancy/scope.ts';
+import type { Scope } from '../../src/scope.ts';
 
 /**
  * The portal's "Cancel delivery": an unfinished delivery gets no more attempts. Over real HTTP on
@@ -19,7 +19,7 @@ let portalB: PortalClient;
 let worker: DeliveryWorker;
 let receiver: TestReceiver;
 let failing = true;
-const scopeA = (): Scope => ({ platformId: a.platform_id, environment: 'sandbox', apiKeyId: 'test' });
+const scopeA = (): Scope => ({ platformId: a.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } });
 
 beforeAll(async () => {
   // A retry an hour away: a failed delivery stays failed_retrying for the whole test.

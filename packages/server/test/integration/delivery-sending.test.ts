@@ -284,7 +284,10 @@ describe('manual replay (spec 3.2, 8)', () => {
     const d0 = await delivery(event.id, ep.id);
     expect(d0.state).toBe('exhausted');
     ok = true;
-    const replayed = await svc.ctx.deliveries.replay({ platformId: p.platform_id, environment: 'sandbox', apiKeyId: 'test' }, d0.id);
+    const replayed = await svc.ctx.deliveries.replay(
+      { platformId: p.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } },
+      d0.id,
+    );
     expect(replayed.state).toBe('delivered');
     expect(replayed.attempt_count).toBe(9);
     expect(replayed.attempts.at(-1)).toMatchObject({
@@ -309,7 +312,7 @@ describe('manual replay (spec 3.2, 8)', () => {
     await worker.drain();
     const d0 = await delivery(event.id, ep.id);
     expect(d0.state).toBe('failed_retrying');
-    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
     // A failed replay leaves the state and the schedule as they were.
     const failed = await svc.ctx.deliveries.replay(scope, d0.id);
     expect(failed.state).toBe('failed_retrying');

@@ -107,7 +107,10 @@ describe('attempt log line', () => {
     const [delivery] = (await dev.svc.api(dev.key, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${ep.id}`)).body
       .data;
     receiver.behave(() => ({ status: 200 }));
-    await dev.svc.ctx.deliveries.replay({ platformId: dev.platformId, environment: 'sandbox', apiKeyId: 'test' }, delivery.id);
+    await dev.svc.ctx.deliveries.replay(
+      { platformId: dev.platformId, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } },
+      delivery.id,
+    );
     const manual = dev.lines.filter((l) => l.includes(event.id) && l.includes(ep.id) && l.includes('manual payment.succeeded'));
     expect(manual).toHaveLength(1);
     expect(manual[0]).toMatch(/: 200 in \d+ ms, delivered/);
@@ -121,7 +124,9 @@ describe('attempt log line', () => {
 });
 
 describe('request log lines', () => {
-  const requestLines = (m: Mode, requestId: string | null) => m.lines.filter((l) => requestId && l.includes(requestId));
+  // The audit trail's line of a change carries its request id too (next test): these are the request lines.
+  const requestLines = (m: Mode, requestId: string | null) =>
+    m.lines.filter((l) => requestId && l.includes(requestId) && !l.includes('audit: '));
 
   it('development mode: a successful read logs nothing; any other request one line (method, path, status, duration, id)', async () => {
     const before = dev.lines.length;
@@ -153,6 +158,35 @@ describe('request log lines', () => {
       duration_ms: expect.any(Number),
     });
     expect(lines[0]).not.toContain('limit=2');
+  });
+});
+
+describe('audit log line', () => {
+  it('each audit entry is one structured line (JSON in production) once its change has committed, never with the secret', async () => {
+    const created = await prod.svc.api(prod.key, 'POST', '/api/v1/webhook_endpoints', { url: receiver.url, enabled_events: ['*'] });
+    expect(created.status).toBe(201);
+    const requestId = created.headers.get('request-id');
+    const audits = prod.lines.map((l) => JSON.parse(l)).filter((e) => e.audit && e.audit.origin.request_id === requestId);
+    expect(audits).toHaveLength(1);
+    expect(audits[0]).toMatchObject({
+      level: 30,
+      msg: expect.stringMatching(/^audit: webhook_endpoint\.create succeeded by api_key key_\w+ on webhook_endpoint we_\w+$/),
+      audit: {
+        object: 'audit_event',
+        action: 'webhook_endpoint.create',
+        outcome: 'succeeded',
+        actor: { type: 'api_key' },
+        resource: { type: 'webhook_endpoint', id: created.body.id },
+        platform_id: expect.stringMatching(/^plt_/),
+      },
+    });
+    expect(JSON.stringify(audits[0])).not.toContain(created.body.secret);
+    // A change refused before it committed leaves no success line behind.
+    const refused = await prod.svc.api(prod.key, 'POST', '/api/v1/webhook_endpoints', { url: 'not a url', enabled_events: ['*'] });
+    const refusedLines = prod.lines
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.audit && e.audit.origin.request_id === refused.headers.get('request-id'));
+    expect(refusedLines.map((e) => e.audit.outcome)).toEqual(['failed']);
   });
 });
 

@@ -52,7 +52,7 @@ describe('checkout session expiry by the workers', () => {
     const receiver = await startReceiver();
     try {
       const p = await createPlatform(database.db, 'expiry');
-      const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+      const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
       await ctx.endpoints.create(scope, { url: receiver.url, enabled_events: ['payment.expired', 'checkout_session.expired'] });
       const sessions = await database.db.transaction(async (tx) => {
         const out = [];

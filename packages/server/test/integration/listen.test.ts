@@ -204,8 +204,8 @@ describe('payhooks listen', () => {
 
   it('a session whose process died (lease not renewed) is swept', async () => {
     const clock = new ManualClock(Date.now());
-    const hub = new ListenHub(svc.ctx.database, svc.ctx.secrets, clock, svc.ctx.logger);
-    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'key_test' };
+    const hub = new ListenHub(svc.ctx.database, svc.ctx.secrets, clock, svc.ctx.logger, svc.ctx.audit);
+    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
     const s = await hub.open(scope, { enabledEvents: ['*'], publicUrl: svc.url, push: () => {} });
     clock.advance(HEARTBEAT_MS);
     await hub.heartbeat(s.id);
@@ -226,7 +226,7 @@ describe('payhooks listen', () => {
     expect(created.status).toBe(201);
     // Long past any lease: the sweep of a process whose clock is a day ahead.
     const clock = new ManualClock(Date.now() + 24 * 3600_000);
-    const hub = new ListenHub(svc.ctx.database, svc.ctx.secrets, clock, svc.ctx.logger);
+    const hub = new ListenHub(svc.ctx.database, svc.ctx.secrets, clock, svc.ctx.logger, svc.ctx.audit);
     await hub.sweep();
     const after = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${created.body.id}`);
     expect(after.status).toBe(200);

@@ -214,6 +214,7 @@ describe('auto-disable', () => {
       database: svc.ctx.database,
       clock,
       logger: svc.ctx.logger,
+      audit: svc.ctx.audit,
       metrics: svc.ctx.metrics,
       windowMs: HOUR,
       scheduleMs: 42 * HOUR,
@@ -378,7 +379,14 @@ describe('auto-disable', () => {
     await failN(p, 12);
     clock.advance(30 * 24 * HOUR);
     expect(
-      await disableFailingEndpoints({ database: svc.ctx.database, clock, logger: svc.ctx.logger, windowMs: 0, scheduleMs: 42 * HOUR }),
+      await disableFailingEndpoints({
+        database: svc.ctx.database,
+        clock,
+        logger: svc.ctx.logger,
+        audit: svc.ctx.audit,
+        windowMs: 0,
+        scheduleMs: 42 * HOUR,
+      }),
     ).toEqual([]);
     expect((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${ep.id}`)).body.status).toBe('enabled');
     answers.delete('/never-off');
@@ -443,7 +451,7 @@ describe('auto-disable', () => {
     expect((await deliveriesOf(p, ep.id))[0]!.attempt_count).toBe(8);
 
     await svc.api(p.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${ep.id}`, { status: 'enabled' });
-    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
     const job = await svc.ctx.bulkReplays.start(scope, ep.id, start);
     for (let i = 0; i < 200 && (await svc.ctx.bulkReplays.get(scope, job.id)).status === 'running'; i++)
       await new Promise((r) => setTimeout(r, 20));
@@ -552,7 +560,7 @@ describe('interrupted attempts', () => {
     await claimAndDie('w_dead2');
     clock.advance(svc.ctx.config.leaseMs + 1000);
     answers.delete('/held');
-    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+    const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
     const replayed = await svc.ctx.deliveries.replay(scope, d!.id);
     expect(replayed.state).toBe('delivered');
     expect(replayed.attempts.map((a) => [a.attempt_number, a.error_kind, a.trigger, a.worker_id])).toEqual([

@@ -9,7 +9,7 @@ import { drainUntil, portalRequest, portalSignIn, type PortalClient } from '../h
 import { buildApp } from '../../src/api/app.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import type { Scope } from '../../src/tenancy/scope.ts';
+import type { Scope } from '../../src/scope.ts';
 
 /**
  * The Merchant Portal's JSON API and its security, over real HTTP on this run's database:
@@ -27,7 +27,7 @@ let liveA: PortalClient;
 let worker: DeliveryWorker;
 let receiver: TestReceiver;
 let failing = true;
-const scopeA = (): Scope => ({ platformId: a.platform_id, environment: 'sandbox', apiKeyId: 'test' });
+const scopeA = (): Scope => ({ platformId: a.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } });
 
 beforeAll(async () => {
   // Receivers listen on 127.0.0.1; retries a millisecond apart so schedules run out at once.
@@ -117,7 +117,7 @@ describe('portal sign-in and session', () => {
   });
 
   it('sign-in is rate-limited per email and address: after 10 attempts a minute even the right password gets a 429 with Retry-After (sign-in-limits.test.ts has the rest)', async () => {
-    const { findUserByEmail } = await import('../../src/portal/users.ts');
+    const { findUserByEmail } = await import('../../src/accounts/users.ts');
     const c = await svc.platform('Limited');
     expect(await findUserByEmail(svc.ctx.database.db, c.portal.email)).toBeDefined();
     const statuses: number[] = [];
@@ -467,15 +467,17 @@ describe('portal delivery log filters, request headers, bulk replay preview and 
 
   it("the shop's display name defaults to the Platform's name, is validated, and belongs to one Platform", async () => {
     const initial = await portalA.call('GET', '/settings');
-    expect(initial.body).toEqual({ object: 'shop_settings', display_name: null, platform_name: 'Platform A' });
+    const defaults = { require_two_factor: false, theme: { accent_color: null, name: null, logo: null, mode: 'auto' } };
+    expect(initial.body).toEqual({ object: 'platform_settings', display_name: null, platform_name: 'Platform A', ...defaults });
     const set = await portalA.call('PUT', '/settings', { display_name: '  Acme Coffee  ' });
     expect(set.status, set.text).toBe(200);
     expect(set.body.display_name).toBe('Acme Coffee');
     expect((await portalA.call('GET', '/settings')).body.display_name).toBe('Acme Coffee');
     expect((await portalB.call('GET', '/settings')).body).toEqual({
-      object: 'shop_settings',
+      object: 'platform_settings',
       display_name: null,
       platform_name: 'Platform B',
+      ...defaults,
     });
     for (const bad of ['x'.repeat(101), 'line\nbreak', 42]) {
       const r = await portalA.call('PUT', '/settings', { display_name: bad });
@@ -546,6 +548,7 @@ describe('portal UI serving', () => {
       expect(csp).toContain("script-src 'self'");
       expect(csp).toContain("object-src 'none'");
       expect(csp).toContain("frame-ancestors 'none'");
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
       expect(csp).not.toContain('unsafe-inline');
       const html = await res.text();
       const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];

@@ -11,7 +11,7 @@ import { drainUntil } from '../helpers/portal.ts';
 import { fanoutExchange } from '../helpers/rabbit.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import type { Scope } from '../../src/tenancy/scope.ts';
+import type { Scope } from '../../src/scope.ts';
 
 /**
  * The Merchant Portal in a real Chromium (Debian's, through playwright-core) against a real
@@ -31,7 +31,7 @@ let page: Page;
 const behaviours = new Map<string, Behaviour>();
 const dialogs: string[] = [];
 const cspViolations: string[] = [];
-const scopeA = (): Scope => ({ platformId: a.platform_id, environment: 'sandbox', apiKeyId: 'test' });
+const scopeA = (): Scope => ({ platformId: a.platform_id, environment: 'sandbox', actor: { type: 'operator' as const, id: 'test' } });
 
 beforeAll(async () => {
   svc = await startService({ allowPrivateUrls: true, retryScheduleMs: [1, 1] });

@@ -33,7 +33,7 @@ beforeAll(async () => {
   db = await sharedPostgres();
   p = await createPlatform(db.database.db, 'SQL core');
   receiver = await startReceiver();
-  const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+  const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
   const created = await db.ctx.endpoints.create(scope, {
     url: receiver.url,
     enabled_events: ['payment.succeeded', 'payment.failed', 'payment.expired', 'checkout_session.completed'],

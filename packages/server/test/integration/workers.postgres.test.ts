@@ -45,7 +45,7 @@ function worker(env: Record<string, string> = {}, args: string[] = []): Spawned 
 /** `endpoints` endpoints on `receiver`, then `events` events: events x endpoints deliveries. */
 async function setUp(receiver: TestReceiver, endpoints: number, events: number): Promise<CreatedPlatform> {
   const p = await createPlatform(database.db, 'workers');
-  const scope = { platformId: p.platform_id, environment: 'sandbox' as const, apiKeyId: 'test' };
+  const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
   for (let i = 0; i < endpoints; i++) await ctx.endpoints.create(scope, { url: `${receiver.url}/e${i}`, enabled_events: ['*'] });
   for (let done = 0; done < events; done += 100) {
     await database.db.transaction(async (tx) => {

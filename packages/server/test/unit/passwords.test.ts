@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decoyHash, generatePassword, hashPassword, PASSWORD_COST, verifyPassword } from '../../src/portal/passwords.ts';
+import { decoyHash, generatePassword, hashPassword, PASSWORD_COST, verifyPassword } from '../../src/accounts/passwords.ts';
 
 describe('portal passwords (scrypt)', () => {
   it('a hash verifies its password only; salts differ; the parameters are stored with the hash', async () => {

@@ -1,5 +1,8 @@
 import formbody from '@fastify/formbody';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Tx } from '../../db/client.ts';
+import type { CheckoutSessionRow } from '../../db/schema.ts';
+import { requestOrigin } from '../request-origin.ts';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { successRedirect } from '../../payments/checkout.ts';
@@ -121,27 +124,64 @@ export const checkoutPageRoutes = (ctx: ServiceContext) => async (app: FastifyIn
     }
   };
 
-  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/pay', { schema: { hide: true } }, async (req, reply) => {
-    checkCsrf(req.params.id, req.body);
-    const session = await ctx.database.db.transaction((tx) => ctx.checkout.pay(req.params.id, tx));
-    // The redirect and the webhooks race (spec 1): the shop must credit only on a verified
-    // webhook or a server-side GET of the payment, never on this redirect.
-    return securityHeaders(reply, [session.successUrl]).redirect(successRedirect(session.successUrl, session.id), 303);
-  });
+  /** The customer's choice on the page, in the session's Platform's trail. */
+  const recordCustomer = (tx: Tx, req: FastifyRequest, session: CheckoutSessionRow, action: string) =>
+    ctx.audit.record(
+      tx,
+      {
+        platformId: session.platformId,
+        environment: session.environment,
+        actor: { type: 'customer', id: null },
+        origin: requestOrigin(req),
+      },
+      { action, resourceType: 'checkout_session', resourceId: session.id, changes: { status: session.status } },
+    );
+  const customerAudit = (action: string) => ({ audit: { action, resource: 'checkout_session' } });
 
-  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/fail', { schema: { hide: true } }, async (req, reply) => {
-    checkCsrf(req.params.id, req.body);
-    const session = await ctx.database.db.transaction((tx) => ctx.checkout.fail(req.params.id, tx));
-    return securityHeaders(reply).redirect(`/checkout/${session.id}`, 303);
-  });
+  app.post<{ Params: { id: string }; Body: FormBody }>(
+    '/checkout/:id/pay',
+    { schema: { hide: true }, config: customerAudit('checkout_session.pay') },
+    async (req, reply) => {
+      checkCsrf(req.params.id, req.body);
+      const session = await ctx.database.db.transaction(async (tx) => {
+        const paid = await ctx.checkout.pay(req.params.id, tx);
+        await recordCustomer(tx, req, paid, 'checkout_session.pay');
+        return paid;
+      });
+      // The redirect and the webhooks race (spec 1): the shop must credit only on a verified
+      // webhook or a server-side GET of the payment, never on this redirect.
+      return securityHeaders(reply, [session.successUrl]).redirect(successRedirect(session.successUrl, session.id), 303);
+    },
+  );
 
-  app.post<{ Params: { id: string }; Body: FormBody }>('/checkout/:id/cancel', { schema: { hide: true } }, async (req, reply) => {
-    checkCsrf(req.params.id, req.body);
-    const found = await ctx.checkout.forPage(req.params.id);
-    if (!found) throw new AppError('not_found', 'resource_missing', 'No such checkout session.');
-    // Like Stripe's cancel_url: the customer goes back to the shop (its cancel_url, else its
-    // success_url's origin); the session stays open until it expires (or is paid from another tab).
-    const target = shopUrlOf(found.session) ?? `/checkout/${found.session.id}`;
-    return securityHeaders(reply, [target]).redirect(target, 303);
-  });
+  app.post<{ Params: { id: string }; Body: FormBody }>(
+    '/checkout/:id/fail',
+    { schema: { hide: true }, config: customerAudit('checkout_session.fail') },
+    async (req, reply) => {
+      checkCsrf(req.params.id, req.body);
+      const session = await ctx.database.db.transaction(async (tx) => {
+        const failed = await ctx.checkout.fail(req.params.id, tx);
+        await recordCustomer(tx, req, failed, 'checkout_session.fail');
+        return failed;
+      });
+      return securityHeaders(reply).redirect(`/checkout/${session.id}`, 303);
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: FormBody }>(
+    '/checkout/:id/cancel',
+    {
+      schema: { hide: true },
+      config: { audit: { exempt: 'a redirect back to the shop: the session stays open and nothing changes' } },
+    },
+    async (req, reply) => {
+      checkCsrf(req.params.id, req.body);
+      const found = await ctx.checkout.forPage(req.params.id);
+      if (!found) throw new AppError('not_found', 'resource_missing', 'No such checkout session.');
+      // Like Stripe's cancel_url: the customer goes back to the shop (its cancel_url, else its
+      // success_url's origin); the session stays open until it expires (or is paid from another tab).
+      const target = shopUrlOf(found.session) ?? `/checkout/${found.session.id}`;
+      return securityHeaders(reply, [target]).redirect(target, 303);
+    },
+  );
 };

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import type { Limit } from '../rate-limit.ts';
+import { requestOrigin } from '../request-origin.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
@@ -27,5 +28,12 @@ export function internalAuth(ctx: ServiceContext, failedAuth: Limit): (req: Fast
         'A valid `Authorization: Bearer <PAYHOOKS_INTERNAL_TOKEN>` is required.',
       );
     }
+    // The internal token acts on any Platform: an entry of a refused call joins no Platform's trail.
+    req.auditSubject = {
+      platformId: null,
+      environment: null,
+      actor: { type: 'internal', id: 'internal_token' },
+      origin: requestOrigin(req),
+    };
   };
 }

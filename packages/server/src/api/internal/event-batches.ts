@@ -78,6 +78,7 @@ export const internalEventBatchRoutes =
     app.post(
       '/events/batch',
       {
+        config: { audit: { exempt: "the payment core's event stream, as POST /internal/v1/events: every event is its own record" } },
         bodyLimit: BATCH_BODY_LIMIT,
         serializerCompiler: asStored,
         schema: {

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { toPayment } from '../../payments/objects.ts';
+import { paymentEntry } from '../v1/payments.ts';
 import { paymentId } from '../../payments/service.ts';
 import { IdParams, errorResponses } from '../v1/schemas.ts';
 import { PaymentSchema, PaymentStatusSchema } from '../v1/payment-schemas.ts';
@@ -24,6 +25,7 @@ export const internalPaymentRoutes =
     app.post(
       '/payments/:id/transitions',
       {
+        config: { audit: { action: 'payment.transition', resource: 'payment' } },
         schema: {
           tags: ['internal'],
           security: [{ internalToken: [] }],
@@ -37,10 +39,16 @@ export const internalPaymentRoutes =
       async (req) => {
         const body: Static<typeof TransitionBody> = req.body;
         const id = paymentId(req.params.id);
-        const row = await ctx.database.db.transaction((tx) =>
-          ctx.payments.transition(tx, { id }, body.status, { doubleDelivery: body.double_delivery }),
-        );
-        return toPayment(row);
+        return ctx.database.db.transaction(async (tx) => {
+          const row = await ctx.payments.transition(tx, { id }, body.status, { doubleDelivery: body.double_delivery });
+          const payment = toPayment(row);
+          await ctx.audit.record(
+            tx,
+            { ...req.auditSubject!, platformId: row.platformId, environment: row.environment },
+            paymentEntry('payment.transition', payment),
+          );
+          return payment;
+        });
       },
     );
   };

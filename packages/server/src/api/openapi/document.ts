@@ -29,6 +29,8 @@ const TAGS: Record<string, string> = {
   checkout_sessions: 'Hosted checkout sessions: a page that collects one payment.',
   sandbox: 'Sandbox-only helpers: move sandbox payments the way the payment rails move live ones.',
   listen: '`payhooks listen`: forward sandbox deliveries to a local receiver.',
+  audit_events:
+    'The audit trail: who changed what, when, from where, and how it ended (portal, API, internal API, CLI and payhooks itself).',
   checkout_pages: 'The hosted checkout page a customer opens (HTML for browsers, not JSON).',
   portal: "The Merchant Portal's JSON API, used by its page (`/portal/`): a cookie session, not API keys.",
   portal_pages: "The Merchant Portal's page and assets (HTML for browsers).",

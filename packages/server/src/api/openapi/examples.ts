@@ -110,6 +110,20 @@ const event = {
   data: { object: payment },
 };
 
+const auditEvent = {
+  id: 'aud_3kTMd8Hq2Lp5Vx9Zc1Rw7Ny4',
+  object: 'audit_event',
+  created_at: LATER,
+  environment: 'live',
+  action: 'webhook_endpoint.update',
+  outcome: 'succeeded',
+  error_code: null,
+  actor: { type: 'embedded_user', id: 'user_8812', email: 'ana@shop.example', name: 'Ana Lima' },
+  resource: { type: 'webhook_endpoint', id: endpoint.id },
+  changes: { enabled_events: ['payment.succeeded', 'payment.failed', 'payment.expired', 'checkout_session.completed'] },
+  origin: { ip: '203.0.113.7', user_agent: 'Mozilla/5.0 (X11; Linux x86_64)', request_id: 'req_7Yp2Kd9Qm4Xw1Vb6' },
+};
+
 /** By component name (`#/components/schemas/<name>`). */
 export const COMPONENT_EXAMPLES: Record<string, unknown> = {
   Payment: payment,
@@ -121,6 +135,7 @@ export const COMPONENT_EXAMPLES: Record<string, unknown> = {
   Event: event,
   EventType: 'payment.succeeded',
   EnabledEventType: 'payment.succeeded',
+  AuditEvent: auditEvent,
 };
 
 type Schema = Record<string, unknown>;

@@ -42,14 +42,75 @@ const Stats = obj(
   { description: 'Attempts of the last 24 hours.' },
 );
 const EndpointWithStats = { allOf: [ref('WebhookEndpoint'), obj({ stats: Stats })] };
+const Role = { type: 'string', enum: ['viewer', 'developer', 'admin'] };
+const Theme = obj(
+  {
+    accent_color: nullable({ type: 'string', description: '#rrggbb' }),
+    name: nullable({ type: 'string', description: "Shown in place of payhooks' name; null: the Platform's name." }),
+    logo: nullable({ type: 'string', description: 'A PNG, JPEG or WebP data: URL.' }),
+    mode: { type: 'string', enum: ['light', 'dark', 'auto'] },
+  },
+  { description: "The portal's look inside the payment service's portal." },
+);
 const PortalSession = obj({
   object: { const: 'portal_session', type: 'string' },
-  user: obj({ id: { type: 'string' }, email: { type: 'string' } }),
+  kind: { type: 'string', enum: ['password', 'embedded'], description: "embedded: opened through the payment service's link." },
+  user: obj({
+    id: { type: 'string', description: "usr_… for portal users; the payment service's user id for embedded sessions." },
+    email: nullable({ type: 'string' }),
+    name: nullable({ type: 'string' }),
+  }),
+  role: Role,
   platform: obj({ id: { type: 'string' }, name: { type: 'string' } }),
   environment: { type: 'string', enum: ['sandbox', 'live'] },
+  environment_locked: { type: 'boolean', description: 'Embedded sessions stay in the environment their link named.' },
   csrf_token: { type: 'string', description: `Send it back as ${CSRF_HEADER} on every change.` },
+  expires_at: { type: 'string', description: 'The absolute end of the session.' },
+  idle_timeout_seconds: { type: 'integer', description: 'The session ends after this long without a request.' },
+  needs_two_factor_setup: { type: 'boolean', description: 'The team requires two-factor sign-in and this user has not set it up yet.' },
+  return_url: nullable({ type: 'string', description: "Embedded sessions: the payment service's page to go back to." }),
+  theme: Theme,
+  frame_ancestors: { type: 'array', items: { type: 'string' }, description: 'Origins allowed to frame the portal.' },
+  password_sign_in: { type: 'boolean' },
+});
+const TwoFactorChallenge = obj(
+  {
+    object: { const: 'two_factor_challenge', type: 'string' },
+    challenge: { type: 'string', description: 'Send it back with the code to POST /portal/api/session/two_factor.' },
+    expires_at: { type: 'string' },
+  },
+  { description: 'The password was right and the user has two-factor sign-in on: a code is asked next.' },
+);
+const PortalUser = obj({
+  id: { type: 'string' },
+  object: { const: 'portal_user', type: 'string' },
+  email: { type: 'string' },
+  name: nullable({ type: 'string' }),
+  role: Role,
+  two_factor_enabled: { type: 'boolean' },
+  created_at: { type: 'string' },
+});
+const Invitation = obj({
+  id: { type: 'string' },
+  object: { const: 'invitation', type: 'string' },
+  email: { type: 'string' },
+  role: Role,
+  created_at: { type: 'string' },
   expires_at: { type: 'string' },
 });
+const Account = obj({
+  object: { const: 'account', type: 'string' },
+  id: { type: 'string' },
+  email: { type: 'string' },
+  name: nullable({ type: 'string' }),
+  role: Role,
+  two_factor: obj({ enabled: { type: 'boolean' }, required: { type: 'boolean' }, recovery_codes_left: { type: 'integer', minimum: 0 } }),
+  password_changed_at: nullable({ type: 'string' }),
+});
+const RecoveryCodes = json(
+  'Ten single-use recovery codes, shown only here: each signs in once in place of a code from the app.',
+  obj({ object: { const: 'recovery_codes', type: 'string' }, codes: { type: 'array', items: { type: 'string' } } }),
+);
 const BulkReplay = obj({
   id: { type: 'string' },
   object: { const: 'bulk_replay', type: 'string' },
@@ -64,13 +125,15 @@ const BulkReplay = obj({
   created_at: { type: 'string' },
   finished_at: nullable({ type: 'string' }),
 });
-const ShopSettings = obj({
-  object: { type: 'string', const: 'shop_settings' },
+const PlatformSettings = obj({
+  object: { type: 'string', const: 'platform_settings' },
   display_name: nullable({
     type: 'string',
     description: 'The name customers see on the hosted checkout page; null shows the Platform name.',
   }),
   platform_name: { type: 'string' },
+  require_two_factor: { type: 'boolean', description: 'Every portal user must sign in with a second factor.' },
+  theme: Theme,
 });
 const Labels = { event_type: nullable(ref('EventType')), endpoint_url: nullable({ type: 'string' }) };
 const { attempts: _attempts, ...deliveryFields } = DeliverySchema.properties as Record<string, Schema>;
@@ -107,7 +170,32 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
   'POST /portal/api/session': portal(
     'portalSignIn',
     'Sign in (sets the session cookie)',
-    { 200: json('Signed in (the session cookie is set).', PortalSession), 401: error, 403: error, 413: error, 415: error, 429: error },
+    {
+      200: json('Signed in (the session cookie is set), or a second factor is asked for.', { oneOf: [PortalSession, TwoFactorChallenge] }),
+      401: error,
+      403: error,
+      413: error,
+      415: error,
+      429: error,
+    },
+    { security: [] },
+  ),
+  'POST /portal/api/session/two_factor': portal(
+    'portalSignInTwoFactor',
+    'The second step of signing in: a code from the authenticator app, or a recovery code',
+    { 200: json('Signed in (the session cookie is set).', PortalSession), 401: error, 429: error },
+    { security: [] },
+  ),
+  'POST /portal/api/session/link': portal(
+    'portalOpenLink',
+    "Trade the token of the payment service's link for a session",
+    {
+      200: json('The session, with its token: send it as `Authorization: Bearer <session_token>`.', {
+        allOf: [PortalSession, obj({ session_token: { type: 'string' } })],
+      }),
+      401: error,
+      429: error,
+    },
     { security: [] },
   ),
   'GET /portal/api/session': portal('portalSession', 'Who is signed in, and the CSRF token', { 200: json('The session.', PortalSession) }),
@@ -194,9 +282,120 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
       ),
     },
   ),
-  'GET /portal/api/settings': portal('portalSettings', "The shop's settings", { 200: json('The settings.', ShopSettings) }),
-  'PUT /portal/api/settings': portal('portalUpdateSettings', "Change the shop's name on the hosted checkout page", {
-    200: json('The settings.', ShopSettings),
+  'GET /portal/api/settings': portal('portalSettings', "The Platform's settings (admins)", {
+    200: json('The settings.', PlatformSettings),
+  }),
+  'PUT /portal/api/settings': portal(
+    'portalUpdateSettings',
+    "Change the Platform's settings (admins): the shop's name, two-factor sign-in required, the theme; fields left out stay",
+    { 200: json('The settings.', PlatformSettings) },
+  ),
+  'GET /portal/api/users': portal('portalListUsers', 'The team (admins)', { 200: list(PortalUser, 'Every portal user of the Platform.') }),
+  'PATCH /portal/api/users/:id': portal('portalChangeRole', "Change a user's role (admins; a Platform keeps one admin)", {
+    200: json('The user.', PortalUser),
+    409: error,
+  }),
+  'DELETE /portal/api/users/:id': portal('portalRemoveUser', 'Remove a user; their sessions end at once (admins)', {
+    200: json('Removed.', { allOf: [PortalUser, obj({ deleted: { type: 'boolean', const: true } })] }),
+    409: error,
+  }),
+  'GET /portal/api/invitations': portal('portalListInvitations', 'Open invitations (admins)', {
+    200: list(Invitation, 'Unused, unexpired invitations.'),
+  }),
+  'POST /portal/api/invitations': portal('portalInvite', 'Invite a teammate (admins): a single-use link, shown once', {
+    201: json('The invitation with its link (mailed too when SMTP is set up).', {
+      allOf: [Invitation, obj({ url: { type: 'string' }, emailed: { type: 'boolean' } })],
+    }),
+    409: error,
+  }),
+  'DELETE /portal/api/invitations/:id': portal('portalRevokeInvitation', 'Revoke an invitation (admins)', {
+    200: json('Revoked.', { allOf: [Invitation, obj({ deleted: { type: 'boolean', const: true } })] }),
+  }),
+  'POST /portal/api/invitation/inspect': portal(
+    'portalInspectInvitation',
+    'What an invitation is for, without using it',
+    {
+      200: json(
+        'The invitation.',
+        obj({
+          object: { const: 'invitation_preview', type: 'string' },
+          email: { type: 'string' },
+          role: Role,
+          platform_name: { type: 'string' },
+          expires_at: { type: 'string' },
+        }),
+      ),
+      401: error,
+      429: error,
+    },
+    { security: [] },
+  ),
+  'POST /portal/api/invitation/accept': portal(
+    'portalAcceptInvitation',
+    'Accept an invitation: choose a password and sign in',
+    { 200: json('Signed in (the session cookie is set).', PortalSession), 401: error, 409: error, 429: error },
+    { security: [] },
+  ),
+  'POST /portal/api/password_reset/inspect': portal(
+    'portalInspectPasswordReset',
+    'Which account a reset link is for',
+    {
+      200: json(
+        'The reset.',
+        obj({ object: { const: 'password_reset_preview', type: 'string' }, email: { type: 'string' }, expires_at: { type: 'string' } }),
+      ),
+      401: error,
+      429: error,
+    },
+    { security: [] },
+  ),
+  'POST /portal/api/password_reset': portal(
+    'portalResetPassword',
+    "Choose a new password through an operator's reset link (every session of the user ends)",
+    {
+      200: json(
+        'Done: sign in with the new password.',
+        obj({ object: { const: 'password_reset', type: 'string' }, email: { type: 'string' }, done: { type: 'boolean', const: true } }),
+      ),
+      401: error,
+      429: error,
+    },
+    { security: [] },
+  ),
+  'GET /portal/api/account': portal('portalAccount', 'Your own account', { 200: json('The account.', Account) }),
+  'PUT /portal/api/account/password': portal('portalChangePassword', 'Change your password (your other sessions end)', {
+    200: json('The account.', Account),
+    401: error,
+    429: error,
+  }),
+  'POST /portal/api/account/two_factor/setup': portal('portalStartTwoFactor', 'Start setting up two-factor sign-in', {
+    200: json(
+      'The secret to add to an authenticator app (as text or as the otpauth URI, a QR code); not in use until confirmed.',
+      obj({ object: { const: 'two_factor_setup', type: 'string' }, secret: { type: 'string' }, otpauth_uri: { type: 'string' } }),
+    ),
+    409: error,
+  }),
+  'POST /portal/api/account/two_factor/enable': portal(
+    'portalEnableTwoFactor',
+    'Confirm with a code from the app: two-factor sign-in is on',
+    {
+      200: RecoveryCodes,
+      400: error,
+      409: error,
+    },
+  ),
+  'DELETE /portal/api/account/two_factor': portal('portalDisableTwoFactor', 'Turn two-factor sign-in off (asks for the password)', {
+    200: json('The account.', Account),
+    401: error,
+    409: error,
+  }),
+  'POST /portal/api/account/two_factor/recovery_codes': portal('portalNewRecoveryCodes', 'New recovery codes (the old ones stop working)', {
+    200: RecoveryCodes,
+    401: error,
+    409: error,
+  }),
+  'GET /portal/api/audit_events': portal('portalAuditEvents', "The Platform's audit trail (admins)", {
+    200: list(ref('AuditEvent'), 'A page of entries, newest first.'),
   }),
   'GET /portal/api/deliveries': portal('portalListDeliveries', 'The delivery log', { 200: list(DeliveryRow, 'A page of deliveries.') }),
   'GET /portal/api/deliveries/:id': portal('portalRetrieveDelivery', 'A delivery with its attempts and event body', {

@@ -2,8 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { and, eq, inArray } from 'drizzle-orm';
 import type { ServiceContext } from '../../context.ts';
 import { events, webhookEndpoints } from '../../db/schema.ts';
-import { scopeOf } from '../../portal/sessions.ts';
-import type { Scope } from '../../tenancy/scope.ts';
+import { scopeOf } from '../../accounts/sessions.ts';
+import { requestOrigin } from '../request-origin.ts';
+import type { Scope } from '../../scope.ts';
 import { IdParams } from './ids.ts';
 import { Type } from '@sinclair/typebox';
 import { DeliveryFilters, deliveryFilters } from '../v1/webhook-deliveries.ts';
@@ -50,8 +51,8 @@ async function labels(ctx: ServiceContext, scope: Scope, eventIds: string[], end
 export const deliveryRoutes =
   (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.get('/deliveries', { schema: { querystring: PortalDeliveriesQuery } }, async (req) => {
-      const scope = scopeOf(req.portalSession);
+    app.get('/deliveries', { schema: { querystring: PortalDeliveriesQuery }, config: { role: 'viewer' } }, async (req) => {
+      const scope = scopeOf(req.portalSession, requestOrigin(req));
       const page = await ctx.deliveries.list(scope, { ...deliveryFilters(req.query), objectId: req.query.object_id });
       const l = await labels(ctx, scope, [...new Set(page.data.map((d) => d.event_id))], [...new Set(page.data.map((d) => d.endpoint_id))]);
       return {
@@ -83,24 +84,47 @@ export const deliveryRoutes =
       };
     };
 
-    app.get('/deliveries/:id', { schema: { params: IdParams } }, async (req) => detail(scopeOf(req.portalSession), req.params.id));
+    app.get('/deliveries/:id', { schema: { params: IdParams }, config: { role: 'viewer' } }, async (req) =>
+      detail(scopeOf(req.portalSession, requestOrigin(req)), req.params.id),
+    );
 
-    app.post('/deliveries/:id/replay', { schema: { params: IdParams } }, async (req) => {
-      const scope = scopeOf(req.portalSession);
-      await ctx.deliveries.replay(scope, req.params.id);
-      return detail(scope, req.params.id);
-    });
+    app.post(
+      '/deliveries/:id/replay',
+      {
+        schema: { params: IdParams },
+        config: { role: 'developer', audit: { action: 'webhook_delivery.replay', resource: 'webhook_delivery' } },
+      },
+      async (req) => {
+        const scope = scopeOf(req.portalSession, requestOrigin(req));
+        await ctx.deliveries.replay(scope, req.params.id);
+        return detail(scope, req.params.id);
+      },
+    );
 
-    app.post('/deliveries/:id/resend', { schema: { params: IdParams } }, async (req) => {
-      const scope = scopeOf(req.portalSession);
-      await ctx.deliveries.resend(scope, req.params.id);
-      return detail(scope, req.params.id);
-    });
+    app.post(
+      '/deliveries/:id/resend',
+      {
+        schema: { params: IdParams },
+        config: { role: 'developer', audit: { action: 'webhook_delivery.resend', resource: 'webhook_delivery' } },
+      },
+      async (req) => {
+        const scope = scopeOf(req.portalSession, requestOrigin(req));
+        await ctx.deliveries.resend(scope, req.params.id);
+        return detail(scope, req.params.id);
+      },
+    );
 
     // No more attempts for a delivery that has not finished (an ordered endpoint's blocker).
-    app.post('/deliveries/:id/cancel', { schema: { params: IdParams } }, async (req) => {
-      const scope = scopeOf(req.portalSession);
-      await ctx.deliveries.cancel(scope, req.params.id);
-      return detail(scope, req.params.id);
-    });
+    app.post(
+      '/deliveries/:id/cancel',
+      {
+        schema: { params: IdParams },
+        config: { role: 'developer', audit: { action: 'webhook_delivery.cancel', resource: 'webhook_delivery' } },
+      },
+      async (req) => {
+        const scope = scopeOf(req.portalSession, requestOrigin(req));
+        await ctx.deliveries.cancel(scope, req.params.id);
+        return detail(scope, req.params.id);
+      },
+    );
   };

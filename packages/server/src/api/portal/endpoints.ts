@@ -4,8 +4,9 @@ import { EVENT_TYPES, REQUIRED_LIVE_EVENT_TYPES, WILDCARD_EVENT_TYPE } from '@pa
 import type { ServiceContext } from '../../context.ts';
 import { endpointStats } from '../../delivery/stats.ts';
 import { AppError } from '../../errors.ts';
-import { sendTestEvent } from '../../portal/test-event.ts';
-import { scopeOf } from '../../portal/sessions.ts';
+import { sendTestEvent } from '../../endpoints/test-event.ts';
+import { scopeOf } from '../../accounts/sessions.ts';
+import { requestOrigin } from '../request-origin.ts';
 import { IdParams, endpointId } from './ids.ts';
 import { DeliveryOrder, rotateParameters } from '../v1/webhook-endpoints.ts';
 
@@ -45,14 +46,14 @@ const BulkBody = Type.Object(
 export const endpointRoutes =
   (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.get('/catalog', async () => ({
+    app.get('/catalog', { config: { role: 'viewer' } }, async () => ({
       event_types: EVENT_TYPES,
       wildcard: WILDCARD_EVENT_TYPE,
       required_live_event_types: REQUIRED_LIVE_EVENT_TYPES,
     }));
 
-    app.get('/endpoints', { schema: { querystring: ListQuery } }, async (req) => {
-      const scope = scopeOf(req.portalSession);
+    app.get('/endpoints', { schema: { querystring: ListQuery }, config: { role: 'viewer' } }, async (req) => {
+      const scope = scopeOf(req.portalSession, requestOrigin(req));
       const page = await ctx.endpoints.list(scope, { limit: req.query.limit ?? 20, startingAfter: req.query.starting_after });
       const stats = await endpointStats(
         ctx.database,
@@ -63,47 +64,78 @@ export const endpointRoutes =
       return { ...page, data: page.data.map((e) => ({ ...e, stats: stats.get(e.id) })) };
     });
 
-    app.post('/endpoints', { schema: { body: CreateBody } }, async (req, reply) => {
-      const created = await ctx.endpoints.create(scopeOf(req.portalSession), req.body);
-      return reply.code(201).send(created); // the one portal response that carries the whsec_ secret
-    });
+    app.post(
+      '/endpoints',
+      {
+        schema: { body: CreateBody },
+        config: { role: 'developer', audit: { action: 'webhook_endpoint.create', resource: 'webhook_endpoint' } },
+      },
+      async (req, reply) => {
+        const created = await ctx.endpoints.create(scopeOf(req.portalSession, requestOrigin(req)), req.body);
+        return reply.code(201).send(created); // the one portal response that carries the whsec_ secret
+      },
+    );
 
-    app.get('/endpoints/:id', { schema: { params: IdParams } }, async (req) => {
-      const scope = scopeOf(req.portalSession);
+    app.get('/endpoints/:id', { schema: { params: IdParams }, config: { role: 'viewer' } }, async (req) => {
+      const scope = scopeOf(req.portalSession, requestOrigin(req));
       const endpoint = await ctx.endpoints.get(scope, endpointId(req.params.id));
       const stats = await endpointStats(ctx.database, scope, [endpoint.id], ctx.clock.now());
       return { ...endpoint, stats: stats.get(endpoint.id) };
     });
 
-    app.patch('/endpoints/:id', { schema: { params: IdParams, body: UpdateBody } }, async (req) =>
-      ctx.endpoints.update(scopeOf(req.portalSession), endpointId(req.params.id), req.body),
+    app.patch(
+      '/endpoints/:id',
+      {
+        schema: { params: IdParams, body: UpdateBody },
+        config: { role: 'developer', audit: { action: 'webhook_endpoint.update', resource: 'webhook_endpoint' } },
+      },
+      async (req) => ctx.endpoints.update(scopeOf(req.portalSession, requestOrigin(req)), endpointId(req.params.id), req.body),
     );
 
-    app.delete('/endpoints/:id', { schema: { params: IdParams } }, async (req) =>
-      ctx.endpoints.delete(scopeOf(req.portalSession), endpointId(req.params.id)),
+    app.delete(
+      '/endpoints/:id',
+      {
+        schema: { params: IdParams },
+        config: { role: 'developer', audit: { action: 'webhook_endpoint.delete', resource: 'webhook_endpoint' } },
+      },
+      async (req) => ctx.endpoints.delete(scopeOf(req.portalSession, requestOrigin(req)), endpointId(req.params.id)),
     );
 
     // "Roll secret": the same rotation as the machine API; this response carries the new secret once.
-    app.post('/endpoints/:id/rotate_secret', { schema: { params: IdParams } }, async (req) => {
-      const rotated = await ctx.endpoints.rotateSecret(
-        scopeOf(req.portalSession),
-        endpointId(req.params.id),
-        rotateParameters(req.body).expire_previous_in,
-      );
-      ctx.metrics.rotations.inc();
-      return rotated;
-    });
+    app.post(
+      '/endpoints/:id/rotate_secret',
+      {
+        schema: { params: IdParams },
+        config: { role: 'developer', audit: { action: 'webhook_endpoint.rotate_secret', resource: 'webhook_endpoint' } },
+      },
+      async (req) => {
+        const rotated = await ctx.endpoints.rotateSecret(
+          scopeOf(req.portalSession, requestOrigin(req)),
+          endpointId(req.params.id),
+          rotateParameters(req.body).expire_previous_in,
+        );
+        ctx.metrics.rotations.inc();
+        return rotated;
+      },
+    );
 
-    app.post('/endpoints/:id/test_event', { schema: { params: IdParams } }, async (req, reply) => {
-      const sent = await sendTestEvent(ctx, scopeOf(req.portalSession), endpointId(req.params.id));
-      return reply.code(201).send({
-        object: 'test_event',
-        event_id: sent.event.id,
-        type: sent.event.type,
-        delivery_id: sent.delivery_id,
-        payment_id: sent.payment.id,
-      });
-    });
+    app.post(
+      '/endpoints/:id/test_event',
+      {
+        schema: { params: IdParams },
+        config: { role: 'developer', audit: { action: 'webhook_endpoint.test_event', resource: 'webhook_endpoint' } },
+      },
+      async (req, reply) => {
+        const sent = await sendTestEvent(ctx, scopeOf(req.portalSession, requestOrigin(req)), endpointId(req.params.id));
+        return reply.code(201).send({
+          object: 'test_event',
+          event_id: sent.event.id,
+          type: sent.event.type,
+          delivery_id: sent.delivery_id,
+          payment_id: sent.payment.id,
+        });
+      },
+    );
 
     const sinceOf = (raw: string) => {
       const since = new Date(raw);
@@ -115,25 +147,36 @@ export const endpointRoutes =
     };
 
     // "Replay all failed since…" asks first: how many deliveries it would replay (a dry run).
-    app.get('/endpoints/:id/bulk_replays/preview', { schema: { params: IdParams, querystring: BulkBody } }, async (req) => {
-      const scope = scopeOf(req.portalSession);
-      const endpoint = await ctx.endpoints.getRow(scope, endpointId(req.params.id));
-      const since = sinceOf(req.query.since);
-      return {
-        object: 'bulk_replay_preview',
-        endpoint_id: endpoint.id,
-        since: since.toISOString(),
-        count: await ctx.bulkReplays.count(scope, endpoint.id, since),
-      };
-    });
+    app.get(
+      '/endpoints/:id/bulk_replays/preview',
+      { schema: { params: IdParams, querystring: BulkBody }, config: { role: 'developer' } },
+      async (req) => {
+        const scope = scopeOf(req.portalSession, requestOrigin(req));
+        const endpoint = await ctx.endpoints.getRow(scope, endpointId(req.params.id));
+        const since = sinceOf(req.query.since);
+        return {
+          object: 'bulk_replay_preview',
+          endpoint_id: endpoint.id,
+          since: since.toISOString(),
+          count: await ctx.bulkReplays.count(scope, endpoint.id, since),
+        };
+      },
+    );
 
-    app.post('/endpoints/:id/bulk_replays', { schema: { params: IdParams, body: BulkBody } }, async (req, reply) => {
-      const scope = scopeOf(req.portalSession);
-      const endpoint = await ctx.endpoints.getRow(scope, endpointId(req.params.id));
-      return reply.code(202).send(await ctx.bulkReplays.start(scope, endpoint.id, sinceOf(req.body.since)));
-    });
+    app.post(
+      '/endpoints/:id/bulk_replays',
+      {
+        schema: { params: IdParams, body: BulkBody },
+        config: { role: 'developer', audit: { action: 'webhook_endpoint.bulk_replay', resource: 'webhook_endpoint' } },
+      },
+      async (req, reply) => {
+        const scope = scopeOf(req.portalSession, requestOrigin(req));
+        const endpoint = await ctx.endpoints.getRow(scope, endpointId(req.params.id));
+        return reply.code(202).send(await ctx.bulkReplays.start(scope, endpoint.id, sinceOf(req.body.since)));
+      },
+    );
 
-    app.get('/bulk_replays/:id', { schema: { params: IdParams } }, async (req) =>
-      ctx.bulkReplays.get(scopeOf(req.portalSession), req.params.id),
+    app.get('/bulk_replays/:id', { schema: { params: IdParams }, config: { role: 'viewer' } }, async (req) =>
+      ctx.bulkReplays.get(scopeOf(req.portalSession, requestOrigin(req)), req.params.id),
     );
   };

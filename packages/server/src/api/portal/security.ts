@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../errors.ts';
-import { csrfMatches, type PortalSession } from '../../portal/sessions.ts';
+import { csrfMatches, type PortalSession } from '../../accounts/sessions.ts';
 
 /** The session cookie: scoped to /portal, httpOnly, SameSite=Lax, Secure when served over TLS. */
 export const SESSION_COOKIE = 'payhooks_portal';
@@ -9,29 +9,52 @@ export const CSRF_HEADER = 'x-csrf-token';
 
 /**
  * The portal's pages: scripts and styles only from our origin (Vite emits them as files; no
- * inline script anywhere), no plugins, no framing, no <base> tricks, requests to our origin only.
+ * inline script anywhere), no plugins, no <base> tricks, requests to our origin only. Framing:
+ * only by the origins of `PAYHOOKS_PORTAL_FRAME_ANCESTORS` (the payment service's portal that
+ * embeds it), none by default.
  */
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "font-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function contentSecurityPolicy(frameAncestors: readonly string[]): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "font-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    `frame-ancestors ${frameAncestors.length ? frameAncestors.join(' ') : "'none'"}`,
+  ].join('; ');
+}
 
-export function securityHeaders(reply: FastifyReply): void {
+export function securityHeaders(reply: FastifyReply, frameAncestors: readonly string[]): void {
   void reply.headers({
-    'content-security-policy': CONTENT_SECURITY_POLICY,
+    'content-security-policy': contentSecurityPolicy(frameAncestors),
     'x-content-type-options': 'nosniff',
-    'x-frame-options': 'DENY',
     'referrer-policy': 'same-origin',
-    'cross-origin-opener-policy': 'same-origin',
   });
+  // X-Frame-Options can only say "nobody" (or "same origin"); CSP's frame-ancestors names the
+  // allowed hosts, and browsers that know it ignore X-Frame-Options anyway.
+  if (frameAncestors.length === 0) void reply.header('x-frame-options', 'DENY');
+  // A page that may be framed by another site can't insist on its own browsing context group:
+  // same-origin would cut the framing page off from the frame's postMessage.
+  void reply.header('cross-origin-opener-policy', frameAncestors.length === 0 ? 'same-origin' : 'same-origin-allow-popups');
+}
+
+/**
+ * The session token of a request: the cookie of a password session, or, for a page opened
+ * through the payment service's link (often inside its frame, where third-party cookies may not
+ * be sent), `Authorization: Bearer <token>`. The page keeps that token in its own tab's
+ * sessionStorage; another site can neither read it nor make the browser send it.
+ */
+export function sessionToken(req: FastifyRequest): string | undefined {
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string') {
+    const m = /^Bearer\s+([A-Za-z0-9_-]{1,100})$/.exec(auth);
+    if (m) return m[1];
+  }
+  return req.cookies[SESSION_COOKIE];
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -52,16 +52,34 @@ export class SignInLimiter {
     return this.secrets.verifyTag(DEVICE_TAG, `${email}\0${nonce}`, tag) ? nonce : null;
   }
 
-  /** Counts this attempt; throws a 429 with Retry-After when one of its limits is spent. */
+  /**
+   * Counts this attempt at a password or a code for `email` (sign-in, its two-factor step, a
+   * password change, turning two-factor off); throws a 429 with Retry-After when one of its
+   * limits is spent.
+   */
   async check(req: FastifyRequest, email: string): Promise<void> {
     const device = this.device(req, email);
-    const limits: Array<[string, number]> = device
-      ? [[counterKey('sign-in-device', device), SIGN_IN_LIMITS.perDevice]]
-      : [
-          [counterKey('sign-in-address', req.ip), SIGN_IN_LIMITS.perAddress],
-          [counterKey('sign-in-email-address', email, req.ip), SIGN_IN_LIMITS.perEmailAndAddress],
-          [counterKey('sign-in-email', email), SIGN_IN_LIMITS.perEmail],
-        ];
+    await this.spend(
+      device
+        ? [[counterKey('sign-in-device', device), SIGN_IN_LIMITS.perDevice]]
+        : [
+            [counterKey('sign-in-address', req.ip), SIGN_IN_LIMITS.perAddress],
+            [counterKey('sign-in-email-address', email, req.ip), SIGN_IN_LIMITS.perEmailAndAddress],
+            [counterKey('sign-in-email', email), SIGN_IN_LIMITS.perEmail],
+          ],
+    );
+  }
+
+  /**
+   * Counts a use of a single-use link's form (invitation, password reset, the payment service's
+   * link) against the client's address, with the same allowance as sign-in: the tokens can't be
+   * guessed (256 bits), but the forms get the same protection as the password form.
+   */
+  async checkAddress(req: FastifyRequest): Promise<void> {
+    await this.spend([[counterKey('token-form-address', req.ip), SIGN_IN_LIMITS.perAddress]]);
+  }
+
+  private async spend(limits: Array<[string, number]>): Promise<void> {
     // In order, stopping at the first spent limit: a blocked address no longer spends the
     // email's shared allowance.
     for (const [key, max] of limits) {

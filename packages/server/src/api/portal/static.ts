@@ -24,12 +24,12 @@ export const NOT_BUILT_MESSAGE =
  * never cached, and any other path under /portal/ (a client-side route such as
  * /portal/endpoints/we_…) gets index.html too. Every page carries the portal's strict CSP.
  */
-export async function portalStatic(app: FastifyInstance, dist: string): Promise<void> {
+export async function portalStatic(app: FastifyInstance, dist: string, frameAncestors: readonly string[]): Promise<void> {
   const built = existsSync(join(dist, 'index.html'));
   app.get('/portal', async (_req, reply) => reply.redirect('/portal/'));
   if (!built) {
     app.get('/portal/*', async (_req, reply) => {
-      securityHeaders(reply);
+      securityHeaders(reply, frameAncestors);
       return reply.code(503).type('text/plain; charset=utf-8').send(`${NOT_BUILT_MESSAGE}\n`);
     });
     return;
@@ -44,7 +44,7 @@ export async function portalStatic(app: FastifyInstance, dist: string): Promise<
     },
   });
   const page = async (_req: unknown, reply: import('fastify').FastifyReply) => {
-    securityHeaders(reply);
+    securityHeaders(reply, frameAncestors);
     return reply.header('cache-control', 'no-cache').sendFile('index.html', dist);
   };
   app.get('/portal/', page);

@@ -24,6 +24,14 @@ const CreateBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** A checkout session's audit entry: its status and amount (not its metadata or URLs). */
+export const checkoutEntry = (action: string, session: { id: string; status: string; amount: string; asset_code: string }) => ({
+  action,
+  resourceType: 'checkout_session',
+  resourceId: session.id,
+  changes: { status: session.status, amount: session.amount, asset_code: session.asset_code },
+});
+
 /** `/api/v1/checkout_sessions`: a hosted page that collects one Payment. */
 export const checkoutSessionRoutes =
   (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
@@ -34,6 +42,7 @@ export const checkoutSessionRoutes =
     app.post(
       '/checkout_sessions',
       {
+        config: { audit: { action: 'checkout_session.create', resource: 'checkout_session' } },
         schema: {
           tags,
           security,
@@ -54,10 +63,11 @@ export const checkoutSessionRoutes =
           req.scope,
           req.headers['idempotency-key'],
           { method: 'POST', path: '/api/v1/checkout_sessions', body },
-          async (tx) => ({
-            status: 201,
-            body: await ctx.checkout.create(req.scope, body, tx),
-          }),
+          async (tx) => {
+            const session = await ctx.checkout.create(req.scope, body, tx);
+            await ctx.audit.record(tx, req.scope, checkoutEntry('checkout_session.create', session));
+            return { status: 201, body: session };
+          },
         );
         if (result.replayed) void reply.header('idempotent-replayed', 'true');
         return reply.code(201).send(result.body as CheckoutSession);
@@ -97,6 +107,7 @@ export const checkoutSessionRoutes =
     app.post(
       '/checkout_sessions/:id/expire',
       {
+        config: { audit: { action: 'checkout_session.expire', resource: 'checkout_session' } },
         schema: {
           tags,
           security,
@@ -120,10 +131,11 @@ export const checkoutSessionRoutes =
           req.scope,
           req.headers['idempotency-key'],
           { method: 'POST', path: `/api/v1/checkout_sessions/${id}/expire`, body: {} },
-          async (tx) => ({
-            status: 200,
-            body: await ctx.checkout.expire(req.scope, id, tx),
-          }),
+          async (tx) => {
+            const session = await ctx.checkout.expire(req.scope, id, tx);
+            await ctx.audit.record(tx, req.scope, checkoutEntry('checkout_session.expire', session));
+            return { status: 200, body: session };
+          },
         );
         if (result.replayed) void reply.header('idempotent-replayed', 'true');
         return reply.code(200).send(result.body as CheckoutSession);

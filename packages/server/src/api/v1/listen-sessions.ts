@@ -58,6 +58,7 @@ export const listenSessionRoutes =
     app.post(
       '/listen_sessions',
       {
+        config: { audit: { action: 'listen_session.open', resource: 'webhook_endpoint' } },
         schema: {
           tags,
           security,
@@ -134,6 +135,7 @@ export const listenSessionRoutes =
     app.post(
       '/listen_sessions/:id/results',
       {
+        config: { audit: { exempt: 'reports the outcome of a forwarded delivery, which the delivery log records as its attempt' } },
         schema: {
           tags,
           security,

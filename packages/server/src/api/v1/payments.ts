@@ -33,6 +33,16 @@ const ListPaymentsQuery = Type.Composite([ListQuery, Type.Object({ status: Type.
   additionalProperties: false,
 });
 
+/** A payment's audit entry: the payment service's data, so its amount and status, never its metadata. */
+export function paymentEntry(action: string, payment: Payment) {
+  return {
+    action,
+    resourceType: 'payment',
+    resourceId: payment.id,
+    changes: { status: payment.status, amount: payment.amount, asset_code: payment.asset_code },
+  };
+}
+
 /** `/api/v1/payments`: create, retrieve, list and cancel, inside the calling key's Platform and environment. */
 export const paymentRoutes =
   (ctx: ServiceContext): FastifyPluginAsyncTypebox =>
@@ -43,6 +53,7 @@ export const paymentRoutes =
     app.post(
       '/payments',
       {
+        config: { audit: { action: 'payment.create', resource: 'payment' } },
         schema: {
           tags,
           security,
@@ -60,10 +71,11 @@ export const paymentRoutes =
           req.scope,
           req.headers['idempotency-key'],
           { method: 'POST', path: '/api/v1/payments', body },
-          async (tx) => ({
-            status: 201,
-            body: toPayment(await ctx.payments.create(req.scope, body, tx)),
-          }),
+          async (tx) => {
+            const payment = toPayment(await ctx.payments.create(req.scope, body, tx));
+            await ctx.audit.record(tx, req.scope, paymentEntry('payment.create', payment));
+            return { status: 201, body: payment };
+          },
         );
         if (result.replayed) void reply.header('idempotent-replayed', 'true');
         return reply.code(201).send(result.body as Payment);
@@ -104,6 +116,7 @@ export const paymentRoutes =
     app.post(
       '/payments/:id/cancel',
       {
+        config: { audit: { action: 'payment.cancel', resource: 'payment' } },
         schema: {
           tags,
           security,
@@ -123,10 +136,11 @@ export const paymentRoutes =
           req.scope,
           req.headers['idempotency-key'],
           { method: 'POST', path: `/api/v1/payments/${id}/cancel`, body: {} },
-          async (tx) => ({
-            status: 200,
-            body: toPayment(await ctx.payments.transition(tx, { id, scope: req.scope }, 'cancelled')),
-          }),
+          async (tx) => {
+            const payment = toPayment(await ctx.payments.transition(tx, { id, scope: req.scope }, 'cancelled'));
+            await ctx.audit.record(tx, req.scope, paymentEntry('payment.cancel', payment));
+            return { status: 200, body: payment };
+          },
         );
         if (result.replayed) void reply.header('idempotent-replayed', 'true');
         return reply.code(200).send(result.body as Payment);

@@ -1,3 +1,4 @@
+import { paymentEntry } from './payments.ts';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
@@ -34,6 +35,7 @@ export const sandboxRoutes =
     app.post(
       '/sandbox/payments/:id/simulate',
       {
+        config: { audit: { action: 'payment.simulate', resource: 'payment' } },
         schema: {
           tags,
           security,
@@ -57,12 +59,13 @@ export const sandboxRoutes =
           req.scope,
           req.headers['idempotency-key'],
           { method: 'POST', path: `/api/v1/sandbox/payments/${id}/simulate`, body },
-          async (tx) => ({
-            status: 200,
-            body: toPayment(
+          async (tx) => {
+            const payment = toPayment(
               await ctx.payments.transition(tx, { id, scope: req.scope }, body.status, { doubleDelivery: body.double_delivery }),
-            ),
-          }),
+            );
+            await ctx.audit.record(tx, req.scope, paymentEntry('payment.simulate', payment));
+            return { status: 200, body: payment };
+          },
         );
         if (result.replayed) void reply.header('idempotent-replayed', 'true');
         return reply.code(200).send(result.body as Payment);

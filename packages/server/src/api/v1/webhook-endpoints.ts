@@ -163,6 +163,7 @@ export const webhookEndpointRoutes =
     app.post(
       '/webhook_endpoints',
       {
+        config: { audit: { action: 'webhook_endpoint.create', resource: 'webhook_endpoint' } },
         schema: {
           tags,
           security,
@@ -226,6 +227,7 @@ export const webhookEndpointRoutes =
     app.patch(
       '/webhook_endpoints/:id',
       {
+        config: { audit: { action: 'webhook_endpoint.update', resource: 'webhook_endpoint' } },
         schema: {
           tags,
           security,
@@ -242,6 +244,7 @@ export const webhookEndpointRoutes =
     app.post(
       '/webhook_endpoints/:id/rotate_secret',
       {
+        config: { audit: { action: 'webhook_endpoint.rotate_secret', resource: 'webhook_endpoint' } },
         schema: {
           tags,
           security,
@@ -279,6 +282,7 @@ export const webhookEndpointRoutes =
     app.delete(
       '/webhook_endpoints/:id',
       {
+        config: { audit: { action: 'webhook_endpoint.delete', resource: 'webhook_endpoint' } },
         schema: {
           tags,
           security,

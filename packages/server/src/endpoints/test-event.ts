@@ -2,7 +2,7 @@ import type { WebhookEvent } from '@payhooks/contract';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { toPayment, type Payment } from '../payments/objects.ts';
-import type { Scope } from '../tenancy/scope.ts';
+import type { Scope } from '../scope.ts';
 
 /**
  * "Send test event" (sandbox endpoints only): a real sandbox payment of 10.00 USDC.ETH with
@@ -36,10 +36,17 @@ export async function sendTestEvent(
       onlyEndpointId: null,
     });
     const processing = await ctx.payments.transitionLocked(tx, created, 'processing', { onlyEndpointId: null });
-    return ctx.payments.transitionLocked(tx, processing, 'succeeded', {
+    const succeeded = await ctx.payments.transitionLocked(tx, processing, 'succeeded', {
       onlyEndpointId: endpointId,
       onPublished: (published) => (event = published.event),
     });
+    await ctx.audit.record(tx, scope, {
+      action: 'webhook_endpoint.test_event',
+      resourceType: 'webhook_endpoint',
+      resourceId: endpointId,
+      changes: { event_id: event?.id ?? null, payment_id: succeeded.id },
+    });
+    return succeeded;
   });
   const deliveries = await ctx.deliveries.list(scope, { limit: 1, eventId: event!.id });
   return { event: event!, delivery_id: deliveries.data[0]?.id ?? null, payment: toPayment(row) };

@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { AppError } from '../errors.ts';
 import { randomBase62 } from '../ids.ts';
 
 /**
@@ -59,4 +60,24 @@ export function decoyHash(cost: ScryptCost = PASSWORD_COST): Promise<string> {
 /** A generated password: 20 base62 characters (~119 bits), shown once. */
 export function generatePassword(): string {
   return randomBase62(20);
+}
+
+/** Shortest password a user may choose (NIST SP 800-63B asks for at least 8; we ask for 12). */
+export const MIN_PASSWORD_LENGTH = 12;
+export const MAX_PASSWORD_LENGTH = 200;
+
+/** A password a user chose (invitation, change, reset): long enough, not the email. */
+export function checkNewPassword(password: string, email: string, param = 'password'): void {
+  const length = [...password.normalize('NFC')].length;
+  if (length < MIN_PASSWORD_LENGTH || length > MAX_PASSWORD_LENGTH) {
+    throw new AppError(
+      'invalid_request',
+      'password_too_short',
+      `Choose a password of ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters (a few words make a good one).`,
+      { param },
+    );
+  }
+  if (password.trim().toLowerCase() === email.trim().toLowerCase()) {
+    throw new AppError('invalid_request', 'password_is_email', 'Choose a password other than your email address.', { param });
+  }
 }

@@ -1,0 +1,34 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+
+/** A message the portal mails: plain text only, so nothing in it is ever rendered as HTML. */
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(mail: Mail): Promise<void>;
+  close(): void;
+}
+
+/** Mail headers come from our own text and Platform names: line breaks would add headers, so none pass. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+
+/**
+ * Invitation and password-reset mail through the SMTP server of `PAYHOOKS_SMTP_URL`, by
+ * nodemailer (smtps:// for TLS from the first byte; smtp:// upgrades with STARTTLS when the
+ * server offers it). A failure to send is reported to the caller, which still shows the link.
+ */
+export function smtpMailer(url: string, from: string): Mailer {
+  const transport: Transporter = nodemailer.createTransport(url, { from });
+  return {
+    async send(mail) {
+      await transport.sendMail({ to: oneLine(mail.to), subject: oneLine(mail.subject), text: mail.text });
+    },
+    close() {
+      transport.close();
+    },
+  };
+}
