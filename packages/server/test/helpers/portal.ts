@@ -136,7 +136,7 @@ export async function embeddedSignIn(
   internalToken: string,
   request: {
     merchant_id: string;
-    environment: 'sandbox' | 'live';
+    environment: string;
     role: string;
     user: { id: string; email?: string; name?: string };
     return_url?: string;
