@@ -9,6 +9,9 @@ import { publishEvent } from '../../src/events/publish.ts';
 import type { Database } from '../../src/db/client.ts';
 import type { RetentionJob } from '../../src/db/retention.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
+import { maintainPartitions } from '../../src/db/retention.ts';
+import { AuditTrail } from '../../src/audit/trail.ts';
+import { pino } from 'pino';
 
 /**
  * Issue 10 item 3: events, deliveries and attempts are partitioned by week and the worker drops
@@ -235,6 +238,52 @@ describe('retention (issue 10 item 3)', () => {
     const c = await publish(svc.ctx, platform.merchant_id, { idempotencyKey: 'evt-key-1' });
     expect(c.replayed).toBe(false);
     expect(c.event.id).not.toBe(a.event.id);
+  });
+});
+
+describe('the audit trail keeps its own window (PAYHOOKS_AUDIT_RETENTION) and loses rows only with their week', () => {
+  let testDb: TestDatabase;
+  beforeAll(async () => {
+    testDb = await createTestDatabase();
+  });
+  afterAll(async () => testDb?.dispose());
+
+  const refused = (database: Database, text: string) =>
+    sql(database, text).then(
+      () => 'done',
+      (err: Error) => String(err.message),
+    );
+
+  it('weeks ahead are created refusing TRUNCATE, whole weeks past the window are dropped, and old rows of the default partition go only all together', async () => {
+    const database = testDb.database;
+    const t0 = Date.UTC(2032, 0, 5); // a Monday
+    const clock = new ManualClock(t0 + DAY);
+    const trail = new AuditTrail(pino({ level: 'silent' }), clock);
+    const subject = { platformId: 'plt_audit', environment: null, actor: { type: 'system' as const, id: 'test' } };
+    const made = await maintainPartitions(database, { now: new Date(t0), retentionMs: 30 * DAY, auditRetentionMs: 30 * DAY });
+    expect(made.auditCreated).toEqual(['20320105', '20320112', '20320119']);
+    await trail.record(database.db, subject, { action: 'test.kept_a_while', resourceType: 'test', resourceId: 'a' });
+    clock.set(t0 + 8 * DAY);
+    await trail.record(database.db, subject, { action: 'test.next_week', resourceType: 'test', resourceId: 'b' });
+    expect(await refused(database, 'TRUNCATE audit_events_p20320105')).toMatch(/append-only/);
+    expect(await refused(database, 'DELETE FROM audit_events_p20320105')).toMatch(/append-only/);
+    // 40 days on, the window (30 days) covers the second week but not the first.
+    const later = await maintainPartitions(database, { now: new Date(t0 + 40 * DAY), retentionMs: 30 * DAY, auditRetentionMs: 30 * DAY });
+    expect(later.auditDropped).toEqual(['20320105']);
+    const left = await sql(database, "SELECT resource_id FROM audit_events WHERE platform_id = 'plt_audit' ORDER BY 1");
+    expect(left.map((r) => r.resource_id)).toEqual(['b']);
+
+    // Rows outside every week land in the default partition; it is dropped (and made anew,
+    // refusing TRUNCATE) only once every row in it is past the window.
+    clock.set(Date.UTC(2020, 5, 1));
+    await trail.record(database.db, subject, { action: 'test.very_old', resourceType: 'test', resourceId: 'c' });
+    clock.set(Date.UTC(2040, 0, 2));
+    await trail.record(database.db, subject, { action: 'test.far_future', resourceType: 'test', resourceId: 'd' });
+    await maintainPartitions(database, { now: new Date(t0 + 40 * DAY), retentionMs: 30 * DAY, auditRetentionMs: 30 * DAY });
+    expect(Number((await sql(database, 'SELECT count(*) AS n FROM audit_events_default'))[0]!.n)).toBe(2);
+    await maintainPartitions(database, { now: new Date(Date.UTC(2041, 0, 1)), retentionMs: 30 * DAY, auditRetentionMs: 30 * DAY });
+    expect(Number((await sql(database, 'SELECT count(*) AS n FROM audit_events_default'))[0]!.n)).toBe(0);
+    expect(await refused(database, 'TRUNCATE audit_events_default')).toMatch(/append-only/);
   });
 });
 
