@@ -15,7 +15,7 @@ export const SECURITY_SCHEMES = {
     type: 'apiKey',
     in: 'cookie',
     name: SESSION_COOKIE,
-    description: `The Merchant Portal session cookie set by \`POST /portal/api/session\`. Mutations also need the \`${CSRF_HEADER}\` header from the session and a same-origin \`Origin\`.`,
+    description: `The Merchant Portal session cookie set by \`POST /portal/api/session\`, or, for a page opened through the payment service's link (\`POST /portal/api/session/link\`), its \`session_token\` sent as \`Authorization: Bearer <token>\`. Mutations also need the \`${CSRF_HEADER}\` header from the session and a same-origin \`Origin\`.`,
   },
   internalToken: {
     type: 'http',
