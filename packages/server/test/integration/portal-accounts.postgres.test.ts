@@ -12,6 +12,10 @@ import { clientOf, inviteAndAccept, portalRequest, portalSignIn, tokenOf, type P
  * machine), one's own password, an operator's reset, two-factor sign-in (RFC 6238) with
  * recovery codes and a per-Platform requirement, session timeouts, and the sign-in limits on
  * every new form.
+ *
+ * PostgreSQL only: every one of these routes also runs once on the embedded database in
+ * audit-trail.test.ts (its completeness test calls each changing route for real), which is what
+ * the second backend adds; starting more embedded databases here cost 10 s each.
  */
 
 interface Mail {

@@ -8,6 +8,10 @@ import { embeddedSignIn, inviteAndAccept, portalSignIn, type PortalClient } from
  * Roles are enforced by the server on every portal route. The matrix below is read from the
  * app's route table (each route declares the least role it needs), so a new route is in it the
  * moment it exists; the expected table makes any change of a route's role a deliberate one.
+ *
+ * PostgreSQL only: every one of these routes also runs once on the embedded database in
+ * audit-trail.test.ts (its completeness test calls each changing route for real), which is what
+ * the second backend adds; starting more embedded databases here cost 10 s each.
  */
 
 const TOKEN = 'internal-token-for-the-portal-roles-test-0123456789';

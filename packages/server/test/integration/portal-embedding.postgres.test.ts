@@ -9,6 +9,10 @@ import { clientOf, embeddedSignIn, internalCall, portalRequest, portalSignIn, to
  * merchant users, and the link starts an ordinary portal session for that user, bound to the
  * merchant's Platform and the environment named, carried in a header (not a cookie) so it works
  * inside the payment service's frame.
+ *
+ * PostgreSQL only: every one of these routes also runs once on the embedded database in
+ * audit-trail.test.ts (its completeness test calls each changing route for real), which is what
+ * the second backend adds; starting more embedded databases here cost 10 s each.
  */
 
 const TOKEN = 'internal-token-for-the-embedding-test-0123456789ab';
