@@ -37,6 +37,8 @@ ALTER TABLE portal_sessions
   ADD COLUMN needs_two_factor_setup boolean NOT NULL DEFAULT false,
   ADD CONSTRAINT portal_sessions_kind_user_check CHECK (
     (kind = 'password' AND user_id IS NOT NULL) OR (kind = 'embedded' AND user_id IS NULL AND role IS NOT NULL AND external_user IS NOT NULL));
+-- Sessions idle past the timeout are swept at each sign-in, like expired ones.
+CREATE INDEX portal_sessions_last_seen_idx ON portal_sessions (last_seen_at);
 
 -- 3. Single-use tokens, stored as SHA-256 like API keys: the payment service's session links,
 --    invitations, password resets and the second step of a two-factor sign-in. Using one is an
