@@ -208,7 +208,8 @@ function frameAncestors(raw: string, env: string): string[] {
     .map((p) => p.trim())
     .filter(Boolean);
   for (const entry of list) {
-    const m = /^(https?):\/\/(\*\.)?([a-z0-9.-]+|\[[0-9a-f:.]+\])(:\d{1,5})?$/i.exec(entry);
+    // A host may start with `*.` and a port may be `*`, as CSP allows (`http://localhost:*` in development).
+    const m = /^(https?):\/\/(\*\.)?([a-z0-9.-]+|\[[0-9a-f:.]+\])(:(\d{1,5}|\*))?$/i.exec(entry);
     if (!m) fail(env, raw, want);
   }
   return list.map((e) => e.toLowerCase());

@@ -75,7 +75,8 @@ function logo(value: unknown): string | null {
   return value;
 }
 
-function theme(current: PortalTheme, change: SettingsChange['theme']): PortalTheme {
+/** `current` with `change` applied, every value checked (400 naming the field otherwise). */
+export function mergeTheme(current: PortalTheme, change: SettingsChange['theme']): PortalTheme {
   if (change === undefined) return current;
   const next = { ...current };
   if (change.accent_color !== undefined) {
@@ -142,7 +143,7 @@ export async function updatePlatformSettings(
         ? current.displayName
         : text(change.display_name, 'display_name', DISPLAY_NAME_MAX, 'the Platform name'),
     requireTwoFactor: change.require_two_factor ?? current.requireTwoFactor,
-    theme: theme(themeOf(current.theme), change.theme),
+    theme: mergeTheme(themeOf(current.theme), change.theme),
   };
   const changes: Record<string, unknown> = {};
   if (next.displayName !== current.displayName) changes.display_name = next.displayName;

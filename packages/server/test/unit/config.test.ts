@@ -303,3 +303,39 @@ describe('PAYHOOKS_RETENTION (issue 10 item 3)', () => {
     expect(loadConfig({ PAYHOOKS_RETENTION: '9d', PAYHOOKS_RETRY_SCHEDULE: '7d' }).retentionMs).toBe(9 * 86_400_000);
   });
 });
+
+describe('portal and audit settings (issue 34)', () => {
+  it('defaults: nothing may frame the portal, password sign-in on, 30 min idle, 12 h in all, a year of audit, no SMTP', () => {
+    expect(loadConfig({})).toMatchObject({
+      portalFrameAncestors: [],
+      portalPasswordSignIn: true,
+      portalIdleTimeoutMs: 30 * 60_000,
+      portalSessionLifetimeMs: 12 * 3_600_000,
+      auditRetentionMs: 365 * 86_400_000,
+      smtpUrl: undefined,
+    });
+  });
+
+  it('PAYHOOKS_PORTAL_FRAME_ANCESTORS takes origins (a *. host prefix and a * port as CSP allows), never a path or a keyword', () => {
+    expect(
+      loadConfig({ PAYHOOKS_PORTAL_FRAME_ANCESTORS: 'https://Dashboard.example.com, http://localhost:*,https://*.acme.example:8443' })
+        .portalFrameAncestors,
+    ).toEqual(['https://dashboard.example.com', 'http://localhost:*', 'https://*.acme.example:8443']);
+    for (const bad of ['https://dashboard.example.com/webhooks', "'self'", '*', 'dashboard.example.com', 'javascript:alert(1)']) {
+      expect(configError({ PAYHOOKS_PORTAL_FRAME_ANCESTORS: bad }).message, bad).toContain('PAYHOOKS_PORTAL_FRAME_ANCESTORS');
+    }
+  });
+
+  it('PAYHOOKS_AUDIT_RETENTION is at least 30 days; the session limits have ranges; a bad SMTP URL is refused without echoing it', () => {
+    expect(configError({ PAYHOOKS_AUDIT_RETENTION: '7d' }).message).toContain('at least 30d');
+    expect(loadConfig({ PAYHOOKS_AUDIT_RETENTION: '90d' }).auditRetentionMs).toBe(90 * 86_400_000);
+    expect(configError({ PAYHOOKS_PORTAL_IDLE_TIMEOUT: '10s' }).message).toContain('PAYHOOKS_PORTAL_IDLE_TIMEOUT');
+    expect(configError({ PAYHOOKS_PORTAL_SESSION_LIFETIME: '60d' }).message).toContain('PAYHOOKS_PORTAL_SESSION_LIFETIME');
+    const smtp = configError({ PAYHOOKS_SMTP_URL: 'http://user:hunter2@mail.example' }).message;
+    expect(smtp).toContain('PAYHOOKS_SMTP_URL');
+    expect(smtp).not.toContain('hunter2');
+    expect(loadConfig({ PAYHOOKS_SMTP_URL: 'smtps://u:p@smtp.example:465' }).smtpUrl).toBe('smtps://u:p@smtp.example:465');
+    expect(configError({ PAYHOOKS_SMTP_FROM: 'a@b.example\r\nBcc: x@evil.example' }).message).toContain('PAYHOOKS_SMTP_FROM');
+    expect(loadConfig({ PAYHOOKS_PORTAL_PASSWORD_SIGN_IN: 'false' }).portalPasswordSignIn).toBe(false);
+  });
+});
