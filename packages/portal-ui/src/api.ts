@@ -11,9 +11,18 @@ type Json<T> = T extends { content: { 'application/json': infer B } } ? B : neve
 type Ok<Op extends keyof operations, Status extends number = 200> = Json<
   operations[Op]['responses'] extends Record<Status, infer R> ? R : never
 >;
+/** The JSON body an operation takes. */
+type Body<Op extends keyof operations> = Json<NonNullable<operations[Op]['requestBody']>>;
 
 export type Session = Ok<'portalSession'>;
+export type Role = Session['role'];
 export type Environment = Session['environment'];
+export type Theme = Session['theme'];
+/** Password sign-in: a session, or the two-factor step. */
+export type SignInAnswer = Ok<'portalSignIn'>;
+export type TwoFactorChallenge = Extract<SignInAnswer, { object: 'two_factor_challenge' }>;
+/** An opened link of the payment service: the session and its token, sent back as a bearer token. */
+export type LinkSession = Ok<'portalOpenLink'>;
 export type Endpoint = Ok<'portalRetrieveEndpoint'>;
 /** An endpoint as created or rolled: with its signing secret, shown once. */
 export type EndpointWithSecret = Ok<'portalCreateEndpoint', 201>;
@@ -27,7 +36,20 @@ export type EventView = Ok<'portalRetrieveEvent'>;
 export type BulkReplay = Ok<'portalBulkReplay'>;
 export type BulkReplayPreview = Ok<'portalPreviewBulkReplay'>;
 export type ShopSettings = Ok<'portalSettings'>;
+export type SettingsChange = Body<'portalUpdateSettings'>;
 export type TestEvent = Ok<'portalSendTestEvent', 201>;
+export type TeamUser = Ok<'portalListUsers'>['data'][number];
+export type Invitation = Ok<'portalListInvitations'>['data'][number];
+/** A new invitation: with its link (shown once) and whether it was emailed. */
+export type CreatedInvitation = Ok<'portalInvite', 201>;
+export type InvitationPreview = Ok<'portalInspectInvitation'>;
+export type PasswordResetPreview = Ok<'portalInspectPasswordReset'>;
+export type PasswordReset = Ok<'portalResetPassword'>;
+export type Account = Ok<'portalAccount'>;
+export type TwoFactorSetup = Ok<'portalStartTwoFactor'>;
+export type RecoveryCodes = Ok<'portalEnableTwoFactor'>;
+export type AuditEvent = Ok<'portalAuditEvents'>['data'][number];
+export type AuditFilter = NonNullable<operations['portalAuditEvents']['parameters']['query']>;
 
 export interface Page<T> {
   data: T[];
@@ -51,16 +73,61 @@ export function setCsrfToken(token: string): void {
   csrfToken = token;
 }
 
-/** Set by the app: called on a 401 so the page goes back to sign-in. */
-export let onSignedOut: () => void = () => {};
-export function setOnSignedOut(fn: () => void): void {
-  onSignedOut = fn;
+/**
+ * The bearer token of a session opened through the payment service's link. Such a page is often
+ * inside the payment service's frame, where the browser may not send our cookie: the token is
+ * kept in this tab's sessionStorage (another site can neither read it nor make the browser send
+ * it) and sent as `Authorization: Bearer …` on every call while it is there. A copy in memory
+ * serves when storage is blocked.
+ */
+export const SESSION_TOKEN_KEY = 'payhooks.session_token';
+let memoryToken: string | null = null;
+
+export function sessionToken(): string | null {
+  try {
+    return window.sessionStorage.getItem(SESSION_TOKEN_KEY) ?? memoryToken;
+  } catch {
+    return memoryToken;
+  }
+}
+
+export function setSessionToken(token: string | null): void {
+  memoryToken = token;
+  try {
+    if (token === null) window.sessionStorage.removeItem(SESSION_TOKEN_KEY);
+    else window.sessionStorage.setItem(SESSION_TOKEN_KEY, token);
+  } catch {
+    // storage blocked (a sandboxed frame): the copy in memory lasts as long as the page
+  }
+}
+
+/** The 401 codes that mean the session is gone; the message says why (for people). */
+export const SESSION_ENDED_CODES = ['not_signed_in', 'session_idle', 'session_expired'] as const;
+export interface SessionEnded {
+  code: string;
+  message: string;
+  /** The request carried the bearer token of an embedded session. */
+  bearer: boolean;
+}
+
+/** Set by the app: called on a 401 that ends the session, with the server's code and message. */
+let onSessionEnded: (why: SessionEnded) => void = () => {};
+export function setOnSessionEnded(fn: (why: SessionEnded) => void): void {
+  onSessionEnded = fn;
+}
+
+/** Set by the app: a 403 saying the session changed under the page (role changed, two-factor set-up required). */
+let onSessionChanged: (code: string) => void = () => {};
+export function setOnSessionChanged(fn: (code: string) => void): void {
+  onSessionChanged = fn;
 }
 
 async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
+  const bearer = sessionToken();
+  if (bearer) headers.authorization = `Bearer ${bearer}`;
   const res = await fetch(`/portal/api${path}`, {
     method,
     headers,
@@ -68,11 +135,24 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
     credentials: 'same-origin',
   });
   const text = await res.text();
-  const parsed = text ? (JSON.parse(text) as unknown) : undefined;
+  let parsed: unknown;
+  try {
+    parsed = text ? (JSON.parse(text) as unknown) : undefined;
+  } catch {
+    parsed = undefined; // a proxy's error page
+  }
   if (!res.ok) {
     const e = (parsed as { error?: { code?: string; message?: string; param?: string } } | undefined)?.error;
-    if (res.status === 401 && e?.code === 'not_signed_in') onSignedOut();
-    throw new ApiError(res.status, e?.code ?? 'error', e?.message ?? `Request failed (${res.status}).`, e?.param);
+    const error = new ApiError(res.status, e?.code ?? 'error', e?.message ?? `Request failed (${res.status}).`, e?.param);
+    if (res.status === 401) {
+      // Whatever the reason, a token the server refused is of no further use.
+      if (bearer) setSessionToken(null);
+      if ((SESSION_ENDED_CODES as readonly string[]).includes(error.code))
+        onSessionEnded({ code: error.code, message: error.message, bearer: !!bearer });
+    }
+    if (res.status === 403 && (error.code === 'insufficient_role' || error.code === 'two_factor_setup_required'))
+      onSessionChanged(error.code);
+    throw error;
   }
   return parsed as T;
 }
@@ -81,19 +161,23 @@ const qs = (params: Record<string, string | number | undefined>) => {
   const entries = Object.entries(params).filter(([, v]) => v !== undefined && v !== '') as [string, string][];
   return entries.length ? `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)])).toString()}` : '';
 };
+const id = encodeURIComponent;
 
 export const api = {
   session: () => call<Session>('GET', '/session'),
-  signIn: (email: string, password: string) => call<Session>('POST', '/session', { email, password }),
-  signOut: () => call<unknown>('DELETE', '/session'),
+  signIn: (email: string, password: string) => call<SignInAnswer>('POST', '/session', { email, password } satisfies Body<'portalSignIn'>),
+  signInTwoFactor: (challenge: string, code: string) =>
+    call<Ok<'portalSignInTwoFactor'>>('POST', '/session/two_factor', { challenge, code } satisfies Body<'portalSignInTwoFactor'>),
+  openLink: (token: string) => call<LinkSession>('POST', '/session/link', { token } satisfies Body<'portalOpenLink'>),
+  signOut: () => call<Ok<'portalSignOut'>>('DELETE', '/session'),
   switchEnvironment: (environment: Environment) => call<Session>('PUT', '/session/environment', { environment }),
   catalog: () => call<Catalog>('GET', '/catalog'),
   endpoints: (startingAfter?: string) => call<Page<Endpoint>>('GET', `/endpoints${qs({ limit: 20, starting_after: startingAfter })}`),
-  endpoint: (id: string) => call<Endpoint>('GET', `/endpoints/${encodeURIComponent(id)}`),
+  endpoint: (endpointId: string) => call<Endpoint>('GET', `/endpoints/${id(endpointId)}`),
   createEndpoint: (input: { url: string; enabled_events: string[]; description: string | null }) =>
     call<EndpointWithSecret>('POST', '/endpoints', input),
   updateEndpoint: (
-    id: string,
+    endpointId: string,
     input: {
       url?: string;
       enabled_events?: string[];
@@ -101,25 +185,62 @@ export const api = {
       status?: Endpoint['status'];
       delivery_order?: Endpoint['delivery_order'];
     },
-  ) => call<Endpoint>('PATCH', `/endpoints/${encodeURIComponent(id)}`, input),
-  deleteEndpoint: (id: string) => call<unknown>('DELETE', `/endpoints/${encodeURIComponent(id)}`),
-  rotateSecret: (id: string, expirePreviousIn: number) =>
-    call<EndpointWithSecret>('POST', `/endpoints/${encodeURIComponent(id)}/rotate_secret`, {
+  ) => call<Endpoint>('PATCH', `/endpoints/${id(endpointId)}`, input),
+  deleteEndpoint: (endpointId: string) => call<unknown>('DELETE', `/endpoints/${id(endpointId)}`),
+  rotateSecret: (endpointId: string, expirePreviousIn: number) =>
+    call<EndpointWithSecret>('POST', `/endpoints/${id(endpointId)}/rotate_secret`, {
       expire_previous_in: expirePreviousIn,
     }),
-  sendTestEvent: (id: string) => call<TestEvent>('POST', `/endpoints/${encodeURIComponent(id)}/test_event`),
-  bulkReplayPreview: (id: string, since: string) =>
-    call<BulkReplayPreview>('GET', `/endpoints/${encodeURIComponent(id)}/bulk_replays/preview${qs({ since })}`),
-  bulkReplay: (id: string, since: string) => call<BulkReplay>('POST', `/endpoints/${encodeURIComponent(id)}/bulk_replays`, { since }),
-  bulkReplayStatus: (id: string) => call<BulkReplay>('GET', `/bulk_replays/${encodeURIComponent(id)}`),
+  sendTestEvent: (endpointId: string) => call<TestEvent>('POST', `/endpoints/${id(endpointId)}/test_event`),
+  bulkReplayPreview: (endpointId: string, since: string) =>
+    call<BulkReplayPreview>('GET', `/endpoints/${id(endpointId)}/bulk_replays/preview${qs({ since })}`),
+  bulkReplay: (endpointId: string, since: string) => call<BulkReplay>('POST', `/endpoints/${id(endpointId)}/bulk_replays`, { since }),
+  bulkReplayStatus: (jobId: string) => call<BulkReplay>('GET', `/bulk_replays/${id(jobId)}`),
   deliveries: (filter: DeliveryFilter) => call<Page<DeliveryRow>>('GET', `/deliveries${qs({ limit: 20, ...filter })}`),
-  delivery: (id: string) => call<Delivery>('GET', `/deliveries/${encodeURIComponent(id)}`),
-  replay: (id: string) => call<Delivery>('POST', `/deliveries/${encodeURIComponent(id)}/replay`),
-  resend: (id: string) => call<Delivery>('POST', `/deliveries/${encodeURIComponent(id)}/resend`),
-  cancelDelivery: (id: string) => call<Delivery>('POST', `/deliveries/${encodeURIComponent(id)}/cancel`),
-  event: (id: string) => call<EventView>('GET', `/events/${encodeURIComponent(id)}`),
+  delivery: (deliveryId: string) => call<Delivery>('GET', `/deliveries/${id(deliveryId)}`),
+  replay: (deliveryId: string) => call<Delivery>('POST', `/deliveries/${id(deliveryId)}/replay`),
+  resend: (deliveryId: string) => call<Delivery>('POST', `/deliveries/${id(deliveryId)}/resend`),
+  cancelDelivery: (deliveryId: string) => call<Delivery>('POST', `/deliveries/${id(deliveryId)}/cancel`),
+  event: (eventId: string) => call<EventView>('GET', `/events/${id(eventId)}`),
   settings: () => call<ShopSettings>('GET', '/settings'),
-  updateSettings: (displayName: string | null) => call<ShopSettings>('PUT', '/settings', { display_name: displayName }),
+  updateSettings: (change: SettingsChange) => call<Ok<'portalUpdateSettings'>>('PUT', '/settings', change),
+
+  // The team (admins)
+  users: () => call<Ok<'portalListUsers'>>('GET', '/users'),
+  changeRole: (userId: string, role: Role) =>
+    call<Ok<'portalChangeRole'>>('PATCH', `/users/${id(userId)}`, { role } satisfies Body<'portalChangeRole'>),
+  removeUser: (userId: string) => call<Ok<'portalRemoveUser'>>('DELETE', `/users/${id(userId)}`),
+  invitations: () => call<Ok<'portalListInvitations'>>('GET', '/invitations'),
+  invite: (email: string, role: Role) => call<CreatedInvitation>('POST', '/invitations', { email, role } satisfies Body<'portalInvite'>),
+  revokeInvitation: (invitationId: string) => call<Ok<'portalRevokeInvitation'>>('DELETE', `/invitations/${id(invitationId)}`),
+
+  // Single-use links opened without a session
+  inspectInvitation: (token: string) =>
+    call<InvitationPreview>('POST', '/invitation/inspect', { token } satisfies Body<'portalInspectInvitation'>),
+  acceptInvitation: (token: string, password: string, name: string | null) =>
+    call<Ok<'portalAcceptInvitation'>>('POST', '/invitation/accept', { token, password, name } satisfies Body<'portalAcceptInvitation'>),
+  inspectPasswordReset: (token: string) =>
+    call<PasswordResetPreview>('POST', '/password_reset/inspect', { token } satisfies Body<'portalInspectPasswordReset'>),
+  resetPassword: (token: string, password: string) =>
+    call<PasswordReset>('POST', '/password_reset', { token, password } satisfies Body<'portalResetPassword'>),
+
+  // One's own account (password sessions)
+  account: () => call<Account>('GET', '/account'),
+  changePassword: (current: string, next: string) =>
+    call<Ok<'portalChangePassword'>>('PUT', '/account/password', {
+      current_password: current,
+      new_password: next,
+    } satisfies Body<'portalChangePassword'>),
+  startTwoFactor: () => call<TwoFactorSetup>('POST', '/account/two_factor/setup'),
+  enableTwoFactor: (code: string) =>
+    call<RecoveryCodes>('POST', '/account/two_factor/enable', { code } satisfies Body<'portalEnableTwoFactor'>),
+  disableTwoFactor: (password: string) =>
+    call<Ok<'portalDisableTwoFactor'>>('DELETE', '/account/two_factor', { password } satisfies Body<'portalDisableTwoFactor'>),
+  newRecoveryCodes: (password: string) =>
+    call<Ok<'portalNewRecoveryCodes'>>('POST', '/account/two_factor/recovery_codes', { password } satisfies Body<'portalNewRecoveryCodes'>),
+
+  // The audit trail (admins)
+  auditEvents: (filter: AuditFilter) => call<Ok<'portalAuditEvents'>>('GET', `/audit_events${qs({ limit: 50, ...filter })}`),
 };
 
 /** The delivery log's filters (all optional). */

@@ -1,5 +1,7 @@
-import { type ReactNode, useEffect, useRef, useState } from 'react';
-import type { DeliveryState, Stats } from './api.ts';
+import { Fragment, type ReactNode, useEffect, useRef, useState } from 'react';
+import type { DeliveryState, Session, Stats } from './api.ts';
+import { Link } from './router.tsx';
+import { LOGO_DATA_URL } from './theme.ts';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 
@@ -225,4 +227,45 @@ export function ScrollTable({ children }: { children: ReactNode }) {
       )}
     </div>
   );
+}
+
+/**
+ * Where the page is: `Webhooks > Endpoints > https://…`, each step but the last a link. The
+ * separators are hidden from screen readers (the list of links says the same).
+ */
+export function Crumbs({ items }: { items: Array<{ label: string; to?: string }> }) {
+  return (
+    <nav className="crumbs" aria-label="Breadcrumb">
+      {items.map((item, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: the steps of a path are fixed positions
+        <Fragment key={i}>
+          {i > 0 && (
+            <span className="sep" aria-hidden="true">
+              {' > '}
+            </span>
+          )}
+          {item.to && i < items.length - 1 ? (
+            <Link to={item.to} className="crumb" title={item.label}>
+              {item.label}
+            </Link>
+          ) : (
+            <span className="crumb" title={item.label} aria-current={i === items.length - 1 ? 'page' : undefined}>
+              {item.label}
+            </span>
+          )}
+        </Fragment>
+      ))}
+    </nav>
+  );
+}
+
+/**
+ * The Platform's mark: its logo (a PNG, JPEG or WebP data: URL the server checked), else the
+ * theme's name, else the Platform's name. Always an image or text, never markup.
+ */
+export function Brand({ session }: { session: Session }) {
+  const { theme, platform } = session;
+  const name = theme.name ?? platform.name;
+  if (theme.logo && LOGO_DATA_URL.test(theme.logo)) return <img className="brand-logo" src={theme.logo} alt={name} />;
+  return <span className="brand-name">{name}</span>;
 }

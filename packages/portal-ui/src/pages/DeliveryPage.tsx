@@ -1,7 +1,8 @@
 import { useEffect, useState } from 'react';
 import { api, type Attempt, type Delivery } from '../api.ts';
 import { Link } from '../router.tsx';
-import { Confirm, ErrorBox, Loading, Notice, StateBadge, Time, prettyJson } from '../ui.tsx';
+import { useSession } from '../session.tsx';
+import { Confirm, Crumbs, ErrorBox, Loading, Notice, StateBadge, Time, prettyJson } from '../ui.tsx';
 
 export function DeliveryPage({ id }: { id: string }) {
   const [delivery, setDelivery] = useState<Delivery | null>(null);
@@ -9,6 +10,9 @@ export function DeliveryPage({ id }: { id: string }) {
   const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
   const [busy, setBusy] = useState(false);
   const [confirmCancel, setConfirmCancel] = useState(false);
+  // Replay, Resend and Cancel are a developer's: a viewer reads the delivery only.
+  const { can } = useSession();
+  const developer = can('developer');
 
   useEffect(() => {
     api.delivery(id).then(setDelivery, setError);
@@ -67,15 +71,16 @@ export function DeliveryPage({ id }: { id: string }) {
   const unfinished = delivery.state === 'pending' || delivery.state === 'failed_retrying';
   return (
     <>
-      <nav className="crumbs">
-        <Link to="/webhooks">Webhooks</Link> / <Link to="/webhooks/endpoints">Endpoints</Link> /{' '}
-        {delivery.endpoint_deleted ? (
-          <span>{delivery.endpoint_url ?? delivery.endpoint_id} (deleted)</span>
-        ) : (
-          <Link to={`/webhooks/endpoints/${delivery.endpoint_id}`}>{delivery.endpoint_url ?? delivery.endpoint_id}</Link>
-        )}{' '}
-        / Delivery
-      </nav>
+      <Crumbs
+        items={[
+          { label: 'Webhooks', to: '/webhooks' },
+          { label: 'Endpoints', to: '/webhooks/endpoints' },
+          delivery.endpoint_deleted
+            ? { label: `${delivery.endpoint_url ?? delivery.endpoint_id} (deleted)` }
+            : { label: delivery.endpoint_url ?? delivery.endpoint_id, to: `/webhooks/endpoints/${delivery.endpoint_id}` },
+          { label: 'Delivery' },
+        ]}
+      />
       <div className="page-head">
         <div className="grow">
           <h1>
@@ -86,24 +91,24 @@ export function DeliveryPage({ id }: { id: string }) {
           </p>
         </div>
         <div className="actions">
-          {replayable && (
+          {developer && replayable && (
             <button type="button" className="primary" disabled={busy || delivery.endpoint_deleted} onClick={() => void attempt('replay')}>
               {busy ? 'Sending…' : 'Replay'}
             </button>
           )}
-          {delivery.state === 'delivered' && (
+          {developer && delivery.state === 'delivered' && (
             <button type="button" disabled={busy || delivery.endpoint_deleted} onClick={() => void attempt('resend')}>
               {busy ? 'Sending…' : 'Resend'}
             </button>
           )}
-          {unfinished && !delivery.endpoint_deleted && (
+          {developer && unfinished && !delivery.endpoint_deleted && (
             <button type="button" className="danger" disabled={busy} onClick={() => setConfirmCancel(true)}>
               Cancel delivery…
             </button>
           )}
         </div>
       </div>
-      {confirmCancel && unfinished && (
+      {developer && confirmCancel && unfinished && (
         <Confirm
           title="Cancel this delivery?"
           confirm="Cancel delivery"

@@ -3,7 +3,7 @@ import { api, type Catalog, type Environment } from '../api.ts';
 import { rememberSecret } from '../created-secret.ts';
 import { EventTypePicker, initialTypes } from '../EventTypePicker.tsx';
 import { Link, navigate } from '../router.tsx';
-import { ErrorBox, Loading } from '../ui.tsx';
+import { Crumbs, ErrorBox, Loading } from '../ui.tsx';
 
 export function EndpointCreate({ environment }: { environment: Environment }) {
   const [catalog, setCatalog] = useState<Catalog | null>(null);
@@ -37,9 +37,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
   if (!catalog) return error ? <ErrorBox error={error} /> : <Loading />;
   return (
     <>
-      <nav className="crumbs">
-        <Link to="/webhooks/endpoints">Endpoints</Link> / New
-      </nav>
+      <Crumbs items={[{ label: 'Webhooks', to: '/webhooks' }, { label: 'Endpoints', to: '/webhooks/endpoints' }, { label: 'New' }]} />
       <h1>
         Add an endpoint <span className={`badge env-${environment}`}>{environment === 'live' ? 'Live' : 'Sandbox'}</span>
       </h1>

@@ -5,7 +5,8 @@ import { DeliveryLog } from '../DeliveryLog.tsx';
 import { EventTypePicker } from '../EventTypePicker.tsx';
 import { latestOnly } from '../latest.ts';
 import { Link, navigate } from '../router.tsx';
-import { Confirm, CopyId, ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
+import { useSession } from '../session.tsx';
+import { Confirm, Crumbs, CopyId, ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
 
 /** Reads after Send test event: 10 at 1 s, then 22 at 5 s (about two minutes). */
 const TEST_EVENT_POLLS = 32;
@@ -20,6 +21,9 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [busy, setBusy] = useState(false);
   const [refreshKey, setRefreshKey] = useState(0);
+  // Changes are a developer's: a viewer sees the endpoint and its log, no button that can only fail.
+  const { can } = useSession();
+  const developer = can('developer');
 
   // Reads overlap (an action's refresh, the test-event watch): only the newest is shown.
   const [latest] = useState(latestOnly);
@@ -75,9 +79,9 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
   if (!endpoint) return error ? <NotFound error={error} /> : <Loading />;
   return (
     <>
-      <nav className="crumbs">
-        <Link to="/webhooks">Webhooks</Link> / <Link to="/webhooks/endpoints">Endpoints</Link> / Endpoint
-      </nav>
+      <Crumbs
+        items={[{ label: 'Webhooks', to: '/webhooks' }, { label: 'Endpoints', to: '/webhooks/endpoints' }, { label: endpoint.url }]}
+      />
       <div className="page-head">
         <div className="grow">
           <h1 className="url-title">{endpoint.url}</h1>
@@ -116,61 +120,63 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
       <ErrorBox error={error} />
       {notice && <Notice kind="success">{notice}</Notice>}
 
-      <div className="actions wrap">
-        <button type="button" onClick={() => setEditing(!editing)} aria-expanded={editing}>
-          Edit
-        </button>
-        {endpoint.status === 'enabled' ? (
-          <button
-            type="button"
-            disabled={busy}
-            onClick={() =>
-              void act(
-                async () => setEndpoint(await api.updateEndpoint(id, { status: 'disabled' })),
-                'Endpoint disabled: new events are not sent to it. Deliveries still retrying keep their schedule and fail without a request; replay them once it is enabled again.',
-              )
-            }
-          >
-            Disable
+      {developer && (
+        <div className="actions wrap">
+          <button type="button" onClick={() => setEditing(!editing)} aria-expanded={editing}>
+            Edit
           </button>
-        ) : (
-          <button
-            type="button"
-            disabled={busy}
-            onClick={() =>
-              void act(
-                async () => setEndpoint(await api.updateEndpoint(id, { status: 'enabled' })),
-                'Endpoint enabled: new events are sent to it again, and deliveries still retrying go at their next scheduled attempt.',
-              )
-            }
-          >
-            Enable
+          {endpoint.status === 'enabled' ? (
+            <button
+              type="button"
+              disabled={busy}
+              onClick={() =>
+                void act(
+                  async () => setEndpoint(await api.updateEndpoint(id, { status: 'disabled' })),
+                  'Endpoint disabled: new events are not sent to it. Deliveries still retrying keep their schedule and fail without a request; replay them once it is enabled again.',
+                )
+              }
+            >
+              Disable
+            </button>
+          ) : (
+            <button
+              type="button"
+              disabled={busy}
+              onClick={() =>
+                void act(
+                  async () => setEndpoint(await api.updateEndpoint(id, { status: 'enabled' })),
+                  'Endpoint enabled: new events are sent to it again, and deliveries still retrying go at their next scheduled attempt.',
+                )
+              }
+            >
+              Enable
+            </button>
+          )}
+          {environment === 'sandbox' && (
+            <button
+              type="button"
+              disabled={busy || endpoint.status !== 'enabled'}
+              onClick={() =>
+                void act(async () => {
+                  await api.sendTestEvent(id);
+                  setWatch({ attempts: endpoint.stats?.attempts ?? 0, polls: 0 });
+                }, 'Test event sent: a sandbox payment went through, and its payment.succeeded event goes to this endpoint only. It appears below.')
+              }
+            >
+              Send test event
+            </button>
+          )}
+          <button type="button" onClick={() => setRolling(true)} aria-expanded={rolling}>
+            Roll secret…
           </button>
-        )}
-        {environment === 'sandbox' && (
-          <button
-            type="button"
-            disabled={busy || endpoint.status !== 'enabled'}
-            onClick={() =>
-              void act(async () => {
-                await api.sendTestEvent(id);
-                setWatch({ attempts: endpoint.stats?.attempts ?? 0, polls: 0 });
-              }, 'Test event sent: a sandbox payment went through, and its payment.succeeded event goes to this endpoint only. It appears below.')
-            }
-          >
-            Send test event
+          <span className="spacer" />
+          <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
+            Delete…
           </button>
-        )}
-        <button type="button" onClick={() => setRolling(true)} aria-expanded={rolling}>
-          Roll secret…
-        </button>
-        <span className="spacer" />
-        <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
-          Delete…
-        </button>
-      </div>
+        </div>
+      )}
 
-      {rolling && (
+      {developer && rolling && (
         <RollSecretForm
           busy={busy}
           onCancel={() => setRolling(false)}
@@ -191,7 +197,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         />
       )}
 
-      {confirmDelete && (
+      {developer && confirmDelete && (
         <Confirm
           title="Delete this endpoint?"
           confirm="Delete endpoint"
@@ -209,7 +215,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         </Confirm>
       )}
 
-      {editing && (
+      {developer && editing && (
         <EditForm
           endpoint={endpoint}
           environment={environment}
@@ -247,7 +253,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         </div>
       </div>
 
-      <BulkReplayForm endpointId={id} onProgress={refresh} />
+      {developer && <BulkReplayForm endpointId={id} onProgress={refresh} />}
       <DeliveryLog endpointId={id} refreshKey={refreshKey} />
     </>
   );

@@ -1,12 +1,14 @@
 import { useEffect, useState } from 'react';
 import { api, type Endpoint } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ErrorBox, Loading, StatusBadge, SuccessChart, ScrollTable } from '../ui.tsx';
+import { useSession } from '../session.tsx';
+import { Crumbs, ErrorBox, Loading, StatusBadge, SuccessChart, ScrollTable } from '../ui.tsx';
 
 export function EndpointList() {
   const [cursors, setCursors] = useState<string[]>([]);
   const [page, setPage] = useState<{ data: Endpoint[]; has_more: boolean } | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const { can } = useSession();
 
   useEffect(() => {
     api.endpoints(cursors.at(-1)).then(setPage, setError);
@@ -16,21 +18,25 @@ export function EndpointList() {
     <>
       <div className="page-head">
         <div>
-          <nav className="crumbs">
-            <Link to="/webhooks">Webhooks</Link> / Endpoints
-          </nav>
+          <Crumbs items={[{ label: 'Webhooks', to: '/webhooks' }, { label: 'Endpoints' }]} />
           <h1>Endpoints</h1>
         </div>
-        <Link to="/webhooks/endpoints/new" className="button primary">
-          + Add endpoint
-        </Link>
+        {can('developer') && (
+          <Link to="/webhooks/endpoints/new" className="button primary">
+            + Add endpoint
+          </Link>
+        )}
       </div>
       <ErrorBox error={error} />
       {!page ? (
         <Loading />
       ) : page.data.length === 0 ? (
         <div className="card empty">
-          <p>No endpoints yet. Add one to start receiving signed events.</p>
+          <p>
+            {can('developer')
+              ? 'No endpoints yet. Add one to start receiving signed events.'
+              : 'No endpoints yet. A developer or an admin of your team can add one.'}
+          </p>
         </div>
       ) : (
         <ScrollTable>

@@ -1,8 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api, type EventView } from '../api.ts';
 import { DeliveryLog } from '../DeliveryLog.tsx';
-import { Link } from '../router.tsx';
-import { ErrorBox, Loading, Time, prettyJson } from '../ui.tsx';
+import { Crumbs, ErrorBox, Loading, Time, prettyJson } from '../ui.tsx';
 
 export function EventPage({ id }: { id: string }) {
   const [event, setEvent] = useState<EventView | null>(null);
@@ -21,9 +20,7 @@ export function EventPage({ id }: { id: string }) {
     );
   return (
     <>
-      <nav className="crumbs">
-        <Link to="/webhooks">Webhooks</Link> / Event
-      </nav>
+      <Crumbs items={[{ label: 'Webhooks', to: '/webhooks' }, { label: 'Event' }]} />
       <h1>{event.type}</h1>
       <p className="meta mono small">
         {event.id} · created <Time iso={event.created_at} />

@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { REQUIRED_LIVE_EVENT_TYPES, checkSignature } from '@payhooks/contract';
 import { launchBrowser } from '../helpers/browser.ts';
-import { startService, type TestService } from '../helpers/service.ts';
+import { ManualClock, startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type Behaviour, type TestReceiver } from '../helpers/receiver.ts';
 import { payment, publish } from '../helpers/publish.ts';
-import { drainUntil } from '../helpers/portal.ts';
+import { drainUntil, inviteAndAccept, internalCall, portalSignIn, type PortalClient } from '../helpers/portal.ts';
+import { totpCode } from '../../src/accounts/two-factor.ts';
 import { fanoutExchange } from '../helpers/rabbit.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
@@ -697,6 +698,309 @@ describe('Merchant Portal in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
   });
 });
+
+/** Signs `p` in as any portal user (the Platform helpers' `signIn` takes a Platform's first user). */
+async function signInAs(p: Page, email: string, password: string) {
+  await p.getByLabel('Email').fill(email);
+  await p.getByLabel('Password').fill(password);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** A's first user (an admin) over the portal API, as the page would call it. */
+let adminApi: PortalClient | undefined;
+const adminOfA = async () => (adminApi ??= await portalSignIn(svc.url, a.portal.email, a.portal.password));
+const PASSWORD = 'a long enough password';
+let serial = 0;
+const newEmail = (what: string) => `${what}-${++serial}-${Date.now()}@acme.example`;
+
+describe('accounts, roles, the audit log and the theme in Chromium', () => {
+  beforeAll(async () => {
+    await signIn(page, a);
+  });
+
+  it('sign-in with two-factor on asks for the authentication code after the password; a code from the app, or a recovery code, signs in', async () => {
+    const email = newEmail('two-factor');
+    const user = await inviteAndAccept(svc.url, await adminOfA(), email, 'developer', PASSWORD);
+    const setup = await user.call('POST', '/account/two_factor/setup');
+    const enabled = await user.call('POST', '/account/two_factor/enable', { code: totpCode(setup.body.secret, new Date()) });
+    expect(enabled.status, enabled.text).toBe(200);
+    const other = await browser.newContext();
+    try {
+      const p = await other.newPage();
+      await p.goto(`${svc.url}/portal/`);
+      await signInAs(p, email, PASSWORD);
+      const code = p.getByLabel('Authentication code');
+      await code.waitFor();
+      // The code of the next step: the one enabling it used this step's, and each is accepted once.
+      await code.fill(totpCode(setup.body.secret, new Date(Date.now() + 30_000)));
+      await p.getByRole('button', { name: 'Verify' }).click();
+      const main = p.getByRole('navigation', { name: 'Main' });
+      await main.getByRole('link', { name: 'Endpoints', exact: true }).waitFor();
+      // A developer: no admin pages in the nav.
+      expect(await main.getByRole('link').allInnerTexts()).toEqual(['Webhooks', 'Endpoints', 'Account']);
+
+      await p.getByRole('button', { name: 'Sign out' }).click();
+      await signInAs(p, email, PASSWORD);
+      await p.getByLabel('Authentication code').fill(enabled.body.codes[0]);
+      await p.getByRole('button', { name: 'Verify' }).click();
+      await main.getByRole('link', { name: 'Endpoints', exact: true }).waitFor();
+      await p.goto(`${svc.url}/portal/account`);
+      await expectText(p.getByTestId('recovery-codes-left'), '9 recovery codes left.');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('Team: an invitation shows its link once with a copy button and whether it was emailed; the link signs the new user up; Remove asks first', async () => {
+    const email = newEmail('invitee');
+    await page.goto(`${svc.url}/portal/webhooks`);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Team' }).click();
+    await page.getByRole('heading', { name: 'Team', exact: true }).waitFor();
+    await page.getByLabel('Email', { exact: true }).fill(email);
+    await page.getByLabel('Role', { exact: true }).selectOption('developer');
+    await page.getByRole('button', { name: 'Invite', exact: true }).click();
+    const link = page.getByRole('textbox', { name: 'Invitation link' });
+    await link.waitFor();
+    const url = await link.inputValue();
+    expect(url).toMatch(new RegExp(`^${svc.url}/portal/invitation#token=[\\w-]{43}$`));
+    await expectText(page.getByTestId('invitation-emailed'), 'It was not emailed');
+    await page.getByRole('button', { name: 'Copy link' }).waitFor();
+    const invitation = page.locator('tr[data-invitation-id]', { hasText: email });
+    await expectText(invitation, 'developer');
+    await invitation.getByRole('button', { name: 'Revoke' }).waitFor();
+    // Once: a reload lists the invitation, not its link.
+    await page.reload();
+    await invitation.waitFor();
+    expect(await page.content()).not.toContain(tokenOfUrl(url));
+
+    const other = await browser.newContext();
+    try {
+      const p = await other.newPage();
+      await p.goto(url);
+      await p.getByRole('heading', { name: 'Join Acme' }).waitFor();
+      expect(new URL(p.url()).hash).toBe(''); // the token left the address bar at once
+      expect(await p.getByLabel('Email').inputValue()).toBe(email);
+      await p.getByLabel('Choose a password').fill('short');
+      await p.getByRole('button', { name: 'Accept invitation' }).click();
+      await expectText(p.getByRole('alert'), 'at least 12 characters');
+      await p.getByLabel('Choose a password').fill(PASSWORD);
+      await p.getByRole('button', { name: 'Accept invitation' }).click();
+      await p.getByRole('heading', { name: 'Endpoints', exact: true }).waitFor();
+    } finally {
+      await other.close();
+    }
+
+    await page.reload();
+    const row = page.locator('tr[data-user-id]', { hasText: email });
+    expect(await row.getByRole('combobox').inputValue()).toBe('developer');
+    await expect(invitation.count()).resolves.toBe(0);
+    await row.getByRole('button', { name: `Remove ${email}` }).click();
+    const confirm = page.getByRole('alertdialog', { name: `Remove ${email}?` });
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    await confirm.waitFor({ state: 'detached' });
+    await row.getByRole('button', { name: `Remove ${email}` }).click();
+    await confirm.getByRole('button', { name: 'Remove user' }).click();
+    await row.waitFor({ state: 'detached' });
+    await expectText(page.getByRole('status'), `${email} was removed`);
+  });
+
+  it('a viewer sees endpoints, the delivery log and a failed delivery, but no button that can only fail', async () => {
+    const ep = await endpointOfA('viewer', { status: 503, body: 'viewer sees this' });
+    await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'exhausted');
+    const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
+    const email = newEmail('viewer');
+    await inviteAndAccept(svc.url, await adminOfA(), email, 'viewer', PASSWORD);
+    const other = await browser.newContext();
+    try {
+      const p = await other.newPage();
+      await p.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+      await signInAs(p, email, PASSWORD);
+      await p.locator('tr[data-delivery-id]').first().waitFor();
+      await expectText(p.locator('tr[data-delivery-id]').first(), 'Exhausted');
+      for (const name of ['Edit', 'Disable', 'Enable', 'Delete…', 'Roll secret…', 'Send test event', 'Replay all failed since…'])
+        expect(await p.getByRole('button', { name, exact: true }).count(), name).toBe(0);
+      await p.locator('tr[data-delivery-id]').first().getByRole('link', { name: 'payment.succeeded' }).click();
+      await expectText(p.locator('li.attempt').first(), 'viewer sees this');
+      for (const name of ['Replay', 'Resend', 'Cancel delivery…'])
+        expect(await p.getByRole('button', { name, exact: true }).count(), name).toBe(0);
+      expect(p.url()).toBe(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
+      await p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Endpoints', exact: true }).click();
+      await p.locator('tr[data-endpoint-id]').first().waitFor();
+      expect(await p.getByRole('link', { name: '+ Add endpoint' }).count()).toBe(0);
+      expect(await p.getByRole('navigation', { name: 'Main' }).getByRole('link').allInnerTexts()).toEqual([
+        'Webhooks',
+        'Endpoints',
+        'Account',
+      ]);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("the Audit log lists who did what, filters by action, and shows an entry's changes and request as text", async () => {
+    const email = newEmail('audited');
+    const invited = await (await adminOfA()).call('POST', '/invitations', { email, role: 'viewer' });
+    expect(invited.status, invited.text).toBe(201);
+    await page.goto(`${svc.url}/portal/webhooks`);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit log' }).click();
+    await page.locator('tr[data-audit-id]').first().waitFor();
+    expect(await page.getByRole('navigation', { name: 'Breadcrumb' }).innerText()).toBe('Webhooks > Audit log');
+    await page.getByLabel('Action', { exact: true }).fill('portal_user.invite');
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    await page.waitForFunction(() => {
+      const rows = [...(globalThis as any).document.querySelectorAll('tr[data-audit-id]')];
+      return rows.length > 0 && rows.every((r: any) => r.dataset.action === 'portal_user.invite');
+    });
+    const row = page.locator('tr[data-audit-id]', { hasText: invited.body.id });
+    await expectText(row, a.portal.email);
+    await expectText(row, 'Succeeded');
+    await row.getByRole('button', { name: 'Details' }).click();
+    const details = JSON.parse(await page.getByTestId('audit-details').innerText());
+    expect(details).toMatchObject({
+      resource: { type: 'invitation', id: invited.body.id },
+      changes: { email, role: 'viewer' },
+      request_id: expect.any(String),
+    });
+  });
+
+  it("Settings: the theme's accent colour colours the primary buttons at once, dark mode sets data-theme on <html>, and the brand name replaces the Platform's", async () => {
+    try {
+      await page.goto(`${svc.url}/portal/settings`);
+      await page.getByLabel('Accent colour').fill('#0a7d32');
+      await page.getByLabel('Colour mode').selectOption('dark');
+      await page.getByLabel('Brand name').fill('Acme Pay');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await expectText(page.getByRole('status'), 'Saved');
+      const save = page.getByRole('button', { name: 'Save' });
+      const background = () => save.evaluate((el) => (globalThis as any).getComputedStyle(el).backgroundColor as string);
+      expect(await background()).toBe('rgb(10, 125, 50)');
+      expect(await page.locator('html').getAttribute('data-theme')).toBe('dark');
+      await expectText(page.locator('.topbar .platform'), 'Acme Pay');
+      // The session carries the theme: a new page load applies it before anything else.
+      await page.reload();
+      await save.waitFor();
+      expect(await background()).toBe('rgb(10, 125, 50)');
+      expect(await page.locator('html').getAttribute('data-theme')).toBe('dark');
+      expect(cspViolations).toEqual([]);
+    } finally {
+      const reset = await (await adminOfA()).call('PUT', '/settings', { theme: { accent_color: null, mode: 'auto', name: null } });
+      expect(reset.status, reset.text).toBe(200);
+    }
+  });
+});
+
+describe('sessions that end, and the portal in the payment service’s frame, in Chromium', () => {
+  const INTERNAL_TOKEN = 'internal-token-for-the-browser-test-0123456789abcdef';
+  let clock: ManualClock;
+  let svc2: TestService;
+  let c: CreatedPlatform;
+  let host: Server;
+  let hostOrigin: string;
+
+  beforeAll(async () => {
+    // The payment service's dashboard: a page on another origin that frames a fresh link.
+    host = createServer((_req, res) => {
+      void internalCall(svc2.url, INTERNAL_TOKEN, 'POST', '/portal_sessions', {
+        merchant_id: c.merchant_id,
+        environment: 'sandbox',
+        role: 'admin',
+        user: { id: 'dash_user_1', email: 'lee@merchant.example', name: 'Lee' },
+        return_url: `${hostOrigin}/home`,
+      }).then((link) => {
+        res.writeHead(200, { 'content-type': 'text/html' }).end(
+          `<!doctype html><title>Dashboard</title><script>
+            window.messages = [];
+            addEventListener('message', (e) => {
+              window.messages.push({ origin: e.origin, data: e.data });
+              if (e.data && e.data.type === 'payhooks:resize') document.querySelector('iframe').style.height = e.data.height + 'px';
+            });
+          </script><h1>Dashboard</h1><iframe title="Webhooks" src="${link.body.url}" style="width: 100%; border: 0"></iframe>`,
+        );
+      });
+    });
+    await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
+    hostOrigin = `http://localhost:${(host.address() as AddressInfo).port}`;
+    clock = new ManualClock(new Date());
+    svc2 = await startService(
+      { allowPrivateUrls: true, portalIdleTimeoutMs: 60_000, internalToken: INTERNAL_TOKEN, portalFrameAncestors: [hostOrigin] },
+      { clock },
+    );
+    c = await svc2.platform('Framed Platform');
+  }, 60_000);
+  afterAll(async () => {
+    await new Promise((r) => host?.close(r));
+    await svc2?.close();
+  });
+
+  it('a session that went idle says why on the sign-in form, and signing in again returns to the page it was on', async () => {
+    const scope: Scope = { platformId: c.platform_id, environment: 'sandbox', actor: { type: 'operator', id: 'test' } };
+    const ep = await svc2.ctx.endpoints.create(scope, { url: `${receiver.url}?idle`, enabled_events: ['*'] });
+    const other = await browser.newContext();
+    try {
+      const p = await other.newPage();
+      await p.goto(`${svc2.url}/portal/`);
+      await signInAs(p, c.portal.email, c.portal.password);
+      await p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Endpoints', exact: true }).click();
+      await p.getByRole('link', { name: ep.url }).click();
+      await p.getByRole('heading', { name: ep.url }).waitFor();
+      clock.advance(61_000);
+      await p.locator('section.log').getByRole('button', { name: 'Refresh' }).click();
+      await expectText(p.getByTestId('session-ended-reason'), 'Your session ended after 1 minutes without activity. Sign in again.');
+      await signInAs(p, c.portal.email, c.portal.password);
+      await p.getByRole('heading', { name: ep.url }).waitFor();
+      expect(p.url()).toBe(`${svc2.url}/portal/webhooks/endpoints/${ep.id}`);
+      expect(await p.getByTestId('session-ended-reason').count()).toBe(0);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("opened from the payment service's link in its frame: no payhooks bar, a breadcrumb and tabs, the height told to the host only; an ended session says so and tells the host", async () => {
+    const other = await browser.newContext();
+    try {
+      const p = await other.newPage();
+      await p.goto(`${hostOrigin}/`);
+      const frame = p.frameLocator('iframe');
+      const crumbs = frame.getByRole('navigation', { name: 'Breadcrumb' });
+      await crumbs.waitFor();
+      expect(await crumbs.innerText()).toBe('Webhooks > Endpoints');
+      const portal = p.frames().find((f) => f.url().startsWith(`${svc2.url}/portal/`))!;
+      // The token's fragment is gone. The frame is another site's: its storage may be blocked (it
+      // is here), and the session goes on with the token in memory, sent as a bearer token.
+      expect(portal.url()).toBe(`${svc2.url}/portal/webhooks/endpoints`);
+      expect(await frame.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+      expect(await frame.getByRole('group', { name: 'Environment' }).count()).toBe(0);
+      expect(await frame.getByText('payhooks', { exact: true }).count()).toBe(0);
+      expect(await frame.getByRole('link', { name: 'Back to dashboard' }).count()).toBe(0); // framed: the dashboard is around it
+      await expectText(frame.locator('[data-environment]'), 'Sandbox');
+      await expectText(frame.locator('.embed-head'), 'Framed Platform');
+      expect(await frame.getByRole('navigation', { name: 'Sections' }).getByRole('link').allInnerTexts()).toEqual([
+        'Endpoints',
+        'Audit log',
+        'Settings',
+      ]);
+      // Its height, to the host's origin only; the host sizes the frame with it.
+      await p.waitForFunction(() => (globalThis as any).messages.some((m: any) => m.data?.type === 'payhooks:resize'));
+      const messages = await p.evaluate(() => (globalThis as any).messages as Array<{ origin: string; data: any }>);
+      expect(new Set(messages.map((m) => m.origin))).toEqual(new Set([svc2.url]));
+      const last = messages.filter((m) => m.data.type === 'payhooks:resize').at(-1)!;
+      expect(last.data.height).toBeGreaterThan(100);
+      expect(await p.locator('iframe').evaluate((el: any) => el.getBoundingClientRect().height)).toBe(last.data.height);
+
+      await frame.getByRole('link', { name: 'Audit log' }).click();
+      await expectText(crumbs, 'Webhooks > Audit log');
+      clock.advance(61_000);
+      await frame.getByRole('link', { name: 'Endpoints', exact: true }).click();
+      await expectText(frame.getByTestId('session-ended'), 'Your session has ended. Open Webhooks again from your dashboard.');
+      await p.waitForFunction(() => (globalThis as any).messages.some((m: any) => m.data?.type === 'payhooks:session_ended'));
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+const tokenOfUrl = (url: string) => new URL(url).hash.replace(/^#token=/, '');
 
 /**
  * Waits until the locator's text contains `text` (the page updates asynchronously). On a time-out

@@ -1,0 +1,90 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import { api, type InvitationPreview, type Session } from '../api.ts';
+import { takeFragmentToken } from '../fragment.ts';
+import { ErrorBox, Loading, Time } from '../ui.tsx';
+import { PASSWORD_MIN, PasswordHint } from './ResetPassword.tsx';
+
+/**
+ * `/portal/invitation#token=…`: the link an admin's invitation sends. The page reads what it is
+ * for (the email, the role, the team), then the new user chooses a password and is signed in.
+ */
+export function InvitationPage({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
+  const [token] = useState(takeFragmentToken);
+  const [preview, setPreview] = useState<InvitationPreview | null>(null);
+  const [error, setError] = useState<unknown>(token ? null : new Error('This invitation link is incomplete: open the whole link again.'));
+  const [name, setName] = useState('');
+  const [password, setPassword] = useState('');
+  const [formError, setFormError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    if (token) api.inspectInvitation(token).then(setPreview, setError);
+  }, [token]);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (!token) return;
+    if ([...password].length < PASSWORD_MIN) {
+      setFormError(new Error(`Choose a password of at least ${PASSWORD_MIN} characters.`));
+      return;
+    }
+    setBusy(true);
+    setFormError(null);
+    try {
+      onSignedIn(await api.acceptInvitation(token, password, name.trim() || null));
+    } catch (err) {
+      setFormError(err);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main className="center">
+      <div className="card signin">
+        <div className="brand big">payhooks</div>
+        {!preview ? (
+          <>
+            <h1>Invitation</h1>
+            {error ? <ErrorBox error={error} /> : <Loading />}
+          </>
+        ) : (
+          <form className="stack" onSubmit={(e) => void submit(e)} aria-label="Accept the invitation">
+            <h1>Join {preview.platform_name}</h1>
+            <p>
+              You are invited to the Webhooks section of <strong>{preview.platform_name}</strong> as <strong>{preview.role}</strong>. The
+              link works once, until <Time iso={preview.expires_at} />.
+            </p>
+            <ErrorBox error={formError} />
+            <label htmlFor="invite-email">Email</label>
+            <input id="invite-email" type="email" readOnly value={preview.email} autoComplete="username" />
+            <label htmlFor="invite-name">
+              Your name <span className="muted">(optional)</span>
+            </label>
+            <input
+              id="invite-name"
+              type="text"
+              maxLength={100}
+              autoComplete="name"
+              value={name}
+              onChange={(e) => setName(e.target.value)}
+            />
+            <label htmlFor="invite-password">Choose a password</label>
+            <input
+              id="invite-password"
+              type="password"
+              autoComplete="new-password"
+              required
+              aria-describedby="invite-password-hint"
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+            />
+            <PasswordHint id="invite-password-hint" />
+            <button type="submit" className="primary" disabled={busy}>
+              {busy ? 'Joining…' : 'Accept invitation'}
+            </button>
+          </form>
+        )}
+      </div>
+    </main>
+  );
+}

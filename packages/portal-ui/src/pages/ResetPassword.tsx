@@ -1,0 +1,99 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import { api, type PasswordResetPreview } from '../api.ts';
+import { takeFragmentToken } from '../fragment.ts';
+import { Link } from '../router.tsx';
+import { ErrorBox, Loading, Notice, Time } from '../ui.tsx';
+
+/** The server's minimum (400 `password_too_short` below it); checked here first to save a round trip. */
+export const PASSWORD_MIN = 12;
+
+export function PasswordHint({ id }: { id: string }) {
+  return (
+    <p id={id} className="hint">
+      At least {PASSWORD_MIN} characters. A few unrelated words make a good one.
+    </p>
+  );
+}
+
+/**
+ * `/portal/reset-password#token=…`: the link an operator's reset gives a user. The page reads
+ * which account it is for, then takes the new password; the user signs in with it after.
+ */
+export function ResetPasswordPage() {
+  const [token] = useState(takeFragmentToken);
+  const [preview, setPreview] = useState<PasswordResetPreview | null>(null);
+  const [error, setError] = useState<unknown>(token ? null : new Error('This reset link is incomplete: open the whole link again.'));
+  const [password, setPassword] = useState('');
+  const [formError, setFormError] = useState<unknown>(null);
+  const [done, setDone] = useState(false);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    if (token) api.inspectPasswordReset(token).then(setPreview, setError);
+  }, [token]);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (!token) return;
+    if ([...password].length < PASSWORD_MIN) {
+      setFormError(new Error(`Choose a password of at least ${PASSWORD_MIN} characters.`));
+      return;
+    }
+    setBusy(true);
+    setFormError(null);
+    try {
+      await api.resetPassword(token, password);
+      setPassword('');
+      setDone(true);
+    } catch (err) {
+      setFormError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main className="center">
+      <div className="card signin">
+        <div className="brand big">payhooks</div>
+        <h1>Choose a new password</h1>
+        {done ? (
+          <>
+            <Notice kind="success">Your password is changed. Sign in with it now.</Notice>
+            <Link to="/" className="button primary">
+              Go to sign-in
+            </Link>
+          </>
+        ) : !preview ? (
+          error ? (
+            <ErrorBox error={error} />
+          ) : (
+            <Loading />
+          )
+        ) : (
+          <form className="stack" onSubmit={(e) => void submit(e)} aria-label="New password">
+            <p>
+              For <strong>{preview.email}</strong>. The link works once, until <Time iso={preview.expires_at} />.
+            </p>
+            <ErrorBox error={formError} />
+            <input type="email" hidden readOnly value={preview.email} autoComplete="username" />
+            <label htmlFor="new-password">New password</label>
+            <input
+              id="new-password"
+              type="password"
+              autoComplete="new-password"
+              required
+              aria-describedby="new-password-hint"
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+            />
+            <PasswordHint id="new-password-hint" />
+            <button type="submit" className="primary" disabled={busy}>
+              {busy ? 'Saving…' : 'Set new password'}
+            </button>
+          </form>
+        )}
+      </div>
+    </main>
+  );
+}
