@@ -13,6 +13,7 @@ import {
 } from './api.ts';
 import { knownFrameAncestors, postToFrameAncestors, rememberFrameAncestors, useFrameResize } from './embed.ts';
 import { takeFragmentToken } from './fragment.ts';
+import { httpUrl } from './urls.ts';
 import { forgetLocation, rememberLocation, takeRememberedLocation } from './return-to.ts';
 import { Link, currentPath, navigate, usePath } from './router.tsx';
 import { SessionContext, isFramed, roleAtLeast, type SessionInfo } from './session.tsx';
@@ -49,17 +50,6 @@ function openLinkOnce(token: string): Promise<LinkSession> {
   return found;
 }
 
-/** Only http(s) URLs become links: a `javascript:` return_url must never run. */
-function httpUrl(raw: string | null): string | null {
-  if (!raw) return null;
-  try {
-    const url = new URL(raw);
-    return url.protocol === 'https:' || url.protocol === 'http:' ? url.toString() : null;
-  } catch {
-    return null;
-  }
-}
-
 export function App() {
   const path = usePath();
   const framed = useMemo(isFramed, []);
@@ -71,11 +61,14 @@ export function App() {
   const [launchError, setLaunchError] = useState<unknown>(null);
   const current = useRef(session);
   current.current = session;
+  /** The last session said password sign-in is off here: the sign-in form says so rather than failing. */
+  const signInOff = useRef(false);
 
   const accept = useCallback(
     (s: Session | null) => {
       if (s) {
         setCsrfToken(s.csrf_token);
+        signInOff.current = !s.password_sign_in;
         if (s.kind === 'embedded' || framed) rememberFrameAncestors(s.frame_ancestors);
       }
       setSession(s);
@@ -158,7 +151,7 @@ export function App() {
         <Loading />
       </main>
     );
-  if (session === null) return <SignIn reason={ended?.message ?? null} onSignedIn={signedIn} />;
+  if (session === null) return <SignIn reason={ended?.message ?? null} off={signInOff.current} onSignedIn={signedIn} />;
   return (
     <Shell
       session={session}

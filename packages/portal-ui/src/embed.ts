@@ -10,7 +10,57 @@ import { isFramed } from './session.tsx';
 export type FrameMessage = { type: 'payhooks:resize'; height: number } | { type: 'payhooks:session_ended' };
 
 const ANCESTORS_KEY = 'payhooks.frame_ancestors';
-const ORIGIN = /^https?:\/\/[^/\s*]+$/;
+const PATTERN = /^(https?):\/\/(\*\.)?([a-z0-9.-]+|\[[0-9a-f:.]+\])(?::(\d{1,5}|\*))?$/i;
+const DEFAULT_PORT: Record<string, string> = { http: '80', https: '443' };
+
+/**
+ * Whether `origin` (a page's exact origin) is one `pattern` allows. Patterns are what CSP's
+ * frame-ancestors takes: `https://dash.example.com`, `https://*.example.com` (a subdomain),
+ * `http://localhost:*` (any port).
+ */
+export function originMatches(pattern: string, origin: string): boolean {
+  const p = PATTERN.exec(pattern);
+  let o: URL;
+  try {
+    o = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (!p || o.origin !== origin) return false;
+  const [, scheme, wildcard, host, port] = p as unknown as [string, string, string | undefined, string, string | undefined];
+  if (o.protocol !== `${scheme.toLowerCase()}:`) return false;
+  const h = o.hostname.toLowerCase();
+  const want = host.toLowerCase();
+  if (wildcard ? !h.endsWith(`.${want}`) : h !== want) return false;
+  if (port === '*') return true;
+  return (o.port || DEFAULT_PORT[scheme.toLowerCase()]) === (port ?? DEFAULT_PORT[scheme.toLowerCase()]);
+}
+
+/** The framing page's origin, as far as the browser says it (Chromium and Safari list it; else the referrer's). */
+function parentOrigin(): string | null {
+  const listed = (window.location as Location & { ancestorOrigins?: DOMStringList }).ancestorOrigins?.[0];
+  if (listed) return listed;
+  try {
+    return document.referrer ? new URL(document.referrer).origin : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The exact origins to post to: each exact one named, and for a wildcard pattern the framing
+ * page's own origin when the pattern allows it (postMessage takes no patterns). Whatever the
+ * page believes, the browser delivers a message only if the parent really is the origin named.
+ */
+export function targetOrigins(patterns: readonly string[], parent: string | null): string[] {
+  const out = new Set<string>();
+  for (const pattern of patterns) {
+    if (!PATTERN.test(pattern)) continue;
+    if (!pattern.includes('*')) out.add(new URL(pattern).origin);
+    else if (parent && originMatches(pattern, parent)) out.add(parent);
+  }
+  return [...out];
+}
 
 /** Kept for this tab: after a reload on an ended session the page still knows whom to tell. */
 export function rememberFrameAncestors(origins: readonly string[]): void {
@@ -32,8 +82,7 @@ export function knownFrameAncestors(): string[] {
 
 export function postToFrameAncestors(message: FrameMessage, origins: readonly string[]): void {
   if (!isFramed()) return;
-  for (const origin of origins) {
-    if (!ORIGIN.test(origin)) continue;
+  for (const origin of targetOrigins(origins, parentOrigin())) {
     try {
       window.parent.postMessage(message, origin);
     } catch {

@@ -1,7 +1,8 @@
 import { Fragment, useCallback, useEffect, useState, type FormEvent } from 'react';
-import { api, type AuditEvent, type AuditFilter } from '../api.ts';
+import { api, type AuditEvent } from '../api.ts';
+import { auditQuery, NO_FILTERS, type Filters } from '../audit-filter.ts';
 import { latestOnly } from '../latest.ts';
-import { Crumbs, ErrorBox, Loading, ScrollTable, Time } from '../ui.tsx';
+import { CopyId, Crumbs, ErrorBox, Loading, ScrollTable, Time } from '../ui.tsx';
 
 /** Actions the trail records, offered as suggestions in the Action filter (any text is accepted). */
 const ACTIONS = [
@@ -40,39 +41,6 @@ const ACTOR_TYPES: Record<AuditEvent['actor']['type'], string> = {
   system: 'payhooks',
   customer: 'Customer',
 };
-
-interface Filters {
-  actor_id: string;
-  action: string;
-  resource_id: string;
-  outcome: '' | AuditEvent['outcome'];
-  environment: '' | 'sandbox' | 'live';
-  from: string;
-  to: string;
-}
-const NO_FILTERS: Filters = { actor_id: '', action: '', resource_id: '', outcome: '', environment: '', from: '', to: '' };
-
-/** A `date` input's day (the browser's time zone) as the API's timestamp: its start, or with `next` the next day's start. */
-export function dayBound(day: string, next = false): string | undefined {
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(day);
-  if (!m) return undefined;
-  const d = new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]) + (next ? 1 : 0));
-  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-export function auditQuery(f: Filters): AuditFilter {
-  const q: AuditFilter = {};
-  if (f.actor_id.trim()) q.actor_id = f.actor_id.trim();
-  if (f.action.trim()) q.action = f.action.trim();
-  if (f.resource_id.trim()) q.resource_id = f.resource_id.trim();
-  if (f.outcome) q.outcome = f.outcome;
-  if (f.environment) q.environment = f.environment;
-  const from = dayBound(f.from);
-  const to = dayBound(f.to, true); // "to" is the last day shown, whole
-  if (from) q['created[gte]'] = from;
-  if (to) q['created[lt]'] = to;
-  return q;
-}
 
 /** `/audit` (admins): who changed what in this Platform, when, from where, and how it ended; newest first. */
 export function AuditLog() {
@@ -226,32 +194,37 @@ export function AuditLog() {
                 <th className="hide-sm">Resource</th>
                 <th>Outcome</th>
                 <th className="hide-sm">From</th>
-                <th>
-                  <span className="visually-hidden">Details</span>
-                </th>
               </tr>
             </thead>
             <tbody>
               {rows.map((r) => (
                 <Fragment key={r.id}>
                   <tr data-audit-id={r.id} data-action={r.action} data-outcome={r.outcome}>
-                    <td className="nowrap">
+                    <td className="time-cell">
                       <Time iso={r.created_at} />
                     </td>
-                    <td className="actor-cell">
+                    <td className="actor-cell" title={r.actor.id ?? undefined}>
                       <div>{r.actor.email ?? r.actor.name ?? r.actor.id ?? '—'}</div>
-                      <div className="muted small">
-                        {ACTOR_TYPES[r.actor.type] ?? r.actor.type}
-                        {r.actor.email && r.actor.id ? ` · ${r.actor.id}` : ''}
-                      </div>
+                      <div className="muted small">{ACTOR_TYPES[r.actor.type] ?? r.actor.type}</div>
                     </td>
                     <td>
                       <code className="type">{r.action}</code>
-                      {r.environment && <div className="muted small">{r.environment === 'live' ? 'Live' : 'Sandbox'}</div>}
+                      <div className="small">
+                        {r.environment && <span className="muted">{r.environment === 'live' ? 'Live' : 'Sandbox'} · </span>}
+                        <button
+                          type="button"
+                          className="link-button details-toggle"
+                          aria-expanded={open.has(r.id)}
+                          aria-controls={`audit-details-${r.id}`}
+                          onClick={() => toggle(r.id)}
+                        >
+                          {open.has(r.id) ? 'Hide' : 'Details'}
+                        </button>
+                      </div>
                     </td>
-                    <td className="hide-sm id-cell">
+                    <td className="hide-sm">
                       <div className="small">{r.resource.type}</div>
-                      {r.resource.id && <div className="mono small muted">{r.resource.id}</div>}
+                      {r.resource.id && <CopyId id={r.resource.id} label="resource id" />}
                     </td>
                     <td>
                       <span className={`badge outcome-${r.outcome}`}>
@@ -259,27 +232,17 @@ export function AuditLog() {
                       </span>
                       {r.error_code && <div className="mono small muted">{r.error_code}</div>}
                     </td>
-                    <td className="hide-sm mono small">{r.origin.ip ?? '—'}</td>
-                    <td>
-                      <button
-                        type="button"
-                        className="link-button"
-                        aria-expanded={open.has(r.id)}
-                        aria-controls={`audit-details-${r.id}`}
-                        onClick={() => toggle(r.id)}
-                      >
-                        {open.has(r.id) ? 'Hide' : 'Details'}
-                      </button>
-                    </td>
+                    <td className="hide-sm mono small ip-cell">{r.origin.ip ?? '—'}</td>
                   </tr>
                   {open.has(r.id) && (
                     <tr className="audit-details" id={`audit-details-${r.id}`}>
-                      <td colSpan={7}>
+                      <td colSpan={6}>
                         {/* What was changed is the merchant's data: shown as text, never as HTML. */}
                         <pre className="code" data-testid="audit-details">
                           {JSON.stringify(
                             {
                               id: r.id,
+                              actor: r.actor,
                               resource: r.resource,
                               changes: r.changes,
                               user_agent: r.origin.user_agent,

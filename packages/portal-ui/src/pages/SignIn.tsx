@@ -8,13 +8,22 @@ const SIGN_IN_OFF = 'Sign-in here is turned off: open Webhooks from your dashboa
  * Email and password; then, for a user with two-factor sign-in on, the code from their app (or
  * one of their recovery codes). `reason`: why the previous session ended, in the server's words.
  */
-export function SignIn({ reason, onSignedIn }: { reason: string | null; onSignedIn: (s: Session) => void }) {
+export function SignIn({
+  reason,
+  off: knownOff = false,
+  onSignedIn,
+}: {
+  reason: string | null;
+  /** Already known (from the last session): password sign-in is turned off here. */
+  off?: boolean;
+  onSignedIn: (s: Session) => void;
+}) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [challenge, setChallenge] = useState<TwoFactorChallenge | null>(null);
   const [code, setCode] = useState('');
   const [error, setError] = useState<unknown>(null);
-  const [off, setOff] = useState(false);
+  const [off, setOff] = useState(knownOff);
   const [busy, setBusy] = useState(false);
 
   const submit = async (e: FormEvent) => {
@@ -59,6 +68,7 @@ export function SignIn({ reason, onSignedIn }: { reason: string | null; onSigned
         <div className="card signin">
           <div className="brand big">payhooks</div>
           <h1>Sign in to the Merchant Portal</h1>
+          {reason && <Notice kind="warning">{reason}</Notice>}
           <Notice kind="info">
             <span data-testid="sign-in-off">{SIGN_IN_OFF}</span>
           </Notice>

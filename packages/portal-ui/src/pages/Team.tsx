@@ -214,13 +214,13 @@ function InviteForm({ onInvited }: { onInvited: () => void }) {
   };
 
   return (
-    <form className="card form" onSubmit={(e) => void submit(e)} aria-label="Invite a user">
+    <form className="card form invite-form" onSubmit={(e) => void submit(e)} aria-label="Invite a user">
       <h2>Invite someone</h2>
       <ErrorBox error={error} />
-      <label htmlFor="invite-email">Email</label>
-      <input id="invite-email" type="email" required maxLength={254} value={email} onChange={(e) => setEmail(e.target.value)} />
-      <label htmlFor="invite-role">Role</label>
-      <select id="invite-role" value={role} onChange={(e) => setRole(e.target.value as Role)} aria-describedby="invite-role-hint">
+      <label htmlFor="team-invite-email">Email</label>
+      <input id="team-invite-email" type="email" required maxLength={254} value={email} onChange={(e) => setEmail(e.target.value)} />
+      <label htmlFor="team-invite-role">Role</label>
+      <select id="team-invite-role" value={role} onChange={(e) => setRole(e.target.value as Role)} aria-describedby="invite-role-hint">
         {ROLE_OPTIONS.map((r) => (
           <option key={r.value} value={r.value}>
             {r.label}
