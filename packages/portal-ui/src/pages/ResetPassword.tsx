@@ -71,7 +71,7 @@ export function ResetPasswordPage() {
             <Loading />
           )
         ) : (
-          <form className="stack" onSubmit={(e) => void submit(e)} aria-label="New password">
+          <form className="stack" onSubmit={(e) => void submit(e)} aria-label="Password reset">
             <p>
               For <strong>{preview.email}</strong>. The link works once, until <Time iso={preview.expires_at} />.
             </p>
