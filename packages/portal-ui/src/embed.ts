@@ -82,7 +82,12 @@ export function knownFrameAncestors(): string[] {
 
 export function postToFrameAncestors(message: FrameMessage, origins: readonly string[]): void {
   if (!isFramed()) return;
-  for (const origin of targetOrigins(origins, parentOrigin())) {
+  const parent = parentOrigin();
+  // A page whose session is gone may not know the list (a reload in a frame where the browser
+  // denies storage). Then the framing page's own origin: the browser rendered this page in its
+  // frame only because CSP frame-ancestors allows that origin, so it is one of the list.
+  const targets = origins.length ? targetOrigins(origins, parent) : parent ? [parent] : [];
+  for (const origin of targets) {
     try {
       window.parent.postMessage(message, origin);
     } catch {
@@ -93,7 +98,7 @@ export function postToFrameAncestors(message: FrameMessage, origins: readonly st
 
 /**
  * Tells the framing page the portal's height, on load and at every change, so it can size the
- * frame to fit (no scrollbar inside a scrollbar).
+ * frame to fit (no scrollbar inside a scrollbar), larger or smaller.
  */
 export function useFrameResize(origins: readonly string[]): void {
   const key = origins.join(' ');
@@ -101,16 +106,18 @@ export function useFrameResize(origins: readonly string[]): void {
   useEffect(() => {
     if (!isFramed() || origins.length === 0) return;
     let last = -1;
+    // The content's own height, not the document's: inside a frame the document is never shorter
+    // than the frame, so a frame sized to it could grow but never shrink.
+    const root = document.getElementById('root') ?? document.body;
     const send = () => {
-      const height = document.documentElement.scrollHeight;
+      const height = Math.ceil(root.getBoundingClientRect().height);
       if (height === last) return;
       last = height;
       postToFrameAncestors({ type: 'payhooks:resize', height }, origins);
     };
     send();
     const observer = new ResizeObserver(send);
-    observer.observe(document.documentElement);
-    observer.observe(document.body);
+    observer.observe(root);
     window.addEventListener('load', send);
     return () => {
       observer.disconnect();

@@ -203,8 +203,10 @@ export function AuditLog() {
                     <td className="time-cell">
                       <Time iso={r.created_at} />
                     </td>
-                    <td className="actor-cell" title={r.actor.id ?? undefined}>
+                    <td className="actor-cell">
                       <div>{r.actor.email ?? r.actor.name ?? r.actor.id ?? '—'}</div>
+                      {/* The id is who it was for certain: a payment service's own user id, usr_…, key_…, a login. */}
+                      {r.actor.id && (r.actor.email || r.actor.name) && <div className="mono small">{r.actor.id}</div>}
                       <div className="muted small">{ACTOR_TYPES[r.actor.type] ?? r.actor.type}</div>
                     </td>
                     <td>
