@@ -54,6 +54,12 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
     return () => clearTimeout(t);
   }, [watch, endpoint]);
 
+  /**
+   * An update's answer is the endpoint without its 24-hour card: the card shown stays until the
+   * refresh that follows reads it again (the test-event watch counts from it meanwhile).
+   */
+  const updated = (next: Endpoint) => setEndpoint((prev) => ({ ...next, stats: prev?.stats ?? next.stats }));
+
   /** The endpoint (its 24-hour card included) and its log, as they are now. */
   const refresh = () => {
     void reload();
@@ -131,7 +137,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
               disabled={busy}
               onClick={() =>
                 void act(
-                  async () => setEndpoint(await api.updateEndpoint(id, { status: 'disabled' })),
+                  async () => updated(await api.updateEndpoint(id, { status: 'disabled' })),
                   'Endpoint disabled: new events are not sent to it. Deliveries still retrying keep their schedule and fail without a request; replay them once it is enabled again.',
                 )
               }
@@ -144,7 +150,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
               disabled={busy}
               onClick={() =>
                 void act(
-                  async () => setEndpoint(await api.updateEndpoint(id, { status: 'enabled' })),
+                  async () => updated(await api.updateEndpoint(id, { status: 'enabled' })),
                   'Endpoint enabled: new events are sent to it again, and deliveries still retrying go at their next scheduled attempt.',
                 )
               }

@@ -56,20 +56,22 @@ export async function issueToken(q: Queryable, input: NewToken): Promise<{ token
   return { token, row: row! };
 }
 
+/** The row of `token` while it is open: of `purpose`, unused and unexpired. */
+const open = (purpose: TokenPurpose, token: string, now: Date) =>
+  and(
+    eq(accountTokens.tokenHash, hashToken(token)),
+    eq(accountTokens.purpose, purpose),
+    isNull(accountTokens.usedAt),
+    gt(accountTokens.expiresAt, now),
+  );
+
 /** The open (unused, unexpired) token of `purpose`, without using it; null otherwise. */
 export async function peekToken(q: Queryable, purpose: TokenPurpose, token: string, now: Date): Promise<AccountTokenRow | null> {
   if (!looksLikeToken(token)) return null;
   const [row] = await q
     .select()
     .from(accountTokens)
-    .where(
-      and(
-        eq(accountTokens.tokenHash, hashToken(token)),
-        eq(accountTokens.purpose, purpose),
-        isNull(accountTokens.usedAt),
-        gt(accountTokens.expiresAt, now),
-      ),
-    );
+    .where(open(purpose, token, now));
   return row ?? null;
 }
 
@@ -82,14 +84,7 @@ export async function useToken(q: Queryable, purpose: TokenPurpose, token: strin
   const [row] = await q
     .update(accountTokens)
     .set({ usedAt: now })
-    .where(
-      and(
-        eq(accountTokens.tokenHash, hashToken(token)),
-        eq(accountTokens.purpose, purpose),
-        isNull(accountTokens.usedAt),
-        gt(accountTokens.expiresAt, now),
-      ),
-    )
+    .where(open(purpose, token, now))
     .returning();
   return row ?? null;
 }

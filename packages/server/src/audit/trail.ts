@@ -1,12 +1,11 @@
-import { and, desc, eq, gte, isNull, lt, or, type SQL } from 'drizzle-orm';
+import { and, eq, gte, isNull, lt, or, type SQL } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { formatEventTimestamp } from '@payhooks/contract';
 import type { Clock } from '../clock.ts';
 import type { Db, Queryable } from '../db/client.ts';
 import { runAfterCommit } from '../db/after-commit.ts';
 import { auditEvents, type AuditEventRow, type Environment } from '../db/schema.ts';
-import { listPage, type ListPage } from '../db/pagination.ts';
-import { AppError } from '../errors.ts';
+import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { newId } from '../ids.ts';
 import type { Actor, RequestOrigin } from '../scope.ts';
 
@@ -172,28 +171,7 @@ export class AuditTrail {
     if (filters.outcome) where.push(eq(auditEvents.outcome, filters.outcome));
     if (filters.createdGte) where.push(gte(auditEvents.createdAt, filters.createdGte));
     if (filters.createdLt) where.push(lt(auditEvents.createdAt, filters.createdLt));
-    const scoped = and(...where);
-    let cursor: SQL | undefined;
-    if (page.startingAfter) {
-      const [after] = await db
-        .select({ createdAt: auditEvents.createdAt, id: auditEvents.id })
-        .from(auditEvents)
-        .where(and(eq(auditEvents.platformId, platformId), eq(auditEvents.id, page.startingAfter)));
-      if (!after)
-        throw new AppError('invalid_request', 'resource_missing', `starting_after: no such audit event '${page.startingAfter}'.`, {
-          param: 'starting_after',
-        });
-      cursor = or(
-        lt(auditEvents.createdAt, after.createdAt),
-        and(eq(auditEvents.createdAt, after.createdAt), lt(auditEvents.id, after.id)),
-      );
-    }
-    const rows = await db
-      .select()
-      .from(auditEvents)
-      .where(and(scoped, cursor))
-      .orderBy(desc(auditEvents.createdAt), desc(auditEvents.id))
-      .limit(page.limit + 1);
-    return listPage(rows.slice(0, page.limit).map(toAuditEvent), rows.length > page.limit);
+    const { rows, hasMore } = await pageOf<AuditEventRow>(db, auditEvents, and(...where), { ...page, what: 'audit event' });
+    return listPage(rows.map(toAuditEvent), hasMore);
   }
 }

@@ -26,21 +26,21 @@ export interface PortalClient {
   ): Promise<PortalResponse>;
 }
 
-export async function portalRequest(
+export function portalRequest(
   baseUrl: string,
   method: string,
   path: string,
   body: unknown,
   headers: Record<string, string>,
 ): Promise<PortalResponse> {
+  return jsonRequest(`${baseUrl}/portal/api${path}`, method, body, headers);
+}
+
+/** A JSON request; the answer parsed when it is JSON, kept as text otherwise. */
+async function jsonRequest(url: string, method: string, body: unknown, headers: Record<string, string>): Promise<PortalResponse> {
   const h = { ...headers };
   if (body !== undefined) h['content-type'] = 'application/json';
-  const res = await fetch(`${baseUrl}/portal/api${path}`, {
-    method,
-    headers: h,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    redirect: 'manual',
-  });
+  const res = await fetch(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -114,20 +114,8 @@ export async function inviteAndAccept(
 }
 
 /** An internal-API call with the operator's token. */
-export async function internalCall(baseUrl: string, token: string, method: string, path: string, body?: unknown): Promise<PortalResponse> {
-  const res = await fetch(`${baseUrl}/internal/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // keep the text
-  }
-  return { status: res.status, headers: res.headers, body: parsed, text };
+export function internalCall(baseUrl: string, token: string, method: string, path: string, body?: unknown): Promise<PortalResponse> {
+  return jsonRequest(`${baseUrl}/internal/v1${path}`, method, body, { authorization: `Bearer ${token}` });
 }
 
 /** Asks for the payment service's link and opens it as the page does: a client on the embedded session (bearer token). */

@@ -4,7 +4,7 @@ import { EVENT_TYPES, REQUIRED_LIVE_EVENT_TYPES, WILDCARD_EVENT_TYPE } from '@pa
 import type { ServiceContext } from '../../context.ts';
 import { endpointStats } from '../../delivery/stats.ts';
 import { AppError } from '../../errors.ts';
-import { sendTestEvent } from '../../endpoints/test-event.ts';
+import { sendTestEvent } from './test-event.ts';
 import { scopeOf } from '../../accounts/sessions.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { IdParams, endpointId } from './ids.ts';

@@ -1,8 +1,8 @@
 import type { WebhookEvent } from '@payhooks/contract';
-import type { ServiceContext } from '../context.ts';
-import { AppError } from '../errors.ts';
-import { toPayment, type Payment } from '../payments/objects.ts';
-import type { Scope } from '../scope.ts';
+import type { ServiceContext } from '../../context.ts';
+import { AppError } from '../../errors.ts';
+import { toPayment, type Payment } from '../../payments/objects.ts';
+import type { Scope } from '../../scope.ts';
 
 /**
  * "Send test event" (sandbox endpoints only): a real sandbox payment of 10.00 USDC.ETH with
