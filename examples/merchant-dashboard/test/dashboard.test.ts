@@ -213,10 +213,10 @@ describe('examples/merchant-dashboard: payhooks as the Webhooks tab of a payment
     expect(await frame.getByRole('link', { name: '+ Add endpoint' }).count()).toBe(0);
     // His session, as his frame uses it, asking the server directly: refused.
     expect(token()).toMatch(/^[\w-]{43}$/);
-    const refused = await withToken(token(), 'POST', `/deliveries/${deliveryId}/resend`);
+    const refused = await withToken(token(), 'POST', `/deliveries/${deliveryId}/replay`);
     expect([refused.status, refused.body.error.code]).toEqual([403, 'insufficient_role']);
     const denied = await svc.api(platform.keys.sandbox, 'GET', `/api/v1/audit_events?actor_id=dash_usr_victor&outcome=denied`);
-    expect(denied.body.data[0]).toMatchObject({ action: 'webhook_delivery.resend', error_code: 'insufficient_role' });
+    expect(denied.body.data[0]).toMatchObject({ action: 'webhook_delivery.replay', error_code: 'insufficient_role' });
   }, 120_000);
 
   it('CSRF: inside the frame a request without the CSRF token is refused; from the dashboard page outside it, nothing reaches a session', async () => {
@@ -264,6 +264,23 @@ describe('examples/merchant-dashboard: payhooks as the Webhooks tab of a payment
       '/api/v1/audit_events?action=webhook_endpoint.create&outcome=succeeded&limit=100',
     );
     expect(JSON.stringify(created.body.data)).not.toContain('evil.example');
+  }, 120_000);
+
+  it('the same link opens as a page of its own: the portal, no payhooks sign-in, and a way back to the dashboard', async () => {
+    const link = await internalCall(svc.url, TOKEN, 'POST', '/portal_sessions', {
+      merchant_id: platform.merchant_id,
+      environment: 'sandbox',
+      role: 'developer',
+      user: { id: 'dash_usr_ana', email: 'ana@dashboard.example', name: 'Ana Lima' },
+      return_url: `${dashboardUrl}/webhooks`,
+    });
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(link.body.url);
+    await page.getByRole('navigation', { name: 'Breadcrumb' }).getByText('Endpoints').waitFor();
+    // The token left the address bar before anything else ran.
+    expect(page.url()).toBe(`${svc.url}/portal/webhooks/endpoints`);
+    expect(await page.getByRole('link', { name: 'Back to dashboard' }).getAttribute('href')).toBe(`${dashboardUrl}/webhooks`);
+    expect(await page.getByLabel('Password').count()).toBe(0);
   }, 120_000);
 
   it('a page on an origin payhooks does not list cannot frame the portal: the frame stays empty and the link unused', async () => {

@@ -47,15 +47,23 @@ function errorCodeOf(payload: unknown): string | null {
 }
 
 /**
- * Refused and failed changes: a change that succeeds records its entry in its own transaction
- * (the services call AuditTrail.record); one that fails was rolled back with it, so its entry
- * (outcome `denied` for 401 and 403, `failed` otherwise, with the error's code) is written here,
- * before the answer leaves. Only when we know who tried: an unauthenticated request has no actor.
+ * The refusals worth an entry: no right to do it (401, 403: `denied`), a resource that is not
+ * the caller's to see (404), or a rule of ours that refused the change (409, 422: `failed`).
+ * Malformed requests (400, 413, 415) are not attempts at a change, throttled ones (429) are the
+ * limiter's business, and 5xx are ours, in the error log.
+ */
+const AUDITED_REFUSALS = new Set([401, 403, 404, 409, 422]);
+
+/**
+ * Refused changes: a change that succeeds records its entry in its own transaction (the
+ * services call AuditTrail.record); a refused one was rolled back with it, so its entry (with the
+ * error's code) is written here, before the answer leaves. Only when we know who tried: an
+ * unauthenticated request has no actor.
  */
 export function installAuditOfFailures(app: FastifyInstance, trail: AuditTrail, db: Db): void {
   app.addHook('onSend', async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const audit = req.routeOptions.config?.audit;
-    if (!audit || 'exempt' in audit || reply.statusCode < 400 || !req.auditSubject) return payload;
+    if (!audit || 'exempt' in audit || !AUDITED_REFUSALS.has(reply.statusCode) || !req.auditSubject) return payload;
     const params = req.params as { id?: unknown } | undefined;
     try {
       await trail.record(db, req.auditSubject, {

@@ -324,7 +324,7 @@ describe('what an entry says', () => {
     expect(JSON.stringify(entry)).not.toMatch(/whsec_[A-Za-z0-9]/);
   });
 
-  it('a refused change is recorded too: a viewer denied a replay (denied), a developer refused a bad URL (failed), with the error code', async () => {
+  it('a refused change is recorded too: a viewer denied a replay (denied), a key refused by a rule (failed), with the error code; a malformed request is not', async () => {
     const viewer = await newUser('viewer');
     const delivery = await deliveryIn('failed_retrying');
     const denied = await viewer.call('POST', `/deliveries/${delivery}/replay`);
@@ -336,11 +336,20 @@ describe('what an entry says', () => {
       error_code: 'insufficient_role',
       actor: { type: 'user', id: viewer.session.user.id },
     });
-    const refused = await api('POST', '/api/v1/webhook_endpoints', { url: 'ftp://nope', enabled_events: ['*'] });
-    expect(refused.status).toBe(400);
-    const [failed] = (await admin.call('GET', `/audit_events?actor_type=api_key&outcome=failed`)).body.data;
-    expect(failed).toMatchObject({ action: 'webhook_endpoint.create', outcome: 'failed', actor: { type: 'api_key' } });
-    expect(failed.error_code).toBeTruthy();
+    // A live endpoint must use https: refused by a rule (422), recorded with the rule's code.
+    const refused = await svc.api(p.keys.live, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'http://plain.example/h',
+      enabled_events: ['*'],
+    });
+    expect(refused.status).toBe(422);
+    const failed = (await admin.call('GET', `/audit_events?actor_type=api_key&outcome=failed`)).body.data.find(
+      (e: { origin: { request_id: string } }) => e.origin.request_id === refused.headers.get('request-id'),
+    );
+    expect(failed).toMatchObject({ action: 'webhook_endpoint.create', outcome: 'failed', error_code: 'url_insecure', environment: 'live' });
+    // A malformed request is not an attempt at a change: no entry.
+    const malformed = await api('POST', '/api/v1/webhook_endpoints', { url: 5 });
+    expect(malformed.status).toBe(400);
+    expect(await entriesOf(malformed.headers.get('request-id'))).toEqual([]);
   });
 
   it("an embedded user is named by the payment service's own user id", async () => {

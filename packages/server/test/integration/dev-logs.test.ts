@@ -181,8 +181,9 @@ describe('audit log line', () => {
       },
     });
     expect(JSON.stringify(audits[0])).not.toContain(created.body.secret);
-    // A change refused before it committed leaves no success line behind.
-    const refused = await prod.svc.api(prod.key, 'POST', '/api/v1/webhook_endpoints', { url: 'not a url', enabled_events: ['*'] });
+    // A change refused before it committed leaves no success line behind, only its refusal.
+    const refused = await prod.svc.api(prod.key, 'PATCH', '/api/v1/webhook_endpoints/we_missing', { description: 'x' });
+    expect(refused.status).toBe(404);
     const refusedLines = prod.lines
       .map((l) => JSON.parse(l))
       .filter((e) => e.audit && e.audit.origin.request_id === refused.headers.get('request-id'));

@@ -246,6 +246,15 @@ describe('auto-disable', () => {
 
     const shown = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${dying.id}`)).body;
     expect(shown).toMatchObject({ status: 'disabled', disabled_reason: 'failing', disabled_at: iso(start + HOUR + 60_000) });
+    // In the audit trail once, with payhooks itself as the actor.
+    const trail = await svc.api(p.keys.sandbox, 'GET', `/api/v1/audit_events?resource_id=${dying.id}&actor_type=system`);
+    expect(trail.body.data).toHaveLength(1);
+    expect(trail.body.data[0]).toMatchObject({
+      action: 'webhook_endpoint.auto_disable',
+      actor: { type: 'system', id: 'auto_disable' },
+      outcome: 'succeeded',
+      changes: { status: 'disabled', disabled_reason: 'failing', failed_attempts: 10 },
+    });
     // Still on the schedule: the second attempt is where it was.
     const kept = await deliveriesOf(p, dying.id);
     expect(kept).toHaveLength(10);
