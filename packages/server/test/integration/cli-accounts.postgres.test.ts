@@ -105,6 +105,8 @@ describe('payhooks admin account commands', () => {
     const afterReset = await portalSignIn(server.url, 'dev@ops.example', 'after the reset');
 
     expect(await run(['remove-user', '--email', 'dev@ops.example'])).toContain('their sessions have ended');
+    const key = JSON.parse(await run(['create-key', '--platform', platform.platform_id, '--environment', 'sandbox', '--json']));
+    expect(await run(['revoke-key', key.id])).toContain(`revoked ${key.id}`);
     expect((await afterReset.call('GET', '/endpoints')).status).toBe(401);
 
     const admin = await portalSignIn(server.url, platform.portal.email, platform.portal.password);
@@ -112,7 +114,9 @@ describe('payhooks admin account commands', () => {
     const login = userInfo().username;
     expect(trail.body.data.every((e: { actor: { id: string } }) => e.actor.id === login)).toBe(true);
     const actions = trail.body.data.map((e: { action: string }) => e.action);
-    expect(actions.slice(0, 5)).toEqual([
+    expect(actions.slice(0, 7)).toEqual([
+      'api_key.revoke',
+      'api_key.create',
       'portal_user.remove',
       'portal_user.password_reset_issue',
       'portal_user.two_factor_reset',
@@ -120,7 +124,8 @@ describe('payhooks admin account commands', () => {
       'portal_user.invite',
     ]);
     // create-platform's four entries share its transaction (and often its millisecond).
-    expect(actions.slice(5).sort()).toEqual(['api_key.create', 'api_key.create', 'platform.create', 'portal_user.create']);
+    expect(actions.slice(7).sort()).toEqual(['api_key.create', 'api_key.create', 'platform.create', 'portal_user.create']);
+    expect(trail.body.data[0].resource).toEqual({ type: 'api_key', id: key.id });
     expect(trail.body.data[0].origin.user_agent).toMatch(/^payhooks-cli on /);
   }, 180_000);
 
