@@ -3,7 +3,7 @@ import { api, type Account, type TwoFactorSetup } from '../api.ts';
 import { Link } from '../router.tsx';
 import { useSession } from '../session.tsx';
 import { Crumbs, ErrorBox, Loading, Notice, Time } from '../ui.tsx';
-import { PASSWORD_MIN, PasswordHint } from './ResetPassword.tsx';
+import { PasswordHint, tooShort } from './ResetPassword.tsx';
 
 /** `/account` (password sessions): one's own password and two-factor sign-in. */
 export function AccountPage() {
@@ -69,8 +69,9 @@ function PasswordForm({ onChanged }: { onChanged: (a: Account) => void }) {
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setDone(false);
-    if ([...next].length < PASSWORD_MIN) {
-      setError(new Error(`Choose a new password of at least ${PASSWORD_MIN} characters.`));
+    const short = tooShort(next, 'a new password');
+    if (short) {
+      setError(short);
       return;
     }
     setBusy(true);

@@ -1,33 +1,28 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { api, type InvitationPreview, type Session } from '../api.ts';
-import { takeFragmentToken } from '../fragment.ts';
+import { useLinkPreview } from '../fragment.ts';
 import { ErrorBox, Loading, Time } from '../ui.tsx';
-import { PASSWORD_MIN, PasswordHint } from './ResetPassword.tsx';
+import { PasswordHint, tooShort } from './ResetPassword.tsx';
 
 /**
  * `/portal/invitation#token=…`: the link an admin's invitation sends. The page reads what it is
  * for (the email, the role, the team), then the new user chooses a password and is signed in.
  */
 export function InvitationPage({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
-  const [token] = useState(takeFragmentToken);
-  const [preview, setPreview] = useState<InvitationPreview | null>(null);
-  const [error, setError] = useState<unknown>(token ? null : new Error('This invitation link is incomplete: open the whole link again.'));
+  const { token, preview, error } = useLinkPreview<InvitationPreview>(
+    api.inspectInvitation,
+    'This invitation link is incomplete: open the whole link again.',
+  );
   const [name, setName] = useState('');
   const [password, setPassword] = useState('');
   const [formError, setFormError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
 
-  useEffect(() => {
-    if (token) api.inspectInvitation(token).then(setPreview, setError);
-  }, [token]);
-
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     if (!token) return;
-    if ([...password].length < PASSWORD_MIN) {
-      setFormError(new Error(`Choose a password of at least ${PASSWORD_MIN} characters.`));
-      return;
-    }
+    const short = tooShort(password);
+    if (short) return setFormError(short);
     setBusy(true);
     setFormError(null);
     try {

@@ -1,11 +1,15 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { api, type PasswordResetPreview } from '../api.ts';
-import { takeFragmentToken } from '../fragment.ts';
+import { useLinkPreview } from '../fragment.ts';
 import { Link } from '../router.tsx';
 import { ErrorBox, Loading, Notice, Time } from '../ui.tsx';
 
 /** The server's minimum (400 `password_too_short` below it); checked here first to save a round trip. */
 export const PASSWORD_MIN = 12;
+
+/** The page's own check before sending a new password (the server checks it too). */
+export const tooShort = (password: string, what = 'a password') =>
+  [...password].length < PASSWORD_MIN ? new Error(`Choose ${what} of at least ${PASSWORD_MIN} characters.`) : null;
 
 export function PasswordHint({ id }: { id: string }) {
   return (
@@ -20,25 +24,20 @@ export function PasswordHint({ id }: { id: string }) {
  * which account it is for, then takes the new password; the user signs in with it after.
  */
 export function ResetPasswordPage() {
-  const [token] = useState(takeFragmentToken);
-  const [preview, setPreview] = useState<PasswordResetPreview | null>(null);
-  const [error, setError] = useState<unknown>(token ? null : new Error('This reset link is incomplete: open the whole link again.'));
+  const { token, preview, error } = useLinkPreview<PasswordResetPreview>(
+    api.inspectPasswordReset,
+    'This reset link is incomplete: open the whole link again.',
+  );
   const [password, setPassword] = useState('');
   const [formError, setFormError] = useState<unknown>(null);
   const [done, setDone] = useState(false);
   const [busy, setBusy] = useState(false);
 
-  useEffect(() => {
-    if (token) api.inspectPasswordReset(token).then(setPreview, setError);
-  }, [token]);
-
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     if (!token) return;
-    if ([...password].length < PASSWORD_MIN) {
-      setFormError(new Error(`Choose a password of at least ${PASSWORD_MIN} characters.`));
-      return;
-    }
+    const short = tooShort(password);
+    if (short) return setFormError(short);
     setBusy(true);
     setFormError(null);
     try {
