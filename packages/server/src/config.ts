@@ -1,7 +1,7 @@
 import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
 import ipaddr from 'ipaddr.js';
 import { ConfigError } from './errors.ts';
-import { parseDatabaseTargets } from './db/hosts.ts';
+import { DATABASE_URL_VARIABLE, parseDatabaseTargets } from './db/hosts.ts';
 
 /**
  * The one configuration schema. Every setting is an environment variable; `loadConfig` reads,
@@ -249,7 +249,7 @@ export const SETTINGS = [
   { key: 'port', env: 'PAYHOOKS_PORT', default: '8080', doc: 'HTTP port (0 = any free port).', parse: int(0, 65535) },
   {
     key: 'databaseUrl',
-    env: 'DATABASE_URL',
+    env: DATABASE_URL_VARIABLE,
     default: undefined,
     doc: 'PostgreSQL connection URL. Several hosts fail over as with libpq: `postgres://user@h1:5432,h2:5433/db?target_session_attrs=read-write`. Unset: embedded PGlite in PAYHOOKS_DATA_DIR.',
     // Never echo the value: it may hold a password.

@@ -1,10 +1,6 @@
-import { SETTINGS } from '../config.ts';
 import { ConfigError } from '../errors.ts';
 import { dbErrorCode } from './faults.ts';
-import { describeHosts, parseDatabaseTargets } from './hosts.ts';
-
-/** The variable that holds the PostgreSQL URL, as the configuration schema names it. */
-const URL_SETTING = SETTINGS.find((s) => s.key === 'databaseUrl')!.env;
+import { DATABASE_URL_VARIABLE as URL_SETTING, describeHosts, parseDatabaseTargets } from './hosts.ts';
 
 /** Host, port, user and database of a PostgreSQL URL: never its password. */
 export function describeTarget(url: string | undefined): { host: string; port: string; user: string; database: string } {

@@ -1,6 +1,9 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 
+/** The variable that holds the PostgreSQL URL (config.ts's schema takes its name from here, and errors name it). */
+export const DATABASE_URL_VARIABLE = 'DATABASE_URL';
+
 /**
  * Failover-aware connections: the libpq multi-host URL every PostgreSQL tool understands,
  *

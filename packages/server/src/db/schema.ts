@@ -193,7 +193,7 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
   /** 0013: the Service-Signature header it was sent with (null when no request was made). */
   requestSignature: text('request_signature'),
   /** 0020: the kind of broker the attempt went to; null for an HTTP request. */
-  broker: text('broker').$type<'amqp' | 'nats'>(), // BrokerKind (delivery/destinations/url.ts)
+  broker: text('broker').$type<'amqp' | 'nats'>(), // BrokerKind (endpoint-urls/broker-url.ts)
   /** 0021: the traceparent the attempt was sent with (only while tracing). */
   traceParent: text('trace_parent'),
 });

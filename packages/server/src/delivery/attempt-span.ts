@@ -1,6 +1,6 @@
 import { type SpanHandle, tracing } from '../telemetry/tracing.ts';
 import type { AttemptResult, SendRequest, Sender } from './sender.ts';
-import { BROKER_PROTOCOLS } from './destinations/url.ts';
+import { BROKER_PROTOCOLS } from '../endpoint-urls/broker-url.ts';
 
 /**
  * The span of one delivery attempt (only while tracing): an HTTP client span (`POST`), or a

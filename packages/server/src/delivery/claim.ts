@@ -16,7 +16,7 @@ export interface ClaimedDelivery {
   url: string;
   /** The traceparent of the span that published the event (only while tracing), else null. */
   trace_parent: string | null;
-  /** A broker URL's sealed `user:password` (destinations/url.ts), else null. */
+  /** A broker URL's sealed `user:password` (endpoint-urls/broker-url.ts), else null. */
   url_credentials_ciphertext: string | null;
   secret_ciphertext: string;
   /** The replaced secret while it still signs (rotation, its expiry checked here), else null. */

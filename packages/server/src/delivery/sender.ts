@@ -2,7 +2,7 @@ import { Agent } from 'undici';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, signPayloadWithSecrets } from '@payhooks/contract';
 import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from './safe-lookup.ts';
 import { DeadlineQueue, type Deadline } from './deadlines.ts';
-import { BROKER_PROTOCOLS, BrokerUrlError, parseBrokerUrl, type BrokerCredentials, type BrokerKind } from './destinations/url.ts';
+import { BROKER_PROTOCOLS, BrokerUrlError, parseBrokerUrl, type BrokerCredentials, type BrokerKind } from '../endpoint-urls/broker-url.ts';
 import type { BrokerDestinations } from './destinations/index.ts';
 
 /** Bytes of a response body kept for the delivery log. */

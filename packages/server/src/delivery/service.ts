@@ -19,7 +19,7 @@ import { EndpointGate } from './endpoint-gate.ts';
 import { SharedEndpointGate, type SlotStore } from './shared-gate.ts';
 import type { Logger } from 'pino';
 import { USER_AGENT, type Sender } from './sender.ts';
-import { credentialsAad, decodeCredentials } from './destinations/url.ts';
+import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import { sendTraced } from './attempt-span.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 import type { AuditTrail } from '../audit/trail.ts';

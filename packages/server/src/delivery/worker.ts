@@ -4,14 +4,14 @@ import type { Config } from '../config.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/client.ts';
 import type { SecretBox } from '../security/encryption.ts';
-import { WAKE_CHANNEL } from '../events/publish.ts';
+import { WAKE_CHANNEL } from './wake-channel.ts';
 import { cancelClaims, claimDue, releaseClaims, type ClaimedDelivery } from './claim.ts';
 import { recordOutcomes, type Outcome } from './record.ts';
 import { afterAutomaticAttempt } from './schedule.ts';
 import type { AttemptResult, SendRequest, Sender } from './sender.ts';
 import { sendTraced } from './attempt-span.ts';
 import { traced } from '../telemetry/tracing.ts';
-import { credentialsAad, decodeCredentials } from './destinations/url.ts';
+import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
 
 interface EndpointSlot {

@@ -7,7 +7,7 @@ import { notFound } from '../errors.ts';
 import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import { validateEndpointUrl, type UrlPolicy } from '../security/url-policy.ts';
-import { brokerIdentity, credentialsAad, encodeCredentials } from '../delivery/destinations/url.ts';
+import { brokerIdentity, credentialsAad, encodeCredentials } from '../endpoint-urls/broker-url.ts';
 import type { Scope } from '../scope.ts';
 import type { Clock } from '../clock.ts';
 import { validateEnabledEvents } from './enabled-events.ts';

@@ -4,7 +4,8 @@ import { notifyAfterCommit, wakesAfterCommit } from '../db/after-commit.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
-import { WAKE_CHANNEL, type PublishResult } from './publish.ts';
+import type { PublishResult } from './publish.ts';
+import { WAKE_CHANNEL } from '../delivery/wake-channel.ts';
 import { traced, tracing } from '../telemetry/tracing.ts';
 
 /** One event of a batch: what `publishEvent` takes, minus the portal's and the sandbox's options. */

@@ -7,9 +7,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
 import { traced, tracing } from '../telemetry/tracing.ts';
-
-/** Workers LISTEN here; a committed publish NOTIFYs it so they wake at once. */
-export const WAKE_CHANNEL = 'payhooks_deliveries';
+import { WAKE_CHANNEL } from '../delivery/wake-channel.ts';
 
 export interface PublishResult {
   event: WebhookEvent;

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { AppError } from '../errors.ts';
 import { isForbiddenAddress } from './ip-ranges.ts';
 import type { Environment } from '../db/schema.ts';
-import { BrokerUrlError, BROKER_PROTOCOLS, isBrokerProtocol, parseBrokerUrl, splitCredentials } from '../delivery/destinations/url.ts';
+import { BrokerUrlError, BROKER_PROTOCOLS, isBrokerProtocol, parseBrokerUrl, splitCredentials } from '../endpoint-urls/broker-url.ts';
 
 export const MAX_URL_LENGTH = 2048;
 
@@ -22,7 +22,7 @@ export interface ValidatedUrl {
 
 /**
  * Checks an endpoint URL when it is registered: http(s), or a message broker's (amqp, amqps,
- * nats, tls; delivery/destinations/url.ts). This is the early, friendly check; the one that
+ * nats, tls; endpoint-urls/broker-url.ts). This is the early, friendly check; the one that
  * counts against SSRF runs again on the resolved address at connect time, because DNS can
  * change after registration.
  */

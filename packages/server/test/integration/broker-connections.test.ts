@@ -6,7 +6,7 @@ import { Sender } from '../../src/delivery/sender.ts';
 import type { Resolver } from '../../src/delivery/safe-lookup.ts';
 import { AmqpDestination } from '../../src/delivery/destinations/amqp.ts';
 import { NatsDestination } from '../../src/delivery/destinations/nats.ts';
-import { parseBrokerUrl } from '../../src/delivery/destinations/url.ts';
+import { parseBrokerUrl } from '../../src/endpoint-urls/broker-url.ts';
 
 /**
  * Issue 25 item 3, the connections behind broker destinations, against the real RabbitMQ and

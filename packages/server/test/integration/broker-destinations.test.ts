@@ -8,7 +8,7 @@ import { startService, type TestService } from '../helpers/service.ts';
 import { payment, publish } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
-import { credentialsAad, decodeCredentials } from '../../src/delivery/destinations/url.ts';
+import { credentialsAad, decodeCredentials } from '../../src/endpoint-urls/broker-url.ts';
 import type { SecretBox } from '../../src/security/encryption.ts';
 
 /**

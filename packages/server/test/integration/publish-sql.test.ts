@@ -6,7 +6,7 @@ import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { checkoutSession, payment } from '../helpers/publish.ts';
 import { buildEnvelope } from '../../src/events/envelope.ts';
-import { WAKE_CHANNEL } from '../../src/events/publish.ts';
+import { WAKE_CHANNEL } from '../../src/delivery/wake-channel.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { BrokerDestination, BrokerMessage, DialOptions } from './index.ts';
-import type { BrokerCredentials, BrokerTarget } from './url.ts';
+import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 interface Entry<C> {
   conn: Promise<C>;

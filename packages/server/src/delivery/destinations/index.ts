@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import type { ErrorKind } from '../sender.ts';
 import { ForbiddenAddressError, safeLookup, type Resolver } from '../safe-lookup.ts';
 import { isForbiddenAddress } from '../../security/ip-ranges.ts';
-import type { BrokerCredentials, BrokerKind, BrokerTarget } from './url.ts';
+import type { BrokerCredentials, BrokerKind, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 /** What a broker receives: the event's exact bytes and the headers an HTTP receiver would get. */
 export interface BrokerMessage {

@@ -3,7 +3,7 @@ import { connect, headers, type NatsConnection, type NodeConnectionOptions } fro
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { PooledDestination } from './connections.ts';
 import { BrokerRefusal, resolveBrokerHost, type BrokerMessage, type DialOptions } from './index.ts';
-import type { BrokerCredentials, BrokerTarget } from './url.ts';
+import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 interface Connection {
   nc: NatsConnection;
