@@ -3,7 +3,7 @@ import { api, type Account, type TwoFactorSetup } from '../api.ts';
 import { Link } from '../router.tsx';
 import { useSession } from '../session.tsx';
 import { Crumbs, ErrorBox, Loading, Notice, Time } from '../ui.tsx';
-import { PasswordHint, tooShort } from './ResetPassword.tsx';
+import { NewPasswordField, tooShort } from '../new-password.tsx';
 
 /** `/account` (password sessions): one's own password and two-factor sign-in. */
 export function AccountPage() {
@@ -100,17 +100,7 @@ function PasswordForm({ onChanged }: { onChanged: (a: Account) => void }) {
         value={current}
         onChange={(e) => setCurrent(e.target.value)}
       />
-      <label htmlFor="account-new-password">New password</label>
-      <input
-        id="account-new-password"
-        type="password"
-        autoComplete="new-password"
-        required
-        aria-describedby="account-new-password-hint"
-        value={next}
-        onChange={(e) => setNext(e.target.value)}
-      />
-      <PasswordHint id="account-new-password-hint" />
+      <NewPasswordField id="account-new-password" label="New password" value={next} onChange={setNext} />
       <ErrorBox error={error} />
       {done && <Notice kind="success">Password changed. Your other sessions were signed out.</Notice>}
       <div className="actions">

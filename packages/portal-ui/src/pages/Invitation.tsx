@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { api, type InvitationPreview, type Session } from '../api.ts';
 import { useLinkPreview } from '../fragment.ts';
 import { ErrorBox, Loading, Time } from '../ui.tsx';
-import { PasswordHint, tooShort } from './ResetPassword.tsx';
+import { NewPasswordField, tooShort } from '../new-password.tsx';
 
 /**
  * `/portal/invitation#token=…`: the link an admin's invitation sends. The page reads what it is
@@ -63,17 +63,7 @@ export function InvitationPage({ onSignedIn }: { onSignedIn: (s: Session) => voi
               value={name}
               onChange={(e) => setName(e.target.value)}
             />
-            <label htmlFor="invite-password">Choose a password</label>
-            <input
-              id="invite-password"
-              type="password"
-              autoComplete="new-password"
-              required
-              aria-describedby="invite-password-hint"
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-            />
-            <PasswordHint id="invite-password-hint" />
+            <NewPasswordField id="invite-password" label="Choose a password" value={password} onChange={setPassword} />
             <button type="submit" className="primary" disabled={busy}>
               {busy ? 'Joining…' : 'Accept invitation'}
             </button>

@@ -1,23 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { api, type PasswordResetPreview } from '../api.ts';
 import { useLinkPreview } from '../fragment.ts';
+import { NewPasswordField, tooShort } from '../new-password.tsx';
 import { Link } from '../router.tsx';
 import { ErrorBox, Loading, Notice, Time } from '../ui.tsx';
-
-/** The server's minimum (400 `password_too_short` below it); checked here first to save a round trip. */
-export const PASSWORD_MIN = 12;
-
-/** The page's own check before sending a new password (the server checks it too). */
-export const tooShort = (password: string, what = 'a password') =>
-  [...password].length < PASSWORD_MIN ? new Error(`Choose ${what} of at least ${PASSWORD_MIN} characters.`) : null;
-
-export function PasswordHint({ id }: { id: string }) {
-  return (
-    <p id={id} className="hint">
-      At least {PASSWORD_MIN} characters. A few unrelated words make a good one.
-    </p>
-  );
-}
 
 /**
  * `/portal/reset-password#token=…`: the link an operator's reset gives a user. The page reads
@@ -76,17 +62,7 @@ export function ResetPasswordPage() {
             </p>
             <ErrorBox error={formError} />
             <input type="email" hidden readOnly value={preview.email} autoComplete="username" />
-            <label htmlFor="new-password">New password</label>
-            <input
-              id="new-password"
-              type="password"
-              autoComplete="new-password"
-              required
-              aria-describedby="new-password-hint"
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-            />
-            <PasswordHint id="new-password-hint" />
+            <NewPasswordField id="new-password" label="New password" value={password} onChange={setPassword} />
             <button type="submit" className="primary" disabled={busy}>
               {busy ? 'Saving…' : 'Set new password'}
             </button>

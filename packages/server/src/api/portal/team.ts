@@ -37,7 +37,7 @@ export const teamRoutes =
   (ctx: ServiceContext, limiter: SignInLimiter): FastifyPluginAsyncTypebox =>
   async (app) => {
     const { team, resets } = ctx.accounts;
-    const subject = (req: Parameters<typeof requestOrigin>[0]) => ({ ...sessionSubject(req.portalSession, requestOrigin(req)) });
+    const subject = (req: Parameters<typeof requestOrigin>[0]) => sessionSubject(req.portalSession, requestOrigin(req));
 
     app.get('/users', { config: { role: 'admin' } }, async (req) => ({
       object: 'list',
