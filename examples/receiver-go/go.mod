@@ -4,5 +4,5 @@ go 1.19
 
 require (
 	github.com/lib/pq v1.10.7
-	github.com/payhooks/payhooks-go v0.1.0
+	github.com/payhooks/payhooks/sdks/go v0.1.0
 )

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
-	payhooks "github.com/payhooks/payhooks-go"
+	payhooks "github.com/payhooks/payhooks/sdks/go"
 )
 
 const defaultURL = "postgres://postgres@127.0.0.1:5432/receiver_go?sslmode=disable"

@@ -1,4 +1,4 @@
-module github.com/payhooks/payhooks-go
+module github.com/payhooks/payhooks/sdks/go
 
 go 1.19
 

@@ -31,7 +31,7 @@ describe("sdks/go: the module's own tests (go test, real PostgreSQL and Redis)",
     });
     const output = `${run.stdout}\n${run.stderr}`;
     expect(run.status, output).toBe(0);
-    expect(output).toMatch(/^ok\s+github\.com\/payhooks\/payhooks-go\s/m);
+    expect(output).toMatch(/^ok\s+github\.com\/payhooks\/payhooks\/sdks\/go\s/m);
     expect(output).not.toMatch(/--- (FAIL|SKIP)/);
     const vectorTests = output.match(/--- PASS: TestVectors\/\S+/g) ?? [];
     expect(vectorTests.length, output).toBe(vectors.vectors.length);
