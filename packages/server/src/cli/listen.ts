@@ -1,7 +1,7 @@
 import { request } from 'undici';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER } from '@payhooks/contract';
 import { ConfigError } from '../errors.ts';
-import { RESPONSE_BODY_LIMIT, USER_AGENT } from '../delivery/sender.ts';
+import { RESPONSE_BODY_LIMIT, USER_AGENT } from '../delivery/destinations/http.ts';
 import type { ForwardRequest, ForwardResult } from '../devtools/listen-sessions.ts';
 
 export interface ListenOptions {

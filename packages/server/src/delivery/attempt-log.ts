@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AttemptResult } from './sender.ts';
+import type { AttemptResult } from './destinations/attempt.ts';
 
 export interface AttemptLogEntry {
   eventType: string;

@@ -1,5 +1,6 @@
 import { type SpanHandle, tracing } from '../telemetry/tracing.ts';
-import type { AttemptResult, SendRequest, Sender } from './sender.ts';
+import type { AttemptResult, SendRequest } from './destinations/attempt.ts';
+import type { Sender } from './sender.ts';
 import { BROKER_PROTOCOLS } from '../endpoint-urls/broker-url.ts';
 
 /**

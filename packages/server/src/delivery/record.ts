@@ -2,7 +2,7 @@ import type { Database } from '../db/client.ts';
 import type { AttemptTrigger, DeliveryState } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { arrayLiteral } from '../db/array-literal.ts';
-import type { AttemptResult } from './sender.ts';
+import type { AttemptResult } from './destinations/attempt.ts';
 import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
 
 export interface Outcome {

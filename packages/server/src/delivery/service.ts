@@ -18,7 +18,8 @@ import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './sche
 import { EndpointGate } from './endpoint-gate.ts';
 import { SharedEndpointGate, type SlotStore } from './shared-gate.ts';
 import type { Logger } from 'pino';
-import { USER_AGENT, type Sender } from './sender.ts';
+import { USER_AGENT } from './destinations/http.ts';
+import type { Sender } from './sender.ts';
 import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import { sendTraced } from './attempt-span.ts';
 import type { DeliveryMetrics } from './metrics.ts';

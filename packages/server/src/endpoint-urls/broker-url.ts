@@ -1,5 +1,5 @@
 /**
- * Endpoint URLs that name a message broker instead of an HTTP receiver (issue 25 item 3):
+ * Endpoint URLs that name a message broker instead of an HTTP receiver:
  *
  * - `amqp://host[:5672]/[vhost]?exchange=…&routing_key=…` and `amqps://` (RabbitMQ, AMQP 0-9-1):
  *   a publish to an exchange the merchant declared; payhooks never declares or changes it.
@@ -9,7 +9,7 @@
  * The credentials (`user:password@`) are split off at registration: the stored URL never
  * carries them, they are sealed like signing secrets (`url_credentials_ciphertext`) and never
  * shown again. Kafka and cloud queues would be one more entry in BROKER_PROTOCOLS and one more
- * `BrokerDestination` (destinations/index.ts).
+ * `BrokerDestination` (delivery/destinations/broker.ts).
  */
 
 export type BrokerKind = 'amqp' | 'nats';

@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Sender, RESPONSE_BODY_LIMIT } from '../../src/delivery/sender.ts';
+import { Sender } from '../../src/delivery/sender.ts';
+import { RESPONSE_BODY_LIMIT } from '../../src/delivery/destinations/http.ts';
 import { closedPort, startRawServer } from '../helpers/receiver.ts';
 
 // The Sender against real sockets: what one attempt reports when the receiver answers, stalls

@@ -4,7 +4,7 @@
  * response of both documents shows one. Each is checked against its schema by `redocly lint`.
  */
 
-import { USER_AGENT } from '../../delivery/sender.ts';
+import { USER_AGENT } from '../../delivery/destinations/http.ts';
 
 const AT = '2026-01-31T12:00:00Z';
 const LATER = '2026-01-31T12:00:05Z';

@@ -6,7 +6,7 @@ import { AppError } from '../../errors.ts';
 import { sandboxOnly } from '../../payments/service.ts';
 import { validateEnabledEvents } from '../../endpoints/enabled-events.ts';
 import { HEARTBEAT_MS, type ListenHub } from '../../devtools/listen-sessions.ts';
-import { RESPONSE_BODY_LIMIT } from '../../delivery/sender.ts';
+import { RESPONSE_BODY_LIMIT } from '../../delivery/destinations/http.ts';
 import { IdParams, errorResponses } from './schemas.ts';
 import { EnabledEventTypeSchema } from './event-schemas.ts';
 import { REQUEST_ID_HEADER } from '../request-id.ts';

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
 import { PooledDestination } from './connections.ts';
-import { BrokerRefusal, resolveBrokerHost, type BrokerMessage, type DialOptions } from './index.ts';
+import { BrokerRefusal, resolveBrokerHost, type BrokerMessage, type DialOptions } from './broker.ts';
 import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 interface Connection {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { BrokerDestination, BrokerMessage, DialOptions } from './index.ts';
+import type { BrokerDestination, BrokerMessage, DialOptions } from './broker.ts';
 import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 interface Entry<C> {

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { connect, headers, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { PooledDestination } from './connections.ts';
-import { BrokerRefusal, resolveBrokerHost, type BrokerMessage, type DialOptions } from './index.ts';
+import { BrokerRefusal, resolveBrokerHost, type BrokerMessage, type DialOptions } from './broker.ts';
 import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 interface Connection {

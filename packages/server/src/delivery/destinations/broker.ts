@@ -1,9 +1,9 @@
 import type { LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
-import type { ErrorKind } from '../sender.ts';
+import type { ErrorKind } from './attempt.ts';
 import { ForbiddenAddressError, safeLookup, type Resolver } from '../safe-lookup.ts';
 import { isForbiddenAddress } from '../../security/ip-ranges.ts';
-import type { BrokerCredentials, BrokerKind, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
+import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 /** What a broker receives: the event's exact bytes and the headers an HTTP receiver would get. */
 export interface BrokerMessage {
@@ -29,7 +29,7 @@ export class BrokerRefusal extends Error {
 
 /**
  * One kind of broker. Kafka or a cloud queue would be one more implementation of this and one
- * more scheme in url.ts's BROKER_PROTOCOLS; the worker, the log and the schedule stay as they are.
+ * more scheme in endpoint-urls/broker-url.ts's BROKER_PROTOCOLS; the worker, the log and the schedule stay as they are.
  */
 export interface BrokerDestination {
   /**
@@ -50,8 +50,6 @@ export interface DialOptions {
   /** A connection unused this long is closed. */
   idleMs: number;
 }
-
-export type BrokerDestinations = Readonly<Record<BrokerKind, BrokerDestination>>;
 
 /**
  * The SSRF guard for brokers, as for HTTP (safe-lookup.ts): the host is resolved once, every

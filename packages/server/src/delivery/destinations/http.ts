@@ -1,0 +1,239 @@
+import { Agent } from 'undici';
+import { EVENT_ID_HEADER, SIGNATURE_HEADER } from '@payhooks/contract';
+import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from '../safe-lookup.ts';
+import { DeadlineQueue, type Deadline } from '../deadlines.ts';
+import { classify, failed, signAttempt, type AttemptResult, type Destination, type SendRequest } from './attempt.ts';
+
+/** Bytes of a response body kept for the delivery log. */
+export const RESPONSE_BODY_LIMIT = 16 * 1024;
+/** After the status arrives, how long the log may wait for body bytes (never past the deadline). */
+const BODY_GRACE_MS = 1000;
+
+export const USER_AGENT = 'payhooks/0.1 (+webhooks)';
+
+export interface HttpOptions {
+  timeoutMs: number;
+  allowPrivate: boolean;
+  /** Most connections per origin (host:port). */
+  connectionsPerOrigin: number;
+  resolver?: Resolver | undefined;
+  /** The attempt deadline, one timer for all attempts (they all last at most `timeoutMs`). */
+  deadlines: DeadlineQueue;
+}
+
+/**
+ * HTTP endpoints (spec 4.2, 5.1): a POST of the stored bytes with `Service-Event-Id` and a
+ * `Service-Signature` made now. Success is any 2xx status within the deadline; redirects are not
+ * followed (a 3xx is a failure).
+ */
+export class HttpDestination implements Destination {
+  private readonly agent: Agent;
+  /** The response-body grace after the status arrives, one timer likewise. */
+  private readonly bodyGraces = new DeadlineQueue(BODY_GRACE_MS);
+  /** Endpoint URLs already parsed and checked (literal address, scheme): one parse per URL, not per attempt. */
+  private readonly targets = new Map<string, HttpTarget>();
+
+  constructor(private readonly options: HttpOptions) {
+    this.agent = new Agent({
+      connections: options.connectionsPerOrigin,
+      keepAliveTimeout: 4_000,
+      keepAliveMaxTimeout: 30_000,
+      connectTimeout: options.timeoutMs,
+      // The attempt's deadline (`deadlines`, one timer for all attempts) covers headers and
+      // body; undici's own two timers would be set and cleared again on every request.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      connect: { lookup: safeLookup(options.resolver, options.allowPrivate) },
+    });
+  }
+
+  /**
+   * Not an async function, and one promise per attempt: the worker makes thousands a second.
+   */
+  send(req: SendRequest, startedAt: Date, t0: number): Promise<AttemptResult> {
+    let url = this.targets.get(req.url);
+    try {
+      if (!url) {
+        const parsed = new URL(req.url);
+        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
+        // Checked before it is remembered: a forbidden literal is refused on every attempt.
+        if (!this.options.allowPrivate) checkLiteralHost(parsed.hostname);
+        url = { origin: parsed.origin, path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname };
+        if (this.targets.size >= TARGET_CACHE_SIZE) this.targets.clear();
+        this.targets.set(req.url, url);
+      }
+    } catch (err) {
+      const elapsed = Math.round(performance.now() - t0);
+      if (err instanceof ForbiddenAddressError) return Promise.resolve(failed(startedAt, elapsed, 'forbidden_address', err.message));
+      return Promise.resolve(failed(startedAt, elapsed, 'invalid_url', `The endpoint URL is not a valid http(s) URL: ${req.url}`));
+    }
+    let bytes: Buffer;
+    let signature: string;
+    try {
+      bytes = Buffer.from(req.body, 'utf8');
+      signature = signAttempt(req, startedAt, bytes);
+    } catch (err) {
+      // No secret to sign with is a fault of ours, not the endpoint's: not an attempt outcome.
+      return Promise.reject(err);
+    }
+    const target = url;
+    return new Promise<AttemptResult>((resolve) => {
+      const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, signature, req.traceparent, resolve);
+      handler.deadline = this.options.deadlines.add(() => handler.timeUp());
+      this.agent.dispatch(
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers: req.traceparent
+            ? {
+                'content-type': 'application/json',
+                'user-agent': USER_AGENT,
+                [EVENT_ID_HEADER]: req.eventId,
+                [SIGNATURE_HEADER]: signature,
+                traceparent: req.traceparent,
+              }
+            : {
+                'content-type': 'application/json',
+                'user-agent': USER_AGENT,
+                [EVENT_ID_HEADER]: req.eventId,
+                [SIGNATURE_HEADER]: signature,
+              },
+          body: bytes,
+        },
+        handler,
+      );
+    });
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}
+
+/** An http(s) endpoint URL as undici's dispatch takes it. */
+interface HttpTarget {
+  origin: string;
+  path: string;
+}
+
+/** Parsed endpoint URLs a destination keeps (about 200 bytes each); all are dropped when full. */
+const TARGET_CACHE_SIZE = 10_000;
+
+/**
+ * One attempt as undici's low-level dispatch handler: the status, then up to
+ * RESPONSE_BODY_LIMIT bytes of the body for the log, straight from the connection. This spares
+ * `request()`'s per-response Readable stream, async iterator, AbortController and timers (its
+ * cost showed in profiles of a busy worker). The attempt ends, once:
+ *
+ * - at the deadline (shared timer): with no status yet, a `timeout`; after the status, with the
+ *   body bytes read so far (the deadline covers the whole attempt, body included);
+ * - BODY_GRACE_MS after the status, with the bytes read so far (shared timer);
+ * - at the body's end, or once RESPONSE_BODY_LIMIT bytes are in (the rest is not read);
+ * - on a connection error: classified (refused, reset, DNS, TLS, forbidden address...).
+ *
+ * Ending before the body's end aborts the request, which closes that connection.
+ */
+class AttemptHandler {
+  deadline: Deadline | null = null;
+  private grace: Deadline | null = null;
+  private abortRequest: ((err?: Error) => void) | null = null;
+  private done = false;
+  private statusCode: number | null = null;
+  private durationMs = 0;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly startedAt: Date,
+    private readonly t0: number,
+    private readonly timeoutMs: number,
+    private readonly graces: DeadlineQueue,
+    /** Kept in the log with the result, to show the request as it was sent. */
+    private readonly signature: string,
+    private readonly traceparent: string | undefined,
+    private readonly resolve: (result: AttemptResult) => void,
+  ) {}
+
+  onConnect(abort: (err?: Error) => void): void {
+    // The deadline may have passed while the request waited for its connection.
+    if (this.done) abort();
+    else this.abortRequest = abort;
+  }
+
+  onHeaders(statusCode: number, _headers: unknown, _resume: () => void): boolean {
+    // 1xx (e.g. 100 Continue) is not an answer: wait for the final status within the deadline.
+    if (this.done || statusCode < 200) return true;
+    this.statusCode = statusCode;
+    this.durationMs = Math.round(performance.now() - this.t0);
+    this.grace = this.graces.add(() => this.end(true));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.done) return true;
+    const room = RESPONSE_BODY_LIMIT - this.size;
+    this.chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+    this.size += Math.min(chunk.length, room);
+    if (this.size >= RESPONSE_BODY_LIMIT) this.end(true);
+    return true;
+  }
+
+  onComplete(): void {
+    this.end(false);
+  }
+
+  onError(err: Error): void {
+    if (this.done) return;
+    // An error after the status (the body broke off): the answer stands, with what was read.
+    if (this.statusCode !== null) {
+      this.end(false);
+      return;
+    }
+    this.finish(classify(err, (kind, message) => failed(this.startedAt, Math.round(performance.now() - this.t0), kind, message)));
+  }
+
+  timeUp(): void {
+    if (this.done) return;
+    if (this.statusCode !== null) {
+      this.end(true);
+      return;
+    }
+    this.finish(
+      failed(
+        this.startedAt,
+        Math.round(performance.now() - this.t0),
+        'timeout',
+        `No answer within ${this.timeoutMs} ms (spec 8: acknowledge within 10 s).`,
+      ),
+    );
+    this.abortRequest?.();
+  }
+
+  /** Ends with the status and the body read so far; `abort` drops the rest of the response. */
+  private end(abort: boolean): void {
+    if (this.done) return;
+    const statusCode = this.statusCode!;
+    const ok = statusCode >= 200 && statusCode < 300;
+    this.finish({
+      succeeded: ok,
+      startedAt: this.startedAt,
+      durationMs: this.durationMs,
+      statusCode,
+      responseBody: (this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)).toString('utf8'),
+      errorKind: ok ? null : 'http_status',
+      errorMessage: ok ? null : `The endpoint answered HTTP ${statusCode}; only a 2xx acknowledges a delivery.`,
+    });
+    if (abort) this.abortRequest?.();
+  }
+
+  private finish(result: AttemptResult): void {
+    this.done = true;
+    this.deadline?.cancel();
+    this.grace?.cancel();
+    this.chunks.length = 0;
+    result.requestSignature = this.signature;
+    if (this.traceparent) result.traceparent = this.traceparent;
+    this.resolve(result);
+  }
+}
