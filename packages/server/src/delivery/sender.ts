@@ -46,8 +46,13 @@ export class Sender {
     await Promise.all([this.http.close(), this.brokers.close()]);
   }
 
-  /** By the URL's scheme, read without parsing the URL (the hot path: one call per attempt). */
+  /**
+   * By the URL's scheme, read without parsing the URL (the hot path: one call per attempt, and
+   * stored http(s) URLs are lower-case `http`: no allocation for them). Anything not a broker
+   * scheme goes to HTTP, which refuses what isn't http(s) as an invalid URL.
+   */
   private destinationOf(url: string): Destination {
+    if (url.startsWith('http')) return this.http;
     const colon = url.indexOf(':');
     return colon > 0 && Object.hasOwn(BROKER_PROTOCOLS, url.slice(0, colon + 1).toLowerCase()) ? this.brokers : this.http;
   }
