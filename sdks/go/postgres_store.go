@@ -57,10 +57,10 @@ func NewPostgresStore(db *sql.DB, opts PostgresOptions) (*PostgresStore, error) 
 		return nil, fmt.Errorf("%w: NewPostgresStore needs a *sql.DB", ErrConfig)
 	}
 	if opts.Table == "" {
-		opts.Table = "payhooks_events"
+		opts.Table = defaultEventsTable
 	}
 	if opts.CreditsTable == "" {
-		opts.CreditsTable = "payhooks_credits"
+		opts.CreditsTable = defaultCreditsTable
 	}
 	t, err := quoteTable(opts.Table)
 	if err != nil {
@@ -83,26 +83,7 @@ func (s *PostgresStore) DB() *sql.DB { return s.db }
 
 // SchemaSQL creates the store's tables (for your own migrations).
 func (s *PostgresStore) SchemaSQL() string {
-	return fmt.Sprintf(`
-CREATE TABLE IF NOT EXISTS %[1]s (
-  event_id        text PRIMARY KEY,
-  event_type      text NOT NULL,
-  state           text NOT NULL CHECK (state IN ('processing', 'pending', 'done', 'failed')),
-  payload         jsonb,
-  attempts        integer NOT NULL DEFAULT 0,
-  token           text,
-  locked_until    timestamptz,
-  next_attempt_at timestamptz,
-  last_error      text,
-  received_at     timestamptz NOT NULL DEFAULT now(),
-  updated_at      timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX IF NOT EXISTS "%[2]s_due_idx" ON %[1]s ((COALESCE(next_attempt_at, locked_until))) WHERE state IN ('pending', 'processing');
-CREATE INDEX IF NOT EXISTS "%[2]s_done_idx" ON %[1]s (updated_at) WHERE state = 'done';
-CREATE TABLE IF NOT EXISTS %[3]s (
-  payment_id  text PRIMARY KEY,
-  credited_at timestamptz NOT NULL DEFAULT now()
-);`, s.t, s.base, s.c)
+	return receiverTablesSQL(s.t, s.c, s.base)
 }
 
 // Migrate creates the tables if they do not exist (safe from several processes at once).
@@ -113,7 +94,7 @@ func (s *PostgresStore) Migrate(ctx context.Context) error {
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
 	// Concurrent CREATE TABLE IF NOT EXISTS can still collide: serialise migrations.
-	for _, stmt := range []string{"SELECT pg_advisory_xact_lock(hashtext('payhooks_receiver_migrate'))", "SET LOCAL client_min_messages = warning", s.SchemaSQL()} {
+	for _, stmt := range []string{"SELECT pg_advisory_xact_lock(hashtext('" + migrationLockKey + "'))", "SET LOCAL client_min_messages = warning", s.SchemaSQL()} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
 		}

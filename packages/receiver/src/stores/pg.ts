@@ -1,4 +1,11 @@
-import { DEDUP_RETENTION_MS, type WebhookEvent } from '@payhooks/contract';
+import {
+  DEDUP_RETENTION_MS,
+  RECEIVER_CREDITS_TABLE,
+  RECEIVER_EVENTS_TABLE,
+  RECEIVER_MIGRATION_LOCK,
+  receiverTablesDdl,
+  type WebhookEvent,
+} from '@payhooks/contract';
 import {
   checkPaymentId,
   checkRetention,
@@ -90,33 +97,14 @@ export function pgStore<P extends PgPoolLike>(options: PgStoreOptions<P>): PgSto
   if (!pool || typeof pool.connect !== 'function' || typeof pool.query !== 'function') {
     throw new TypeError('payhooks: pgStore needs `pool`, a pg.Pool');
   }
-  const events = quoteName(options.table ?? 'payhooks_events');
-  const credits = quoteName(options.creditsTable ?? 'payhooks_credits');
+  const events = quoteName(options.table ?? RECEIVER_EVENTS_TABLE);
+  const credits = quoteName(options.creditsTable ?? RECEIVER_CREDITS_TABLE);
   const retentionMs = checkRetention(options.retentionMs ?? DEDUP_RETENTION_MS, DEDUP_RETENTION_MS);
   const autoMigrate = options.autoMigrate ?? true;
   const T = events.sql;
   const C = credits.sql;
 
-  const schemaSql = (): string => `
-CREATE TABLE IF NOT EXISTS ${T} (
-  event_id        text PRIMARY KEY,
-  event_type      text NOT NULL,
-  state           text NOT NULL CHECK (state IN ('processing', 'pending', 'done', 'failed')),
-  payload         jsonb,
-  attempts        integer NOT NULL DEFAULT 0,
-  token           text,
-  locked_until    timestamptz,
-  next_attempt_at timestamptz,
-  last_error      text,
-  received_at     timestamptz NOT NULL DEFAULT now(),
-  updated_at      timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX IF NOT EXISTS "${events.base}_due_idx" ON ${T} ((COALESCE(next_attempt_at, locked_until))) WHERE state IN ('pending', 'processing');
-CREATE INDEX IF NOT EXISTS "${events.base}_done_idx" ON ${T} (updated_at) WHERE state = 'done';
-CREATE TABLE IF NOT EXISTS ${C} (
-  payment_id  text PRIMARY KEY,
-  credited_at timestamptz NOT NULL DEFAULT now()
-);`;
+  const schemaSql = (): string => receiverTablesDdl({ eventsTable: T, creditsTable: C, indexPrefix: events.base });
 
   const migrate = async (): Promise<void> => {
     const client = await pool.connect();
@@ -124,7 +112,7 @@ CREATE TABLE IF NOT EXISTS ${C} (
     try {
       await client.query('BEGIN');
       // Concurrent CREATE TABLE IF NOT EXISTS can still collide: serialise migrations.
-      await client.query(`SELECT pg_advisory_xact_lock(hashtext('payhooks_receiver_migrate'))`);
+      await client.query(`SELECT pg_advisory_xact_lock(hashtext('${RECEIVER_MIGRATION_LOCK}'))`);
       await client.query(schemaSql());
       await client.query('COMMIT');
     } catch (error) {

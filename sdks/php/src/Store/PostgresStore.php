@@ -34,8 +34,8 @@ final class PostgresStore implements WebhookStore, CreditStore
      */
     public function __construct(
         private readonly \PDO $pdo,
-        public readonly string $table = 'payhooks_events',
-        public readonly string $creditsTable = 'payhooks_credits',
+        public readonly string $table = ReceiverTables::EVENTS_TABLE,
+        public readonly string $creditsTable = ReceiverTables::CREDITS_TABLE,
         private readonly int $retentionMs = Support::RETENTION_MS,
         private readonly bool $autoMigrate = true,
     ) {
@@ -92,30 +92,7 @@ final class PostgresStore implements WebhookStore, CreditStore
     /** The DDL migrate() runs, for your own migration tool. */
     public function schemaSql(): string
     {
-        $t = $this->t;
-        $c = $this->c;
-        $b = $this->base;
-        return <<<SQL
-            CREATE TABLE IF NOT EXISTS {$t} (
-              event_id        text PRIMARY KEY,
-              event_type      text NOT NULL,
-              state           text NOT NULL CHECK (state IN ('processing', 'pending', 'done', 'failed')),
-              payload         jsonb,
-              attempts        integer NOT NULL DEFAULT 0,
-              token           text,
-              locked_until    timestamptz,
-              next_attempt_at timestamptz,
-              last_error      text,
-              received_at     timestamptz NOT NULL DEFAULT now(),
-              updated_at      timestamptz NOT NULL DEFAULT now()
-            );
-            CREATE INDEX IF NOT EXISTS "{$b}_due_idx" ON {$t} ((COALESCE(next_attempt_at, locked_until))) WHERE state IN ('pending', 'processing');
-            CREATE INDEX IF NOT EXISTS "{$b}_done_idx" ON {$t} (updated_at) WHERE state = 'done';
-            CREATE TABLE IF NOT EXISTS {$c} (
-              payment_id  text PRIMARY KEY,
-              credited_at timestamptz NOT NULL DEFAULT now()
-            );
-            SQL;
+        return ReceiverTables::ddl($this->t, $this->c, $this->base);
     }
 
     /** Creates the tables if they do not exist (idempotent; safe from several processes at once). */
@@ -123,7 +100,7 @@ final class PostgresStore implements WebhookStore, CreditStore
     {
         $this->inTransaction(function (): void {
             // Concurrent CREATE TABLE IF NOT EXISTS can still collide: serialise migrations.
-            $this->pdo->exec("SELECT pg_advisory_xact_lock(hashtext('payhooks_receiver_migrate'))");
+            $this->pdo->exec("SELECT pg_advisory_xact_lock(hashtext('" . ReceiverTables::MIGRATION_LOCK . "'))");
             $this->pdo->exec($this->schemaSql());
         });
         $this->ready = true;

@@ -1,19 +1,4 @@
 # frozen_string_literal: true
 
-module Payhooks
-  # The event types payhooks sends. The catalog grows: a receiver acknowledges the types it does
-  # not handle and ignores them. (Checked against the contract's list by the tests.)
-  EVENT_TYPES = %w[
-    payment.created
-    payment.requires_action
-    payment.under_review
-    payment.processing
-    payment.succeeded
-    payment.failed
-    payment.cancelled
-    payment.expired
-    checkout_session.completed
-    checkout_session.expired
-    webhook_endpoint.disabled
-  ].freeze
-end
+# Payhooks::EVENT_TYPES, the catalog, is generated from packages/contract.
+require_relative 'generated'

@@ -6,6 +6,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator, List, Optional, Tuple
 
+from .._generated import RECEIVER_CREDITS_TABLE, RECEIVER_EVENTS_TABLE, RECEIVER_MIGRATION_LOCK, receiver_tables_ddl
 from .base import Claim, CreditResult, DEDUP_RETENTION, check_payment_id, check_retention, error_text
 
 _IDENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
@@ -88,8 +89,8 @@ class PostgresStore:
         url: Optional[str] = None,
         connect: Optional[Callable[[], object]] = None,
         pool_size: int = 5,
-        table: str = "payhooks_events",
-        credits_table: str = "payhooks_credits",
+        table: str = RECEIVER_EVENTS_TABLE,
+        credits_table: str = RECEIVER_CREDITS_TABLE,
         retention: float = DEDUP_RETENTION,
         auto_migrate: bool = True,
     ):
@@ -115,34 +116,14 @@ class PostgresStore:
         self._ready_lock = threading.Lock()
 
     def schema_sql(self) -> str:
-        return f"""
-          CREATE TABLE IF NOT EXISTS {self._t} (
-            event_id        text PRIMARY KEY,
-            event_type      text NOT NULL,
-            state           text NOT NULL CHECK (state IN ('processing', 'pending', 'done', 'failed')),
-            payload         jsonb,
-            attempts        integer NOT NULL DEFAULT 0,
-            token           text,
-            locked_until    timestamptz,
-            next_attempt_at timestamptz,
-            last_error      text,
-            received_at     timestamptz NOT NULL DEFAULT now(),
-            updated_at      timestamptz NOT NULL DEFAULT now()
-          );
-          CREATE INDEX IF NOT EXISTS "{self._base}_due_idx" ON {self._t} ((COALESCE(next_attempt_at, locked_until))) WHERE state IN ('pending', 'processing');
-          CREATE INDEX IF NOT EXISTS "{self._base}_done_idx" ON {self._t} (updated_at) WHERE state = 'done';
-          CREATE TABLE IF NOT EXISTS {self._c} (
-            payment_id  text PRIMARY KEY,
-            credited_at timestamptz NOT NULL DEFAULT now()
-          );
-        """
+        return receiver_tables_ddl(self._t, self._c, self._base)
 
     def migrate(self) -> None:
         """Creates the tables if they do not exist (safe from several processes at once)."""
         with self._pool.connection() as conn:
             with conn.transaction():
                 # Concurrent CREATE TABLE IF NOT EXISTS can still collide: serialise migrations.
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext('payhooks_receiver_migrate'))")
+                conn.execute(f"SELECT pg_advisory_xact_lock(hashtext('{RECEIVER_MIGRATION_LOCK}'))")
                 conn.execute("SET LOCAL client_min_messages = warning")
                 conn.execute(self.schema_sql())
         self._ready = True

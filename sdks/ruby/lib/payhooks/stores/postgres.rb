@@ -3,6 +3,7 @@
 require 'json'
 require 'securerandom'
 require_relative 'store'
+require_relative '../generated'
 
 module Payhooks
   module Stores
@@ -25,8 +26,8 @@ module Payhooks
       # +url+: a PostgreSQL URL (the store keeps a small pool of its own), or +pool+: anything
       # with +with { |pg_connection| ... }+ (the connection_pool gem; wrap ActiveRecord's
       # +raw_connection+ the same way).
-      def initialize(url: nil, pool: nil, pool_size: 5, table: 'payhooks_events', credits_table: 'payhooks_credits',
-                     retention: DEDUP_RETENTION, auto_migrate: true)
+      def initialize(url: nil, pool: nil, pool_size: 5, table: ReceiverTables::EVENTS_TABLE,
+                     credits_table: ReceiverTables::CREDITS_TABLE, retention: DEDUP_RETENTION, auto_migrate: true)
         raise ArgumentError, 'payhooks: Postgres store needs url: or pool:' if url.nil? && pool.nil?
 
         require 'pg'
@@ -47,27 +48,7 @@ module Payhooks
       end
 
       def schema_sql
-        <<~SQL
-          CREATE TABLE IF NOT EXISTS #{@t} (
-            event_id        text PRIMARY KEY,
-            event_type      text NOT NULL,
-            state           text NOT NULL CHECK (state IN ('processing', 'pending', 'done', 'failed')),
-            payload         jsonb,
-            attempts        integer NOT NULL DEFAULT 0,
-            token           text,
-            locked_until    timestamptz,
-            next_attempt_at timestamptz,
-            last_error      text,
-            received_at     timestamptz NOT NULL DEFAULT now(),
-            updated_at      timestamptz NOT NULL DEFAULT now()
-          );
-          CREATE INDEX IF NOT EXISTS "#{@base}_due_idx" ON #{@t} ((COALESCE(next_attempt_at, locked_until))) WHERE state IN ('pending', 'processing');
-          CREATE INDEX IF NOT EXISTS "#{@base}_done_idx" ON #{@t} (updated_at) WHERE state = 'done';
-          CREATE TABLE IF NOT EXISTS #{@c} (
-            payment_id  text PRIMARY KEY,
-            credited_at timestamptz NOT NULL DEFAULT now()
-          );
-        SQL
+        ReceiverTables.ddl(@t, @c, @base)
       end
 
       # Creates the tables if they do not exist (safe from several processes at once).
@@ -75,7 +56,7 @@ module Payhooks
         with_conn do |conn|
           conn.transaction do
             # Concurrent CREATE TABLE IF NOT EXISTS can still collide: serialise migrations.
-            conn.exec("SELECT pg_advisory_xact_lock(hashtext('payhooks_receiver_migrate'))")
+            conn.exec("SELECT pg_advisory_xact_lock(hashtext('#{ReceiverTables::MIGRATION_LOCK}'))")
             conn.exec('SET LOCAL client_min_messages = warning') # no "already exists, skipping" notices
             conn.exec(schema_sql)
           end

@@ -45,12 +45,12 @@ public final class PostgresStore implements WebhookStore {
 
   /** A store on a pool (HikariCP, the driver's PGSimpleDataSource, ...). */
   public PostgresStore(DataSource dataSource) {
-    this(dataSource::getConnection, "payhooks_events", "payhooks_credits", DEDUP_RETENTION);
+    this(dataSource::getConnection, ReceiverTables.EVENTS_TABLE, ReceiverTables.CREDITS_TABLE, DEDUP_RETENTION);
   }
 
   /** A store opening a connection per operation with {@link DriverManager} (fine for small receivers; use a pool otherwise). */
   public static PostgresStore forUrl(String jdbcUrl) {
-    return new PostgresStore(() -> DriverManager.getConnection(jdbcUrl), "payhooks_events", "payhooks_credits", DEDUP_RETENTION);
+    return new PostgresStore(() -> DriverManager.getConnection(jdbcUrl), ReceiverTables.EVENTS_TABLE, ReceiverTables.CREDITS_TABLE, DEDUP_RETENTION);
   }
 
   public PostgresStore(ConnectionSource connections, String table, String creditsTable, Duration retention) {
@@ -80,28 +80,7 @@ public final class PostgresStore implements WebhookStore {
 
   /** The DDL {@link #migrate()} runs, for your own migration tool. */
   public String schemaSql() {
-    return """
-        CREATE TABLE IF NOT EXISTS %1$s (
-          event_id        text PRIMARY KEY,
-          event_type      text NOT NULL,
-          state           text NOT NULL CHECK (state IN ('processing', 'pending', 'done', 'failed')),
-          payload         jsonb,
-          attempts        integer NOT NULL DEFAULT 0,
-          token           text,
-          locked_until    timestamptz,
-          next_attempt_at timestamptz,
-          last_error      text,
-          received_at     timestamptz NOT NULL DEFAULT now(),
-          updated_at      timestamptz NOT NULL DEFAULT now()
-        );
-        CREATE INDEX IF NOT EXISTS "%3$s_due_idx" ON %1$s ((COALESCE(next_attempt_at, locked_until))) WHERE state IN ('pending', 'processing');
-        CREATE INDEX IF NOT EXISTS "%3$s_done_idx" ON %1$s (updated_at) WHERE state = 'done';
-        CREATE TABLE IF NOT EXISTS %2$s (
-          payment_id  text PRIMARY KEY,
-          credited_at timestamptz NOT NULL DEFAULT now()
-        );
-        """
-        .formatted(table, credits, base);
+    return ReceiverTables.ddl(table, credits, base);
   }
 
   /** Creates the tables if they do not exist (safe from several processes at once). */
@@ -110,7 +89,7 @@ public final class PostgresStore implements WebhookStore {
       c.setAutoCommit(false);
       try (Statement s = c.createStatement()) {
         // Concurrent CREATE TABLE IF NOT EXISTS can still collide: serialise migrations.
-        s.execute("SELECT pg_advisory_xact_lock(hashtext('payhooks_receiver_migrate'))");
+        s.execute("SELECT pg_advisory_xact_lock(hashtext('" + ReceiverTables.MIGRATION_LOCK + "'))");
         s.execute("SET LOCAL client_min_messages = warning");
         s.execute(schemaSql());
         c.commit();
