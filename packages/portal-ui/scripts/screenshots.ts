@@ -1,5 +1,5 @@
 /**
- * Screenshots of the portal's main screens for the README (docs/screenshots/*.png), taken with
+ * Screenshots of the portal's main screens for docs/portal.md (docs/screenshots/*.png), taken with
  * playwright-core and Debian's Chromium against a real payhooks (in-memory PGlite) with some
  * data: endpoints, real receivers on port 0 (one healthy, one failing), delivered and exhausted
  * deliveries; the team, the audit log and two-factor set-up; the portal opened from the payment

@@ -6,7 +6,7 @@ import { DATABASE_URL_VARIABLE, parseDatabaseTargets } from './db/hosts.ts';
 /**
  * The one configuration schema. Every setting is an environment variable; `loadConfig` reads,
  * validates and returns a typed object, or throws a ConfigError naming the variable and how to
- * fix it. The README's configuration table is this list.
+ * fix it. The configuration table of docs/operations.md is this list.
  */
 export interface Config {
   host: string;
@@ -557,7 +557,7 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** Markdown rows for the README's configuration table. */
+/** Markdown rows for the configuration table of docs/operations.md. */
 export function settingsTable(): string {
   return SETTINGS.map(
     (s) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : s.default === '' ? '(none)' : `\`${s.default}\``} | ${s.doc} |`,

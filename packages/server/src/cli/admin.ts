@@ -68,7 +68,7 @@ async function withRuntime<T>(fn: (rt: Awaited<ReturnType<typeof openRuntime>>) 
   }
 }
 
-/** `payhooks migrate --check`: migrations are pending (exit code 3); see the README's CLI table. */
+/** `payhooks migrate --check`: migrations are pending (exit code 3); see the CLI table of docs/api.md. */
 export const MIGRATIONS_PENDING_EXIT = 3;
 
 /** `payhooks migrate [--check]`. */

@@ -37,7 +37,7 @@ export async function waitForDatabase(
       const waited = Date.now() - started;
       const delay = Math.min(startupBackoffMs(attempt), Math.max(0, options.maxWaitMs - waited));
       if (waited >= options.maxWaitMs || delay === 0) throw unreachable(err, options.url, waited);
-      // One line per try: the reason, never a stack (it is always the same, and the README
+      // One line per try: the reason, never a stack (it is always the same, and docs/operations.md
       // promises stacks at debug only).
       const summary = describeDbError(err);
       options.logger.warn(

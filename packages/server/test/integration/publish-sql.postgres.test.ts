@@ -9,8 +9,8 @@ import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platform
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 
 /**
- * Issue 23 item 5: a payment core in any language publishes through the outbox with plain SQL,
- * in its own transaction. Here the client is `psql` itself, running the script the README shows:
+ * A payment core in any language publishes through the outbox with plain SQL, in its own
+ * transaction. Here the client is `psql` itself, running the script docs/api.md shows:
  * the core's own write and the event commit together, a refusal rolls both back, and a running
  * worker delivers the event, signed. (publish-sql.test.ts holds the rest: bytes, checks, wake-up.)
  */
@@ -100,7 +100,7 @@ it("a payment core's own role needs only EXECUTE on the function: it publishes, 
   await admin.connect();
   try {
     await admin.query(`CREATE ROLE ${role} LOGIN`);
-    // What the README tells the operator to grant, and nothing else.
+    // What docs/api.md tells the operator to grant, and nothing else.
     await admin.query(`GRANT USAGE ON SCHEMA payhooks TO ${role}`);
     await admin.query(`GRANT EXECUTE ON FUNCTION payhooks.publish_event(text, text, text, json, text) TO ${role}`);
     const url = new URL(db.url);

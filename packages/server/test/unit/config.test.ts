@@ -97,7 +97,7 @@ describe('loadConfig defaults', () => {
     expect(c.port).toBe(9000);
   });
 
-  it('the README table lists every variable with its default', () => {
+  it('the configuration table (docs/operations.md) lists every variable with its default', () => {
     const table = settingsTable();
     for (const s of SETTINGS) expect(table).toContain(`\`${s.env}\``);
     expect(table.split('\n')).toHaveLength(SETTINGS.length);
