@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, appendFileSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './wait.ts';
 
 const run = promisify(execFile);
 
@@ -31,14 +31,6 @@ export function binDir(): string {
   if (versions.length === 0) throw new Error('No PostgreSQL server binaries under /usr/lib/postgresql/<version>/bin');
   versions.sort((a, b) => Number(b) - Number(a));
   return join(root, versions[0]!, 'bin');
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Runs a PostgreSQL binary as the `postgres` user (we may be root; the server refuses root). */
