@@ -17,9 +17,10 @@ Gem::Specification.new do |spec|
   spec.require_paths = ['lib']
   spec.metadata['rubygems_mfa_required'] = 'true'
   # No runtime dependencies: the stores need the pg or redis gem only when you use them.
-  spec.add_development_dependency 'minitest', '>= 5.15'
-  spec.add_development_dependency 'pg', '>= 1.2'
-  spec.add_development_dependency 'rack', '>= 2.2'
-  spec.add_development_dependency 'redis', '>= 4.6'
-  spec.add_development_dependency 'sinatra', '>= 3.0'
+  spec.add_development_dependency 'minitest', '>= 5.15', '< 6'
+  spec.add_development_dependency 'pg', '>= 1.2', '< 2'
+  spec.add_development_dependency 'rake', '>= 13', '< 14'
+  spec.add_development_dependency 'rack', '>= 2.2', '< 4'
+  spec.add_development_dependency 'redis', '>= 4.6', '< 6'
+  spec.add_development_dependency 'sinatra', '>= 3.0', '< 5'
 end

@@ -74,7 +74,7 @@ class TestHandler < Minitest::Test
   end
 
   def test_a_misspelt_type_is_refused_at_creation
-    error = assert_raises(ArgumentError) { handler(types: ['payment.succeded']) }
+    error = assert_raises(Payhooks::ConfigurationError) { handler(types: ['payment.succeded']) }
     assert_match(/unknown event type/, error.message)
   end
 

@@ -53,7 +53,7 @@ module StoreDuties
   end
 
   def test_retention_under_30_days_is_refused
-    assert_raises(ArgumentError) { short_retention_store }
+    assert_raises(Payhooks::ConfigurationError) { short_retention_store }
   end
 end
 

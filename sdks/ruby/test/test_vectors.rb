@@ -43,11 +43,11 @@ class TestVectors < Minitest::Test
   end
 
   def test_programming_errors_are_argument_errors
-    assert_raises(ArgumentError) { Payhooks::Webhook.verify(body: '{}', headers: {}, secret: 'not-a-secret') }
-    assert_raises(ArgumentError) { Payhooks::Webhook.verify(body: '{}', headers: {}, secret: []) }
-    error = assert_raises(ArgumentError) { Payhooks::Webhook.verify(body: { 'id' => 'x' }, headers: {}, secret: TestSupport::SECRET) }
+    assert_raises(Payhooks::ConfigurationError) { Payhooks::Webhook.verify(body: '{}', headers: {}, secret: 'not-a-secret') }
+    assert_raises(Payhooks::ConfigurationError) { Payhooks::Webhook.verify(body: '{}', headers: {}, secret: []) }
+    error = assert_raises(Payhooks::ConfigurationError) { Payhooks::Webhook.verify(body: { 'id' => 'x' }, headers: {}, secret: TestSupport::SECRET) }
     assert_match(/raw request body/, error.message)
-    assert_raises(ArgumentError) { Payhooks::Webhook.verify(body: '{}', headers: {}, secret: TestSupport::SECRET, tolerance: -1) }
+    assert_raises(Payhooks::ConfigurationError) { Payhooks::Webhook.verify(body: '{}', headers: {}, secret: TestSupport::SECRET, tolerance: -1) }
   end
 
   def test_sign_round_trips_with_the_current_clock

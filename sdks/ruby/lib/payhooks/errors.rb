@@ -1,6 +1,13 @@
 # frozen_string_literal: true
 
 module Payhooks
+  # The base class of every error this library raises: rescue Payhooks::Error to catch them all.
+  class Error < StandardError; end
+
+  # A programming error in how the library is called or configured (no secret, a secret without
+  # whsec_, a body that is not a String, a misspelt event type): fix the code, don't retry.
+  class ConfigurationError < Error; end
+
   # A delivery that must be answered with HTTP 400 and not processed. +reason+ says why:
   #
   # - +missing_header+: Service-Signature or Service-Event-Id is absent or empty;
@@ -9,7 +16,7 @@ module Payhooks
   # - +timestamp_out_of_tolerance+: the signature matched but |now - t| is more than the tolerance;
   # - +event_id_mismatch+: Service-Event-Id (not signed) differs from the signed body's id;
   # - +invalid_json+: the signed body is not UTF-8 JSON of an object with a string id and type.
-  class VerificationError < StandardError
+  class VerificationError < Error
     REASONS = %w[
       missing_header malformed_header bad_signature timestamp_out_of_tolerance event_id_mismatch invalid_json
     ].freeze
@@ -17,7 +24,7 @@ module Payhooks
     attr_reader :reason
 
     def initialize(reason, message)
-      raise ArgumentError, "unknown reason #{reason}" unless REASONS.include?(reason)
+      raise ConfigurationError, "unknown reason #{reason}" unless REASONS.include?(reason)
 
       super(message)
       @reason = reason
@@ -31,7 +38,7 @@ module Payhooks
 
   # credit_once found another caller crediting the same payment, and it did not finish in time.
   # Nothing was credited by this call: retry later (the handler's queue does).
-  class CreditInProgressError < StandardError
+  class CreditInProgressError < Error
     attr_reader :payment_id
 
     def initialize(payment_id)

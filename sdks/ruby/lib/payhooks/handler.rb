@@ -41,26 +41,26 @@ module Payhooks
     # +secret+: the endpoint's whsec_ secret, or an Array during a rotation.
     # +store+: Payhooks::Stores::Memory, ::Postgres or ::Redis.
     # +types+: the event types you handle; others are answered 200 and ignored. A type outside the
-    #   catalog raises ArgumentError (a typo would acknowledge and drop every payment).
+    #   catalog raises Payhooks::ConfigurationError (a typo would acknowledge and drop every payment).
     # +on_error+: called with (error, info Hash: :phase, :event, :attempt, :will_retry).
     # +on_rejected+: called with the VerificationError of a delivery answered 400.
     # Durations are in seconds.
     def initialize(secret:, store:, on_event: nil, types: nil, on_error: nil, on_rejected: nil,
                    tolerance: DEFAULT_TOLERANCE, retry_delays: DEFAULT_RETRY_DELAYS, concurrency: 4,
                    lease: 300, poll_interval: 5, purge_interval: 3600, clock: -> { Time.now }, &block)
-      @secrets = Webhook.secrets_of(secret)
-      @tolerance = Webhook.tolerance_of(tolerance)
-      raise ArgumentError, 'payhooks: store is required: Stores::Memory, Stores::Postgres or Stores::Redis' unless store.respond_to?(:claim)
+      @secrets = Internal.secrets_of(secret)
+      @tolerance = Internal.tolerance_of(tolerance)
+      raise ConfigurationError, 'payhooks: store is required: Stores::Memory, Stores::Postgres or Stores::Redis' unless store.respond_to?(:claim)
 
       @store = store
       @on_event = on_event || block
-      raise ArgumentError, 'payhooks: on_event (or a block) is required' unless @on_event.respond_to?(:call)
+      raise ConfigurationError, 'payhooks: on_event (or a block) is required' unless @on_event.respond_to?(:call)
 
       @types = check_types(types)
       @on_error = on_error || method(:default_on_error)
       @on_rejected = on_rejected || method(:default_on_rejected)
       @delays = retry_delays.map { |d| Float(d) }
-      raise ArgumentError, 'payhooks: retry_delays must be >= 0' if @delays.any?(&:negative?)
+      raise ConfigurationError, 'payhooks: retry_delays must be >= 0' if @delays.any?(&:negative?)
 
       @max_attempts = @delays.length + 1
       @concurrency = positive_int(:concurrency, concurrency)
@@ -91,7 +91,7 @@ module Payhooks
         # A failed verification is answered 400 and the event is not processed.
         safely { @on_rejected.call(e) }
         return answer(400, error: e.reason, message: e.message)
-      rescue ArgumentError => e
+      rescue ConfigurationError => e
         report(e, phase: :receive, will_retry: true)
         return answer(500, error: 'internal_error', message: e.message)
       end
@@ -167,18 +167,18 @@ module Payhooks
 
     def check_types(types)
       return nil if types.nil?
-      raise ArgumentError, 'payhooks: types must be an Array of event types' unless types.is_a?(Array)
+      raise ConfigurationError, 'payhooks: types must be an Array of event types' unless types.is_a?(Array)
 
       types.each do |type|
         next if EVENT_TYPES.include?(type)
 
-        raise ArgumentError, "payhooks: unknown event type #{type.inspect} in types; known types: #{EVENT_TYPES.join(', ')}"
+        raise ConfigurationError, "payhooks: unknown event type #{type.inspect} in types; known types: #{EVENT_TYPES.join(', ')}"
       end
       types.to_set
     end
 
     def positive_int(name, value)
-      raise ArgumentError, "payhooks: #{name} must be a positive integer" unless value.is_a?(Integer) && value.positive?
+      raise ConfigurationError, "payhooks: #{name} must be a positive integer" unless value.is_a?(Integer) && value.positive?
 
       value
     end

@@ -17,7 +17,7 @@ module Payhooks
     module_function
 
     # Verifies a delivery and returns the event (a Hash with string keys). Raises
-    # Payhooks::VerificationError (answer 400, don't process) or ArgumentError for a programming
+    # Payhooks::VerificationError (answer 400, don't process) or Payhooks::ConfigurationError for a programming
     # error (no secret, a secret without whsec_, a body that is not a String).
     #
     # +body+: the raw request body exactly as received (request.body.read), never parsed JSON.
@@ -25,12 +25,12 @@ module Payhooks
     # +secret+: the endpoint's whsec_ secret, or an Array of them during a rotation.
     # +tolerance+: seconds (default 300). +now+: a Time, for tests.
     def verify(body:, headers:, secret:, tolerance: DEFAULT_TOLERANCE, now: nil)
-      secrets = secrets_of(secret)
-      tolerance = tolerance_of(tolerance)
-      bytes = body_bytes(body)
-      signature = read_header(headers, SIGNATURE_HEADER)
-      event_id = read_header(headers, EVENT_ID_HEADER)
-      timestamp, received = parse_header(signature)
+      secrets = Internal.secrets_of(secret)
+      tolerance = Internal.tolerance_of(tolerance)
+      bytes = Internal.body_bytes(body)
+      signature = Internal.read_header(headers, SIGNATURE_HEADER)
+      event_id = Internal.read_header(headers, EVENT_ID_HEADER)
+      timestamp, received = Internal.parse_header(signature)
 
       # Compare every v1 with every secret's HMAC, without stopping at the first match, so the
       # time taken does not say which one matched.
@@ -42,15 +42,15 @@ module Payhooks
       end
       raise VerificationError.new('bad_signature', 'no v1 signature matches the raw body under the configured secret(s)') unless matched
 
-      check_timestamp(timestamp, now || Time.now, tolerance)
-      parse_event(bytes, event_id)
+      Internal.check_timestamp(timestamp, now || Time.now, tolerance)
+      Internal.parse_event(bytes, event_id)
     end
 
     # The Service-Signature header for +body+ signed with +secret+ (or several secrets) at
     # +timestamp+ (Unix seconds): for tests of your receiver.
     def sign(body:, secret:, timestamp: Time.now.to_i)
-      secrets = secrets_of(secret)
-      bytes = body_bytes(body)
+      secrets = Internal.secrets_of(secret)
+      bytes = Internal.body_bytes(body)
       parts = ["t=#{Integer(timestamp)}"]
       secrets.each { |s| parts << "v1=#{OpenSSL::HMAC.hexdigest('SHA256', s, "#{Integer(timestamp)}.".b + bytes)}" }
       parts.join(',')
@@ -65,14 +65,21 @@ module Payhooks
         SIGNATURE_HEADER => sign(body: body, secret: secret, timestamp: timestamp)
       }]
     end
+  end
+
+  # The helpers of Webhook and the stores: not part of the API (the constant is private, so
+  # Payhooks::Internal is a NameError outside the library).
+  # @api private
+  module Internal
+    module_function
 
     def secrets_of(secret)
       list = secret.is_a?(Array) ? secret : [secret]
-      raise ArgumentError, "payhooks: secret is required: the endpoint's whsec_ signing secret" if list.empty?
+      raise ConfigurationError, "payhooks: secret is required: the endpoint's whsec_ signing secret" if list.empty?
 
       list.map do |s|
         unless s.is_a?(String) && s.start_with?(SECRET_PREFIX) && s.length > SECRET_PREFIX.length
-          raise ArgumentError,
+          raise ConfigurationError,
                 "payhooks: secret must be the endpoint's signing secret, which starts with \"whsec_\"; " \
                 'it is used whole, prefix included, as the HMAC key'
         end
@@ -82,7 +89,7 @@ module Payhooks
 
     def tolerance_of(tolerance)
       unless tolerance.is_a?(Numeric) && tolerance.finite? && tolerance >= 0
-        raise ArgumentError, 'payhooks: tolerance must be a non-negative number of seconds'
+        raise ConfigurationError, 'payhooks: tolerance must be a non-negative number of seconds'
       end
 
       tolerance
@@ -91,14 +98,14 @@ module Payhooks
     def body_bytes(body)
       return body.b if body.is_a?(String)
 
-      raise ArgumentError,
+      raise ConfigurationError,
             'payhooks: pass the raw request body as a String exactly as received (request.body.read); ' \
             "the signature covers the raw bytes, which a parsed #{body.class} no longer has"
     end
 
     # One header's value; nil when absent or empty. Several values (a repeated header) are malformed.
     def read_header(headers, name)
-      raise ArgumentError, 'payhooks: headers is required (the request headers)' unless headers.respond_to?(:each_pair)
+      raise ConfigurationError, 'payhooks: headers is required (the request headers)' unless headers.respond_to?(:each_pair)
 
       rack_key = "HTTP_#{name.upcase.tr('-', '_')}"
       value = headers[rack_key] if headers.key?(rack_key)
@@ -184,4 +191,5 @@ module Payhooks
       event
     end
   end
+  private_constant :Internal
 end

@@ -11,7 +11,7 @@ module Payhooks
       include Store
 
       def initialize(retention: DEDUP_RETENTION, clock: -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) })
-        @retention = Store.check_retention(retention)
+        @retention = Internal.check_retention(retention)
         @clock = clock
         @events = {}
         @credits = {}
@@ -64,7 +64,7 @@ module Payhooks
       # Runs the block once per payment id. Concurrent callers wait for the one running; if it
       # raises, the next caller credits. Returns a CreditResult.
       def credit_once(payment_id)
-        Store.check_payment_id(payment_id)
+        Internal.check_payment_id(payment_id)
         @lock.synchronize do
           loop do
             case @credits[payment_id]

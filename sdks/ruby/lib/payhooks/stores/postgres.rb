@@ -28,7 +28,7 @@ module Payhooks
       # +raw_connection+ the same way).
       def initialize(url: nil, pool: nil, pool_size: 5, table: ReceiverTables::EVENTS_TABLE,
                      credits_table: ReceiverTables::CREDITS_TABLE, retention: DEDUP_RETENTION, auto_migrate: true)
-        raise ArgumentError, 'payhooks: Postgres store needs url: or pool:' if url.nil? && pool.nil?
+        raise ConfigurationError, 'payhooks: Postgres store needs url: or pool:' if url.nil? && pool.nil?
 
         require 'pg'
         @pool = pool || SimplePool.new(pool_size) { PG.connect(url) }
@@ -37,7 +37,7 @@ module Payhooks
         @t = quote(table)
         @c = quote(credits_table)
         @base = table.split('.').last
-        @retention = Store.check_retention(retention)
+        @retention = Internal.check_retention(retention)
         @auto_migrate = auto_migrate
         @ready = false
         @ready_lock = Mutex.new
@@ -92,7 +92,7 @@ module Payhooks
       end
 
       def retry_later(claim, delay, _lease, error = nil)
-        exec(<<~SQL, [claim.event_id, claim.token, ms(delay), Store.error_text(error)])
+        exec(<<~SQL, [claim.event_id, claim.token, ms(delay), Internal.error_text(error)])
           UPDATE #{@t} SET state = 'pending', token = NULL, locked_until = NULL,
             next_attempt_at = now() + $3::float8 * interval '1 millisecond', last_error = $4, updated_at = now()
           WHERE event_id = $1 AND token = $2
@@ -104,7 +104,7 @@ module Payhooks
       end
 
       def mark_failed(claim, error)
-        exec(<<~SQL, [claim.event_id, claim.token, Store.error_text(error)])
+        exec(<<~SQL, [claim.event_id, claim.token, Internal.error_text(error)])
           UPDATE #{@t} SET state = 'failed', token = NULL, locked_until = NULL, next_attempt_at = NULL,
             last_error = $3, updated_at = now()
           WHERE event_id = $1 AND token = $2
@@ -150,7 +150,7 @@ module Payhooks
       end
 
       def credit_once(payment_id)
-        Store.check_payment_id(payment_id)
+        Internal.check_payment_id(payment_id)
         ensure_ready
         with_conn do |conn|
           conn.exec('BEGIN')
@@ -190,7 +190,7 @@ module Payhooks
 
       def quote(name)
         parts = name.split('.')
-        raise ArgumentError, "payhooks: invalid table name #{name.inspect}" if parts.length > 2 || parts.any? { |p| !p.match?(IDENT) }
+        raise ConfigurationError, "payhooks: invalid table name #{name.inspect}" if parts.length > 2 || parts.any? { |p| !p.match?(IDENT) }
 
         parts.map { |p| %("#{p}") }.join('.')
       end
@@ -278,6 +278,7 @@ module Payhooks
           @free << conn
         end
       end
+      private_constant :SimplePool, :IDENT
     end
   end
 end

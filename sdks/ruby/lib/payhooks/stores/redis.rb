@@ -28,7 +28,7 @@ module Payhooks
       def initialize(client:, prefix: 'payhooks:', retention: DEDUP_RETENTION, credit_wait: 10)
         @redis = client
         @prefix = prefix
-        @retention = Store.check_retention(retention)
+        @retention = Internal.check_retention(retention)
         @credit_wait = credit_wait
       end
 
@@ -63,7 +63,7 @@ module Payhooks
       end
 
       def credit_once(payment_id)
-        Store.check_payment_id(payment_id)
+        Internal.check_payment_id(payment_id)
         key = credit_key(payment_id)
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + @credit_wait
         pause = 0.01

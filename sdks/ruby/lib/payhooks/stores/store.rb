@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative '../errors'
+
 module Payhooks
   # Seen event ids are kept at least 30 days, in seconds.
   DEDUP_RETENTION = 30 * 24 * 3600
@@ -27,28 +29,32 @@ module Payhooks
     #   through claim_due(limit, lease) (retries, and work whose holder died), and keeps work that
     #   failed for good through mark_failed(claim, error).
     # - credit_once(payment_id) { ... }: runs the block at most once per payment id.
-    module Store
-      module_function
+    module Store; end
+  end
 
-      def check_retention(retention)
-        unless retention.is_a?(Numeric) && retention >= DEDUP_RETENTION
-          raise ArgumentError, "payhooks: seen ids must be kept at least 30 days (#{DEDUP_RETENTION} s)"
-        end
+  # @api private
+  module Internal
+    module_function
 
-        retention
+    def check_retention(retention)
+      unless retention.is_a?(Numeric) && retention >= DEDUP_RETENTION
+        raise ConfigurationError, "payhooks: seen ids must be kept at least 30 days (#{DEDUP_RETENTION} s)"
       end
 
-      def check_payment_id(payment_id)
-        return if payment_id.is_a?(String) && !payment_id.empty?
+      retention
+    end
 
-        raise ArgumentError, 'payhooks: credit_once needs the payment id (payment["id"], pay_...)'
-      end
+    def check_payment_id(payment_id)
+      return if payment_id.is_a?(String) && !payment_id.empty?
 
-      def error_text(error)
-        return error.to_s[0, 4000] unless error.is_a?(Exception)
+      raise ConfigurationError, 'payhooks: credit_once needs the payment id (payment["id"], pay_...)'
+    end
 
-        ["#{error.class}: #{error.message}", *(error.backtrace || []).first(20)].join("\n")[0, 4000]
-      end
+    def error_text(error)
+      return error.to_s[0, 4000] unless error.is_a?(Exception)
+
+      ["#{error.class}: #{error.message}", *(error.backtrace || []).first(20)].join("\n")[0, 4000]
     end
   end
+  private_constant :Internal
 end
