@@ -109,7 +109,7 @@ export async function installRateLimits(app: FastifyInstance, options: { redis: 
           result = await check(req);
         } catch (err) {
           // Redis went away after start: serve the request unlimited rather than fail the API
-          // (docs/decisions.md), and say so at most every 10 s.
+          // (docs/decisions/rate-limits.md), and say so at most every 10 s.
           if (Date.now() - lastWarned > 10_000) {
             lastWarned = Date.now();
             options.logger.warn({ err: (err as Error).message, limit: name }, 'rate limit not applied: its Redis store failed');

@@ -8,7 +8,7 @@ import { describeDbError } from '../db/faults.ts';
 /*
  * The command tree only. Each command imports its implementation when it runs, so `--help`,
  * `--version` and the HTTP-only commands (trigger, listen) never load Fastify, the database
- * drivers or PGlite (docs/decisions.md: the CLI starts in well under 300 ms).
+ * drivers or PGlite (docs/decisions/build-and-packaging.md: the CLI starts in well under 300 ms).
  */
 
 function version(): string {

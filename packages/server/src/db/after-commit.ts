@@ -8,7 +8,7 @@ import type { Tx } from './client.ts';
  * group commit, and one publisher descheduled while holding the lock stalls all the others,
  * which then commit together and hand the workers a burst. Measured with pgbench, 8 clients each
  * inserting a row per transaction: 5,600 commits/s without a NOTIFY, 2,600 with one in each
- * transaction, 4,700 with the NOTIFYs sent beside them by one connection (docs/decisions.md).
+ * transaction, 4,700 with the NOTIFYs sent beside them by one connection (docs/decisions/wake-ups-after-commit.md).
  *
  * So a top-level transaction on PostgreSQL (`database.db.transaction`, see db/client.ts) carries
  * a set of channels to wake; `notifyAfterCommit` adds one, and once the transaction has

@@ -27,7 +27,7 @@ export function afterAutomaticAttempt(options: {
  * A manual replay (spec 3.2, 8) is an extra attempt outside the automatic budget: a 2xx makes
  * the delivery `delivered` and cancels the remaining schedule; a failure leaves the state and
  * the schedule as they were (`failed_retrying` keeps its next retry, `exhausted` stays
- * `exhausted`). See docs/decisions.md.
+ * `exhausted`). See docs/decisions/delivery-engine.md.
  */
 export function afterManualAttempt(options: { succeeded: boolean; state: DeliveryState; nextAttemptAt: Date | null }): Transition {
   if (options.succeeded) return { state: 'delivered', nextAttemptAt: null };

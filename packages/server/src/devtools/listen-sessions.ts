@@ -12,7 +12,7 @@ import { cancelEndpointDeliveries } from '../delivery/parking.ts';
 import { SharedRelays, noResult } from './listen-relays.ts';
 
 /**
- * `payhooks listen` sessions (docs/decisions.md, "Developer tools"). A session is a sandbox
+ * `payhooks listen` sessions (docs/decisions/developer-tools.md). A session is a sandbox
  * webhook endpoint of the listen kind (`listen_session`, a column no API writes), URL
  * `<public url>/listen/<endpoint id>` (this service's own relay), subscribed to the CLI's
  * `--events`. The delivery engine treats it like any other endpoint: it claims, signs and POSTs

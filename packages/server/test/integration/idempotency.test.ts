@@ -5,8 +5,8 @@ import { idempotencyKeys, webhookEndpoints } from '../../src/db/schema.ts';
 import { createApiKey, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
 
 /**
- * `Idempotency-Key` on create (Stripe's semantics; the contract is silent, docs/decisions.md follows
- * Stripe): the same key and body within 24 h answer the first response, marked
+ * `Idempotency-Key` on create (Stripe's semantics; the contract is silent, docs/decisions/api-conventions.md
+ * follows Stripe): the same key and body within 24 h answer the first response, marked
  * `idempotent-replayed: true`, and create nothing; the same key with another body is a 409.
  */
 

@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 /**
  * Issue 11: PostgreSQL's JIT compiler stays off for payhooks. It switches on by cost estimate,
  * which grows with the tables, and then costs tens of milliseconds per execution of statements
- * that take a few (migration 0009, docs/decisions.md). Off for the database, so any new session
+ * that take a few (migration 0009, docs/decisions/query-plans.md). Off for the database, so any new session
  * (through a pooler too) has it off, and set by each pooled connection as well.
  */
 let t: TestDatabase;

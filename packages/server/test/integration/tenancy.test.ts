@@ -4,7 +4,7 @@ import { createApiKey, type CreatedPlatform } from '../../src/tenancy/platforms.
 
 /**
  * Spec 2.3, 4.1 rule 1, 5.2: a key manages only its own Platform's endpoints, and (our
- * design, docs/decisions.md) only those of its own environment. Anything else must look exactly
+ * design, docs/decisions/api-conventions.md) only those of its own environment. Anything else must look exactly
  * like an id that does not exist: same status, same body apart from the echoed id.
  */
 

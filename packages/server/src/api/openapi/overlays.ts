@@ -464,7 +464,7 @@ const OVERLAID = /^\/(portal\/api\/(?!openapi\.json$)|listen\/)/;
 /**
  * The browser pages: the hosted checkout page with its form posts and stylesheet, the
  * portal's page and assets, and the favicon. They are HTML, redirects and files for a browser, not an API, so
- * neither document lists them (docs/decisions.md); every other route is in one of the two.
+ * neither document lists them (docs/decisions/openapi-documents.md); every other route is in one of the two.
  */
 export const isBrowserPage = (url: string) =>
   url.startsWith('/checkout/') ||

@@ -7,7 +7,7 @@ import { cookieOptions } from './security.ts';
 
 /**
  * Limits on portal sign-in that keep guessing slow without letting a stranger lock a user out
- * (OWASP's device cookies; docs/decisions.md, "Portal sign-in limits").
+ * (OWASP's device cookies; docs/decisions/portal-sign-in-limits.md).
  *
  * A browser where a user signed in before holds a device cookie for that user's email: its
  * attempts for that email are counted per device only, so an attacker elsewhere who exhausts
