@@ -7,7 +7,7 @@
  * 8 publishers, each `publishEvent` in its own `db.transaction` (BEGIN, the statement, COMMIT,
  * then the after-commit wake-up), one endpoint, after WARM events of warm-up (fewer than about
  * 2,000 leave V8 still optimising the publisher while it is measured). Prints events/s and
- * CPU microseconds per event of the publisher and of PostgreSQL (docs/performance.md, issue 26).
+ * CPU microseconds per event of the publisher and of PostgreSQL (bench/investigations/cpu-per-delivery.md).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';

@@ -7,8 +7,8 @@ import pg from 'pg';
  * Why: on this kind of machine a round trip to PostgreSQL over TCP costs both sides more CPU
  * than a small statement does (the sender's write runs the loopback's receive path, the
  * receiver wakes), and a one-event publish was three of them: BEGIN, the statement, COMMIT.
- * Measured with bench/publish-cpu.ts: docs/performance.md, "Sending BEGIN with the first
- * statement".
+ * Measured with bench/publish-cpu.ts: bench/investigations/cpu-per-delivery.md, "Sending BEGIN
+ * with the first statement".
  *
  * How: drizzle opens every transaction with the text `begin` and awaits it. A pooled connection
  * (db/client.ts) answers that `begin` at once without sending it, and sends it in front of the

@@ -16,8 +16,8 @@ interface Waiting {
  * next statement takes everything that waited (up to PUBLISH_BATCH_MAX). A lone request is
  * never delayed; under load, concurrent publishers share one statement, one round trip and one
  * WAL flush instead of paying BEGIN, the statement, COMMIT and a flush each
- * (docs/performance.md, "Publishing over HTTP"). One statement at a time measured best: two
- * halved the batches and cost more CPU per event.
+ * (bench/investigations/past-one-machine.md, "Publishing over HTTP"). One statement at a time
+ * measured best: two halved the batches and cost more CPU per event.
  *
  * Each event keeps its own outcome (its own error, its own idempotency key). A transaction that
  * fails for something other than an unreachable database is tried again one event per
