@@ -99,7 +99,7 @@ func TestSpec5_1ABadSignatureIsRefused(t *testing.T) {
 	store := NewMemoryStore()
 	var rejected []string
 	h := newHandler(t, store, func(context.Context, *Event, EventContext) error { t.Error("processed"); return nil }, func(o *Options) {
-		o.OnRejected = func(e *VerificationError) { rejected = append(rejected, e.Reason) }
+		o.OnRejected = func(e *VerificationError) { rejected = append(rejected, string(e.Reason)) }
 	})
 	body, headers := delivery(t, paymentEvent("acct_1", "payment.succeeded"), "whsec_other_"+randomHex(8))
 	res := h.Handle(context.Background(), body, headers)

@@ -37,7 +37,7 @@ func TestVectors(t *testing.T) {
 				if verr.Status() != 400 {
 					t.Fatalf("status %d", verr.Status())
 				}
-				got = map[string]any{"ok": false, "reason": verr.Reason}
+				got = map[string]any{"ok": false, "reason": string(verr.Reason)}
 			}
 			if !reflect.DeepEqual(got, v.Expected) {
 				t.Fatalf("%s: got %v, want %v", v.Description, got, v.Expected)
@@ -88,5 +88,57 @@ func TestSignRoundTripsWithTheCurrentClock(t *testing.T) {
 	got, err := Verify(body, headers, []string{testSecret}, VerifyOptions{})
 	if err != nil || got.ID != event["id"] || got.Object()["amount"] != "10.00" {
 		t.Fatalf("got %v %v", got, err)
+	}
+}
+
+// The reason codes are the contract's, and the two sides of timestamp_out_of_tolerance are told
+// apart with errors.Is: the shared "stale" vector is too old, "future" too new.
+func TestTimestampTooOldAndTooNewAreDistinct(t *testing.T) {
+	var want []Reason
+	for _, r := range []string{"missing_header", "malformed_header", "bad_signature", "timestamp_out_of_tolerance", "event_id_mismatch", "invalid_json"} {
+		want = append(want, Reason(r))
+	}
+	if !reflect.DeepEqual(Reasons, want) {
+		t.Fatalf("Reasons %v", Reasons)
+	}
+	seen := map[string]bool{}
+	for _, v := range loadVectors(t).Vectors {
+		if v.Name != "stale" && v.Name != "future" && v.Name != "valid" {
+			continue
+		}
+		seen[v.Name] = true
+		body, _ := base64.StdEncoding.DecodeString(v.BodyBase64)
+		headers := http.Header{}
+		for k, val := range v.Headers {
+			headers.Add(k, val)
+		}
+		_, err := Verify(body, headers, v.Secrets, VerifyOptions{
+			Tolerance: time.Duration(v.ToleranceSeconds * float64(time.Second)),
+			Now:       time.UnixMilli(v.NowMs),
+		})
+		var verr *VerificationError
+		switch v.Name {
+		case "valid":
+			if err != nil {
+				t.Fatalf("valid: %v", err)
+			}
+		case "stale":
+			if !errors.As(err, &verr) || verr.Reason != ReasonTimestampOutOfTolerance || verr.Skew != time.Hour ||
+				!errors.Is(err, ErrTimestampTooOld) || errors.Is(err, ErrTimestampTooNew) {
+				t.Fatalf("stale: got %#v", err)
+			}
+		case "future":
+			if !errors.As(err, &verr) || verr.Reason != ReasonTimestampOutOfTolerance || verr.Skew >= 0 ||
+				!errors.Is(err, ErrTimestampTooNew) || errors.Is(err, ErrTimestampTooOld) {
+				t.Fatalf("future: got %#v", err)
+			}
+		}
+	}
+	if len(seen) != 3 {
+		t.Fatalf("vectors found: %v", seen)
+	}
+	// Every other reason wraps nothing.
+	if errors.Is(&VerificationError{Reason: ReasonBadSignature}, ErrTimestampTooOld) {
+		t.Fatal("bad_signature is not a timestamp error")
 	}
 }

@@ -28,33 +28,70 @@ const (
 	DefaultTolerance = 300 * time.Second
 )
 
+// Reason says why a delivery failed verification: one of the Reason constants, the same codes
+// every payhooks receiver library uses and the 400 answer's "error" field carries.
+type Reason string
+
 // Reasons a delivery is refused (answer 400, don't process).
 const (
-	ReasonMissingHeader   = "missing_header"
-	ReasonMalformedHeader = "malformed_header"
-	ReasonBadSignature    = "bad_signature"
-	ReasonTimestampTooOld = "timestamp_out_of_tolerance"
-	ReasonEventIDMismatch = "event_id_mismatch"
-	ReasonInvalidJSON     = "invalid_json"
+	// ReasonMissingHeader: Service-Signature or Service-Event-Id is absent or empty.
+	ReasonMissingHeader Reason = "missing_header"
+	// ReasonMalformedHeader: Service-Signature is not t=<unix seconds>,v1=<64 lowercase hex>[,v1=...]
+	// exactly, or a header was sent more than once.
+	ReasonMalformedHeader Reason = "malformed_header"
+	// ReasonBadSignature: no v1 matches the HMAC of "<t>.<raw body>" under any configured secret.
+	ReasonBadSignature Reason = "bad_signature"
+	// ReasonTimestampOutOfTolerance: the signature matched but |now - t| is more than the
+	// tolerance, in either direction. errors.Is(err, ErrTimestampTooOld) or
+	// errors.Is(err, ErrTimestampTooNew) tells which, and VerificationError.Skew by how much.
+	ReasonTimestampOutOfTolerance Reason = "timestamp_out_of_tolerance"
+	// ReasonEventIDMismatch: Service-Event-Id (not signed) differs from the signed body's id.
+	ReasonEventIDMismatch Reason = "event_id_mismatch"
+	// ReasonInvalidJSON: the signed body is not UTF-8 JSON of an object with a string id and type.
+	ReasonInvalidJSON Reason = "invalid_json"
+)
+
+// Reasons lists every Reason, in the order of the contract.
+var Reasons = []Reason{
+	ReasonMissingHeader, ReasonMalformedHeader, ReasonBadSignature,
+	ReasonTimestampOutOfTolerance, ReasonEventIDMismatch, ReasonInvalidJSON,
+}
+
+// The two sides of ReasonTimestampOutOfTolerance, for errors.Is on a verification error: a
+// signature older than the tolerance (a replayed capture, a delivery that sat in a queue, a
+// receiver clock ahead) or dated further in the future than the tolerance (a receiver clock behind).
+// Both are answered 400 with the same reason code.
+var (
+	ErrTimestampTooOld = errors.New("payhooks: signature timestamp too old")
+	ErrTimestampTooNew = errors.New("payhooks: signature timestamp too far in the future")
 )
 
 // VerificationError is a delivery that must be answered with HTTP 400 and not processed.
-//
-//   - missing_header: Service-Signature or Service-Event-Id is absent or empty;
-//   - malformed_header: Service-Signature is not t=<unix seconds>,v1=<64 lowercase hex>[,v1=...];
-//   - bad_signature: no v1 matches the HMAC of "<t>.<raw body>" under any configured secret;
-//   - timestamp_out_of_tolerance: the signature matched but |now - t| is more than the tolerance;
-//   - event_id_mismatch: Service-Event-Id (not signed) differs from the signed body's id;
-//   - invalid_json: the signed body is not UTF-8 JSON of an object with a string id and type.
+// Get it with errors.As; Reason says why (see the Reason constants).
 type VerificationError struct {
-	Reason  string
+	Reason  Reason
 	Message string
+	// Skew is now - t for ReasonTimestampOutOfTolerance: positive when the signature is too old,
+	// negative when it is too far in the future; zero for every other reason.
+	Skew time.Duration
 }
 
-func (e *VerificationError) Error() string { return e.Reason + ": " + e.Message }
+func (e *VerificationError) Error() string { return string(e.Reason) + ": " + e.Message }
 
 // Status is the HTTP status to answer with.
 func (e *VerificationError) Status() int { return http.StatusBadRequest }
+
+// Unwrap makes errors.Is(err, ErrTimestampTooOld) and errors.Is(err, ErrTimestampTooNew) tell the
+// two sides of ReasonTimestampOutOfTolerance apart; it is nil for every other reason.
+func (e *VerificationError) Unwrap() error {
+	if e.Reason != ReasonTimestampOutOfTolerance {
+		return nil
+	}
+	if e.Skew < 0 {
+		return ErrTimestampTooNew
+	}
+	return ErrTimestampTooOld
+}
 
 // ErrConfig wraps programming errors (no secret, a secret without whsec_).
 var ErrConfig = errors.New("payhooks")
@@ -102,16 +139,16 @@ func checkSecrets(secrets []string) ([][]byte, error) {
 func readHeader(h http.Header, name string) (string, error) {
 	values := h.Values(name)
 	if len(values) > 1 {
-		return "", &VerificationError{ReasonMalformedHeader, name + " header sent more than once"}
+		return "", &VerificationError{Reason: ReasonMalformedHeader, Message: name + " header sent more than once"}
 	}
 	if len(values) == 0 || values[0] == "" {
-		return "", &VerificationError{ReasonMissingHeader, "missing " + name + " header"}
+		return "", &VerificationError{Reason: ReasonMissingHeader, Message: "missing " + name + " header"}
 	}
 	return values[0], nil
 }
 
 func malformed() error {
-	return &VerificationError{ReasonMalformedHeader, SignatureHeader + " must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces"}
+	return &VerificationError{Reason: ReasonMalformedHeader, Message: SignatureHeader + " must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces"}
 }
 
 // parseHeader is the strict parse of t=<int>,v1=<hex>[,v1=<hex>...]; unknown schemes are skipped.
@@ -198,7 +235,7 @@ func Verify(body []byte, headers http.Header, secrets []string, opts VerifyOptio
 		}
 	}
 	if !matched {
-		return nil, &VerificationError{ReasonBadSignature, "no v1 signature matches the raw body under the configured secret(s)"}
+		return nil, &VerificationError{Reason: ReasonBadSignature, Message: "no v1 signature matches the raw body under the configured secret(s)"}
 	}
 	now := opts.Now
 	if now.IsZero() {
@@ -206,7 +243,12 @@ func Verify(body []byte, headers http.Header, secrets []string, opts VerifyOptio
 	}
 	offsetMs := float64(now.UnixMilli()) - float64(timestamp)*1000
 	if math.Abs(offsetMs) > float64(tolerance.Milliseconds()) {
-		return nil, &VerificationError{ReasonTimestampTooOld, fmt.Sprintf("signature timestamp %d is %.3f s from now; the tolerance is %v", timestamp, offsetMs/1000, tolerance)}
+		skew := time.Duration(offsetMs) * time.Millisecond
+		message := fmt.Sprintf("signature timestamp %d is %.3f s old; the tolerance is %v", timestamp, offsetMs/1000, tolerance)
+		if offsetMs < 0 {
+			message = fmt.Sprintf("signature timestamp %d is %.3f s in the future; the tolerance is %v (is this clock behind?)", timestamp, -offsetMs/1000, tolerance)
+		}
+		return nil, &VerificationError{Reason: ReasonTimestampOutOfTolerance, Message: message, Skew: skew}
 	}
 	return parseEvent(body, eventID)
 }
@@ -215,22 +257,22 @@ func Verify(body []byte, headers http.Header, secrets []string, opts VerifyOptio
 // Service-Event-Id header to the signed body's id.
 func parseEvent(body []byte, eventID string) (*Event, error) {
 	if !utf8.Valid(body) {
-		return nil, &VerificationError{ReasonInvalidJSON, "the signed body is not UTF-8 JSON"}
+		return nil, &VerificationError{Reason: ReasonInvalidJSON, Message: "the signed body is not UTF-8 JSON"}
 	}
 	decoder := json.NewDecoder(bytes.NewReader(body))
 	decoder.UseNumber()
 	var raw any
 	if err := decoder.Decode(&raw); err != nil || decoder.More() {
-		return nil, &VerificationError{ReasonInvalidJSON, "the signed body is not UTF-8 JSON"}
+		return nil, &VerificationError{Reason: ReasonInvalidJSON, Message: "the signed body is not UTF-8 JSON"}
 	}
 	object, ok := raw.(map[string]any)
 	id, idOK := object["id"].(string)
 	typ, typeOK := object["type"].(string)
 	if !ok || !idOK || !typeOK {
-		return nil, &VerificationError{ReasonInvalidJSON, "the signed body is not an event object with a string id and type"}
+		return nil, &VerificationError{Reason: ReasonInvalidJSON, Message: "the signed body is not an event object with a string id and type"}
 	}
 	if id != eventID {
-		return nil, &VerificationError{ReasonEventIDMismatch, EventIDHeader + " does not match the id of the signed body"}
+		return nil, &VerificationError{Reason: ReasonEventIDMismatch, Message: EventIDHeader + " does not match the id of the signed body"}
 	}
 	return &Event{ID: id, Type: typ, Raw: object}, nil
 }
