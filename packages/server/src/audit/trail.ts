@@ -105,7 +105,7 @@ export interface AuditFilters {
 }
 
 /**
- * The audit trail (docs/architecture.md, "Accounts, roles and the audit trail"). `record` is the
+ * The audit trail (docs/architecture.md, "The audit trail"). `record` is the
  * one function every change calls, inside the transaction of the change it records, so a change
  * never commits without its entry; the same entry is logged as one structured line once that
  * transaction has committed. Refused and failed attempts are recorded by the HTTP layer after

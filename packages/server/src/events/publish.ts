@@ -211,7 +211,8 @@ function publishParams(
  * workers woken after the commit. The same writes with about half the plan: the parts those
  * options need (the key's lookup and insert, the one-endpoint CASE, the copies join, the
  * in-statement NOTIFY) cost their executor set-up on every execution even when they do nothing,
- * and that set-up was a fifth of PostgreSQL's CPU for a one-event publish (docs/performance.md).
+ * and that set-up was a fifth of PostgreSQL's CPU for a one-event publish
+ * (bench/investigations/cpu-per-delivery.md, "A plain statement for the common publish").
  * The queue rows take their delivery ids from `fan` as the deliveries do, so they need not wait
  * for the deliveries' RETURNING (the queue has no foreign key to them: migration 0007).
  *
