@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
@@ -20,9 +20,32 @@ export const NOT_BUILT_MESSAGE =
   'The Merchant Portal UI is not built yet. Build it with `npm run build -w packages/portal-ui` (npm install does this for you), then restart payhooks.';
 
 /**
+ * Every file of the built UI, relative to `dist` with `/` separators ('index.html',
+ * 'assets/index-….js'), dotfiles left out. Read synchronously: a build is a handful of files.
+ */
+export function builtFiles(dist: string, under = ''): string[] {
+  const files: string[] = [];
+  for (const entry of readdirSync(join(dist, under), { withFileTypes: true })) {
+    if (entry.name.startsWith('.')) continue;
+    const path = under ? `${under}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) files.push(...builtFiles(dist, path));
+    else if (entry.isFile()) files.push(path);
+  }
+  return files;
+}
+
+/**
  * The built single-page app under /portal/. Hashed assets are cached for a year; index.html is
  * never cached, and any other path under /portal/ (a client-side route such as
  * /portal/endpoints/we_…) gets index.html too. Every page carries the portal's strict CSP.
+ *
+ * Registration waits on nothing: the files are listed synchronously here and get a route each,
+ * and @fastify/static only lends `reply.sendFile` (`serve: false`). Its own per-file routes
+ * (`wildcard: false`) came from an asynchronous glob inside the plugin, whose filesystem
+ * callbacks queued behind whatever else the process was doing, and Fastify's 10 s
+ * pluginTimeout is wall-clock time: a busy process (another service's embedded database
+ * migrating beside it) failed to start with "Plugin did not start in time: '@fastify/static'"
+ * (docs/decisions/portal-static-without-glob.md).
  */
 export async function portalStatic(app: FastifyInstance, dist: string, frameAncestors: readonly string[]): Promise<void> {
   const built = existsSync(join(dist, 'index.html'));
@@ -34,11 +57,13 @@ export async function portalStatic(app: FastifyInstance, dist: string, frameAnce
     });
     return;
   }
+  const files = builtFiles(dist);
   await app.register(fastifyStatic, {
     root: dist,
-    prefix: '/portal/',
-    wildcard: false,
+    serve: false,
     index: false,
+    // Ours alone (setHeaders): `send`'s own "public, max-age=0" used to overwrite it.
+    cacheControl: false,
     setHeaders(res, path) {
       res.setHeader('cache-control', path.includes(`${join(dist, 'assets')}`) ? 'public, max-age=31536000, immutable' : 'no-cache');
     },
@@ -47,6 +72,10 @@ export async function portalStatic(app: FastifyInstance, dist: string, frameAnce
     securityHeaders(reply, frameAncestors);
     return reply.header('cache-control', 'no-cache').sendFile('index.html', dist);
   };
+  for (const file of files) {
+    if (file === 'index.html') continue;
+    app.get(`/portal/${file}`, async (_req, reply) => reply.sendFile(file, dist));
+  }
   app.get('/portal/', page);
   app.get('/portal/*', page);
 }
