@@ -5,15 +5,17 @@ once and do the work after (``WebhookHandler``), and credit each payment once (a
 ``credit_once``). Framework adapters are in ``payhooks.adapters``.
 """
 
-from .errors import REASONS, CreditInProgressError, WebhookVerificationError
+from .errors import REASONS, ConfigurationError, CreditInProgressError, PayhooksError, WebhookVerificationError
 from .event_types import EVENT_TYPES, is_payment_event
 from .handler import DEFAULT_RETRY_DELAYS, EventContext, WebhookHandler, WebhookResponse
-from .stores import DEDUP_RETENTION, Claim, CreditResult, MemoryStore
-from .webhook import DEFAULT_TOLERANCE, EVENT_ID_HEADER, SECRET_PREFIX, SIGNATURE_HEADER, sign, sign_test_delivery, verify
+from .stores import DEDUP_RETENTION, Claim, CreditResult, MemoryStore, Store
+from .webhook import DEFAULT_TOLERANCE, EVENT_ID_HEADER, SECRET_PREFIX, SIGNATURE_HEADER, Event, Secret, sign, sign_test_delivery, verify
 
+# The one place the version is written: pyproject.toml reads it (dynamic version).
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConfigurationError",
     "CreditInProgressError",
     "CreditResult",
     "Claim",
@@ -22,14 +24,19 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "EVENT_ID_HEADER",
     "EVENT_TYPES",
+    "Event",
     "EventContext",
     "MemoryStore",
+    "PayhooksError",
     "REASONS",
     "SECRET_PREFIX",
     "SIGNATURE_HEADER",
+    "Secret",
+    "Store",
     "WebhookHandler",
     "WebhookResponse",
     "WebhookVerificationError",
+    "__version__",
     "is_payment_event",
     "sign",
     "sign_test_delivery",

@@ -1,6 +1,14 @@
-"""The library's errors."""
+"""The library's errors. Every exception payhooks raises derives from ``PayhooksError``:
 
-REASONS = (
+- ``WebhookVerificationError``: a delivery to answer with HTTP 400 and not process;
+- ``CreditInProgressError``: ``credit_once`` found another caller crediting the same payment;
+- ``ConfigurationError``: a programming error (no secret, a secret without ``whsec_``, a parsed
+  body instead of the raw bytes, a misspelt event type). It is also a ``ValueError``.
+"""
+
+from typing import Tuple
+
+REASONS: Tuple[str, ...] = (
     "missing_header",
     "malformed_header",
     "bad_signature",
@@ -10,7 +18,15 @@ REASONS = (
 )
 
 
-class WebhookVerificationError(Exception):
+class PayhooksError(Exception):
+    """The base class of every error this library raises."""
+
+
+class ConfigurationError(PayhooksError, ValueError):
+    """A programming error in how the library is called or configured: fix the code, don't retry."""
+
+
+class WebhookVerificationError(PayhooksError):
     """A delivery that must be answered with HTTP 400 and not processed. ``reason`` says why:
 
     - ``missing_header``: Service-Signature or Service-Event-Id is absent or empty;
@@ -23,18 +39,18 @@ class WebhookVerificationError(Exception):
 
     status = 400
 
-    def __init__(self, reason: str, message: str):
+    def __init__(self, reason: str, message: str) -> None:
         if reason not in REASONS:
-            raise ValueError(f"unknown reason {reason}")
+            raise ConfigurationError(f"unknown reason {reason}")
         super().__init__(message)
         self.reason = reason
         self.message = message
 
 
-class CreditInProgressError(Exception):
+class CreditInProgressError(PayhooksError):
     """credit_once found another caller crediting the same payment, and it did not finish in time.
     Nothing was credited by this call: retry later (the handler's queue does)."""
 
-    def __init__(self, payment_id: str):
+    def __init__(self, payment_id: str) -> None:
         super().__init__(f"payment {payment_id} is being credited by another caller; try again later")
         self.payment_id = payment_id

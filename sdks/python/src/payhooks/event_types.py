@@ -4,6 +4,6 @@ not handle and ignores them. (Checked against the contract's list by the tests.)
 from ._generated import EVENT_TYPES as EVENT_TYPES  # the catalog, generated from packages/contract
 
 
-def is_payment_event(event) -> bool:
+def is_payment_event(event: object) -> bool:
     """True for payment.* events, whose data.object is a Payment."""
     return isinstance(event, dict) and str(event.get("type", "")).startswith("payment.")

@@ -18,15 +18,16 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, cast
 
-from .errors import WebhookVerificationError
+from .errors import ConfigurationError, WebhookVerificationError
 from .event_types import EVENT_TYPES
-from .stores.base import Claim
-from .webhook import DEFAULT_TOLERANCE, secrets_of, tolerance_of, verify
+from .stores.base import Claim, DurableStore, Store
+from .webhook import DEFAULT_TOLERANCE, Event, Secret, secrets_of, tolerance_of, verify
 
-DEFAULT_RETRY_DELAYS = (1, 10, 60, 600, 3600)
-JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+#: Seconds between attempts at an event's work: six attempts in all.
+DEFAULT_RETRY_DELAYS: Tuple[float, ...] = (1, 10, 60, 600, 3600)
+JSON_HEADERS: Dict[str, str] = {"Content-Type": "application/json; charset=utf-8"}
 
 
 @dataclass
@@ -51,15 +52,27 @@ def _answer(status: int, **body: Any) -> WebhookResponse:
     return WebhookResponse(status, json.dumps(body, separators=(",", ":")))
 
 
+#: ``on_event(event, context)``: the work for one event; raise to have it retried.
+OnEvent = Callable[[Event, EventContext], Any]
+#: ``on_error(error, info)``: info has phase, event, attempt, will_retry.
+OnError = Callable[[BaseException, Dict[str, Any]], Any]
+#: ``on_rejected(error)``: a delivery answered 400.
+OnRejected = Callable[[WebhookVerificationError], Any]
+_Timer = Tuple[float, int, str, Any]
+
+
 class WebhookHandler:
+    """Verifies, deduplicates and acknowledges deliveries, and runs ``on_event`` for each new
+    event on its own threads, retried when it raises."""
+
     def __init__(
         self,
-        secret,
-        store,
-        on_event: Callable[[dict, EventContext], Any],
+        secret: Secret,
+        store: Store,
+        on_event: OnEvent,
         types: Optional[Iterable[str]] = None,
-        on_error: Optional[Callable[[BaseException, dict], Any]] = None,
-        on_rejected: Optional[Callable[[WebhookVerificationError], Any]] = None,
+        on_error: Optional[OnError] = None,
+        on_rejected: Optional[OnRejected] = None,
         tolerance: float = DEFAULT_TOLERANCE,
         retry_delays: Sequence[float] = DEFAULT_RETRY_DELAYS,
         concurrency: int = 4,
@@ -67,7 +80,7 @@ class WebhookHandler:
         poll_interval: float = 5,
         purge_interval: float = 3600,
         clock: Callable[[], float] = time.time,
-    ):
+    ) -> None:
         """``secret``: the endpoint's whsec_ secret, or a list during a rotation.
         ``store``: MemoryStore, PostgresStore or RedisStore.
         ``on_event(event, context)``: your work; raise to have it retried.
@@ -80,9 +93,9 @@ class WebhookHandler:
         self._secrets = secret if isinstance(secret, str) else list(secret)
         self._tolerance = tolerance_of(tolerance)
         if not all(hasattr(store, m) for m in ("claim", "complete", "retry_later", "release")):
-            raise ValueError("payhooks: store is required: MemoryStore, PostgresStore or RedisStore")
+            raise ConfigurationError("payhooks: store is required: MemoryStore, PostgresStore or RedisStore")
         if not callable(on_event):
-            raise ValueError("payhooks: on_event is required: the function that does the work for one event")
+            raise ConfigurationError("payhooks: on_event is required: the function that does the work for one event")
         self._store = store
         self._on_event = on_event
         self._types = self._check_types(types)
@@ -90,22 +103,23 @@ class WebhookHandler:
         self._on_rejected = on_rejected or self._default_on_rejected
         self._delays = [float(d) for d in retry_delays]
         if any(d < 0 for d in self._delays):
-            raise ValueError("payhooks: retry_delays must be >= 0")
+            raise ConfigurationError("payhooks: retry_delays must be >= 0")
         self.max_attempts = len(self._delays) + 1
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError("payhooks: concurrency must be a positive integer")
+            raise ConfigurationError("payhooks: concurrency must be a positive integer")
         self._concurrency = concurrency
         self._lease = float(lease)
         self._poll_interval = float(poll_interval)
         self._purge_interval = float(purge_interval)
         self._clock = clock
         self._durable = bool(getattr(store, "durable", False)) and hasattr(store, "claim_due")
+        self._durable_store: Optional[DurableStore] = cast(DurableStore, store) if self._durable else None
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._timer_wake = threading.Condition(self._lock)
-        self._queue: "queue.Queue" = queue.Queue()
+        self._queue: "queue.Queue[Optional[Tuple[Event, Claim]]]" = queue.Queue()
         self._outstanding = 0  # queued or running
-        self._timers: List[tuple] = []  # (at, seq, kind, payload)
+        self._timers: List[_Timer] = []  # (at, seq, kind, payload)
         self._seq = itertools.count()
         self._closed = False
         self._pid: Optional[int] = None
@@ -153,13 +167,13 @@ class WebhookHandler:
 
     def poll(self) -> int:
         """Durable stores: claims due retries and abandoned work now and queues it; returns how many."""
-        if not self._durable or self._closed:
+        if self._durable_store is None or self._closed:
             return 0
         self._start_threads()
         try:
             with self._lock:
                 room = self._concurrency * 2 - self._outstanding
-            due = self._store.claim_due(room, self._lease)
+            due = self._durable_store.claim_due(room, self._lease)
         except Exception as e:  # noqa: BLE001
             self._report(e, phase="poll", will_retry=True)
             return 0
@@ -189,19 +203,19 @@ class WebhookHandler:
     # -- internals ---------------------------------------------------------------------------
 
     @staticmethod
-    def _check_types(types):
+    def _check_types(types: Optional[Iterable[str]]) -> Optional[FrozenSet[str]]:
         if types is None:
             return None
         if isinstance(types, str):
-            raise ValueError("payhooks: types must be a list of event types")
-        types = list(types)
-        for t in types:
+            raise ConfigurationError("payhooks: types must be a list of event types")
+        listed = list(types)
+        for t in listed:
             if t not in EVENT_TYPES:
-                raise ValueError(f"payhooks: unknown event type {t!r} in types; known types: {', '.join(EVENT_TYPES)}")
-        return frozenset(types)
+                raise ConfigurationError(f"payhooks: unknown event type {t!r} in types; known types: {', '.join(EVENT_TYPES)}")
+        return frozenset(listed)
 
     @staticmethod
-    def _safely(fn, *args):
+    def _safely(fn: Callable[..., Any], *args: Any) -> None:
         try:
             fn(*args)
         except Exception:  # noqa: BLE001 - a hook that raises must not break the pipeline
@@ -211,7 +225,7 @@ class WebhookHandler:
         self._safely(self._on_error, error, info)
 
     @staticmethod
-    def _default_on_error(error: BaseException, info: dict) -> None:
+    def _default_on_error(error: BaseException, info: Dict[str, Any]) -> None:
         event = info.get("event")
         where = f" for {event['id']} ({event['type']}), attempt {info.get('attempt') or '-'}" if event else ""
         retry = ", will retry" if info.get("will_retry") else ""
@@ -241,7 +255,7 @@ class WebhookHandler:
             if hasattr(self._store, "purge"):
                 self._add_timer(self._purge_interval, "purge", None)
 
-    def _enqueue(self, event: dict, claim: Claim) -> None:
+    def _enqueue(self, event: Event, claim: Claim) -> None:
         with self._lock:
             self._outstanding += 1
         self._queue.put((event, claim))
@@ -260,7 +274,7 @@ class WebhookHandler:
                     if self._outstanding == 0:
                         self._idle.notify_all()
 
-    def _attempt(self, event: dict, claim: Claim) -> None:
+    def _attempt(self, event: Event, claim: Claim) -> None:
         try:
             self._on_event(event, EventContext(claim.attempt, self.max_attempts))
         except Exception as e:  # noqa: BLE001 - the work failed: retry it
@@ -272,7 +286,7 @@ class WebhookHandler:
             # Done but not marked: after the lease it may run again (it must be idempotent).
             self._report(e, phase="store", event=event, attempt=claim.attempt, will_retry=self._durable)
 
-    def _after_failure(self, event: dict, claim: Claim, error: BaseException) -> None:
+    def _after_failure(self, event: Event, claim: Claim, error: BaseException) -> None:
         will_retry = claim.attempt < self.max_attempts
         self._report(error, phase="process", event=event, attempt=claim.attempt, will_retry=will_retry)
         try:
@@ -287,8 +301,8 @@ class WebhookHandler:
                     self._schedule(delay + 0.01, "poll", None)
                 else:
                     self._schedule(delay, "retry", (event, Claim(claim.event_id, claim.token, claim.attempt + 1)))
-            elif self._durable and hasattr(self._store, "mark_failed"):
-                self._store.mark_failed(claim, error)
+            elif self._durable_store is not None and hasattr(self._durable_store, "mark_failed"):
+                self._durable_store.mark_failed(claim, error)
             else:
                 # Given up: forget the id, so the next delivery of this event (a replay) is processed.
                 self._store.release(claim)
@@ -331,7 +345,7 @@ class WebhookHandler:
             self._schedule(self._poll_interval, "poll_every", None)
         elif kind == "purge":
             try:
-                self._store.purge()
+                getattr(self._store, "purge")()
             except Exception as e:  # noqa: BLE001
                 self._report(e, phase="store", will_retry=True)
             self._schedule(self._purge_interval, "purge", None)

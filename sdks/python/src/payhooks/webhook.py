@@ -12,9 +12,9 @@ import json
 import re
 import time
 from decimal import Decimal
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .errors import WebhookVerificationError
+from .errors import ConfigurationError, WebhookVerificationError
 
 SIGNATURE_HEADER = "Service-Signature"
 EVENT_ID_HEADER = "Service-Event-Id"
@@ -22,21 +22,24 @@ SECRET_PREFIX = "whsec_"
 #: |now - t| allowed, in seconds, in either direction.
 DEFAULT_TOLERANCE = 300
 
+#: One whsec_ secret, or several during a rotation.
 Secret = Union[str, Sequence[str]]
+#: A verified event: the parsed JSON body.
+Event = Dict[str, Any]
 _TIMESTAMP = re.compile(r"\A\d{1,15}\Z")
 _V1 = re.compile(r"\A[0-9a-f]{64}\Z")
 _SCHEME = re.compile(r"\A[a-z][a-z0-9]*\Z")
 
 
 def secrets_of(secret: Secret) -> List[bytes]:
-    """The configured secret(s) as HMAC keys; raises ValueError for a programming error."""
+    """The configured secret(s) as HMAC keys; raises ConfigurationError (a ValueError) for a programming error."""
     items = [secret] if isinstance(secret, str) else list(secret or [])
     if not items:
-        raise ValueError("payhooks: secret is required: the endpoint's whsec_ signing secret")
-    keys = []
+        raise ConfigurationError("payhooks: secret is required: the endpoint's whsec_ signing secret")
+    keys: List[bytes] = []
     for s in items:
         if not isinstance(s, str) or not s.startswith(SECRET_PREFIX) or len(s) <= len(SECRET_PREFIX):
-            raise ValueError(
+            raise ConfigurationError(
                 "payhooks: secret must be the endpoint's signing secret, which starts with \"whsec_\"; "
                 "it is used whole, prefix included, as the HMAC key"
             )
@@ -45,8 +48,9 @@ def secrets_of(secret: Secret) -> List[bytes]:
 
 
 def tolerance_of(tolerance: Any) -> float:
+    """The tolerance in seconds; raises ConfigurationError unless a finite non-negative number."""
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance != tolerance or tolerance < 0 or tolerance == float("inf"):
-        raise ValueError("payhooks: tolerance must be a non-negative number of seconds")
+        raise ConfigurationError("payhooks: tolerance must be a non-negative number of seconds")
     return tolerance
 
 
@@ -56,7 +60,7 @@ def _body_bytes(body: Any) -> bytes:
     if isinstance(body, str):
         # A str only round-trips if it was decoded as UTF-8 from the raw bytes.
         return body.encode("utf-8")
-    raise ValueError(
+    raise ConfigurationError(
         "payhooks: pass the raw request body as bytes exactly as received (request.get_data(), "
         f"request.body); the signature covers the raw bytes, which a parsed {type(body).__name__} no longer has"
     )
@@ -65,8 +69,8 @@ def _body_bytes(body: Any) -> bytes:
 def _read_header(headers: Any, name: str) -> str:
     """One header's value from a mapping (any case), a WSGI environ, or a list of pairs."""
     if headers is None:
-        raise ValueError("payhooks: headers is required (the request headers)")
-    values: List[str] = []
+        raise ConfigurationError("payhooks: headers is required (the request headers)")
+    values: List[Any] = []
     environ_key = "HTTP_" + name.upper().replace("-", "_")
     lower = name.lower()
     if hasattr(headers, "getlist") and not isinstance(headers, dict):
@@ -139,7 +143,7 @@ def _check_timestamp(timestamp: int, now: float, tolerance: float) -> None:
     )
 
 
-def _parse_event(raw: bytes, event_id: str) -> dict:
+def _parse_event(raw: bytes, event_id: str) -> Event:
     try:
         event = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
@@ -151,10 +155,10 @@ def _parse_event(raw: bytes, event_id: str) -> dict:
     return event
 
 
-def verify(body: Any, headers: Any, secret: Secret, tolerance: float = DEFAULT_TOLERANCE, now: Optional[float] = None) -> dict:
+def verify(body: Any, headers: Any, secret: Secret, tolerance: float = DEFAULT_TOLERANCE, now: Optional[float] = None) -> Event:
     """Verifies a delivery and returns the event (a dict).
 
-    Raises WebhookVerificationError (answer 400, don't process) or ValueError for a programming
+    Raises WebhookVerificationError (answer 400, don't process) or ConfigurationError (a ValueError) for a programming
     error (no secret, a secret without whsec_, a parsed body).
 
     ``body``: the raw request body exactly as received (bytes), never parsed JSON.
@@ -196,7 +200,7 @@ def sign(body: Any, secret: Secret, timestamp: Optional[int] = None) -> str:
     return ",".join(parts)
 
 
-def sign_test_delivery(event: dict, secret: Secret, timestamp: Optional[int] = None) -> Tuple[bytes, dict]:
+def sign_test_delivery(event: Mapping[str, Any], secret: Secret, timestamp: Optional[int] = None) -> Tuple[bytes, Dict[str, str]]:
     """A signed test delivery of ``event``: (body bytes, headers)."""
     body = json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     return body, {

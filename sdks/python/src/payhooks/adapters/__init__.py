@@ -9,6 +9,6 @@ with 413 (payhooks sends at most 64 KiB).
 """
 
 #: Bodies above this are answered 413 without being read further.
-DEFAULT_MAX_BODY_BYTES = 1 << 20
-TOO_LARGE = '{"error":"body_too_large"}'
-METHOD_NOT_ALLOWED = '{"error":"method_not_allowed"}'
+DEFAULT_MAX_BODY_BYTES: int = 1 << 20
+TOO_LARGE: str = '{"error":"body_too_large"}'
+METHOD_NOT_ALLOWED: str = '{"error":"method_not_allowed"}'

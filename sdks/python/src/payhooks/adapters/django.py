@@ -5,13 +5,17 @@ CSRF token; the signature authenticates it).
     urlpatterns = [path("webhooks/payhooks", django_view(handler))]
 """
 
-from django.http import HttpResponse
+from typing import Any, Callable
+
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from ..handler import WebhookHandler
 from . import DEFAULT_MAX_BODY_BYTES, METHOD_NOT_ALLOWED, TOO_LARGE
 
 
-def handle_django(handler, request, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> HttpResponse:
+def handle_django(handler: WebhookHandler, request: HttpRequest, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> HttpResponse:
+    """Hands the request's raw body to ``handler`` and returns its answer (413 above ``max_body_bytes``)."""
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
@@ -28,15 +32,15 @@ def handle_django(handler, request, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     return response
 
 
-def django_view(handler, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
+def django_view(handler: WebhookHandler, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Callable[[HttpRequest], HttpResponse]:
     """A Django view for the webhook URL: POST only, CSRF-exempt."""
 
-    @csrf_exempt
-    def payhooks_webhook(request):
+    def payhooks_webhook(request: HttpRequest) -> HttpResponse:
         if request.method != "POST":
             response = HttpResponse(METHOD_NOT_ALLOWED, status=405, content_type="application/json")
             response["Allow"] = "POST"
             return response
         return handle_django(handler, request, max_body_bytes)
 
-    return payhooks_webhook
+    view: Callable[[Any], HttpResponse] = csrf_exempt(payhooks_webhook)
+    return view

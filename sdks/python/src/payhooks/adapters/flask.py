@@ -4,12 +4,16 @@
     app.add_url_rule("/webhooks/payhooks", view_func=flask_view(handler), methods=["POST"])
 """
 
-from flask import Response, request
+from typing import Callable, Optional
 
+from flask import Request, Response, request
+
+from ..handler import WebhookHandler
 from . import DEFAULT_MAX_BODY_BYTES, TOO_LARGE
 
 
-def handle_flask(handler, req=None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Response:
+def handle_flask(handler: WebhookHandler, req: Optional[Request] = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Response:
+    """Hands the request's raw body to ``handler`` and returns its answer (413 above ``max_body_bytes``)."""
     req = req or request
     if req.content_length is not None and req.content_length > max_body_bytes:
         return Response(TOO_LARGE, status=413, content_type="application/json")
@@ -20,10 +24,10 @@ def handle_flask(handler, req=None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     return Response(answer.body, status=answer.status, headers=answer.headers)
 
 
-def flask_view(handler, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
+def flask_view(handler: WebhookHandler, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Callable[[], Response]:
     """A Flask view function for the webhook route (register it with methods=["POST"])."""
 
-    def payhooks_webhook():
+    def payhooks_webhook() -> Response:
         return handle_flask(handler, request, max_body_bytes)
 
     return payhooks_webhook

@@ -14,10 +14,13 @@
 
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, List, Optional, Protocol, Tuple
+
+from ..errors import ConfigurationError
+from ..webhook import Event
 
 #: Seen event ids are kept at least 30 days, in seconds.
-DEDUP_RETENTION = 30 * 24 * 3600
+DEDUP_RETENTION: int = 30 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -39,15 +42,37 @@ class CreditResult:
     value: Any = None
 
 
+class Store(Protocol):
+    """What WebhookHandler needs of a store (MemoryStore, PostgresStore and RedisStore have it)."""
+
+    def claim(self, event: Event, lease: float) -> Optional[Claim]: ...
+
+    def complete(self, claim: Claim) -> None: ...
+
+    def retry_later(self, claim: Claim, delay: float, lease: float, error: Optional[BaseException] = None) -> None: ...
+
+    def release(self, claim: Claim) -> None: ...
+
+
+class DurableStore(Store, Protocol):
+    """A store that keeps the event with its id (PostgresStore): the handler's poller takes due
+    retries and abandoned work back from it."""
+
+    def claim_due(self, limit: int, lease: float) -> List[Tuple[Claim, Event]]: ...
+
+    def mark_failed(self, claim: Claim, error: BaseException) -> None: ...
+
+
 def check_retention(retention: float) -> float:
+    """The retention in seconds; raises ConfigurationError below 30 days."""
     if isinstance(retention, bool) or not isinstance(retention, (int, float)) or retention < DEDUP_RETENTION:
-        raise ValueError(f"payhooks: seen ids must be kept at least 30 days ({DEDUP_RETENTION} s)")
+        raise ConfigurationError(f"payhooks: seen ids must be kept at least 30 days ({DEDUP_RETENTION} s)")
     return retention
 
 
 def check_payment_id(payment_id: Any) -> None:
     if not isinstance(payment_id, str) or not payment_id:
-        raise ValueError('payhooks: credit_once needs the payment id (payment["id"], pay_...)')
+        raise ConfigurationError('payhooks: credit_once needs the payment id (payment["id"], pay_...)')
 
 
 def error_text(error: Any) -> str:

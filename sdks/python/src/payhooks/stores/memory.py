@@ -1,9 +1,10 @@
 import secrets
 import threading
 import time
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
-from .base import Claim, CreditResult, DEDUP_RETENTION, check_payment_id, check_retention
+from ..webhook import Event
+from .base import DEDUP_RETENTION, Claim, CreditResult, check_payment_id, check_retention
 
 
 class MemoryStore:
@@ -12,15 +13,16 @@ class MemoryStore:
 
     durable = False
 
-    def __init__(self, retention: float = DEDUP_RETENTION, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, retention: float = DEDUP_RETENTION, clock: Callable[[], float] = time.monotonic) -> None:
         self._retention = check_retention(retention)
         self._clock = clock
-        self._events: Dict[str, dict] = {}
+        self._events: Dict[str, Dict[str, Any]] = {}
         self._credits: Dict[str, str] = {}
         self._lock = threading.Lock()
         self._credit_done = threading.Condition(self._lock)
 
-    def claim(self, event: dict, lease: float) -> Optional[Claim]:
+    def claim(self, event: Event, lease: float) -> Optional[Claim]:
+        """Records the id and returns a Claim, or None when it was seen and not expired."""
         with self._lock:
             now = self._clock()
             existing = self._events.get(event["id"])
@@ -31,12 +33,15 @@ class MemoryStore:
             return Claim(event["id"], token, 1)
 
     def complete(self, claim: Claim) -> None:
+        """Keeps the id as done for the retention period."""
         self._update(claim, lambda e: e.update(state="done", token=None, expires_at=self._clock() + self._retention))
 
-    def retry_later(self, claim: Claim, delay: float, lease: float, error=None) -> None:
+    def retry_later(self, claim: Claim, delay: float, lease: float, error: Optional[BaseException] = None) -> None:
+        """Keeps the id as seen while the work waits for its retry."""
         self._update(claim, lambda e: e.update(expires_at=self._clock() + delay + lease))
 
     def release(self, claim: Claim) -> None:
+        """Forgets the id, so the next delivery of the event is processed."""
         with self._lock:
             entry = self._events.get(claim.event_id)
             if entry and entry["token"] == claim.token:
@@ -55,7 +60,7 @@ class MemoryStore:
         with self._lock:
             return len(self._events)
 
-    def credit_once(self, payment_id: str, fn: Callable[[], object]) -> CreditResult:
+    def credit_once(self, payment_id: str, fn: Callable[[], Any]) -> CreditResult:
         """Runs ``fn()`` once per payment id. Concurrent callers wait for the one running; if it
         raises, the next caller credits."""
         check_payment_id(payment_id)
@@ -81,7 +86,7 @@ class MemoryStore:
             self._credit_done.notify_all()
         return CreditResult(True, value)
 
-    def _update(self, claim: Claim, change) -> None:
+    def _update(self, claim: Claim, change: Callable[[Dict[str, Any]], None]) -> None:
         with self._lock:
             entry = self._events.get(claim.event_id)
             if entry and entry["token"] == claim.token:

@@ -4,10 +4,12 @@ import re
 import secrets
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from .._generated import RECEIVER_CREDITS_TABLE, RECEIVER_EVENTS_TABLE, RECEIVER_MIGRATION_LOCK, receiver_tables_ddl
-from .base import Claim, CreditResult, DEDUP_RETENTION, check_payment_id, check_retention, error_text
+from ..errors import ConfigurationError
+from ..webhook import Event
+from .base import DEDUP_RETENTION, Claim, CreditResult, check_payment_id, check_retention, error_text
 
 _IDENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
 
@@ -15,7 +17,7 @@ _IDENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
 def _quote(name: str) -> str:
     parts = name.split(".")
     if len(parts) > 2 or any(not _IDENT.match(p) for p in parts):
-        raise ValueError(f"payhooks: invalid table name {name!r}")
+        raise ConfigurationError(f"payhooks: invalid table name {name!r}")
     return ".".join(f'"{p}"' for p in parts)
 
 
@@ -27,22 +29,22 @@ class _SimplePool:
     """A fixed-size pool of psycopg connections, each used by one thread at a time. A connection
     whose socket broke (a restart, a failover) is replaced on its next checkout."""
 
-    def __init__(self, size: int, connect: Callable[[], object]):
+    def __init__(self, size: int, connect: Callable[[], Any]) -> None:
         self._connect = connect
-        self._free: "queue.LifoQueue" = queue.LifoQueue()
+        self._free: "queue.LifoQueue[Any]" = queue.LifoQueue()
         self._size = size
         self._made = 0
         self._lock = threading.Lock()
 
     @contextmanager
-    def connection(self) -> Iterator[object]:
+    def connection(self) -> Iterator[Any]:
         conn = self._checkout()
         try:
             yield conn
         finally:
             self._free.put(conn)
 
-    def _checkout(self):
+    def _checkout(self) -> Any:
         with self._lock:
             fresh = self._free.empty() and self._made < self._size
             if fresh:
@@ -58,7 +60,7 @@ class _SimplePool:
             pass
         return self._new()  # the slot is kept for the replacement
 
-    def _new(self):
+    def _new(self) -> Any:
         try:
             return self._connect()
         except BaseException:
@@ -87,22 +89,23 @@ class PostgresStore:
     def __init__(
         self,
         url: Optional[str] = None,
-        connect: Optional[Callable[[], object]] = None,
+        connect: Optional[Callable[[], Any]] = None,
         pool_size: int = 5,
         table: str = RECEIVER_EVENTS_TABLE,
         credits_table: str = RECEIVER_CREDITS_TABLE,
         retention: float = DEDUP_RETENTION,
         auto_migrate: bool = True,
-    ):
+    ) -> None:
         """``url``: a PostgreSQL URL (the store keeps a small pool of its own), or ``connect``: a
         function returning a new psycopg connection in autocommit mode (your own settings)."""
-        if url is None and connect is None:
-            raise ValueError("payhooks: PostgresStore needs url= or connect=")
         if connect is None:
+            if url is None:
+                raise ConfigurationError("payhooks: PostgresStore needs url= or connect=")
+            dsn: str = url
             import psycopg
 
-            def connect():
-                return psycopg.connect(url, autocommit=True)
+            def connect() -> Any:
+                return psycopg.connect(dsn, autocommit=True)
 
         self._pool = _SimplePool(pool_size, connect)
         self.table = table
@@ -116,6 +119,7 @@ class PostgresStore:
         self._ready_lock = threading.Lock()
 
     def schema_sql(self) -> str:
+        """The tables' DDL, for your own migrations (the store runs it itself by default)."""
         return receiver_tables_ddl(self._t, self._c, self._base)
 
     def migrate(self) -> None:
@@ -128,7 +132,8 @@ class PostgresStore:
                 conn.execute(self.schema_sql())
         self._ready = True
 
-    def claim(self, event: dict, lease: float) -> Optional[Claim]:
+    def claim(self, event: Event, lease: float) -> Optional[Claim]:
+        """Inserts the event as processing and returns a Claim, or None when its id was seen."""
         self._ensure_ready()
         token = secrets.token_hex(16)
         # Insert-or-ignore. An existing row is taken over only when its work failed for good (a
@@ -149,6 +154,7 @@ class PostgresStore:
         return Claim(event["id"], token, int(rows[0][0])) if rows else None
 
     def complete(self, claim: Claim) -> None:
+        """Marks the event done (its id is kept for the retention period)."""
         self._exec(
             f"""UPDATE {self._t} SET state = 'done', payload = NULL, token = NULL, locked_until = NULL,
                 next_attempt_at = NULL, last_error = NULL, updated_at = now()
@@ -156,7 +162,8 @@ class PostgresStore:
             (claim.event_id, claim.token),
         )
 
-    def retry_later(self, claim: Claim, delay: float, lease: float, error=None) -> None:
+    def retry_later(self, claim: Claim, delay: float, lease: float, error: Optional[BaseException] = None) -> None:
+        """Puts the event back as pending, due after ``delay`` seconds, with the error."""
         self._exec(
             f"""UPDATE {self._t} SET state = 'pending', token = NULL, locked_until = NULL,
                 next_attempt_at = now() + %s::float8 * interval '1 millisecond', last_error = %s, updated_at = now()
@@ -165,9 +172,11 @@ class PostgresStore:
         )
 
     def release(self, claim: Claim) -> None:
+        """Deletes the row, so the next delivery of the event is processed."""
         self._exec(f"DELETE FROM {self._t} WHERE event_id = %s AND token = %s", (claim.event_id, claim.token))
 
-    def mark_failed(self, claim: Claim, error) -> None:
+    def mark_failed(self, claim: Claim, error: BaseException) -> None:
+        """Every attempt failed: keeps the event as failed, with its error, until requeued."""
         self._exec(
             f"""UPDATE {self._t} SET state = 'failed', token = NULL, locked_until = NULL, next_attempt_at = NULL,
                 last_error = %s, updated_at = now()
@@ -175,7 +184,7 @@ class PostgresStore:
             (error_text(error), claim.event_id, claim.token),
         )
 
-    def claim_due(self, limit: int, lease: float) -> List[Tuple[Claim, dict]]:
+    def claim_due(self, limit: int, lease: float) -> List[Tuple[Claim, Event]]:
         """Claims work that is due (retries) or abandoned (expired leases)."""
         if limit <= 0:
             return []
@@ -216,7 +225,7 @@ class PostgresStore:
             (_ms(self._retention),),
         )
 
-    def credit_once(self, payment_id: str, fn: Callable[[object], object]) -> CreditResult:
+    def credit_once(self, payment_id: str, fn: Callable[[Any], Any]) -> CreditResult:
         """Calls ``fn(conn)`` at most once per payment id, in one transaction with the marker."""
         import psycopg
 
@@ -237,12 +246,13 @@ class PostgresStore:
         return CreditResult(credited, value)
 
     @contextmanager
-    def connection(self) -> Iterator[object]:
+    def connection(self) -> Iterator[Any]:
         """One of the store's connections (autocommit), for your own queries (reading the ledger)."""
         with self._pool.connection() as conn:
             yield conn
 
     def close(self) -> None:
+        """Closes the store's idle connections."""
         self._pool.close()
 
     def _ensure_ready(self) -> None:
@@ -252,10 +262,12 @@ class PostgresStore:
             if not self._ready:
                 self.migrate()
 
-    def _rows(self, sql: str, params) -> list:
+    def _rows(self, sql: str, params: Sequence[Any]) -> List[Any]:
         with self._pool.connection() as conn:
-            return conn.execute(sql, params).fetchall()
+            rows: List[Any] = conn.execute(sql, params).fetchall()
+            return rows
 
-    def _exec(self, sql: str, params) -> int:
+    def _exec(self, sql: str, params: Sequence[Any]) -> int:
         with self._pool.connection() as conn:
-            return conn.execute(sql, params).rowcount
+            count: int = conn.execute(sql, params).rowcount
+            return count

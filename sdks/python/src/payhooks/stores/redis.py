@@ -1,10 +1,11 @@
 import math
 import secrets
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..errors import CreditInProgressError
-from .base import Claim, CreditResult, DEDUP_RETENTION, check_payment_id, check_retention
+from ..webhook import Event
+from .base import DEDUP_RETENTION, Claim, CreditResult, check_payment_id, check_retention
 
 # Compare-and-set on the holder's token, so a holder whose lease expired cannot undo a newer claim.
 _COMPLETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('SET', KEYS[1], 'done', 'PX', ARGV[2]) end return 0"
@@ -31,7 +32,7 @@ class RedisStore:
 
     durable = False
 
-    def __init__(self, client, prefix: str = "payhooks:", retention: float = DEDUP_RETENTION, credit_wait: float = 10):
+    def __init__(self, client: Any, prefix: str = "payhooks:", retention: float = DEDUP_RETENTION, credit_wait: float = 10) -> None:
         """``client``: a ``redis.Redis`` (thread-safe: it pools connections)."""
         self._redis = client
         self._prefix = prefix
@@ -39,26 +40,34 @@ class RedisStore:
         self._credit_wait = credit_wait
 
     def event_key(self, event_id: str) -> str:
+        """The Redis key recording ``event_id``."""
         return f"{self._prefix}event:{event_id}"
 
     def credit_key(self, payment_id: str) -> str:
+        """The Redis key marking ``payment_id`` as credited (or being credited)."""
         return f"{self._prefix}credit:{payment_id}"
 
-    def claim(self, event: dict, lease: float) -> Optional[Claim]:
+    def claim(self, event: Event, lease: float) -> Optional[Claim]:
+        """SET NX PX: records the id and returns a Claim, or None when it was seen."""
         claim = Claim(event["id"], secrets.token_hex(16), 1)
         ok = self._redis.set(self.event_key(claim.event_id), self._holding(claim), nx=True, px=_ms(lease))
         return claim if ok else None
 
     def complete(self, claim: Claim) -> None:
+        """Keeps the id as done for the retention period."""
         self._redis.eval(_COMPLETE, 1, self.event_key(claim.event_id), self._holding(claim), _ms(self._retention))
 
-    def retry_later(self, claim: Claim, delay: float, lease: float, error=None) -> None:
+    def retry_later(self, claim: Claim, delay: float, lease: float, error: Optional[BaseException] = None) -> None:
+        """Keeps the id as seen while the work waits for its retry."""
         self._redis.eval(_EXTEND, 1, self.event_key(claim.event_id), self._holding(claim), _ms(delay + lease))
 
     def release(self, claim: Claim) -> None:
+        """Forgets the id, so the next delivery of the event is processed."""
         self._redis.eval(_DELETE, 1, self.event_key(claim.event_id), self._holding(claim))
 
-    def credit_once(self, payment_id: str, fn: Callable[[], object]) -> CreditResult:
+    def credit_once(self, payment_id: str, fn: Callable[[], Any]) -> CreditResult:
+        """Runs ``fn()`` once per payment id; raises CreditInProgressError when another caller
+        holds the payment longer than ``credit_wait``."""
         check_payment_id(payment_id)
         key = self.credit_key(payment_id)
         deadline = time.monotonic() + self._credit_wait
