@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -34,6 +34,87 @@ describe("sdks/php: the library's own tests (PHPUnit, real PostgreSQL, Redis, ph
     const ran = [...report.matchAll(/<testcase name="testVector with data set &quot;([a-z0-9_]+)&quot;"[^>]*\/>/g)].map((m) => m[1]);
     expect(ran.sort(), output).toEqual(vectors.vectors.map((v) => v.name).sort());
   }, 240_000);
+});
+
+describe('sdks/php: the package a merchant installs (composer validate, composer install from a path repository)', () => {
+  // Debian's composer, offline: no Packagist, a throw-away COMPOSER_HOME.
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: reports,
+    LANG: 'C.UTF-8',
+    COMPOSER_HOME: join(reports, 'composer-home'),
+    COMPOSER_DISABLE_NETWORK: '1',
+    COMPOSER_NO_INTERACTION: '1',
+  };
+  const run = (command: string, args: string[], cwd: string) => {
+    const r = spawnSync(command, args, { cwd, encoding: 'utf8', env, timeout: 120_000 });
+    return { status: r.status, output: `${r.stdout}\n${r.stderr}` };
+  };
+
+  it('composer.json: composer validate --strict is clean, with no version field (the tag is the version)', () => {
+    const manifest = JSON.parse(readFileSync(join(SDK, 'composer.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest).not.toHaveProperty('version');
+    const r = run('/usr/bin/composer', ['validate', '--strict', '--no-check-publish'], SDK);
+    expect(r.status, r.output).toBe(0);
+    expect(r.output).toContain('./composer.json is valid');
+    expect(r.output).not.toMatch(/warning/i);
+  });
+
+  it('every file of src/ and bin/ parses (php -l; Debian ships no PHPStan or Psalm)', () => {
+    const files = [
+      ...readdirSync(join(SDK, 'src'), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.php'))
+        .map((f) => join(SDK, 'src', f)),
+      join(SDK, 'bin', 'payhooks-worker'),
+    ];
+    expect(files.length).toBeGreaterThan(20);
+    for (const file of files) {
+      const r = run('/usr/bin/php', ['-l', file], SDK);
+      expect(r.status, r.output).toBe(0);
+    }
+  });
+
+  it("composer install into a merchant's project loads it through vendor/autoload.php, without the tests", () => {
+    const app = join(reports, 'merchant-app');
+    mkdirSync(app);
+    writeFileSync(
+      join(app, 'composer.json'),
+      JSON.stringify({
+        name: 'merchant/app',
+        type: 'project',
+        repositories: [{ type: 'path', url: SDK, options: { symlink: false } }, { 'packagist.org': false }],
+        require: { 'payhooks/receiver': '*@dev' },
+      }),
+    );
+    const install = run('/usr/bin/composer', ['install', '--no-progress'], app);
+    expect(install.status, install.output).toBe(0);
+    const installed = join(app, 'vendor', 'payhooks', 'receiver');
+    // .gitattributes' export-ignore: the package is the library, its licence, README and worker.
+    expect(readdirSync(installed).sort()).toEqual(['LICENSE', 'README.md', 'autoload.php', 'bin', 'composer.json', 'src']);
+    writeFileSync(
+      join(app, 'check.php'),
+      `<?php
+declare(strict_types=1);
+require __DIR__ . '/vendor/autoload.php';
+use Payhooks\\Receiver\\Store\\MemoryStore;
+use Payhooks\\Receiver\\Webhook;
+use Payhooks\\Receiver\\WebhookHandler;
+$file = (new ReflectionClass(Webhook::class))->getFileName();
+if (!str_starts_with($file, __DIR__ . '/vendor/payhooks/receiver/src/')) { fwrite(STDERR, "loaded from $file\\n"); exit(1); }
+$event = ['id' => 'evt_1', 'object' => 'event', 'type' => 'payment.succeeded', 'data' => ['object' => ['id' => 'pay_1', 'object' => 'payment']]];
+['body' => $body, 'headers' => $headers] = Webhook::signTestDelivery($event, 'whsec_install_check');
+if (Webhook::verify($body, $headers, 'whsec_install_check')->id !== 'evt_1') { exit(1); }
+$handler = new WebhookHandler(secret: 'whsec_install_check', store: new MemoryStore(), onEvent: static function (): void {});
+$answer = $handler->receive($body, $headers);
+echo "payhooks/receiver answered {$answer->status}\\n";
+`,
+    );
+    const check = run('/usr/bin/php', ['check.php'], app);
+    expect(check.status, check.output).toBe(0);
+    expect(check.output).toContain('payhooks/receiver answered 200');
+    // The worker is linked into vendor/bin and finds the project's autoloader.
+    expect(run(join(app, 'vendor', 'bin', 'payhooks-worker'), [], app).output).toContain('usage: payhooks-worker <bootstrap.php');
+  }, 150_000);
 });
 
 const EXAMPLE = join(REPO_ROOT, 'examples', 'receiver-php');
