@@ -7,6 +7,7 @@ import { merchants } from '../../src/db/schema.ts';
 import { expireDueSessions } from '../../src/payments/expiry.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
+import { until } from '../helpers/wait.ts';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 22, 9, 30, 0));
 let svc: TestService;
@@ -384,11 +385,7 @@ describe('expiry by the worker', () => {
     job.start();
     try {
       clock.advance(61_000);
-      const deadline = Date.now() + 20_000;
-      while ((await getSession(s.id)).status !== 'expired') {
-        if (Date.now() > deadline) throw new Error('the job did not expire the session');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await until(async () => (await getSession(s.id)).status === 'expired', { message: 'the job to expire the session' });
       expect((await getPayment(s.payment)).status).toBe('expired');
     } finally {
       await job.stop();

@@ -5,6 +5,7 @@ import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { payment, publish } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * When a running worker claims (delivery/worker.ts): on a publish's NOTIFY, and after a finished
@@ -31,14 +32,6 @@ afterAll(async () => {
   await svc?.close();
 });
 
-async function until(what: string, done: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await done()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
-
 const settled = async () => {
   const [row] = await svc.ctx.database.query<{ n: string }>(
     `SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') + (SELECT count(*) FROM delivery_queue WHERE lease_token IS NOT NULL) AS n`,
@@ -60,20 +53,20 @@ describe('claiming on wake-ups', () => {
         );
       }
     });
-    await until('40 deliveries', () => receiver.requests.length - before >= 40);
-    await until('the outcomes recorded', settled);
+    await until(() => receiver.requests.length - before >= 40, { interval: 20, message: '40 deliveries' });
+    await until(settled, { interval: 20, message: 'the outcomes recorded' });
     expect(receiver.requests.length - before).toBe(40);
     expect(new Set(receiver.requests.slice(before).map((r) => r.headers['service-event-id'])).size).toBe(40);
   });
 
   it('an event published alone costs one claim: its completion does not claim again when the claim took everything due', async () => {
-    await until('the backlog settled', settled);
+    await until(settled, { interval: 20, message: 'the backlog settled' });
     for (let i = 0; i < 5; i++) {
       const claims = worker.claims;
       const before = receiver.requests.length;
       const { event } = await publish(svc.ctx, p.merchant_id, { object: payment({ id: `pay_alone_${i}` }) });
-      await until('the delivery', () => receiver.requests.length > before);
-      await until('its outcome recorded', settled);
+      await until(() => receiver.requests.length > before, { interval: 20, message: 'the delivery' });
+      await until(settled, { interval: 20, message: 'its outcome recorded' });
       expect(receiver.requests.at(-1)!.headers['service-event-id']).toBe(event.id);
       expect(worker.claims - claims).toBe(1);
     }

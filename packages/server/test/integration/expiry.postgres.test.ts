@@ -5,6 +5,7 @@ import { sharedPostgres, type SharedPostgres } from '../helpers/shared-postgres.
 import type { Database } from '../../src/db/client.ts';
 import type { ServiceContext } from '../../src/context.ts';
 import { createPlatform } from '../../src/tenancy/platforms.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Checkout-session expiry with real `payhooks worker` processes on one PostgreSQL (this file
@@ -37,14 +38,6 @@ function worker(): Spawned {
   });
   spawned.push(s);
   return s;
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 describe('checkout session expiry by the workers', () => {
@@ -85,8 +78,7 @@ describe('checkout session expiry by the workers', () => {
           Number(
             (await database.query<{ n: string }>(`SELECT count(*) AS n FROM checkout_sessions WHERE status = 'expired'`, []))[0]!.n,
           ) === 300,
-        60_000,
-        '300 sessions expired',
+        { timeout: 60_000, interval: 200, message: '300 sessions expired' },
       );
       await receiver.waitFor(600, 60_000);
 

@@ -5,6 +5,7 @@ import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 import { publish } from '../helpers/publish.ts';
 import { THROTTLE_AFTER_TIMEOUTS } from '../../src/delivery/fairness.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Fair sharing of a worker (delivery/fairness.ts): one Platform's stuck endpoints hold at most
@@ -89,14 +90,6 @@ async function endpoint(key: string, url: string): Promise<string> {
   return r.body.id;
 }
 
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('fair sharing between Platforms', () => {
   it("a Platform's stuck endpoints hold at most its share of a worker while another Platform's deliveries go out", async () => {
     // Attempts to these last the whole deadline; with many due at once they would fill the worker.
@@ -136,7 +129,7 @@ describe('fair sharing between Platforms', () => {
     await healthy.waitFor(5);
     // Without a share, A's 10 endpoints x 2 would hold all 20 slots and B would wait for the
     // deadline. With share 0.5, A holds exactly 10, and keeps to it.
-    await until(() => stuck.open === 10, "A's ten attempts to arrive");
+    await until(() => stuck.open === 10, { interval: 20, message: "A's ten attempts to arrive" });
     await new Promise((r) => setTimeout(r, 300));
     expect(stuck.total).toBe(10);
     expect(stuck.takeMaxOpen()).toBe(10);
@@ -160,32 +153,35 @@ describe('circuit breaker for endpoints that keep timing out', () => {
     // Cap 2 at first: two at once; once the timeouts add up, one at a time.
     await until(
       async () => (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health.status === 'throttled',
-      'throttled',
+      { interval: 20, message: 'throttled' },
     );
     const throttled = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health;
     expect(throttled.consecutive_timeouts).toBeGreaterThanOrEqual(THROTTLE_AFTER_TIMEOUTS);
     expect(throttled.throttled_since).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
     // Let the attempts started before the throttle was seen finish, then watch a few probes.
-    await until(() => receiver.open <= 1, 'in-flight attempts down to one');
+    await until(() => receiver.open <= 1, { interval: 20, message: 'in-flight attempts down to one' });
     receiver.takeMaxOpen();
     const seen = receiver.total;
-    await until(() => receiver.total >= seen + 4, 'four more probes');
+    await until(() => receiver.total >= seen + 4, { interval: 20, message: 'four more probes' });
     expect(receiver.takeMaxOpen()).toBe(1);
 
     // It answers again (slowly, so parallel attempts would overlap): the throttle lifts.
     receiver.answerWith((res) => setTimeout(() => res.end('ok'), 150));
     await until(
       async () => (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health.status === 'healthy',
-      'healthy again',
+      { interval: 20, message: 'healthy again' },
     );
     const healed = (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${id}`)).body.delivery_health;
     expect(healed).toEqual({ status: 'healthy', consecutive_timeouts: 0, throttled_since: null });
     receiver.takeMaxOpen();
     for (let i = 0; i < 6; i++) await publish(svc.ctx, p.merchant_id);
-    await until(async () => {
-      const d = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?endpoint_id=${id}&limit=100`);
-      return d.body.data.every((x: { state: string }) => x.state === 'delivered');
-    }, 'every delivery delivered');
+    await until(
+      async () => {
+        const d = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?endpoint_id=${id}&limit=100`);
+        return d.body.data.every((x: { state: string }) => x.state === 'delivered');
+      },
+      { interval: 20, message: 'every delivery delivered' },
+    );
     expect(receiver.takeMaxOpen()).toBe(2);
   });
 

@@ -7,6 +7,7 @@ import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { apiClient } from '../helpers/service.ts';
 import { sharedPostgres, type SharedPostgres } from '../helpers/shared-postgres.ts';
 import { spawnPayhooks, type Spawned } from '../helpers/spawn.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Issue 23 item 7: stopping a process of a fleet under load loses nothing. SIGTERM makes an API
@@ -34,14 +35,6 @@ function worker(): Spawned {
   const w = spawnPayhooks(['worker'], env({ PAYHOOKS_ENDPOINT_CONCURRENCY: '8' }));
   spawned.push(w);
   return w;
-}
-
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 async function states(): Promise<Record<string, number>> {
@@ -136,7 +129,11 @@ describe('SIGTERM under load', () => {
     onTestFinished(() => {
       stopped = true;
     });
-    await until(async () => finalStatus.size >= 100 && receiver.requests.length >= 20, '100 publishes and 20 attempts under way');
+    await until(async () => finalStatus.size >= 100 && receiver.requests.length >= 20, {
+      timeout: 120_000,
+      interval: 100,
+      message: '100 publishes and 20 attempts under way',
+    });
 
     // The worker first: attempts are in flight at the receiver right now.
     first.child.kill('SIGTERM');
@@ -166,7 +163,11 @@ describe('SIGTERM under load', () => {
 
     // A new worker delivers the rest; each delivery was attempted exactly once in all.
     const second = worker();
-    await until(async () => (await states()).delivered === published.length, 'every event delivered after the restart');
+    await until(async () => (await states()).delivered === published.length, {
+      timeout: 120_000,
+      interval: 100,
+      message: 'every event delivered after the restart',
+    });
     expect(await states()).toEqual({ delivered: published.length });
     const ids = receiver.requests.map((r) => String(r.headers['service-event-id']));
     expect(new Set(ids).size).toBe(published.length);
@@ -197,18 +198,27 @@ describe('SIGTERM under load', () => {
     // One whole request first: the connection is accepted and kept alive.
     const first = request('inflight-1');
     socket.write(first.head + first.body);
-    await until(async () => /\r\n\r\n\{/.test(received) && received.includes('"id":"evt_'), 'the first answer');
+    await until(async () => /\r\n\r\n\{/.test(received) && received.includes('"id":"evt_'), {
+      timeout: 120_000,
+      interval: 100,
+      message: 'the first answer',
+    });
     expect(received).toMatch(/^HTTP\/1\.1 201/);
     expect(received.toLowerCase()).toContain('connection: keep-alive');
     received = '';
     // The second is half sent when the process is told to stop, and finished after.
     const second = request('inflight-2');
     socket.write(second.head + second.body.slice(0, 20));
-    await until(async () => socket.bytesWritten >= Buffer.byteLength(second.head) + 20, 'the half request to be written');
+    await until(async () => socket.bytesWritten >= Buffer.byteLength(second.head) + 20, {
+      timeout: 120_000,
+      interval: 100,
+      message: 'the half request to be written',
+    });
     const exit = api.stop(30_000);
-    await new Promise<void>((resolve) => {
-      const check = () => (api.stdout().includes('draining, then exiting') ? resolve() : setTimeout(check, 20));
-      check();
+    await until(() => api.stdout().includes('draining, then exiting'), {
+      timeout: 120_000,
+      interval: 20,
+      message: 'the API process to say it is draining',
     });
     socket.write(second.body.slice(20));
     // Answered (201 if it was taken before the stop, 503 if Fastify shed it), then closed by the server.

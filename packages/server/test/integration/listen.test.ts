@@ -9,6 +9,7 @@ import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import { HEARTBEAT_MS, LEASE_MS, ListenHub } from '../../src/devtools/listen-sessions.ts';
 import { ManualClock } from '../../src/clock.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Issue 12 item 1: `payhooks listen` as a real process against a real service with a running
@@ -55,15 +56,6 @@ async function startListen(local: { url: string }, extra: string[] = []): Promis
   return { cli, secret, session };
 }
 
-async function until<T>(fn: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 beforeAll(async () => {
   svc = await startService({ allowPrivateUrls: true, pollIntervalMs: 100 });
   p = await svc.platform();
@@ -91,7 +83,7 @@ describe('payhooks listen', () => {
       expect(cli.output()).toContain(`--> payment.succeeded ${event.id}`);
       // The SDK answers 200 first and runs onEvent on a later tick (ack, then process), so the
       // CLI's "<-- 200" line can come before the handler has the event.
-      await until(async () => (local.received.length > 0 ? true : undefined), 'the local receiver to process the event');
+      await until(async () => (local.received.length > 0 ? true : undefined), { message: 'the local receiver to process the event' });
       expect(local.received.map((e) => e.id)).toEqual([event.id]);
       expect(local.rejected).toEqual([]);
       // The bytes the receiver verified are the stored event's (the SDK verified them over the raw body).
@@ -99,10 +91,13 @@ describe('payhooks listen', () => {
         JSON.parse((await svc.ctx.database.query<{ body: string }>('SELECT body FROM events WHERE id = $1', [event.id]))[0]!.body),
       );
 
-      const delivery = await until(async () => {
-        const r = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${session}`);
-        return r.body.data?.[0]?.state === 'delivered' ? r.body.data[0] : undefined;
-      }, 'the delivery to be recorded');
+      const delivery = await until(
+        async () => {
+          const r = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${session}`);
+          return r.body.data?.[0]?.state === 'delivered' ? r.body.data[0] : undefined;
+        },
+        { message: 'the delivery to be recorded' },
+      );
       const attempts = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries/${delivery.id}`);
       expect(attempts.status).toBe(200);
       expect(attempts.body.attempts).toHaveLength(1);
@@ -114,7 +109,7 @@ describe('payhooks listen', () => {
       expect(cli.output()).toContain('Session ended.');
       await until(
         async () => ((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${session}`)).status === 404 ? true : undefined),
-        'the session to be deleted',
+        { message: 'the session to be deleted' },
       );
     } finally {
       await local.close();
@@ -131,10 +126,13 @@ describe('payhooks listen', () => {
       expect(ep.body.enabled_events).toEqual(['payment.failed']);
       const { event } = await publish(svc.ctx, p.merchant_id, { type: 'payment.failed', object: payment({ status: 'failed' }) });
       await cli.waitFor(new RegExp(`<-- 500 \\d+ ms ${event.id}`));
-      const delivery = await until(async () => {
-        const r = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${session}`);
-        return r.body.data?.[0]?.state === 'failed_retrying' ? r.body.data[0] : undefined;
-      }, 'the failed attempt');
+      const delivery = await until(
+        async () => {
+          const r = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${session}`);
+          return r.body.data?.[0]?.state === 'failed_retrying' ? r.body.data[0] : undefined;
+        },
+        { message: 'the failed attempt' },
+      );
       const attempts = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries/${delivery.id}`);
       expect(attempts.body.attempts[0]).toMatchObject({ status_code: 500, succeeded: false, response_body: 'local boom' });
       cli.child.kill('SIGINT');
@@ -152,7 +150,7 @@ describe('payhooks listen', () => {
       await cli.exited;
       await until(
         async () => ((await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${session}`)).status === 404 ? true : undefined),
-        'the session to be deleted',
+        { message: 'the session to be deleted' },
       );
     } finally {
       await local.close();

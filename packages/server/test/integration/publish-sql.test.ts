@@ -9,6 +9,7 @@ import { buildEnvelope } from '../../src/events/envelope.ts';
 import { WAKE_CHANNEL } from '../../src/delivery/wake-channel.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Issue 23 item 5: the outbox as a SQL function for payment cores in any language,
@@ -237,11 +238,11 @@ describe('payhooks.publish_event', () => {
     expect(viaSql).toEqual([exact, wildcard].sort());
     expect(await fan(http.body.id)).toEqual(viaSql);
     // Queued like any delivery: the worker claims both and the receiver gets them.
-    const deadline = Date.now() + 15_000;
-    while (receiver.requests.filter((x) => JSON.parse(x.raw.toString()).id === r.ok.id).length < 2) {
-      if (Date.now() > deadline) throw new Error('the deliveries of the event published through SQL did not arrive');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const eventId = r.ok.id;
+    await until(() => receiver.requests.filter((x) => JSON.parse(x.raw.toString()).id === eventId).length >= 2, {
+      interval: 20,
+      message: 'the deliveries of the event published through SQL',
+    });
     const ids = await svc.ctx.database.query<{ id: string }>('SELECT id FROM webhook_deliveries WHERE event_id = $1', [r.ok.id]);
     for (const { id } of ids) expect(id).toMatch(/^whd_[0-9A-Za-z]{24}$/);
     expect(r.ok.id).toMatch(/^evt_[0-9A-Za-z]{24}$/);
@@ -285,11 +286,10 @@ describe('payhooks.publish_event', () => {
         return r.rows[0]!.id;
       });
       // Woken by the commit (workers poll once an hour here), and delivered.
-      const deadline = Date.now() + 15_000;
-      while (!receiver.requests.some((q) => q.path === '/webhooks/sql' && JSON.parse(q.raw.toString()).id === id)) {
-        if (Date.now() > deadline) throw new Error('the event published through SQL was not delivered');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await until(() => receiver.requests.some((q) => q.path === '/webhooks/sql' && JSON.parse(q.raw.toString()).id === id), {
+        interval: 20,
+        message: 'the event published through SQL to be delivered',
+      });
       expect(wakes).toBeGreaterThan(before);
     } finally {
       await unlisten();

@@ -7,6 +7,7 @@ import { WAKE_CHANNEL } from '../../src/delivery/wake-channel.ts';
 import type { Tx } from '../../src/db/client.ts';
 import { payment } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Issue 11 (latency at half load): a publishing transaction on PostgreSQL no longer NOTIFYs
@@ -50,18 +51,13 @@ const publish = (tx: Tx, id: string) =>
 
 const marker = (tx: Tx) => tx.execute(sql`SELECT pg_notify(${WAKE_CHANNEL}, 'marker')`);
 
-async function until(what: string, done: () => boolean): Promise<void> {
-  for (let i = 0; i < 250 && !done(); i++) await new Promise((r) => setTimeout(r, 20));
-  if (!done()) throw new Error(`gave up waiting for ${what}`);
-}
-
 it('a committed publish wakes the workers by a NOTIFY sent after its commit, not inside its transaction', async () => {
   await svc.ctx.database.db.transaction(async (tx) => {
     // Three publishes in one transaction: one wake-up.
     for (const id of ['pay_a', 'pay_b', 'pay_c']) expect(await publish(tx, id)).toMatchObject({ deliveries: 1 });
     await marker(tx);
   });
-  await until('the wake-up', () => received.length >= 2);
+  await until(() => received.length >= 2, { interval: 20, message: 'the wake-up' });
   await new Promise((r) => setTimeout(r, 200));
   expect(received).toEqual(['marker', 'wake-up']);
 });
@@ -76,7 +72,7 @@ it('a rolled-back publish wakes no one; the next committed one does', async () =
   await new Promise((r) => setTimeout(r, 300));
   expect(received).toHaveLength(0);
   await svc.ctx.database.db.transaction((tx) => publish(tx, 'pay_committed'));
-  await until('the wake-up', () => received.length > 0);
+  await until(() => received.length > 0, { interval: 20, message: 'the wake-up' });
 });
 
 it('a publish inside a savepoint, which cannot defer its wake-up, NOTIFYs inside its transaction (delivered at the top-level commit)', async () => {
@@ -84,7 +80,7 @@ it('a publish inside a savepoint, which cannot defer its wake-up, NOTIFYs inside
     await tx.transaction((savepoint) => publish(savepoint, 'pay_in_savepoint'));
     await marker(tx);
   });
-  await until('the wake-up', () => received.length >= 2);
+  await until(() => received.length >= 2, { interval: 20, message: 'the wake-up' });
   expect(received).toEqual(['wake-up', 'marker']);
 });
 
@@ -94,14 +90,14 @@ it('many concurrent publishers: a wake-up arrives after the last commit, and nev
   const commits = 60;
   await Promise.all(Array.from({ length: commits }, (_, i) => svc.ctx.database.db.transaction((tx) => publish(tx, `pay_concurrent_${i}`))));
   const committedAt = received.length;
-  await until('a wake-up after the last commit', () => received.length > committedAt);
+  await until(() => received.length > committedAt, { interval: 20, message: 'a wake-up after the last commit' });
   await new Promise((r) => setTimeout(r, 200));
   expect(received.length).toBeLessThanOrEqual(commits);
 });
 
 it('the wake-up connection, killed while idle, is replaced: the next publish still wakes the workers', async () => {
   await svc.ctx.database.db.transaction((tx) => publish(tx, 'pay_before_kill'));
-  await until('the wake-up', () => received.length > 0);
+  await until(() => received.length > 0, { interval: 20, message: 'the wake-up' });
   const admin = new pg.Client({ connectionString: svc.testDb.databaseUrl });
   await admin.connect();
   try {
@@ -115,5 +111,5 @@ it('the wake-up connection, killed while idle, is replaced: the next publish sti
   }
   received.length = 0;
   await svc.ctx.database.db.transaction((tx) => publish(tx, 'pay_after_kill'));
-  await until('the wake-up on a new connection', () => received.length > 0);
+  await until(() => received.length > 0, { interval: 20, message: 'the wake-up on a new connection' });
 });

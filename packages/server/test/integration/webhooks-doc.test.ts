@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort, until } from '../helpers/wait.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,14 +22,6 @@ function snippet(heading: string, lang: string): string {
   const m = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(section);
   if (!m) throw new Error(`no ${lang} block under ${heading} in docs/webhooks.md`);
   return m[1]!;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 let svc: TestService;
@@ -70,15 +62,7 @@ describe.each(variants)('docs/webhooks.md snippet: %s', (_name, heading, lang, c
     });
     children.push(child);
     // Ready when it answers (an unsigned request is a 400).
-    for (let i = 0; ; i++) {
-      const ok = await fetch(url, { method: 'POST', body: '{}' }).then(
-        (r) => r.status === 400,
-        () => false,
-      );
-      if (ok) break;
-      if (i > 200) throw new Error(`the ${lang} snippet did not start`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await until(async () => (await fetch(url, { method: 'POST', body: '{}' })).status === 400, { message: `the ${lang} snippet to start` });
   });
 
   it('spec 5.1: accepts a real delivery from the delivery engine (the attempt is 200, the delivery delivered)', async () => {
