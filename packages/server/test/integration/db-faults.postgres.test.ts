@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config.ts';
 import { systemClock } from '../../src/clock.ts';
 import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { publishEvent } from '../../src/events/publish.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Issue 9, database faults: real `payhooks` processes on a PostgreSQL server of their own
@@ -115,14 +116,6 @@ async function publishHttp(baseUrl: string, merchantId: string): Promise<Publish
   }
 }
 
-async function until(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function deliveredCount(eventIds: string[]): Promise<number> {
@@ -154,19 +147,23 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
     await w.waitFor('payhooks workers started');
     // Before the restart: the NOTIFY path works.
     const first = await publishInProcess(p.merchant_id);
-    await until(() => received(first), 10_000, 'first event delivered by NOTIFY');
+    await until(() => received(first), { timeout: 10_000, interval: 100, message: 'first event delivered by NOTIFY' });
 
     for (let round = 1; round <= 2; round++) {
       await server.restart();
       // The listener reconnects with backoff and says so (once per reconnect).
-      await until(
-        () => (w.output().match(/wake-up listener reconnected/g) ?? []).length >= round,
-        20_000,
-        `listener reconnected (round ${round})`,
-      );
+      await until(() => (w.output().match(/wake-up listener reconnected/g) ?? []).length >= round, {
+        timeout: 20_000,
+        interval: 100,
+        message: `listener reconnected (round ${round})`,
+      });
       const id = await settled(() => publishInProcess(p.merchant_id));
       // Well inside the 30 s poll interval, so only a NOTIFY can have woken the worker.
-      await until(() => received(id), 10_000, `event ${round} delivered well before the poll interval`);
+      await until(() => received(id), {
+        timeout: 10_000,
+        interval: 100,
+        message: `event ${round} delivered well before the poll interval`,
+      });
     }
     expect(w.child.exitCode).toBeNull();
     w.child.kill('SIGTERM');
@@ -197,7 +194,7 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
     // On a time-out the error carries what the publishers got and what the service said, so a
     // failure in CI can be read without a rerun.
     const acceptedAfter = async (n: number, what: string) =>
-      until(() => accepted.length > n, 30_000, what).catch((err: Error) => {
+      until(() => accepted.length > n, { timeout: 30_000, interval: 100, message: what }).catch((err: Error) => {
         const seen = JSON.stringify(Object.fromEntries(statuses));
         throw new Error(
           `${err.message} (${accepted.length} accepted, statuses ${seen})\n--- serve output (tail) ---\n${s.output().slice(-6_000)}`,
@@ -240,7 +237,11 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
     }
 
     // Every event whose publish answered 201 reaches the receiver and is recorded as delivered.
-    await until(async () => (await deliveredCount(accepted)) === accepted.length, 90_000, `${accepted.length} accepted events delivered`);
+    await until(async () => (await deliveredCount(accepted)) === accepted.length, {
+      timeout: 90_000,
+      interval: 100,
+      message: `${accepted.length} accepted events delivered`,
+    });
     for (const id of accepted) expect(received(id), id).toBe(true);
 
     // The logs name the failed statement and its SQLSTATE, never the query's parameters.
@@ -294,7 +295,7 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
         await lateCtx.close();
         const answer = await publishHttp(listeningUrl(s), p.merchant_id);
         expect(answer.status).toBe(201);
-        await until(() => received(answer.id!), 15_000, 'event delivered after a late start');
+        await until(() => received(answer.id!), { timeout: 15_000, interval: 100, message: 'event delivered after a late start' });
       } finally {
         await db.close();
       }
@@ -320,7 +321,11 @@ describe('database faults (issue 9): restarts, outages, late starts', () => {
     const w = start(['worker', '--workers', '64'], env(server.url, { PAYHOOKS_POLL_INTERVAL: '30s' }));
     await w.waitFor('payhooks workers started');
     const ids = await Promise.all(Array.from({ length: 20 }, () => publishInProcess(p.merchant_id)));
-    await until(async () => (await deliveredCount(ids)) === ids.length, 20_000, '20 events delivered by 64 loops');
+    await until(async () => (await deliveredCount(ids)) === ids.length, {
+      timeout: 20_000,
+      interval: 100,
+      message: '20 events delivered by 64 loops',
+    });
     w.child.kill('SIGTERM');
     expect(await w.exited).toBe(0);
   }, 60_000);

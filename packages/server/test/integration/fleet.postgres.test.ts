@@ -10,6 +10,7 @@ import { apiClient } from '../helpers/service.ts';
 import { portalSignIn, type PortalClient } from '../helpers/portal.ts';
 import { payment } from '../helpers/publish.ts';
 import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Issue 23 item 4: payhooks as a fleet. Two `payhooks serve --no-worker` processes (A and B, as
@@ -72,16 +73,6 @@ const env = (extra: Record<string, string> = {}) => ({
   PAYHOOKS_LOG_LEVEL: 'info',
   ...extra,
 });
-
-async function until<T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function stateCounts(endpointId: string): Promise<Record<string, number>> {
   const rows = await db.database.query<{ state: string; n: string }>(
@@ -178,28 +169,31 @@ describe('two API processes and a worker on one PostgreSQL', () => {
       expect(received.sort()).toEqual([small.body.id, big.body.id].sort());
 
       // The worker's attempts went to B (the session's URL) and were answered with the local receiver's reply.
-      const attempts = await until(async () => {
-        const rows = await db.database.query<{ event_id: string; status_code: number; response_body: string }>(
-          `SELECT d.event_id, a.status_code, a.response_body FROM delivery_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+      const attempts = await until(
+        async () => {
+          const rows = await db.database.query<{ event_id: string; status_code: number; response_body: string }>(
+            `SELECT d.event_id, a.status_code, a.response_body FROM delivery_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
            WHERE d.endpoint_id = $1 ORDER BY a.started_at`,
-          [session],
-        );
-        return rows.length === 2 ? rows : undefined;
-      }, 'both attempts to be recorded');
+            [session],
+          );
+          return rows.length === 2 ? rows : undefined;
+        },
+        { timeout: 30_000, message: 'both attempts to be recorded' },
+      );
       expect(attempts.map((r) => r.status_code)).toEqual([200, 200]);
       expect(attempts.find((r) => r.event_id === big.body.id)!.response_body).toMatch(/^got \d{5,} bytes$/);
       // The hand-over rows go once answered (removed just after the answer).
-      await until(
-        async () => (await db.database.query('SELECT id FROM listen_relays WHERE endpoint_id = $1', [session])).length === 0,
-        'the hand-over rows to be removed',
-      );
+      await until(async () => (await db.database.query('SELECT id FROM listen_relays WHERE endpoint_id = $1', [session])).length === 0, {
+        timeout: 30_000,
+        message: 'the hand-over rows to be removed',
+      });
 
       cli.child.kill('SIGINT');
       expect(await cli.exited).toBe(0);
-      await until(
-        async () => (await apiClient(b.url)(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${session}`)).status === 404,
-        'A to end the session',
-      );
+      await until(async () => (await apiClient(b.url)(p.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${session}`)).status === 404, {
+        timeout: 30_000,
+        message: 'A to end the session',
+      });
       // Ended through A: the relay through B now answers 404 (the session is nowhere).
       const gone = await fetch(`${b.url}/listen/${session}`, {
         method: 'POST',
@@ -265,12 +259,18 @@ async function bulkReplayAcross(
   const endpointId: string = created.body.id;
   // The first 8 fail before `since`, the next 16 after it: the bulk job takes those 16, B replays the 8.
   await publishFailed(b.url, 8, `${tag}early`);
-  await until(async () => (await stateCounts(endpointId)).failed_retrying === 8 || undefined, 'the first 8 to fail');
+  await until(async () => (await stateCounts(endpointId)).failed_retrying === 8 || undefined, {
+    timeout: 30_000,
+    message: 'the first 8 to fail',
+  });
   await new Promise((r) => setTimeout(r, 20));
   const since = new Date().toISOString();
   await new Promise((r) => setTimeout(r, 20));
   await publishFailed(a.url, 16, `${tag}late`);
-  await until(async () => (await stateCounts(endpointId)).failed_retrying === 24 || undefined, 'all 24 to fail');
+  await until(async () => (await stateCounts(endpointId)).failed_retrying === 24 || undefined, {
+    timeout: 30_000,
+    message: 'all 24 to fail',
+  });
   const early = (
     await db.database.query<{ id: string }>(
       `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND last_attempt_at < $2 ORDER BY created_at`,
@@ -293,15 +293,18 @@ async function bulkReplayAcross(
   expect(second.body.error.code).toBe('bulk_replay_running');
   const singles = Promise.all(early.map((id) => portalB.call('POST', `/deliveries/${id}/replay`)));
   if (whileRunning) {
-    await until(async () => receiver.inFlight > 0, 'attempts in flight');
+    await until(async () => receiver.inFlight > 0, { timeout: 30_000, message: 'attempts in flight' });
     await whileRunning(endpointId);
   }
   const answers = await singles;
   expect(answers.map((r) => r.status)).toEqual(early.map(() => 200));
-  const finished = await until(async () => {
-    const r = await portalB.call('GET', `/bulk_replays/${job.body.id}`);
-    return r.body.status === 'finished' ? r.body : undefined;
-  }, 'the bulk replay to finish');
+  const finished = await until(
+    async () => {
+      const r = await portalB.call('GET', `/bulk_replays/${job.body.id}`);
+      return r.body.status === 'finished' ? r.body : undefined;
+    },
+    { timeout: 30_000, message: 'the bulk replay to finish' },
+  );
   expect(finished).toMatchObject({ total: 16, attempted: 16, delivered: 16, failed: 0 });
   expect(await stateCounts(endpointId)).toEqual({ delivered: 24 });
   expect(receiver.count - countBefore).toBe(24);

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
+import { freePort, until } from '../helpers/wait.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createPgDatabase } from '../helpers/database.ts';
@@ -38,14 +38,6 @@ afterAll(async () => {
 });
 
 const get = (server: ServeProcess, key: string) => fetch(`${server.url}${COLLECTION}`, { headers: { authorization: `Bearer ${key}` } });
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 describe('rate limit shared through Redis (PAYHOOKS_REDIS_URL)', () => {
   let a: ServeProcess;
@@ -182,20 +174,20 @@ describe('Redis unreachable', () => {
           stdio: 'ignore',
         });
         // Ready when it answers PING (it takes a moment to bind).
-        for (let tries = 0; ; tries++) {
-          const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
-          probe.on('error', () => {});
-          try {
-            await probe.connect();
-            await probe.ping();
-            return child;
-          } catch (err) {
-            if (tries > 100) throw err;
-            await new Promise((r) => setTimeout(r, 100));
-          } finally {
-            probe.disconnect();
-          }
-        }
+        await until(
+          async () => {
+            const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
+            probe.on('error', () => {});
+            try {
+              await probe.connect();
+              return (await probe.ping()) === 'PONG';
+            } finally {
+              probe.disconnect();
+            }
+          },
+          { interval: 100, message: `redis-server on port ${port} to answer PING` },
+        );
+        return child;
       };
       const stopRedis = (child: ChildProcess) =>
         new Promise<void>((resolve) => {
@@ -224,12 +216,13 @@ describe('Redis unreachable', () => {
         expect(server.stdout()).toContain('rate limit not applied: its Redis store failed');
         redis = await startRedis();
         // ioredis reconnects with backoff; once it has, the (new, empty) window counts again.
-        let statuses: number[] = [];
-        for (let tries = 0; tries < 100; tries++) {
-          statuses = [(await get(server, key)).status, (await get(server, key)).status, (await get(server, key)).status];
-          if (statuses.includes(429)) break;
-          await new Promise((r) => setTimeout(r, 200));
-        }
+        const statuses = await until(
+          async () => {
+            const three = [(await get(server, key)).status, (await get(server, key)).status, (await get(server, key)).status];
+            return three.includes(429) && three;
+          },
+          { timeout: 30_000, interval: 200, message: 'a 429 once Redis is back' },
+        );
         expect(statuses).toContain(429);
       } finally {
         await server.stop();

@@ -8,6 +8,7 @@ import { spawnPayhooks, type Spawned } from '../helpers/spawn.ts';
 import { apiClient } from '../helpers/service.ts';
 import { payment } from '../helpers/publish.ts';
 import { buildPreviousRelease, type PreviousRelease } from '../helpers/previous-release.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Issue 23 item 6: rolling upgrades. A release's migrations must leave the previous release
@@ -68,11 +69,7 @@ async function publishThrough(api: ServeProcess, merchant: string, tag: string):
 }
 
 async function delivered(id: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!arrived.has(id)) {
-    if (Date.now() > deadline) throw new Error(`event ${id} was not delivered`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(() => arrived.has(id), { timeout: 30_000, message: `event ${id} to be delivered` });
 }
 
 function startWorker(bin?: string): Promise<Spawned> {
@@ -117,15 +114,16 @@ it('the previous release keeps delivering on the migrated schema while API and w
   const newApi = await startServe(['--no-worker'], envOf());
   await delivered(await publishThrough(newApi, platform.merchant_id, 'newapi'));
   // The old API reads the log the new schema holds (each outcome is recorded just after its arrival).
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const list = await apiClient(oldApi.url)(platform.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?endpoint_id=${endpoint.body.id}`);
-    expect(list.status).toBe(200);
-    const states = list.body.data.map((d: { state: string }) => d.state);
-    if (states.join() === 'delivered,delivered,delivered,delivered') break;
-    if (Date.now() > deadline) throw new Error(`deliveries not all recorded as delivered: ${states.join(', ')}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  // Any answer but 200 ends the wait and fails the test at once.
+  const list = await until(
+    async () => {
+      const l = await apiClient(oldApi.url)(platform.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?endpoint_id=${endpoint.body.id}`);
+      const states = l.status === 200 ? l.body.data.map((d: { state: string }) => d.state).join() : '';
+      return l.status !== 200 || states === 'delivered,delivered,delivered,delivered' ? l : undefined;
+    },
+    { timeout: 30_000, message: 'the four deliveries to be recorded as delivered' },
+  );
+  expect(list.status).toBe(200);
   await oldApi.stop();
 
   // 3. Roll the workers: a new one beside the old, then the old one stops.

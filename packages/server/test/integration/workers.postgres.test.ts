@@ -8,6 +8,7 @@ import type { ServiceContext } from '../../src/context.ts';
 import { payment } from '../helpers/publish.ts';
 import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { publishEvent } from '../../src/events/publish.ts';
+import { until } from '../helpers/wait.ts';
 
 /**
  * Scale-out on PostgreSQL with real `payhooks worker` processes (this file runs in the postgres
@@ -69,14 +70,6 @@ async function states(platformId: string): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 const pairs = (r: TestReceiver) => r.requests.map((q) => `${q.headers['service-event-id']} ${q.path}`);
 
 describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
@@ -87,7 +80,11 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       await Promise.all(ws.map((w) => w.waitFor('payhooks workers started')));
       // Published while the workers run: NOTIFY wakes them.
       const p = await setUp(receiver, 5, 1000);
-      await until(async () => (await states(p.platform_id)).delivered === 5000, 120_000, '5000 delivered');
+      await until(async () => (await states(p.platform_id)).delivered === 5000, {
+        timeout: 120_000,
+        interval: 200,
+        message: '5000 delivered',
+      });
       expect(await states(p.platform_id)).toEqual({ delivered: 5000 });
       const seen = pairs(receiver);
       expect(seen).toHaveLength(5000);
@@ -121,7 +118,11 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
       );
       expect(Number(leased!.n)).toBeGreaterThan(0); // the dead worker held work
       const b = worker({ PAYHOOKS_LEASE: '6s', PAYHOOKS_ATTEMPT_TIMEOUT: '2s' });
-      await until(async () => (await states(p.platform_id)).delivered === 500, 60_000, '500 delivered after SIGKILL');
+      await until(async () => (await states(p.platform_id)).delivered === 500, {
+        timeout: 60_000,
+        interval: 200,
+        message: '500 delivered after SIGKILL',
+      });
       expect(await states(p.platform_id)).toEqual({ delivered: 500 });
       // At-least-once: every delivery reached the receiver.
       expect(new Set(pairs(receiver)).size).toBe(500);
@@ -185,7 +186,11 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
         // One LISTEN connection for the whole process, whatever n is: listening takes no pool slot.
         expect((await listening()) - before).toBe(1);
         const p = await setUp(receiver, 4, 50);
-        await until(async () => (await states(p.platform_id)).delivered === 200, 20_000, `200 delivered by ${n} loops`);
+        await until(async () => (await states(p.platform_id)).delivered === 200, {
+          timeout: 20_000,
+          interval: 200,
+          message: `200 delivered by ${n} loops`,
+        });
         expect(await states(p.platform_id)).toEqual({ delivered: 200 });
         expect(new Set(pairs(receiver)).size).toBe(200);
         w.child.kill('SIGTERM');
