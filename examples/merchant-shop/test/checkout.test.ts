@@ -1,7 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../../../packages/server/test/helpers/browser.ts';
-import { startHarness, waitFor, type Harness } from './helpers/harness.ts';
+import { startHarness, type Harness } from './helpers/harness.ts';
+import { until } from '../../../packages/server/test/helpers/wait.ts';
 
 // A customer in real Chromium buys on the shop, pays on payhooks' hosted checkout page and comes
 // back to the shop's success page, while payhooks' worker delivers the webhook over real HTTP.
@@ -63,7 +64,7 @@ async function expectPaidOnce(orderId: string, source: 'webhook' | 'success_page
 
 /** Waits until the shop has acknowledged `eventId` and finished its work. */
 async function shopProcessed(eventId: string) {
-  await waitFor(async () => (await h.deliveriesOf(eventId)).every((d) => d.state === 'delivered'), 15_000, `delivery of ${eventId}`);
+  await until(async () => (await h.deliveriesOf(eventId)).every((d) => d.state === 'delivered'), { message: `delivery of ${eventId}` });
   await h.shop.webhooks.drain();
   const { rows } = await h.pool.query('SELECT state FROM payhooks_events WHERE event_id = $1', [eventId]);
   expect(rows).toEqual([{ state: 'done' }]);
@@ -76,7 +77,9 @@ describe('examples/merchant-shop: an order is paid exactly once, whichever arriv
     const order = await h.order({ checkoutSessionId: sessionId });
     expect(order.status).toBe('pending');
     // Hold the browser's return in front of the shop until the webhook has credited the order.
-    h.holdReturns(() => waitFor(async () => (await h.ledgerOf(order.id)).length === 1, 15_000, 'the webhook to credit'));
+    h.holdReturns(async () => {
+      await until(async () => (await h.ledgerOf(order.id)).length === 1, { message: 'the webhook to credit' });
+    });
     await payAndReturn(sessionId);
     expect(h.returnGateErrors).toEqual([]);
     expect(await statusShown()).toBe('paid');
@@ -116,10 +119,9 @@ describe('examples/merchant-shop: an order is paid exactly once, whichever arriv
     expect(simulated.status).toBe(200);
     expect(simulated.body.status).toBe('succeeded');
     const eventId = await h.eventFor('payment.succeeded', order.payment_id);
-    await waitFor(
+    await until(
       async () => (await h.deliveriesOf(eventId)).length === 2 && (await h.deliveriesOf(eventId)).every((d) => d.state === 'delivered'),
-      15_000,
-      'both deliveries',
+      { message: 'both deliveries' },
     );
     await shopProcessed(eventId);
     // Both copies were acknowledged with 200; the receiver ran the work for one.
@@ -160,11 +162,9 @@ describe('examples/merchant-shop: an order is paid exactly once, whichever arriv
     await expectPaidOnce(order.id, 'success_page');
 
     const eventId = await h.eventFor('payment.succeeded', order.payment_id);
-    await waitFor(
-      async () => ['failed_retrying', 'exhausted'].includes((await h.deliveriesOf(eventId))[0]?.state ?? ''),
-      15_000,
-      'a failed attempt',
-    );
+    await until(async () => ['failed_retrying', 'exhausted'].includes((await h.deliveriesOf(eventId))[0]?.state ?? ''), {
+      message: 'a failed attempt',
+    });
     expect(h.webhookHits.filter((x) => x.eventId === eventId).every((x) => x.status === 503)).toBe(true);
     // No automatic retry from here on: what reaches the shop next is the replay.
     await h.stopWorker();

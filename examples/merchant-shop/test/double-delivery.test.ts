@@ -1,7 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../../../packages/server/test/helpers/browser.ts';
-import { startHarness, waitFor, type Harness } from './helpers/harness.ts';
+import { startHarness, type Harness } from './helpers/harness.ts';
+import { until } from '../../../packages/server/test/helpers/wait.ts';
 
 // The shop run with PAYHOOKS_DOUBLE_DELIVERY (its checkout sessions are created with the sandbox's
 // double-delivery case): every event of the checkout reaches the shop twice, under one evt_ id,
@@ -46,13 +47,12 @@ async function buyAndPay(beforeReturn: (order: { id: string; payment_id: string 
 
 /** Both copies of `eventId` delivered (200 each) and the shop's work for it done. */
 async function bothCopiesProcessed(eventId: string) {
-  await waitFor(
+  await until(
     async () => {
       const deliveries = await h.deliveriesOf(eventId);
       return deliveries.length === 2 && deliveries.every((d) => d.state === 'delivered');
     },
-    15_000,
-    `both deliveries of ${eventId}`,
+    { message: `both deliveries of ${eventId}` },
   );
   await h.shop.webhooks.drain();
   expect(h.webhookHits.filter((x) => x.eventId === eventId)).toEqual([

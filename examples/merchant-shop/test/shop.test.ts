@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { signTestDelivery } from '@payhooks/receiver';
-import { startHarness, waitFor, type Harness } from './helpers/harness.ts';
+import { startHarness, type Harness } from './helpers/harness.ts';
+import { until } from '../../../packages/server/test/helpers/wait.ts';
 
 // The shop over plain HTTP against a real payhooks: what a forged or early return, a forged or
 // mismatching webhook and an abandoned checkout do to the ledger; the HTML it serves; `npm start`.
@@ -105,7 +106,7 @@ describe('examples/merchant-shop over HTTP', () => {
     await worker;
     expect(returns.map((r) => r.status_shown)).toEqual(Array(8).fill('paid'));
     const eventId = await h.eventFor('payment.succeeded', order.payment_id);
-    await waitFor(async () => (await h.deliveriesOf(eventId)).every((d) => d.state === 'delivered'), 15_000, 'the delivery');
+    await until(async () => (await h.deliveriesOf(eventId)).every((d) => d.state === 'delivered'), { message: 'the delivery' });
     await h.shop.webhooks.drain();
     expect((await h.pool.query('SELECT state FROM payhooks_events WHERE event_id = $1', [eventId])).rows).toEqual([{ state: 'done' }]);
     const ledger = await h.ledgerOf(order.id);
@@ -176,10 +177,9 @@ describe('examples/merchant-shop over HTTP', () => {
     }
     await h.shop.webhooks.drain();
     // The work failed for good and stays in the shop's inbox with the reason, for a human.
-    await waitFor(
+    await until(
       async () => (await h.pool.query(`SELECT 1 FROM payhooks_events WHERE event_id = ANY($1) AND state = 'failed'`, [ids])).rowCount === 3,
-      10_000,
-      'the work to fail',
+      { message: 'the work to fail' },
     );
     const { rows } = await h.pool.query('SELECT last_error FROM payhooks_events WHERE event_id = ANY($1) ORDER BY event_id', [ids]);
     for (const row of rows) expect(row.last_error).toMatch(/PaymentMismatchError/);
@@ -195,7 +195,7 @@ describe('examples/merchant-shop over HTTP', () => {
     const { sessionId, order } = await buy();
     const expired = await h.api('POST', `/api/v1/checkout_sessions/${sessionId}/expire`);
     expect(expired.status).toBe(200);
-    await waitFor(async () => (await h.order({ id: order.id })).status === 'expired', 15_000, 'the order to expire');
+    await until(async () => (await h.order({ id: order.id })).status === 'expired', { message: 'the order to expire' });
     const shown = await page(`/success?checkout_session_id=${sessionId}`);
     expect(shown.status_shown).toBe('expired');
     expect(await h.ledgerOf(order.id)).toEqual([]);
@@ -240,7 +240,7 @@ describe('examples/merchant-shop over HTTP', () => {
     });
     const out = collect(child);
     try {
-      await waitFor(() => /shop listening on/.test(out.text), 10_000, 'the shop to start');
+      await until(() => /shop listening on/.test(out.text), { message: 'the shop to start' });
       const url = out.text.match(/http:\/\/127\.0\.0\.1:\d+/)![0];
       const home = await fetch(`${url}/`);
       expect(home.status).toBe(200);

@@ -7,8 +7,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDist } from '../../../packages/receiver/test/helpers/build.ts';
 import { DATABASE_URL } from '../../../packages/receiver/test/helpers/db.ts';
-import { SECRET, delivery, paymentEvent, waitFor } from '../../../packages/receiver/test/helpers/events.ts';
+import { SECRET, delivery, paymentEvent } from '../../../packages/receiver/test/helpers/events.ts';
 import { post } from '../../../packages/receiver/test/helpers/http.ts';
+import { until } from '../../../packages/server/test/helpers/wait.ts';
 
 const EXAMPLE_DIR = fileURLToPath(new URL('..', import.meta.url));
 // The example runs in a database of its own, as a merchant's app would.
@@ -68,7 +69,7 @@ describe('examples/receiver-express', () => {
     ]);
     expect(again.map((r) => r.status)).toEqual([200, 200]);
     await receiver.webhooks.drain();
-    await waitFor(async () => (await ledger(account)).length === 1);
+    await until(async () => (await ledger(account)).length === 1, { message: 'the credit' });
     expect(await ledger(account)).toEqual([{ payment_id: event.data.object.id, amount: '25.50', asset_code: 'USDC.ETH' }]);
     const balance = await (await fetch(`${url}/accounts/${account}/balance`)).json();
     expect(balance).toEqual({ account, balances: [{ asset_code: 'USDC.ETH', balance: '25.50' }] });
@@ -145,12 +146,12 @@ describe('examples/receiver-express', () => {
       let output = '';
       child.stdout!.on('data', (c) => (output += c));
       child.stderr!.on('data', (c) => (output += c));
-      await waitFor(() => /listening on/.test(output), 10_000, 'the example server to start');
+      await until(() => /listening on/.test(output), { message: 'the example server to start' });
       const webhookUrl = output.match(/http:\/\/localhost:(\d+)\/webhooks\/payhooks/)![0];
       const account = `acct_${randomBytes(4).toString('hex')}`;
       const d = delivery(paymentEvent({}, { metadata: { account } }));
       expect((await post(webhookUrl, d.body, d.headers)).status).toBe(200);
-      await waitFor(async () => (await ledger(account)).length === 1, 5_000, 'the credit');
+      await until(async () => (await ledger(account)).length === 1, { message: 'the credit' });
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
@@ -172,18 +173,16 @@ describe('examples/receiver-express', () => {
       let output = '';
       child.stdout!.on('data', (c) => (output += c));
       child.stderr!.on('data', (c) => (output += c));
-      await waitFor(() => /listening on/.test(output), 20_000, 'the example server to start');
+      await until(() => /listening on/.test(output), { message: 'the example server to start' });
       expect(output).toContain(`created database ${fresh}`);
       const webhookUrl = output.match(/http:\/\/localhost:(\d+)\/webhooks\/payhooks/)![0];
       const account = `acct_${randomBytes(4).toString('hex')}`;
       const d = delivery(paymentEvent({}, { metadata: { account } }));
       expect((await post(webhookUrl, d.body, d.headers)).status).toBe(200);
       // The credit and the receiver's tables are in the new database.
-      await waitFor(
-        async () => (await freshPool.query('SELECT 1 FROM ledger_entries WHERE account = $1', [account])).rowCount === 1,
-        5_000,
-        'the credit',
-      );
+      await until(async () => (await freshPool.query('SELECT 1 FROM ledger_entries WHERE account = $1', [account])).rowCount === 1, {
+        message: 'the credit',
+      });
       const { rows } = await freshPool.query(
         `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name IN ('payhooks_events', 'payhooks_credits', 'ledger_entries')`,
       );

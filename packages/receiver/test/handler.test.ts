@@ -9,8 +9,9 @@ import {
   type WebhookHandler,
   type WebhookHandlerOptions,
 } from '../src/index.ts';
-import { SECRET, deferred, delivery, paymentEvent, waitFor } from './helpers/events.ts';
+import { SECRET, deferred, delivery, paymentEvent } from './helpers/events.ts';
 import pg from 'pg';
+import { until } from '../../server/test/helpers/wait.ts';
 
 const handlers: WebhookHandler[] = [];
 afterEach(async () => {
@@ -95,7 +96,7 @@ describe('createWebhookHandler pipeline', () => {
     });
     const event = paymentEvent();
     await handler.handle(delivery(event));
-    await waitFor(() => calls === 1);
+    await until(() => calls === 1, { interval: 10, message: 'onEvent to be called' });
     const dup = await handler.handle(delivery(event));
     expect(parse(dup.body)).toEqual({ received: true, duplicate: true });
     gate.resolve();
@@ -168,7 +169,7 @@ describe('failed work is not lost (memory store: in-process retries, then the id
     });
     const event = paymentEvent();
     expect((await handler.handle(delivery(event))).status).toBe(200);
-    await waitFor(() => attempts.length === 3);
+    await until(() => attempts.length === 3, { interval: 10, message: 'three attempts' });
     await handler.drain();
     expect(attempts).toEqual([1, 2, 3]);
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(19);
@@ -191,10 +192,10 @@ describe('failed work is not lost (memory store: in-process retries, then the id
     });
     const event = paymentEvent();
     await handler.handle(delivery(event));
-    await waitFor(() => calls === 1);
+    await until(() => calls === 1, { interval: 10, message: 'onEvent to be called' });
     await handler.drain();
     expect(parse((await handler.handle(delivery(event))).body)).toMatchObject({ duplicate: true });
-    await waitFor(() => calls === 2);
+    await until(() => calls === 2, { interval: 10, message: 'onEvent to be called again' });
     await handler.drain();
     expect(calls).toBe(2);
   });
@@ -213,8 +214,8 @@ describe('failed work is not lost (memory store: in-process retries, then the id
     });
     const event = paymentEvent();
     await handler.handle(delivery(event));
-    await waitFor(() => errors.length === 3);
-    await waitFor(() => store.size === 0, 1000, 'the id to be released');
+    await until(() => errors.length === 3, { interval: 10, message: 'three errors reported' });
+    await until(() => store.size === 0, { interval: 10, message: 'the id to be released' });
     expect(errors.map((e) => e.info.willRetry)).toEqual([true, true, false]);
     fail = false;
     const replay = await handler.handle(delivery(event));
@@ -228,7 +229,7 @@ describe('failed work is not lost (memory store: in-process retries, then the id
     const first = make({ store, retryDelaysMs: [60_000], onEvent: () => Promise.reject(new Error('fails')) });
     const event = paymentEvent();
     await first.handler.handle(delivery(event));
-    await waitFor(() => first.errors.length === 1);
+    await until(() => first.errors.length === 1, { interval: 10, message: 'the first error reported' });
     await first.handler.close();
     const processed: string[] = [];
     const second = make({ store, onEvent: (e) => void processed.push(e.id) });

@@ -10,8 +10,9 @@ import {
 } from '../src/index.ts';
 import { uniqueName } from './helpers/db.ts';
 import { storeFixture } from './helpers/stores.ts';
-import { SECRET, deferred, delivery, paymentEvent, waitFor } from './helpers/events.ts';
+import { SECRET, deferred, delivery, paymentEvent } from './helpers/events.ts';
 import { listen, post } from './helpers/http.ts';
+import { until } from '../../server/test/helpers/wait.ts';
 
 const fx = storeFixture('stores');
 const { pool, redis, tables, handlers, newPgStore, newRedisStore } = fx;
@@ -103,10 +104,11 @@ describe('PostgreSQL store: a durable inbox', () => {
     expect(await store.claim(event, 100)).not.toBeNull();
     const processed: Array<[string, number]> = [];
     handlerFor(store, { onEvent: (e, ctx) => void processed.push([e.id, ctx.attempt]) });
-    await waitFor(() => processed.length === 1, 5_000, 'the abandoned event to be processed');
+    await until(() => processed.length === 1, { interval: 10, message: 'the abandoned event to be processed' });
     expect(processed).toEqual([[event.id, 2]]);
-    await waitFor(
+    await until(
       async () => (await pool.query(`SELECT state FROM "${store.table}" WHERE event_id = $1`, [event.id])).rows[0]?.state === 'done',
+      { interval: 10, message: 'the event to be recorded as done' },
     );
   });
 
@@ -115,7 +117,7 @@ describe('PostgreSQL store: a durable inbox', () => {
     const event = paymentEvent();
     const first = handlerFor(store, { retryDelaysMs: [300], onEvent: () => Promise.reject(new Error('ledger down')) });
     await first.handler.handle(delivery(event));
-    await waitFor(() => first.errors.length === 1);
+    await until(() => first.errors.length === 1, { interval: 10, message: 'the first error reported' });
     await first.handler.drain();
     await first.handler.close(); // the process restarts before the retry is due
     const { rows } = await pool.query(`SELECT state, attempts, last_error FROM "${store.table}" WHERE event_id = $1`, [event.id]);
@@ -125,7 +127,7 @@ describe('PostgreSQL store: a durable inbox', () => {
     const processed: Array<[string, number]> = [];
     const second = handlerFor(store, { onEvent: (e, ctx) => void processed.push([e.id, ctx.attempt]) });
     expect(JSON.parse((await second.handler.handle(delivery(event))).body)).toMatchObject({ duplicate: true });
-    await waitFor(() => processed.length === 1, 5_000, 'the retry');
+    await until(() => processed.length === 1, { interval: 10, message: 'the retry' });
     expect(processed).toEqual([[event.id, 2]]);
   });
 
@@ -144,15 +146,15 @@ describe('PostgreSQL store: a durable inbox', () => {
     const requeued = paymentEvent();
     await handler.handle(delivery(replayed));
     await handler.handle(delivery(requeued));
-    await waitFor(() => errors.filter((e) => e.info.willRetry === false).length === 2, 5_000, 'both to fail for good');
+    await until(() => errors.filter((e) => e.info.willRetry === false).length === 2, { interval: 10, message: 'both to fail for good' });
     const states = async () => (await pool.query(`SELECT event_id, state, attempts FROM "${store.table}" ORDER BY event_id`)).rows;
-    await waitFor(async () => (await states()).every((r) => r.state === 'failed'));
+    await until(async () => (await states()).every((r) => r.state === 'failed'), { interval: 10, message: 'both rows failed' });
     expect((await states()).map((r) => r.attempts)).toEqual([3, 3]);
     failing = false;
     // A manual replay of a failed event is processed, not acknowledged as a duplicate.
     expect(JSON.parse((await handler.handle(delivery(replayed))).body)).toEqual({ received: true });
     expect(await store.requeueFailed(requeued.id)).toBe(1);
-    await waitFor(() => processed.length === 2, 5_000, 'both to be processed');
+    await until(() => processed.length === 2, { interval: 10, message: 'both to be processed' });
     expect(processed.sort()).toEqual([replayed.id, requeued.id].sort());
   });
 
@@ -209,8 +211,8 @@ describe('Redis store', () => {
     });
     const event = paymentEvent();
     await handler.handle(delivery(event));
-    await waitFor(() => errors.length === 2);
-    await waitFor(async () => (await redis.exists(store.eventKey(event.id))) === 0, 2_000, 'the key to be deleted');
+    await until(() => errors.length === 2, { interval: 10, message: 'two errors reported' });
+    await until(async () => (await redis.exists(store.eventKey(event.id))) === 0, { interval: 10, message: 'the key to be deleted' });
     fail = false;
     expect(JSON.parse((await handler.handle(delivery(event))).body)).toEqual({ received: true });
     await handler.drain();

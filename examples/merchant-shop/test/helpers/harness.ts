@@ -3,13 +3,11 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { expect } from 'vitest';
 import { ensureDist } from '../../../../packages/receiver/test/helpers/build.ts';
-import { waitFor } from '../../../../packages/receiver/test/helpers/events.ts';
 import { createPgDatabase, ADMIN_URL } from '../../../../packages/server/test/helpers/database.ts';
 import { startService, type TestService } from '../../../../packages/server/test/helpers/service.ts';
 import type { CreatedPlatform } from '../../../../packages/server/src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../../../packages/server/src/delivery/worker.ts';
-
-export { waitFor };
+import { until } from '../../../../packages/server/test/helpers/wait.ts';
 
 interface Shop {
   app: (req: IncomingMessage, res: import('node:http').ServerResponse) => void;
@@ -175,14 +173,13 @@ export async function startHarness(options: { doubleDelivery?: boolean } = {}): 
     },
     async eventFor(type, objectId) {
       let found: string | undefined;
-      await waitFor(
+      await until(
         async () => {
           const r = await api('GET', `/api/v1/events?type=${encodeURIComponent(type)}&limit=100`);
           found = (r.body.data as Array<{ id: string; data: { object: { id: string } } }>).find((e) => e.data.object.id === objectId)?.id;
           return found !== undefined;
         },
-        10_000,
-        `${type} for ${objectId}`,
+        { message: `${type} for ${objectId}` },
       );
       return found!;
     },

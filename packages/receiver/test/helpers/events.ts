@@ -61,11 +61,3 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => 
   });
   return { promise, resolve, reject };
 }
-
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
