@@ -16,45 +16,17 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_URL } from '../../packages/server/test/helpers/database.ts';
 import { runPayhooks } from '../../packages/server/test/helpers/cli.ts';
 import { startService, type TestService } from '../../packages/server/test/helpers/service.ts';
+import { freePort, until } from '../../packages/server/test/helpers/wait.ts';
 import type { CreatedPlatform } from '../../packages/server/src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../packages/server/src/delivery/worker.ts';
 
 export const REPO_ROOT = join(import.meta.dirname, '..', '..');
-
-/** A TCP port nobody listens on right now (the example binds it itself). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Polls `check` until it returns true (or a value), failing with `what` after `timeoutMs`. */
-export async function waitUntil<T>(what: string, check: () => Promise<T | false | undefined | null>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== false && value !== undefined && value !== null) return value as T;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 export interface RunningExample {
   /** http://127.0.0.1:<port> */
@@ -128,14 +100,13 @@ export async function startExample(
     }
   };
   try {
-    await waitUntil(
-      `${dir}/start to answer GET /accounts/probe/balance`,
+    await until(
       async () => {
         if (child.exitCode !== null) throw new Error(`start exited with ${child.exitCode}`);
         const body = await balance('probe');
         return body.account === 'probe' && Array.isArray(body.balances);
       },
-      options.timeoutMs ?? 120_000,
+      { timeout: options.timeoutMs ?? 120_000, interval: 100, message: `${dir}/start to answer GET /accounts/probe/balance` },
     );
   } catch (error) {
     await stop();
@@ -213,11 +184,14 @@ export function describeExampleReceiver(name: string, dir: string, options: { st
         (e: { type: string; data: { object: { id: string } } }) => e.type === 'payment.succeeded' && e.data.object.id === payment.id,
       );
       expect(succeeded).toBeDefined();
-      const deliveries = await waitUntil('both copies delivered', async () => {
-        const list = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${succeeded.id}`);
-        const data = list.body.data as Array<{ id: string; state: string; endpoint_id: string }>;
-        return data.length === 2 && data.every((d) => d.state === 'delivered') ? data : false;
-      });
+      const deliveries = await until(
+        async () => {
+          const list = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${succeeded.id}`);
+          const data = list.body.data as Array<{ id: string; state: string; endpoint_id: string }>;
+          return data.length === 2 && data.every((d) => d.state === 'delivered') ? data : false;
+        },
+        { timeout: 60_000, interval: 100, message: 'both copies delivered' },
+      );
       expect(deliveries.every((d) => d.endpoint_id === endpointId)).toBe(true);
       // A resend from the delivery log: the same evt_ id, signed again.
       const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
@@ -230,12 +204,18 @@ export function describeExampleReceiver(name: string, dir: string, options: { st
 
       const credited = { account, balances: [{ asset_code: 'USDC.ETH', balance: '12.34' }] };
       let seen: unknown;
-      await waitUntil(`the example to credit ${account} once (last balance seen: see below)`, async () => {
-        seen = await example.balance(account);
-        return JSON.stringify(seen) === JSON.stringify(credited);
-      }).catch((error: Error) => {
-        throw new Error(`${error.message}\nlast balance: ${JSON.stringify(seen)}\n--- example output ---\n${example.output()}`);
-      });
+      await until(
+        async () => {
+          seen = await example.balance(account);
+          return JSON.stringify(seen) === JSON.stringify(credited);
+        },
+        {
+          timeout: 60_000,
+          interval: 100,
+          message: () =>
+            `the example to credit ${account} once\nlast balance: ${JSON.stringify(seen)}\n--- example output ---\n${example.output()}`,
+        },
+      );
       // A later payment to another account, credited after the copies and the resend were handled:
       // by then a second credit of the first payment would show.
       const marker = `acct_${randomBytes(4).toString('hex')}`;
@@ -248,7 +228,11 @@ export function describeExampleReceiver(name: string, dir: string, options: { st
         await svc.api(p.keys.sandbox, 'POST', `/api/v1/sandbox/payments/${second.body.id}/simulate`, { status });
       }
       await worker.drain();
-      await waitUntil(`the example to credit ${marker}`, async () => (await example.balance(marker)).balances.length === 1);
+      await until(async () => (await example.balance(marker)).balances.length === 1, {
+        timeout: 60_000,
+        interval: 100,
+        message: `the example to credit ${marker}`,
+      });
       expect(await example.balance(account)).toEqual(credited);
       // Unknown and uncredited types were acknowledged (every delivery of this endpoint is delivered).
       const all = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?limit=100`);

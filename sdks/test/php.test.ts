@@ -7,7 +7,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET, delivery, paymentEvent } from '../../packages/receiver/test/helpers/events.ts';
 import { ADMIN_URL } from '../../packages/server/test/helpers/database.ts';
-import { REPO_ROOT, describeExampleReceiver, freePort, startExample, waitUntil, type RunningExample } from './harness.ts';
+import { freePort, until } from '../../packages/server/test/helpers/wait.ts';
+import { REPO_ROOT, describeExampleReceiver, startExample, type RunningExample } from './harness.ts';
 
 const SDK = join(REPO_ROOT, 'sdks', 'php');
 const vectors = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/contract/test-vectors/webhook-signatures.json'), 'utf8')) as {
@@ -158,10 +159,10 @@ describe('examples/receiver-php: the work after the answer, the worker, the ledg
       const res = await post(delivery(paymentEvent({}, { amount, asset_code, metadata: { account } })));
       expect(res.status).toBe(200);
     }
-    await waitUntil(
-      'three credits',
+    await until(
       async () =>
         (await example.balance(account)).balances.length === 2 && (await example.balance(account)).balances[1]!.balance === '10.75',
+      { timeout: 60_000, interval: 100, message: 'three credits' },
     );
     expect(await example.balance(account)).toEqual({
       account,
@@ -178,10 +179,13 @@ describe('examples/receiver-php: the work after the answer, the worker, the ledg
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ received: true });
     // The first attempt runs after the answer, in the web request; the second (after 1 s) in the worker.
-    const retried = await waitUntil('the worker to retry it', async () => {
-      const r = await row(event.id);
-      return r && r.attempts >= 2 && r.state === 'pending' ? r : false;
-    });
+    const retried = await until(
+      async () => {
+        const r = await row(event.id);
+        return r && r.attempts >= 2 && r.state === 'pending' ? r : false;
+      },
+      { timeout: 60_000, interval: 100, message: 'the worker to retry it' },
+    );
     expect(retried.last_error).toMatch(/no metadata\.account/);
     const lines = example
       .output()
@@ -203,7 +207,11 @@ describe('examples/receiver-php: the work after the answer, the worker, the ledg
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe('bad_signature');
     // The line is written by a PHP process after it answered: wait for it rather than race it.
-    await waitUntil('the rejection log line', async () => /rejected a delivery with 400: bad_signature/.test(example.output()));
+    await until(() => /rejected a delivery with 400: bad_signature/.test(example.output()), {
+      timeout: 60_000,
+      interval: 100,
+      message: 'the rejection log line',
+    });
     expect(example.output().match(/rejected a delivery with 400: bad_signature/g)).toHaveLength(1);
     expect(await example.balance(account)).toEqual({ account, balances: [] });
   });
