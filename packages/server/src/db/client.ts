@@ -53,6 +53,11 @@ export interface OpenOptions {
   databaseUrl?: string | undefined;
   /** PGlite data directory; undefined with no URL = in memory (tests). */
   dataDir?: string | undefined;
+  /**
+   * In memory only: start from this dump of a PGlite data directory (`dumpDataDir()`) instead of
+   * an empty cluster. Tests copy one migrated database this way (test/helpers/database.ts).
+   */
+  pgliteSnapshot?: Blob | undefined;
   /** Most pooled PostgreSQL connections (the wake-up listener has its own, outside the pool). */
   poolSize?: number;
   /** Where lost connections and listener reconnects are reported; silent when absent. */
@@ -71,7 +76,7 @@ const KEEPALIVE_MS = 10_000;
 
 export async function openDatabase(options: OpenOptions): Promise<Database> {
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.logger ?? pino({ level: 'silent' }));
-  return openPglite(options.dataDir);
+  return openPglite(options.dataDir, options.pgliteSnapshot);
 }
 
 async function openPostgres(url: string, poolSize: number, logger: Logger): Promise<Database> {
@@ -423,7 +428,7 @@ class WakeListener {
   }
 }
 
-async function openPglite(dataDir: string | undefined): Promise<Database> {
+async function openPglite(dataDir: string | undefined, snapshot?: Blob): Promise<Database> {
   // Loaded here, not at the top: PGlite (a WebAssembly PostgreSQL) takes a while to load, and a
   // PostgreSQL deployment or a command that opens no database never needs it.
   const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
@@ -435,7 +440,7 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     unlock = lockDataDir(resolve(dataDir));
     client = new PGlite(dir);
   } else {
-    client = new PGlite();
+    client = snapshot ? new PGlite({ loadDataDir: snapshot }) : new PGlite();
   }
   try {
     await client.waitReady;

@@ -36,6 +36,34 @@ export async function createPgDatabase(adminUrl = ADMIN_URL, prefix = 'payhooks_
   };
 }
 
+let pgliteSnapshot: Promise<Blob> | undefined;
+
+/**
+ * A dump of one in-memory PGlite database, migrated, made once per test worker. A new PGlite
+ * database starts from it: loading a dump skips the cluster's creation (initdb in WebAssembly)
+ * and the migrations, which were most of the time a PGlite test file took to start. The copy's
+ * state is the one `migrate` leaves (the same migrations, applied by the same function).
+ */
+function migratedPglite(): Promise<Blob> {
+  pgliteSnapshot ??= (async () => {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const client = new PGlite();
+    try {
+      // `migrate` needs only `script`, implemented as openDatabase's PGlite handle does it.
+      const script: Database['script'] = (fn) =>
+        client.transaction((tx) => fn(async (text) => ((await tx.exec(text)).at(-1)?.rows ?? []) as Record<string, unknown>[]));
+      await migrate({ script } as Database);
+      return (await client.dumpDataDir('none')) as Blob;
+    } finally {
+      await client.close();
+    }
+  })();
+  pgliteSnapshot.catch(() => {
+    pgliteSnapshot = undefined;
+  });
+  return pgliteSnapshot;
+}
+
 /** A migrated database on this run's backend: real PostgreSQL, or in-memory PGlite. */
 export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
   let databaseUrl: string | undefined;
@@ -45,8 +73,11 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
     databaseUrl = created.url;
     drop = created.drop;
   }
-  const database = await openDatabase({ databaseUrl, dataDir: undefined });
-  if (options.migrate !== false) await migrate(database);
+  const migrated = options.migrate !== false;
+  // PGlite: a copy of the worker's one migrated database (see migratedPglite).
+  const snapshot = backend === 'pglite' && migrated ? await migratedPglite() : undefined;
+  const database = await openDatabase({ databaseUrl, dataDir: undefined, pgliteSnapshot: snapshot });
+  if (migrated && !snapshot) await migrate(database);
   return {
     database,
     databaseUrl,
