@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../src/db/client.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import { listMigrations, migrate } from '../../src/db/migrate.ts';
 
 /** Which backend this run of the integration suite uses (set per vitest project). */
 export const backend: 'postgres' | 'pglite' = process.env.PAYHOOKS_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
@@ -17,12 +17,19 @@ export interface TestDatabase {
 }
 
 /** A fresh, empty PostgreSQL database (real server), dropped by `drop()`. */
-export async function createPgDatabase(adminUrl = ADMIN_URL, prefix = 'payhooks_test'): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createPgDatabase(
+  adminUrl = ADMIN_URL,
+  prefix = 'payhooks_test',
+  template = 'template0',
+): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name} TEMPLATE template0`);
-  await admin.end();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+  } finally {
+    await admin.end();
+  }
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
@@ -34,6 +41,70 @@ export async function createPgDatabase(adminUrl = ADMIN_URL, prefix = 'payhooks_
       await c.end();
     },
   };
+}
+
+let pgTemplate: Promise<string> | undefined;
+
+/**
+ * PostgreSQL: the name of a database migrated once and kept on the server as a template, so a
+ * test database is `CREATE DATABASE … TEMPLATE` it (a file copy, about 0.35 s here) instead of
+ * an empty one migrated again (1 to 1.7 s). Named by a hash of the migrations, so a changed or
+ * added migration gets a template of its own, and by the day; an advisory lock makes concurrent
+ * workers (and runs on the same server) build it once. Nothing connects to it once it is built.
+ */
+function migratedPgTemplate(adminUrl: string): Promise<string> {
+  pgTemplate ??= (async () => {
+    const hash = createHash('sha256');
+    for (const m of listMigrations()) hash.update(`${m.name}\n${m.sql}\n`);
+    // And by the day: migrations create the weekly partitions around now().
+    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10).replaceAll('-', '');
+    const name = `payhooks_template_${hash.digest('hex').slice(0, 16)}_${day(0)}`;
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    try {
+      await admin.query('SELECT pg_advisory_lock(727275)');
+      if ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount) return name;
+      // Templates of two days ago and before are no run's any more.
+      const { rows } = await admin.query<{ datname: string }>(
+        `SELECT datname FROM pg_database WHERE datname ~ '^payhooks_template_[0-9a-f]{16}_[0-9]{8}$' AND right(datname, 8) < $1`,
+        [day(1)],
+      );
+      for (const old of rows) await admin.query(`DROP DATABASE IF EXISTS ${old.datname}`).catch(() => {});
+      const building = await createPgDatabase(adminUrl, 'payhooks_template_building');
+      const client = new pg.Client({ connectionString: building.url });
+      try {
+        await client.connect();
+        await client.query('BEGIN');
+        await migrate({
+          script: (fn) => fn(async (text) => [await client.query(text)].flat().at(-1)?.rows ?? []),
+        } as Pick<Database, 'script'> as Database);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.end().catch(() => {});
+        await building.drop().catch(() => {});
+        throw err;
+      }
+      await client.end();
+      // Published under its name only once complete; the closed connection's backend may take a moment to go.
+      const built = new URL(building.url).pathname.slice(1);
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await admin.query(`ALTER DATABASE ${built} RENAME TO ${name}`);
+          return name;
+        } catch (err) {
+          if (attempt >= 50) throw err;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock(727275)').catch(() => {});
+      await admin.end();
+    }
+  })();
+  pgTemplate.catch(() => {
+    pgTemplate = undefined;
+  });
+  return pgTemplate;
 }
 
 let pgliteSnapshot: Promise<Blob> | undefined;
@@ -68,16 +139,18 @@ function migratedPglite(): Promise<Blob> {
 export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
   let databaseUrl: string | undefined;
   let drop = async () => {};
+  const migrated = options.migrate !== false;
+  let template: string | undefined;
   if (backend === 'postgres') {
-    const created = await createPgDatabase();
+    template = migrated ? await migratedPgTemplate(ADMIN_URL) : undefined;
+    const created = await createPgDatabase(ADMIN_URL, undefined, template);
     databaseUrl = created.url;
     drop = created.drop;
   }
-  const migrated = options.migrate !== false;
   // PGlite: a copy of the worker's one migrated database (see migratedPglite).
   const snapshot = backend === 'pglite' && migrated ? await migratedPglite() : undefined;
   const database = await openDatabase({ databaseUrl, dataDir: undefined, pgliteSnapshot: snapshot });
-  if (migrated && !snapshot) await migrate(database);
+  if (migrated && !snapshot && !template) await migrate(database);
   return {
     database,
     databaseUrl,
