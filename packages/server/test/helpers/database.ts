@@ -27,6 +27,17 @@ export async function createPgDatabase(
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+    // CREATE DATABASE copies a template's contents, not its ALTER DATABASE … SET settings
+    // (migrations set some, e.g. jit = off): the copy gets them as migrating would have set them.
+    const { rows } = await admin.query<{ setting: string }>(
+      `SELECT unnest(s.setconfig) AS setting FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase
+        WHERE d.datname = $1 AND s.setrole = 0`,
+      [template],
+    );
+    for (const { setting } of rows) {
+      const eq = setting.indexOf('=');
+      await admin.query(`ALTER DATABASE ${name} SET ${setting.slice(0, eq)} = ${admin.escapeLiteral(setting.slice(eq + 1))}`);
+    }
   } finally {
     await admin.end();
   }
