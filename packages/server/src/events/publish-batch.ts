@@ -1,6 +1,7 @@
 import { WILDCARD_EVENT_TYPE, type WebhookEvent } from '@payhooks/contract';
 import type { Database, Tx } from '../db/client.ts';
 import { notifyAfterCommit, wakesAfterCommit } from '../db/after-commit.ts';
+import { runNamedStatement } from '../db/named-statement.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
@@ -48,11 +49,11 @@ export async function publishEventsAlone(database: Database, inputs: BatchEventI
 
 type Runner = <T>(sql: string, params: unknown[], name: string) => Promise<T[]>;
 
-/** Statements on the transaction's own connection, named (see publish.ts, publishStatement). */
+/** Statements on the transaction's own connection, named (db/named-statement.ts). */
 const txRunner =
   (tx: Tx): Runner =>
-  async <T>(sql: string, params: unknown[], name: string) =>
-    ((await tx._.session.prepareQuery({ sql, params }, undefined, name, false).execute()) as unknown as { rows: T[] }).rows;
+  <T>(sql: string, params: unknown[], name: string) =>
+    runNamedStatement<T>(tx, name, sql, params);
 
 /** The most delivery ids generated per event before the statement says how many it needs. */
 const fanoutHint = new Map<string, number>();

@@ -2,6 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import { WILDCARD_EVENT_TYPE, type WebhookEvent } from '@payhooks/contract';
 import type { Tx } from '../db/client.ts';
 import { notifyAfterCommit, wakesAfterCommit } from '../db/after-commit.ts';
+import { runNamedStatement } from '../db/named-statement.ts';
 import { eventIdempotencyKeys, events, type EventRow } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -260,39 +261,28 @@ async function publishStatement(
 ): Promise<PublishRow> {
   const notifyHere = !wakesAfterCommit(tx);
   const plain = input.idempotencyKey === undefined && input.onlyEndpointId === undefined && input.copies === 1 && !notifyHere;
-  // The caller's transaction, through drizzle's session: the only way to run a named statement
-  // on the connection that holds the transaction (node-postgres prepares it per connection;
-  // PGlite ignores the name).
-  const prepared = plain
-    ? tx._.session.prepareQuery(
-        {
-          sql: PUBLISH_PLAIN_SQL,
-          params: [
-            input.merchantId,
-            input.environment,
-            WILDCARD_EVENT_TYPE,
-            input.type,
-            ids.length,
-            id,
-            now,
-            body,
-            ids,
-            typeof input.object.id === 'string' ? input.object.id : null,
-            traceparent ?? null,
-          ],
-        },
-        undefined,
-        'publish_event_plain',
-        false,
-      )
-    : tx._.session.prepareQuery(
-        { sql: PUBLISH_SQL, params: publishParams(input, id, body, now, ids, notifyHere, traceparent) },
-        undefined,
+  // Named, on the transaction's own connection (db/named-statement.ts): prepared once per connection.
+  const [row] = plain
+    ? await runNamedStatement<PublishRow>(tx, 'publish_event_plain', PUBLISH_PLAIN_SQL, [
+        input.merchantId,
+        input.environment,
+        WILDCARD_EVENT_TYPE,
+        input.type,
+        ids.length,
+        id,
+        now,
+        body,
+        ids,
+        typeof input.object.id === 'string' ? input.object.id : null,
+        traceparent ?? null,
+      ])
+    : await runNamedStatement<PublishRow>(
+        tx,
         'publish_event',
-        false,
+        PUBLISH_SQL,
+        publishParams(input, id, body, now, ids, notifyHere, traceparent),
       );
-  const result = (await prepared.execute()) as unknown as { rows: PublishRow[] };
-  return result.rows[0]!;
+  return row!;
 }
 
 async function findByIdempotencyKey(
