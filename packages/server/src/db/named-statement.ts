@@ -12,7 +12,7 @@ import type { Queryable } from './client.ts';
  * to run hand-written SQL, `execute(sql)`, never names it; and the pooled connection that holds
  * a drizzle transaction is not exposed. So this reaches into drizzle's session
  * (`_.session.prepareQuery(query, fields, name, arrayMode)`, typed but not documented API): the
- * one place in the code base that does. On
+ * one place in the code base that does (docs/decisions/one-way-to-publish.md). On
  * node-postgres the name is sent with the statement (prepared on first use per connection); the
  * PGlite driver ignores it (a single connection, no plan cache to keep). If a drizzle upgrade
  * changes this, this function is what to fix; publish-plan.postgres.test.ts (the plan is

@@ -167,7 +167,7 @@ describe('a transaction sends its BEGIN with its first statement (issue 26: one-
           new Date(),
         ),
       );
-    await publish(0); // prepares `publish_event` on the connection (its first use sends BEGIN alone)
+    await publish(0); // prepares `publish_event_plain` on the connection (its first use sends BEGIN alone)
     const trips = await roundTrips(() => publish(1));
     expect(trips).toBe(2);
     const [row] = await database.query<{ n: number }>('SELECT count(*)::int AS n FROM delivery_queue', []);

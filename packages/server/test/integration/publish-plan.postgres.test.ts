@@ -54,7 +54,8 @@ it('publishEvent is prepared once per connection and runs its generic plan (no p
     )) as unknown as { rows: Array<{ name: string; generic: number; custom: number }> };
     return r.rows;
   });
-  // Without a key, the plain statement; with one (and for the replay), the full one.
+  // Without a key, the plain statement; with one (and for the replay), the full one: each as the
+  // text for one event, which is the batches' text with the event's values bound as they are.
   expect(plans.map((p) => p.name)).toEqual(['publish_event', 'publish_event_plain']);
   for (const plan of plans) {
     // PostgreSQL plans the first five executions for their parameters, then compares.
@@ -66,7 +67,7 @@ it('publishEvent is prepared once per connection and runs its generic plan (no p
 it('publishEvents (the internal API batches) is planned once per connection too: its generic plan, whatever the batch size', async () => {
   const plans = await svc.ctx.database.db.transaction(async (tx) => {
     for (let i = 0; i < 12; i++) {
-      const n = 1 + (i % 4);
+      const n = 2 + (i % 4); // one event is publishEvent's statement, above
       const out = await publishEvents(
         tx,
         Array.from({ length: n }, (_, k) => ({
