@@ -7,8 +7,14 @@ export { createPlatform, createApiKey, revokeApiKey } from './tenancy/platforms.
 export { AppError, ConfigError } from './errors.ts';
 export { ManualClock, systemClock, type Clock } from './clock.ts';
 // Publishing from in-process code, inside the caller's own transaction (`database.db.transaction`).
-export { publishEvent, type PublishResult } from './events/publish.ts';
 export { WAKE_CHANNEL } from './delivery/wake-channel.ts';
-export { publishEvents, PUBLISH_BATCH_MAX, type BatchEventInput, type BatchOutcome } from './events/publish-batch.ts';
+export {
+  publishEvent,
+  publishEvents,
+  PUBLISH_BATCH_MAX,
+  type BatchEventInput,
+  type BatchOutcome,
+  type PublishResult,
+} from './events/publish.ts';
 export type { EventInput } from './events/envelope.ts';
 export type { Tx } from './db/client.ts';

@@ -1,7 +1,6 @@
 import type { Database } from '../db/client.ts';
 import { isUnavailable } from '../db/faults.ts';
-import { PUBLISH_BATCH_MAX, publishEventsAlone, type BatchEventInput } from './publish-batch.ts';
-import type { PublishResult } from './publish.ts';
+import { PUBLISH_BATCH_MAX, publishEventsAlone, type BatchEventInput, type PublishResult } from './publish.ts';
 
 interface Waiting {
   input: BatchEventInput;

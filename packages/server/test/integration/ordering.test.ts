@@ -3,7 +3,7 @@ import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '@payhooks/contract';
 import { ManualClock, startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { payment, publish } from '../helpers/publish.ts';
-import { publishEventsAlone } from '../../src/events/publish-batch.ts';
+import { publishEventsAlone } from '../../src/events/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 

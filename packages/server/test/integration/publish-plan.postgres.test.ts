@@ -2,8 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { startService, type TestService } from '../helpers/service.ts';
 import { endpointsNobodyServes } from '../helpers/plan.ts';
-import { publishEvent } from '../../src/events/publish.ts';
-import { publishEvents } from '../../src/events/publish-batch.ts';
+import { publishEvent, publishEvents } from '../../src/events/publish.ts';
 import { payment } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { checkoutSession, payment } from '../helpers/publish.ts';
-import { publishEvents } from '../../src/events/publish-batch.ts';
+import { publishEvents } from '../../src/events/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 

@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
-import { PUBLISH_BATCH_MAX, publishEventsAlone, type BatchEventInput, type BatchOutcome } from '../../events/publish-batch.ts';
+import { PUBLISH_BATCH_MAX, publishEventsAlone, type BatchEventInput, type BatchOutcome } from '../../events/publish.ts';
 import { validateEndpointFamilyObject } from '../../endpoints/event-objects.ts';
 import { validatePaymentFamilyObject } from '../../payments/event-objects.ts';
 import { ErrorSchema } from '../v1/schemas.ts';
