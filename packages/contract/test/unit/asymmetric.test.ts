@@ -16,7 +16,7 @@ const BODY = '{"id":"evt_1","type":"payment.succeeded"}';
 describe('ed25519 signatures over the bytes the HMAC signs', () => {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
 
-  it('signs `${t}.${rawBody}` and verifies with the public key alone', () => {
+  it('signs "t.rawBody" and verifies with the public key alone', () => {
     const sig = computeAsymmetricSignature(privateKey, T, BODY);
     expect(Buffer.from(sig, 'base64')).toHaveLength(64);
     expect(verify(null, Buffer.from(`${T}.${BODY}`), publicKey, Buffer.from(sig, 'base64'))).toBe(true);
