@@ -5,22 +5,25 @@ import { IDEMPOTENCY_WINDOW_MS } from '../idempotency-window.ts';
 import { PeriodicJob } from '../periodic-job.ts';
 
 /**
- * Retention (migration 0007): `events`, `webhook_deliveries` and `delivery_attempts` are
- * partitioned by week (Monday 00:00 UTC to the next; attempts by their delivery's creation
- * time), and a week's three partitions are named `<table>_pYYYYMMDD` after its Monday.
+ * Retention (migrations 0007 and 0028): `events`, `webhook_deliveries`, `delivery_attempts` and
+ * `event_idempotency_keys` are partitioned by week (Monday 00:00 UTC to the next; attempts by
+ * their delivery's creation time, keys by their `week`), and a week's four partitions are named
+ * `<table>_pYYYYMMDD` after its Monday.
  *
  * Each run, step by step, each step its own short transaction:
  * 1. creates the weeks from the current one to `WEEKS_AHEAD` ahead, so inserts never wait on
  *    DDL and never fall into the default partition in normal operation;
- * 2. drops every week that ended at least `retentionMs` ago, attempts, deliveries and event
- *    together, unless a delivery of that week is still in `delivery_queue` (an attempt due or in
+ * 2. drops every week that ended at least `retentionMs` ago, attempts, deliveries, events and
+ *    their idempotency keys together, unless a delivery of that week is still in `delivery_queue` (an attempt due or in
  *    flight: a worker backlog older than the window). That week waits for a later run and is
  *    reported. A parked delivery (its endpoint disabled, so out of the queue) does not hold its
  *    week: it leaves with it, like the finished ones;
  * 3. purges the DEFAULT partitions (rows outside every week: very old imports, clocks far off)
  *    by DELETE with the same rules (normally they are empty);
- * 4. deletes the event idempotency keys of purged events, and API `Idempotency-Key` records
- *    older than their 24 h window;
+ * 4. deletes API `Idempotency-Key` records older than their 24 h window (by their index on
+ *    `created_at`: only the expired ones are read). Event idempotency keys need no step: they
+ *    leave with their week (step 2) or with the default partitions (step 3), so a run with
+ *    nothing to drop reads no kept row;
  * 5. the audit trail (`audit_events`, migration 0022), partitioned by the same weeks but kept for
  *    its own window (`auditRetentionMs`): weeks ahead are created with the trigger that refuses
  *    TRUNCATE (row triggers come from the parent; TRUNCATE triggers don't), and whole weeks
@@ -45,6 +48,7 @@ const TABLES = [
   { name: 'delivery_attempts', key: 'delivery_created_at' },
   { name: 'webhook_deliveries', key: 'created_at' },
   { name: 'events', key: 'created_at' },
+  { name: 'event_idempotency_keys', key: 'week' },
 ] as const;
 
 export interface MaintenanceResult {
@@ -60,6 +64,7 @@ export interface MaintenanceResult {
   lockTimeouts: string[];
   /** Rows deleted from the default partitions (attempts + deliveries + events). */
   defaultRowsDeleted: number;
+  /** Event idempotency keys deleted from their default partition (normally none: keys leave with their week). */
   eventKeysDeleted: number;
   idempotencyKeysDeleted: number;
   /** Audit weeks created and dropped (YYYYMMDD of their Monday). */
@@ -134,16 +139,18 @@ export async function maintainPartitions(
     }
   };
 
-  const existing = new Set(
-    (
-      await database.query<{ relname: string }>(
-        `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'webhook_deliveries'::regclass`,
-        [],
-      )
-    )
-      .map((r) => /^webhook_deliveries_p(\d{8})$/.exec(String(r.relname))?.[1])
-      .filter((s): s is string => s !== undefined),
-  );
+  // Each table's weeks: a week made by an older release may lack the keys' partition (made below).
+  const existing = new Map<string, Set<string>>(TABLES.map((t) => [t.name, new Set<string>()]));
+  for (const r of await database.query<{ parent: string; relname: string }>(
+    `SELECT i.inhparent::regclass::text AS parent, c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = ANY (ARRAY[${TABLES.map((t) => `'${t.name}'::regclass`).join(', ')}])`,
+    [],
+  )) {
+    const week = /_p(\d{8})$/.exec(String(r.relname))?.[1];
+    if (week) existing.get(String(r.parent))?.add(week);
+  }
+  const weeks = new Set([...existing.values()].flatMap((w) => [...w]));
+  const partitionsOf = (suffix: string) => TABLES.filter((t) => existing.get(t.name)!.has(suffix)).map((t) => `${t.name}_p${suffix}`);
 
   // 1. Weeks ahead. A week whose range already has rows in a default partition can't be
   //    created (PostgreSQL refuses); those rows stay in the default and age out by DELETE.
@@ -151,36 +158,37 @@ export async function maintainPartitions(
   for (let i = 0; i <= WEEKS_AHEAD && result.ran; i++) {
     const week = new Date(first.getTime() + i * WEEK_MS);
     const suffix = weekSuffix(week);
-    if (existing.has(suffix)) continue;
+    const missing = TABLES.filter((t) => !existing.get(t.name)!.has(suffix));
+    if (missing.length === 0) continue;
     const end = new Date(week.getTime() + WEEK_MS);
     const made = await step(`create ${suffix}`, async (run) => {
       const [clash] = await run(
-        `${TABLES.map((t) => `SELECT 1 FROM ${t.name}_default WHERE ${t.key} >= ${lit(week)} AND ${t.key} < ${lit(end)}`).join(' UNION ALL ')} LIMIT 1`,
+        `${missing.map((t) => `SELECT 1 FROM ${t.name}_default WHERE ${t.key} >= ${lit(week)} AND ${t.key} < ${lit(end)}`).join(' UNION ALL ')} LIMIT 1`,
       );
       if (clash) return false;
-      for (const t of [...TABLES].reverse()) {
+      for (const t of [...missing].reverse()) {
         await run(`CREATE TABLE IF NOT EXISTS ${t.name}_p${suffix} PARTITION OF ${t.name} FOR VALUES FROM (${lit(week)}) TO (${lit(end)})`);
       }
       return true;
     });
-    if (made) result.created.push(suffix);
+    if (made && missing.some((t) => t.name === 'webhook_deliveries')) result.created.push(suffix);
   }
 
   // 2. Whole weeks past the window. The week's partitions are locked first, so a manual replay
   //    can't queue one of its deliveries between the check and the drop.
-  for (const suffix of [...existing].sort()) {
+  for (const suffix of [...weeks].sort()) {
     if (!result.ran) break;
     const start = weekOf(suffix);
     const end = new Date(start.getTime() + WEEK_MS);
     if (end > cutoff) continue;
     const outcome = await step(`drop ${suffix}`, async (run) => {
-      await run(`LOCK TABLE ${TABLES.map((t) => `${t.name}_p${suffix}`).join(', ')} IN ACCESS EXCLUSIVE MODE`);
+      await run(`LOCK TABLE ${partitionsOf(suffix).join(', ')} IN ACCESS EXCLUSIVE MODE`);
       const [busy] = await run(
         `SELECT count(*) AS n FROM delivery_queue WHERE delivery_created_at >= ${lit(start)} AND delivery_created_at < ${lit(end)}`,
       );
       const queued = Number(busy?.n ?? 0);
       if (queued > 0) return { queued };
-      for (const t of TABLES) await run(`DROP TABLE IF EXISTS ${t.name}_p${suffix}`);
+      for (const partition of partitionsOf(suffix)) await run(`DROP TABLE IF EXISTS ${partition}`);
       return { queued: 0 };
     });
     if (!outcome) continue;
@@ -190,7 +198,7 @@ export async function maintainPartitions(
   if (!result.ran) return result;
 
   // 3. The default partitions, row by row (normally empty). A queued delivery keeps itself, its
-  //    attempts and its event.
+  //    attempts and its event; an event keeps its keys.
   const deleted = await step('purge default partitions', (run) =>
     run(`
       WITH d AS (
@@ -203,24 +211,25 @@ export async function maintainPartitions(
         DELETE FROM events_default e WHERE e.created_at < ${lit(cutoff)}
           AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.event_id = e.id)
         RETURNING 1
+      ), k AS (
+        -- Keys outside every week whose event is gone (the anti-join reads only this partition).
+        DELETE FROM event_idempotency_keys_default k WHERE k.event_created_at < ${lit(cutoff)}
+          AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = k.event_id AND e.created_at = k.event_created_at)
+        RETURNING 1
       )
-      SELECT (SELECT count(*) FROM d) + (SELECT count(*) FROM a) + (SELECT count(*) FROM e) AS n`),
+      SELECT (SELECT count(*) FROM d) + (SELECT count(*) FROM a) + (SELECT count(*) FROM e) AS n,
+             (SELECT count(*) FROM k) AS keys`),
   );
   result.defaultRowsDeleted = Number(deleted?.[0]?.n ?? 0);
+  result.eventKeysDeleted = Number(deleted?.[0]?.keys ?? 0);
 
-  // 4. Idempotency keys: an event's goes with its event; an API request's after its 24 h window.
+  // 4. API `Idempotency-Key` records, after their 24 h window.
   const keys = await step('idempotency keys', async (run) => {
-    const [events] = await run(`WITH k AS (
-        DELETE FROM event_idempotency_keys k WHERE k.event_created_at < ${lit(cutoff)}
-          AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = k.event_id AND e.created_at = k.event_created_at)
-        RETURNING 1)
-      SELECT count(*) AS n FROM k`);
     const [api] =
       await run(`WITH k AS (DELETE FROM idempotency_keys WHERE created_at <= ${lit(new Date(options.now.getTime() - IDEMPOTENCY_WINDOW_MS))} RETURNING 1)
       SELECT count(*) AS n FROM k`);
-    return { events: Number(events?.n ?? 0), api: Number(api?.n ?? 0) };
+    return { api: Number(api?.n ?? 0) };
   });
-  result.eventKeysDeleted = keys?.events ?? 0;
   result.idempotencyKeysDeleted = keys?.api ?? 0;
 
   // 5. The audit trail.

@@ -166,8 +166,10 @@ export const eventIdempotencyKeys = pgTable(
     idempotencyKey: text('idempotency_key').notNull(),
     eventId: text('event_id').notNull(),
     eventCreatedAt: ts('event_created_at').notNull(),
+    /** Partitioned by week (migration 0028): its event's week, or the next for the key's guard row. */
+    week: ts('week').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.platformId, t.environment, t.idempotencyKey] })],
+  (t) => [primaryKey({ columns: [t.platformId, t.environment, t.idempotencyKey, t.week] })],
 );
 
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;

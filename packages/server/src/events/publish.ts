@@ -7,6 +7,7 @@ import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
 import { traced, tracing } from '../telemetry/tracing.ts';
 import { WAKE_CHANNEL } from '../delivery/wake-channel.ts';
+import { weekStart } from '../db/retention.ts';
 
 export interface PublishResult {
   event: WebhookEvent;
@@ -314,15 +315,17 @@ interface PublishRow {
  * Every option: idempotency keys, a portal test event's one endpoint, double delivery, and the
  * NOTIFY in the statement where the transaction can't send it after its commit (PGlite, a
  * savepoint; otherwise db/after-commit.ts sends it). The events' keys are inserted first, in the
- * order given: ON CONFLICT DO NOTHING catches a key used before, a concurrent publish and a
- * second use within the batch (the first use winning), and an event is written only when its
- * key was.
+ * order given, each in two weekly partitions (its week and the next: migration 0028 says why
+ * that keeps a key unique across weeks), unless a kept event of an earlier week holds it: ON
+ * CONFLICT DO NOTHING catches a key used before, a concurrent publish and a second use within
+ * the batch (the first use winning), and an event is written only when both its key's rows were.
  *
  *   $1 merchant ids, $2 environments, $3 types, $4 idempotency keys (null: none), $5 event ids,
  *   $6 bodies, $7 the resources' ids (`data.object.id`, null: none), $8 the one endpoint of a
  *   portal test event (null: the subscribed ones; '': none), $9 copies (1 or 2), $10 the wildcard
  *   type, $11 delivery ids, $12 now, $13 NOTIFY in this statement, $14 the publishing span's
- *   traceparent (null unless tracing; one span covers the statement), $15 the events' ranks.
+ *   traceparent (null unless tracing; one span covers the statement), $15 the Monday 00:00 UTC
+ *   of now's week, $16 the events' ranks.
  */
 const publishSql = (source: Source) => `
 WITH inp AS (
@@ -337,7 +340,7 @@ WITH inp AS (
     ['$7', 'text', 'object_id'],
     ['$8', 'text', 'only_endpoint'],
     ['$9', 'int', 'copies'],
-    ['$15', 'int', 'n'],
+    ['$16', 'int', 'n'],
   ])}) i
   LEFT JOIN merchants mc ON mc.id = i.merchant_id
 ), fan AS (
@@ -355,11 +358,15 @@ WITH inp AS (
 ), need AS (
   SELECT count(*)::int AS needed FROM fan
 ), k AS (
-  INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at)
-  SELECT inp.platform_id, inp.environment, inp.idem, inp.event_id, $12::timestamptz
-  FROM inp
+  INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at, week)
+  SELECT inp.platform_id, inp.environment, inp.idem, inp.event_id, $12::timestamptz, w.week
+  FROM inp CROSS JOIN (VALUES ($15::timestamptz), ($15::timestamptz + interval '168 hours')) AS w(week)
   WHERE inp.idem IS NOT NULL AND inp.platform_id IS NOT NULL AND (SELECT needed FROM need) <= cardinality($11::text[])
-  ${inOrder(source)}
+    AND NOT EXISTS (
+      SELECT 1 FROM event_idempotency_keys o
+      WHERE o.platform_id = inp.platform_id AND o.environment = inp.environment AND o.idempotency_key = inp.idem
+        AND o.week < $15::timestamptz AND o.event_created_at >= o.week)
+  ORDER BY ${source === 'one' ? '' : 'inp.n, '}w.week
   ON CONFLICT DO NOTHING
   RETURNING event_id
 ), ev AS (
@@ -367,7 +374,7 @@ WITH inp AS (
   SELECT inp.event_id, inp.platform_id, inp.environment, inp.merchant_id, inp.type, inp.body, inp.idem, $12::timestamptz, inp.object_id,
          $14::text
   FROM inp
-  WHERE inp.platform_id IS NOT NULL AND (inp.idem IS NULL OR inp.event_id IN (SELECT k.event_id FROM k))
+  WHERE inp.platform_id IS NOT NULL AND (inp.idem IS NULL OR inp.event_id IN (SELECT k.event_id FROM k GROUP BY k.event_id HAVING count(*) = 2))
     AND (SELECT needed FROM need) <= cardinality($11::text[])
   RETURNING id
 ), d AS (
@@ -408,6 +415,7 @@ function publishParams(valid: Valid[], now: Date, ids: string[], notifyHere: boo
     now,
     notifyHere,
     traceparent ?? null,
+    weekStart(now),
   ];
   if (valid.length > 1) params.push(ranks(valid.length));
   return params;
@@ -519,9 +527,13 @@ const ranks = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1
 /** The resource's id (`data.object.id`), for finding an object's events and ordering per object. */
 const objectId = (v: Valid): string | null => (typeof v.input.object.id === 'string' ? v.input.object.id : null);
 
-/** The first event of each replayed key (`n`: its rank in the arrays). */
+/**
+ * The first event of each replayed key (`n`: its rank in the arrays). A key has a row in its
+ * event's week and one in the next (and perhaps one pointing to no event: migration 0028), all
+ * leading to the one event.
+ */
 const REPLAYED_SQL = `
-SELECT r.n, e.body
+SELECT DISTINCT ON (r.n) r.n, e.body
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS r(platform_id, environment, idem, n)
 JOIN event_idempotency_keys k ON k.platform_id = r.platform_id AND k.environment = r.environment AND k.idempotency_key = r.idem
 JOIN events e ON e.id = k.event_id AND e.created_at = k.event_created_at`;

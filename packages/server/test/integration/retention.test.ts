@@ -348,7 +348,13 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
     );
     expect(await snapshot()).toEqual(before);
     const partitioned = await sql(db, `SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid ORDER BY 1`);
-    expect(partitioned.map((r) => r.relname)).toEqual(['audit_events', 'delivery_attempts', 'events', 'webhook_deliveries']);
+    expect(partitioned.map((r) => r.relname)).toEqual([
+      'audit_events',
+      'delivery_attempts',
+      'event_idempotency_keys',
+      'events',
+      'webhook_deliveries',
+    ]);
     expect(
       await count(
         db,

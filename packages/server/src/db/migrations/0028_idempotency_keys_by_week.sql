@@ -1,0 +1,195 @@
+-- Event idempotency keys expire with their week: the table is partitioned by week like events,
+-- deliveries and attempts, and retention drops a week's keys with its events (DROP TABLE, no
+-- DELETE, no scan of the kept ones: db/retention.ts). docs/decisions/idempotency-keys-by-week.md.
+--
+-- A key stays unique per Platform and environment while its event is kept. PostgreSQL makes a
+-- partitioned table's unique index unique within a partition only (it must hold the partition
+-- key), so the primary key is (platform_id, environment, idempotency_key, week) and a publish
+-- with a key, in one statement (events/publish.ts, and payhooks.publish_event below):
+--
+-- 1. writes two rows: one in its event's week (`week` = Monday 00:00 UTC of event_created_at,
+--    "the main row") and one in the next week (a "guard", week + 7 days), with ON CONFLICT DO
+--    NOTHING, which waits for a concurrent insert of the same row and then sees it;
+-- 2. only if no main row of an earlier week holds the key (a lookup in the older partitions);
+-- 3. and publishes the event only if both rows were written; otherwise it answers the event the
+--    key belongs to (a row whose event was never written, left by a publish that lost a race on
+--    its second row, points to no event: readers join events, so it is never an answer, and it
+--    goes with its week).
+--
+-- Why that is exact: two publishes of one key in the same or adjacent weeks write a row in a
+-- common week (the later week's main row is the earlier one's guard), so the unique index
+-- orders them, concurrent or not, at a Monday 00:00 or with clocks a little apart. Two
+-- publishes two weeks or more apart are not concurrent (that would take a publishing
+-- transaction open for a week): the later one's snapshot sees the earlier one's main row. The
+-- lookup reads main rows only (event_created_at >= week): a guard outlives its event by a week
+-- and must not keep an expired key in use. Main rows live exactly as long as their events (the
+-- same week, dropped in the same step); a guard goes with the week after.
+--
+-- Expand only: the previous release, during a rolling upgrade, inserts keys without `week`; the
+-- default puts them in the current week (the database's clock) and it checks only that week.
+-- The existing keys of kept events move in as main rows; keys of purged events are left out.
+
+ALTER TABLE event_idempotency_keys RENAME TO event_idempotency_keys_unpartitioned;
+ALTER INDEX event_idempotency_keys_pkey RENAME TO event_idempotency_keys_unpartitioned_pkey;
+ALTER INDEX event_idempotency_keys_created_idx RENAME TO event_idempotency_keys_unpartitioned_created_idx;
+
+CREATE TABLE event_idempotency_keys (
+  platform_id      text NOT NULL,
+  environment      text NOT NULL,
+  idempotency_key  text NOT NULL,
+  event_id         text NOT NULL,
+  event_created_at timestamptz NOT NULL,
+  -- Monday 00:00 UTC of the week this row belongs to: its event's (main) or the next (guard).
+  week             timestamptz NOT NULL DEFAULT (date_trunc('week', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'),
+  PRIMARY KEY (platform_id, environment, idempotency_key, week)
+) PARTITION BY RANGE (week);
+CREATE TABLE event_idempotency_keys_default PARTITION OF event_idempotency_keys DEFAULT;
+
+-- A partition for every week events have (same name suffix, same bounds).
+DO $$
+DECLARE
+  part record;
+BEGIN
+  FOR part IN
+    SELECT substr(c.relname, 9) AS suffix, pg_get_expr(c.relpartbound, c.oid) AS bound
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'events'::regclass AND c.relname ~ '^events_p[0-9]{8}$'
+  LOOP
+    EXECUTE format('CREATE TABLE %I PARTITION OF event_idempotency_keys %s', 'event_idempotency_keys_p' || part.suffix, part.bound);
+  END LOOP;
+END $$;
+
+INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at, week)
+SELECT k.platform_id, k.environment, k.idempotency_key, k.event_id, k.event_created_at,
+       date_trunc('week', k.event_created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+FROM event_idempotency_keys_unpartitioned k
+WHERE EXISTS (SELECT 1 FROM events e WHERE e.id = k.event_id AND e.created_at = k.event_created_at);
+
+DROP TABLE event_idempotency_keys_unpartitioned;
+
+-- payhooks.publish_event (migration 0016) as it was, with the key written as above.
+CREATE OR REPLACE FUNCTION payhooks.publish_event(
+  event_type text,
+  merchant_id text,
+  environment text,
+  data_object json,
+  idempotency_key text DEFAULT NULL
+) RETURNS TABLE (id text, body text, deliveries integer, replayed boolean)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT SET extra_float_digits = 1 AS $$
+DECLARE
+  t payhooks.event_types%ROWTYPE;
+  v_platform text;
+  v_id text;
+  v_now timestamptz := date_trunc('milliseconds', clock_timestamp());
+  v_body text;
+  v_count integer;
+  v_object text;
+  v_week timestamptz;
+BEGIN
+  IF event_type IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'type', 'Missing required parameter ''type''.'); END IF;
+  IF merchant_id IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'merchant_id', 'Missing required parameter ''merchant_id''.'); END IF;
+  IF environment IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'environment', 'Missing required parameter ''environment''.'); END IF;
+  IF data_object IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'data[object]', 'Missing required parameter ''data[object]''.'); END IF;
+  SELECT * INTO t FROM payhooks.event_types et WHERE et.type = publish_event.event_type;
+  IF NOT FOUND THEN
+    PERFORM payhooks.refuse('event_type_unknown', 'type', format('Invalid ''type''%s: type must be one of: %s.', payhooks.got(event_type),
+      (SELECT string_agg(et.type, ', ' ORDER BY et.position) FROM payhooks.event_types et)));
+  END IF;
+  IF char_length(merchant_id) < 1 THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'merchant_id', 'Invalid ''merchant_id'': must NOT have fewer than 1 characters.');
+  ELSIF char_length(merchant_id) > 64 THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'merchant_id', 'Invalid ''merchant_id'': must NOT have more than 64 characters.');
+  END IF;
+  IF environment NOT IN ('live', 'sandbox') THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'environment',
+      format('Invalid ''environment''%s: environment must be one of: live, sandbox.', payhooks.got(environment)));
+  END IF;
+  IF char_length(idempotency_key) < 1 THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'idempotency_key', 'Invalid ''idempotency_key'': must NOT have fewer than 1 characters.');
+  ELSIF char_length(idempotency_key) > 255 THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'idempotency_key', 'Invalid ''idempotency_key'': must NOT have more than 255 characters.');
+  END IF;
+  IF json_typeof(data_object) IS DISTINCT FROM 'object' THEN
+    PERFORM payhooks.refuse('parameter_invalid', 'data[object]', 'Invalid ''data[object]'': must be object.');
+  END IF;
+  -- Text PostgreSQL can't hold (a \u0000 escape): refused like the HTTP path refuses it.
+  BEGIN
+    v_object := payhooks.js_json(data_object, ARRAY['data', '.object']);
+  EXCEPTION WHEN untranslatable_character THEN
+    PERFORM payhooks.refuse('invalid_characters', NULL,
+      'The request contains characters that cannot be stored (such as NUL, \u0000); remove them.');
+  END;
+  PERFORM payhooks.check_event_object(t.type, t.family, t.status, data_object);
+
+  v_id := payhooks.new_id('evt_');
+  -- The envelope of spec 2.1, fields in the spec's order: events/envelope.ts, byte for byte.
+  v_body := '{"id":' || to_json(v_id)::text
+    || ',"object":"event","type":' || to_json(t.type)::text
+    || ',"api_version":"v1","environment":' || to_json(environment)::text
+    || ',"merchant_id":' || to_json(merchant_id)::text
+    || ',"created_at":' || to_json(to_char(v_now AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))::text
+    || ',"data":{"object":' || v_object || '}}';
+  IF octet_length(v_body) > 256 * 1024 THEN
+    PERFORM payhooks.refuse('body_too_large', NULL, 'The event is larger than 256 KiB.');
+  END IF;
+
+  SELECT m.platform_id INTO v_platform FROM merchants m WHERE m.id = publish_event.merchant_id;
+  IF v_platform IS NULL THEN
+    PERFORM payhooks.refuse('resource_missing', 'merchant_id', format('No such merchant: ''%s''.', merchant_id));
+  END IF;
+
+  IF idempotency_key IS NOT NULL THEN
+    -- The key's rows as events/publish.ts writes them (this migration's header): its week and
+    -- the next, unless a kept event of an earlier week holds the key. Published only if both
+    -- were written; otherwise the key's event is answered.
+    v_week := date_trunc('week', v_now AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
+    INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at, week)
+    SELECT v_platform, publish_event.environment, publish_event.idempotency_key, v_id, v_now, g.w
+    FROM (VALUES (v_week), (v_week + interval '168 hours')) AS g(w)
+    WHERE NOT EXISTS (
+      SELECT 1 FROM event_idempotency_keys o
+      WHERE o.platform_id = v_platform AND o.environment = publish_event.environment
+        AND o.idempotency_key = publish_event.idempotency_key AND o.week < v_week AND o.event_created_at >= o.week)
+    ORDER BY g.w
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    IF v_count < 2 THEN
+      RETURN QUERY
+        SELECT DISTINCT ON (e.id) e.id, e.body, 0, true
+        FROM event_idempotency_keys k JOIN events e ON e.id = k.event_id AND e.created_at = k.event_created_at
+        WHERE k.platform_id = v_platform AND k.environment = publish_event.environment
+          AND k.idempotency_key = publish_event.idempotency_key;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'This idempotency_key is being used by a concurrent transaction; retry.',
+          DETAIL = json_build_object('code', 'idempotency_key_in_use', 'param', 'idempotency_key')::text;
+      END IF;
+      RETURN;
+    END IF;
+  END IF;
+
+  INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at, object_id)
+  VALUES (v_id, v_platform, environment, merchant_id, t.type, v_body, idempotency_key, v_now,
+          CASE WHEN json_typeof(data_object -> 'id') = 'string' THEN data_object ->> 'id' END);
+  -- One delivery and one queue row per enabled, undeleted endpoint of the Platform and
+  -- environment subscribed to the type or to '*' (events/publish.ts).
+  WITH fan AS (
+    SELECT w.id AS endpoint_id, w.delivery_order FROM webhook_endpoints w
+    WHERE w.platform_id = v_platform AND w.environment = publish_event.environment AND w.status = 'enabled'
+      AND w.deleted_at IS NULL AND (t.type = ANY (w.enabled_events) OR '*' = ANY (w.enabled_events))
+  ), d AS (
+    INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count,
+                                    automatic_attempts, next_attempt_at, created_at, updated_at, event_type)
+    SELECT payhooks.new_id('whd_'), v_id, fan.endpoint_id, 1, v_platform, publish_event.environment, 'pending', 0, 0,
+           v_now, v_now, v_now, t.type
+    FROM fan
+    RETURNING webhook_deliveries.id, webhook_deliveries.endpoint_id
+  )
+  INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, order_key)
+  SELECT d.id, v_now, v_id, d.endpoint_id, v_platform, v_now,
+         CASE WHEN fan.delivery_order = 'per_object' AND json_typeof(data_object -> 'id') = 'string' THEN data_object ->> 'id' END
+  FROM d JOIN fan ON fan.endpoint_id = d.endpoint_id;
+  GET DIAGNOSTICS v_count = ROW_COUNT;
+  -- Delivered to listening workers when the caller's transaction commits (never if it rolls back).
+  IF v_count > 0 THEN PERFORM pg_notify('payhooks_deliveries', ''); END IF;
+  RETURN QUERY SELECT v_id, v_body, v_count, false;
+END $$;
