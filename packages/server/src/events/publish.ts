@@ -315,10 +315,11 @@ interface PublishRow {
  * Every option: idempotency keys, a portal test event's one endpoint, double delivery, and the
  * NOTIFY in the statement where the transaction can't send it after its commit (PGlite, a
  * savepoint; otherwise db/after-commit.ts sends it). The events' keys are inserted first, in the
- * order given, each in two weekly partitions (its week and the next: migration 0028 says why
- * that keeps a key unique across weeks), unless a kept event of an earlier week holds it: ON
- * CONFLICT DO NOTHING catches a key used before, a concurrent publish and a second use within
- * the batch (the first use winning), and an event is written only when both its key's rows were.
+ * order given, in its week's partition (and, in the week's last day, the next week's too:
+ * migration 0028 says why that keeps a key unique across weeks), unless a kept event of an
+ * earlier week holds it: ON CONFLICT DO NOTHING catches a key used before, a concurrent publish
+ * and a second use within the batch (the first use winning), and an event is written only when
+ * every row of its key was.
  *
  *   $1 merchant ids, $2 environments, $3 types, $4 idempotency keys (null: none), $5 event ids,
  *   $6 bodies, $7 the resources' ids (`data.object.id`, null: none), $8 the one endpoint of a
@@ -362,10 +363,14 @@ WITH inp AS (
   SELECT inp.platform_id, inp.environment, inp.idem, inp.event_id, $12::timestamptz, w.week
   FROM inp CROSS JOIN (VALUES ($15::timestamptz), ($15::timestamptz + interval '168 hours')) AS w(week)
   WHERE inp.idem IS NOT NULL AND inp.platform_id IS NOT NULL AND (SELECT needed FROM need) <= cardinality($11::text[])
-    AND NOT EXISTS (
-      SELECT 1 FROM event_idempotency_keys o
-      WHERE o.platform_id = inp.platform_id AND o.environment = inp.environment AND o.idempotency_key = inp.idem
-        AND o.week < $15::timestamptz AND o.event_created_at >= o.week)
+    -- The next week's row only in the week's last day (migration 0028).
+    AND (w.week = $15::timestamptz OR $12::timestamptz >= $15::timestamptz + interval '144 hours')
+    -- A scalar subquery, not NOT EXISTS: the planner may turn NOT EXISTS into a hash anti-join
+    -- reading every older week's keys, and a generic plan keeps that choice as the weeks fill.
+    AND (SELECT 1 FROM event_idempotency_keys o
+         WHERE o.platform_id = inp.platform_id AND o.environment = inp.environment AND o.idempotency_key = inp.idem
+           AND o.week < $15::timestamptz AND o.event_created_at >= o.week
+         LIMIT 1) IS NULL
   ORDER BY ${source === 'one' ? '' : 'inp.n, '}w.week
   ON CONFLICT DO NOTHING
   RETURNING event_id
@@ -374,7 +379,9 @@ WITH inp AS (
   SELECT inp.event_id, inp.platform_id, inp.environment, inp.merchant_id, inp.type, inp.body, inp.idem, $12::timestamptz, inp.object_id,
          $14::text
   FROM inp
-  WHERE inp.platform_id IS NOT NULL AND (inp.idem IS NULL OR inp.event_id IN (SELECT k.event_id FROM k GROUP BY k.event_id HAVING count(*) = 2))
+  WHERE inp.platform_id IS NOT NULL AND (inp.idem IS NULL OR inp.event_id IN (
+           SELECT k.event_id FROM k GROUP BY k.event_id
+           HAVING count(*) = CASE WHEN $12::timestamptz >= $15::timestamptz + interval '144 hours' THEN 2 ELSE 1 END))
     AND (SELECT needed FROM need) <= cardinality($11::text[])
   RETURNING id
 ), d AS (
@@ -529,8 +536,8 @@ const objectId = (v: Valid): string | null => (typeof v.input.object.id === 'str
 
 /**
  * The first event of each replayed key (`n`: its rank in the arrays). A key has a row in its
- * event's week and one in the next (and perhaps one pointing to no event: migration 0028), all
- * leading to the one event.
+ * event's week, perhaps one in the next (and perhaps one pointing to no event: migration 0028),
+ * all leading to the one event.
  */
 const REPLAYED_SQL = `
 SELECT DISTINCT ON (r.n) r.n, e.body

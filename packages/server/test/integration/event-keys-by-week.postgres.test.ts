@@ -8,8 +8,9 @@ import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platform
 
 /**
  * A key's uniqueness across a week boundary (migration 0028), with two transactions at once: a
- * partitioned table's unique index is unique within a week only, so a publish writes its key in
- * its week and the next, and two publishes of one key in adjacent weeks meet on a common row.
+ * partitioned table's unique index is unique within a week only, so a publish in a week's last
+ * day writes its key in its week and the next, and two publishes of one key on either side of a
+ * Monday 00:00 meet on a common row.
  */
 
 const DAY = 86_400_000;

@@ -7,23 +7,28 @@
 -- key), so the primary key is (platform_id, environment, idempotency_key, week) and a publish
 -- with a key, in one statement (events/publish.ts, and payhooks.publish_event below):
 --
--- 1. writes two rows: one in its event's week (`week` = Monday 00:00 UTC of event_created_at,
---    "the main row") and one in the next week (a "guard", week + 7 days), with ON CONFLICT DO
---    NOTHING, which waits for a concurrent insert of the same row and then sees it;
--- 2. only if no main row of an earlier week holds the key (a lookup in the older partitions);
--- 3. and publishes the event only if both rows were written; otherwise it answers the event the
+-- 1. writes a row in its event's week (`week` = Monday 00:00 UTC of event_created_at, "the main
+--    row") and, when it publishes in the week's last day (from Sunday 00:00 UTC), a second one in
+--    the next week (a "guard", week + 7 days), with ON CONFLICT DO NOTHING, which waits for a
+--    concurrent insert of the same row and then sees it;
+-- 2. only if no main row of an earlier week holds the key (a lookup in the older partitions, one
+--    index probe each);
+-- 3. and publishes the event only if every row was written; otherwise it answers the event the
 --    key belongs to (a row whose event was never written, left by a publish that lost a race on
---    its second row, points to no event: readers join events, so it is never an answer, and it
---    goes with its week).
+--    its guard, points to no event: readers join events, so it is never an answer, and it goes
+--    with its week).
 --
--- Why that is exact: two publishes of one key in the same or adjacent weeks write a row in a
--- common week (the later week's main row is the earlier one's guard), so the unique index
--- orders them, concurrent or not, at a Monday 00:00 or with clocks a little apart. Two
--- publishes two weeks or more apart are not concurrent (that would take a publishing
--- transaction open for a week): the later one's snapshot sees the earlier one's main row. The
--- lookup reads main rows only (event_created_at >= week): a guard outlives its event by a week
--- and must not keep an expired key in use. Main rows live exactly as long as their events (the
--- same week, dropped in the same step); a guard goes with the week after.
+-- Why that is exact: two publishes of one key in the same week meet on its main row. Two in
+-- adjacent weeks that could be concurrent (both near the Monday 00:00 between them, in either
+-- order, clocks a little apart) meet on a common row: the earlier week's publish, in that week's
+-- last day, wrote its guard where the later one writes its main row, so the unique index orders
+-- them. Any other pair is not concurrent: the earlier one committed before the later one began
+-- (that takes no publishing transaction open for a day and no two clocks a day apart), and the
+-- later one's lookup sees its main row. The lookup reads main rows only (event_created_at >=
+-- week): a guard outlives its event by a week and must not keep an expired key in use. Main
+-- rows live exactly as long as their events (the same week, dropped in the same step); a guard
+-- goes with the week after. Guards only in the last day: a second partition touched by every
+-- keyed publish cost PostgreSQL about 10 % more CPU per event (docs/performance.md).
 --
 -- Expand only: the previous release, during a rolling upgrade, inserts keys without `week`; the
 -- default puts them in the current week (the database's clock) and it checks only that week.
@@ -85,6 +90,7 @@ DECLARE
   v_count integer;
   v_object text;
   v_week timestamptz;
+  v_rows integer;
 BEGIN
   IF event_type IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'type', 'Missing required parameter ''type''.'); END IF;
   IF merchant_id IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'merchant_id', 'Missing required parameter ''merchant_id''.'); END IF;
@@ -139,21 +145,24 @@ BEGIN
   END IF;
 
   IF idempotency_key IS NOT NULL THEN
-    -- The key's rows as events/publish.ts writes them (this migration's header): its week and
-    -- the next, unless a kept event of an earlier week holds the key. Published only if both
-    -- were written; otherwise the key's event is answered.
+    -- The key's rows as events/publish.ts writes them (this migration's header): its week (and
+    -- the next in the week's last day), unless a kept event of an earlier week holds the key.
+    -- Published only if every row was written; otherwise the key's event is answered.
     v_week := date_trunc('week', v_now AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
+    v_rows := CASE WHEN v_now >= v_week + interval '144 hours' THEN 2 ELSE 1 END;
     INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at, week)
     SELECT v_platform, publish_event.environment, publish_event.idempotency_key, v_id, v_now, g.w
     FROM (VALUES (v_week), (v_week + interval '168 hours')) AS g(w)
-    WHERE NOT EXISTS (
-      SELECT 1 FROM event_idempotency_keys o
-      WHERE o.platform_id = v_platform AND o.environment = publish_event.environment
-        AND o.idempotency_key = publish_event.idempotency_key AND o.week < v_week AND o.event_created_at >= o.week)
+    WHERE (g.w = v_week OR v_now >= v_week + interval '144 hours')
+      -- A scalar subquery (one index probe per older week), never a hash anti-join over them.
+      AND (SELECT 1 FROM event_idempotency_keys o
+           WHERE o.platform_id = v_platform AND o.environment = publish_event.environment
+             AND o.idempotency_key = publish_event.idempotency_key AND o.week < v_week AND o.event_created_at >= o.week
+           LIMIT 1) IS NULL
     ORDER BY g.w
     ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS v_count = ROW_COUNT;
-    IF v_count < 2 THEN
+    IF v_count < v_rows THEN
       RETURN QUERY
         SELECT DISTINCT ON (e.id) e.id, e.body, 0, true
         FROM event_idempotency_keys k JOIN events e ON e.id = k.event_id AND e.created_at = k.event_created_at
