@@ -189,7 +189,8 @@ async function eventReads(database: Database, url: string, seeded: SeedResult): 
       [platformId],
     );
     const week = new Date(Date.parse(`${seeded.weeks[2]!.replace(/(\d{4})(\d{2})(\d{2})/, '$1-$2-$3')}T00:00:00Z`) + 2 * DAY);
-    const day = `created[gte]=${week.toISOString()}&created[lt]=${new Date(week.getTime() + DAY).toISOString()}`;
+    const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const day = `created[gte]=${iso(week)}&created[lt]=${iso(new Date(week.getTime() + DAY))}`;
     const out: Record<string, number> = {};
     for (const [name, query] of [
       ['type', 'type=payment.succeeded'],
