@@ -64,6 +64,7 @@ export async function growth(
   for (const size of o.sizes) {
     env.log(`  growth: ${size.toLocaleString('en')} deliveries of history`);
     results.push(await oneSize(env, size, o.timeoutMs));
+    env.log(`  growth ${size}: ${JSON.stringify(results.at(-1))}`); // kept if a later size fails or is stopped
   }
   const ratios = results.map((r) => ratioTo(results[0]!, r));
   return { sizes: results, ratios, table: table(results) };
