@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { computeAsymmetricSignature } from './asymmetric.ts';
 import { SIGNATURE_TOLERANCE_SECONDS } from './limits.ts';
 
 /**
@@ -27,15 +28,27 @@ export function signPayload(secret: string, timestamp: number, rawBody: string |
 
 /**
  * The header for several live secrets (rotation): one `v1=` per secret, in the order given
- * (the new secret first), so a receiver holding either verifies.
+ * (the new secret first), so a receiver holding either verifies. With ed25519 private keys
+ * (asymmetric signing on), one `v1a=` per key follows, likewise new first.
  */
-export function signPayloadWithSecrets(secrets: readonly string[], timestamp: number, rawBody: string | Uint8Array): string {
+export function signPayloadWithSecrets(
+  secrets: readonly string[],
+  timestamp: number,
+  rawBody: string | Uint8Array,
+  privateKeys?: readonly KeyObject[],
+): string {
   // One secret but during a rotation's overlap: no array for it (a worker signs every attempt).
-  if (secrets.length === 1) return formatSignatureHeader(timestamp, computeSignature(secrets[0]!, timestamp, rawBody));
-  return formatSignatureHeader(
-    timestamp,
-    secrets.map((s) => computeSignature(s, timestamp, rawBody)),
-  );
+  const header =
+    secrets.length === 1
+      ? formatSignatureHeader(timestamp, computeSignature(secrets[0]!, timestamp, rawBody))
+      : formatSignatureHeader(
+          timestamp,
+          secrets.map((s) => computeSignature(s, timestamp, rawBody)),
+        );
+  if (privateKeys === undefined || privateKeys.length === 0) return header;
+  let withKeys = header;
+  for (const key of privateKeys) withKeys += `,v1a=${computeAsymmetricSignature(key, timestamp, rawBody)}`;
+  return withKeys;
 }
 
 export interface ParsedSignatureHeader {
