@@ -20,7 +20,7 @@ set -o pipefail
 
 # The single list of Debian packages the test suite needs. Add a package here (not in .ci/run).
 debian_packages=(
-  git postgresql redis-server rabbitmq-server nats-server
+  git postgresql redis-server rabbitmq-server nats-server tinyproxy
   chromium
   python3 python3-flask python3-django python3-fastapi python3-uvicorn python3-psycopg python3-redis python3-pytest python3-httpx python3-build python3-mypy python3-setuptools python3-venv
   php-cli php-pgsql php-redis php-mbstring php-xml composer php-symfony-http-foundation php-fpm phpunit php-psr-http-message php-psr-http-factory php-nyholm-psr7
