@@ -76,15 +76,18 @@ export function tunnelConnector(options: {
     resolve(host).then(
       (address) => {
         const socket = netConnect({ host: proxy.hostname.replace(/^\[|\]$/g, ''), port: proxyPort, noDelay: true });
-        socket.setTimeout(timeoutMs, () =>
-          socket.destroy(Object.assign(new Error(`${describeProxy(proxy)} did not answer in time`), { code: 'ETIMEDOUT' })),
-        );
+        // Both stay attached once the socket is handed over, doing nothing then: the raw socket is
+        // never without an error listener while undici (or TLS) takes it over.
+        socket.setTimeout(timeoutMs, () => {
+          if (!done) socket.destroy(Object.assign(new Error(`${describeProxy(proxy)} did not answer in time`), { code: 'ETIMEDOUT' }));
+        });
         const fail = (err: NodeJS.ErrnoException) => {
+          if (done) return;
           socket.destroy();
           const e = Object.assign(new Error(`${describeProxy(proxy)}: ${err.message}`), { code: err.code });
           finish(err instanceof ProxyRefusal ? err : e, null);
         };
-        socket.once('error', fail);
+        socket.on('error', fail);
         socket.once('connect', () => {
           const target = authority(address, port);
           socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${proxyAuth ? `Proxy-Authorization: ${proxyAuth}\r\n` : ''}\r\n`);
@@ -108,7 +111,6 @@ export function tunnelConnector(options: {
           const rest = head.subarray(end + 4);
           if (rest.length > 0) socket.unshift(rest);
           socket.setTimeout(0);
-          socket.off('error', fail);
           if (opts.protocol !== 'https:') {
             finish(null, socket);
             return;
@@ -120,13 +122,14 @@ export function tunnelConnector(options: {
             ...(servername ? { servername } : {}),
             ALPNProtocols: ['http/1.1'],
           });
-          secure.once('secureConnect', () => {
-            secure.removeAllListeners('error');
-            finish(null, secure);
-          });
-          secure.once('error', (err) => {
+          const tlsFailed = (err: Error) => {
             secure.destroy();
             finish(err, null);
+          };
+          secure.once('error', tlsFailed);
+          secure.once('secureConnect', () => {
+            secure.off('error', tlsFailed);
+            finish(null, secure);
           });
         };
         socket.on('data', onData);

@@ -39,6 +39,9 @@ let tlsPort: number;
 const tlsRequests: Array<{ host: string | undefined; servername: string | false | null }> = [];
 let svc: TestService;
 let p: CreatedPlatform;
+/** The same proxy with the SSRF rules on (no private targets). */
+let strict: TestService;
+let q: CreatedPlatform;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'payhooks-egress-'));
@@ -77,11 +80,15 @@ beforeAll(async () => {
   // CONNECT only to the TLS receiver's port: a tunnel anywhere else is the proxy's 403.
   proxy = await startForwardProxy({ connectPorts: [tlsPort] });
   // The receivers are on 127.0.0.1: private targets allowed here; the SSRF test has its own service.
-  svc = await startService({ allowPrivateUrls: true, egressProxy: proxy.url }, { resolver, tls: { ca: cert } });
-  p = await svc.platform();
-});
+  [svc, strict] = await Promise.all([
+    startService({ allowPrivateUrls: true, egressProxy: proxy.url }, { resolver, tls: { ca: cert } }),
+    startService({ allowPrivateUrls: false, egressProxy: proxy.url }, { resolver, tls: { ca: cert } }),
+  ]);
+  [p, q] = await Promise.all([svc.platform(), strict.platform('Strict Platform')]);
+}, 120_000);
 afterAll(async () => {
   await svc?.close();
+  await strict?.close();
   await proxy?.stop();
   await receiver?.close();
   await new Promise((r) => tlsServer?.close(r));
@@ -135,28 +142,22 @@ describe('deliveries through the egress proxy (PAYHOOKS_EGRESS_PROXY)', () => {
   });
 
   it('the SSRF rules apply before the proxy is asked: forbidden names and addresses never reach it; a public one does', async () => {
-    const strict = await startService({ allowPrivateUrls: false, egressProxy: proxy.url }, { resolver, tls: { ca: cert } });
-    try {
-      const q = await strict.platform();
-      for (const [url, viaDatabase] of [
-        [`https://metadata.test/h`, false],
-        [`http://receiver.test:${receiver.port}/h`, false],
-        [`https://10.1.2.3/h`, true],
-        [`http://127.0.0.1:${receiver.port}/h`, true],
-      ] as const) {
-        const asked = proxy.requests().length;
-        const d = await deliverTo(strict, q, url, viaDatabase);
-        expect(d.attempts[0], url).toMatchObject({ succeeded: false, error_kind: 'forbidden_address' });
-        expect(proxy.requests().length, `${url}: the proxy was asked`).toBe(asked);
-      }
-      // Control: a public address is asked of the proxy (on 127.0.0.1, an address of the operator's
-      // choosing, not an endpoint's), which refuses a tunnel to port 443 here.
-      const d = await deliverTo(strict, q, 'https://public.test/h');
-      expect(proxy.requests()).toContain('CONNECT 93.184.216.34:443 HTTP/1.1');
-      expect(d.attempts[0]).toMatchObject({ error_kind: 'connection_refused' });
-    } finally {
-      await strict.close();
+    for (const [url, viaDatabase] of [
+      [`https://metadata.test/h`, false],
+      [`http://receiver.test:${receiver.port}/h`, false],
+      [`https://10.1.2.3/h`, true],
+      [`http://127.0.0.1:${receiver.port}/h`, true],
+    ] as const) {
+      const asked = proxy.requests().length;
+      const d = await deliverTo(strict, q, url, viaDatabase);
+      expect(d.attempts[0], url).toMatchObject({ succeeded: false, error_kind: 'forbidden_address' });
+      expect(proxy.requests().length, `${url}: the proxy was asked`).toBe(asked);
     }
+    // Control: a public address is asked of the proxy (on 127.0.0.1, an address of the operator's
+    // choosing, not an endpoint's), which refuses a tunnel to port 443 here.
+    const d = await deliverTo(strict, q, 'https://public.test/h');
+    expect(proxy.requests()).toContain('CONNECT 93.184.216.34:443 HTTP/1.1');
+    expect(d.attempts[0]).toMatchObject({ error_kind: 'connection_refused' });
   });
 
   it('a proxy that is down: connection_refused, naming the proxy, for https and http alike', async () => {

@@ -138,9 +138,12 @@ export class HttpDestination implements Destination {
         return;
       }
       // Plain http through the proxy: absolute form to the address checked here, Host the name.
-      handler.note = proxy.note;
       proxy.resolve(target.hostname).then(
-        (address) => dispatch(proxy.pool, proxy.origin, `http://${authority(address, target.port)}${target.path}`, target.host),
+        (address) => {
+          // From here a connection error is the proxy's (ours, such as DNS, carry no note).
+          handler.note = proxy.note;
+          dispatch(proxy.pool, proxy.origin, `http://${authority(address, target.port)}${target.path}`, target.host);
+        },
         (err: Error) => handler.onError(err),
       );
     });
