@@ -22,6 +22,7 @@ import { USER_AGENT } from './destinations/http.ts';
 import type { Sender } from './sender.ts';
 import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import { sendTraced } from './attempt-span.ts';
+import { openPrivateKeys } from './signing-keys.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 
@@ -173,7 +174,10 @@ WITH d AS (
 SELECT f.id, f.event_id, f.endpoint_id, f.state, f.next_attempt_at, f.was_queued,
        coalesce((SELECT b.attempt_count FROM bumped b), f.attempt_count) AS attempt_count,
        e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
-       CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext
+       CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
+       CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
+       CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > $7 THEN w.previous_signing_key_ciphertext END
+         AS previous_signing_key_ciphertext
 FROM free f JOIN leased l ON l.delivery_id = f.id
 -- The event by its full primary key, never by created_at alone (see the same join in claim.ts).
 CROSS JOIN LATERAL (
@@ -421,6 +425,8 @@ export class DeliveryService {
       url_credentials_ciphertext: string | null;
       secret_ciphertext: string;
       previous_secret_ciphertext: string | null;
+      signing_key_ciphertext: string | null;
+      previous_signing_key_ciphertext: string | null;
       endpoint_deleted_at: Date | null;
     }>(LEASE_FOR_REPLAY_SQL, [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now]);
     if (!row) {
@@ -448,11 +454,12 @@ export class DeliveryService {
       const credentials = row.url_credentials_ciphertext
         ? decodeCredentials(this.secrets.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
         : null;
+      const privateKeys = openPrivateKeys(this.secrets, row);
       const result = await sendTraced(
         this.sender,
         row,
         Number(row.attempt_count) + 1,
-        { url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials },
+        { url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials, privateKeys },
         false,
       );
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
