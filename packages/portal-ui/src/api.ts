@@ -174,7 +174,7 @@ export const api = {
   catalog: () => call<Catalog>('GET', '/catalog'),
   endpoints: (startingAfter?: string) => call<Page<Endpoint>>('GET', `/endpoints${qs({ limit: 20, starting_after: startingAfter })}`),
   endpoint: (endpointId: string) => call<Endpoint>('GET', `/endpoints/${id(endpointId)}`),
-  createEndpoint: (input: { url: string; enabled_events: string[]; description: string | null }) =>
+  createEndpoint: (input: { url: string; enabled_events: string[]; description: string | null; asymmetric_signature?: boolean }) =>
     call<EndpointWithSecret>('POST', '/endpoints', input),
   updateEndpoint: (
     endpointId: string,
@@ -184,6 +184,7 @@ export const api = {
       description?: string | null;
       status?: Endpoint['status'];
       delivery_order?: Endpoint['delivery_order'];
+      asymmetric_signature?: boolean;
     },
   ) => call<Endpoint>('PATCH', `/endpoints/${id(endpointId)}`, input),
   deleteEndpoint: (endpointId: string) => call<unknown>('DELETE', `/endpoints/${id(endpointId)}`),
@@ -191,6 +192,8 @@ export const api = {
     call<EndpointWithSecret>('POST', `/endpoints/${id(endpointId)}/rotate_secret`, {
       expire_previous_in: expirePreviousIn,
     }),
+  rotateSigningKey: (endpointId: string, expirePreviousIn: number) =>
+    call<Endpoint>('POST', `/endpoints/${id(endpointId)}/rotate_signing_key`, { expire_previous_in: expirePreviousIn }),
   sendTestEvent: (endpointId: string) => call<TestEvent>('POST', `/endpoints/${id(endpointId)}/test_event`),
   bulkReplayPreview: (endpointId: string, since: string) =>
     call<BulkReplayPreview>('GET', `/endpoints/${id(endpointId)}/bulk_replays/preview${qs({ since })}`),

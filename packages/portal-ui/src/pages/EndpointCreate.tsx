@@ -10,6 +10,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
   const [types, setTypes] = useState<string[]>([]);
+  const [asymmetric, setAsymmetric] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
 
@@ -25,7 +26,13 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
     setBusy(true);
     setError(null);
     try {
-      const created = await api.createEndpoint({ url: url.trim(), enabled_events: types, description: description.trim() || null });
+      const created = await api.createEndpoint({
+        url: url.trim(),
+        enabled_events: types,
+        description: description.trim() || null,
+        // Left unticked, the Platform's default decides.
+        ...(asymmetric ? { asymmetric_signature: true } : {}),
+      });
       rememberSecret(created.id, created.secret!);
       navigate(`/webhooks/endpoints/${created.id}`, { replace: true });
     } catch (err) {
@@ -62,6 +69,11 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
         </label>
         <input id="description" type="text" maxLength={5000} value={description} onChange={(e) => setDescription(e.target.value)} />
         <EventTypePicker catalog={catalog} environment={environment} value={types} onChange={setTypes} />
+        <label className="check">
+          <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519 (a public
+          key verifies it)
+        </label>
+        <p className="hint">Left unticked, your Platform’s default applies. You can change it later under Edit.</p>
         <div className="actions">
           <button type="submit" className="primary" disabled={busy || types.length === 0}>
             {busy ? 'Adding…' : 'Add endpoint'}

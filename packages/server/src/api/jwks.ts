@@ -50,8 +50,8 @@ export const jwksRoutes =
                       {
                         kty: 'OKP',
                         crv: 'Ed25519',
-                        x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo',
-                        kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k',
+                        x: '639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc',
+                        kid: 'aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA',
                         use: 'sig',
                         alg: 'EdDSA',
                       },
