@@ -1,8 +1,9 @@
-import { createPublicKey, randomBytes, sign, verify } from 'node:crypto';
+import { randomBytes, sign, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SecretBox } from '../../src/security/encryption.ts';
 import { SigningKeys } from '../../src/delivery/signing-keys.ts';
-import { generateSigningKeyPair, jwkOf } from '../../src/security/signing-key-pairs.ts';
+import { parsePublicKey } from '@payhooks/contract';
+import { generateSigningKeyPair, whpkOf } from '../../src/security/signing-key-pairs.ts';
 
 const box = new SecretBox(randomBytes(32));
 
@@ -81,7 +82,7 @@ describe("the worker's decrypted signing keys", () => {
     expect(calls()).toBe(1);
     const message = Buffer.from('1763859605.{"id":"evt_1"}');
     const signature = sign(null, message, key);
-    expect(verify(null, message, createPublicKey({ key: jwkOf(pair.publicKey), format: 'jwk' }), signature)).toBe(true);
+    expect(verify(null, message, parsePublicKey(whpkOf(pair.publicKey)), signature)).toBe(true);
     // The sealed key copied onto another endpoint is not answered from memory and fails to open.
     expect(() => keys.privateKey(pair.ciphertext, 'we_2')).toThrow();
     // Nor does the endpoint's sealed secret open as its key (another purpose in the associated data).
