@@ -968,7 +968,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is larger than the route accepts (64 KiB for management requests). */
+        /** @description The body is larger than the route accepts (64 KiB for management requests), or an event is larger than 256 KiB once serialised (`param` names it: `data.object`, or `events[i][data][object]` in a batch). */
         PayloadTooLarge: {
             headers: {
                 [name: string]: unknown;
