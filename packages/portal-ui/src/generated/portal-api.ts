@@ -709,6 +709,12 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+            standard_webhooks: boolean;
+            /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
+            headers: {
+                [key: string]: string;
+            };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
             /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
@@ -747,6 +753,12 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+            standard_webhooks: boolean;
+            /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
+            headers: {
+                [key: string]: string;
+            };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
             /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
@@ -771,8 +783,8 @@ export interface components {
             error_kind: string | null;
             error_message: string | null;
             worker_id: string | null;
-            /** @description The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type); null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field. */
-            request_headers: {
+            /** @description The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type), the endpoint's Standard Webhooks and custom headers included; null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field. */
+            request_headers: ({
                 "Content-Type": string;
                 /** @description HTTP requests only: a broker message has no User-Agent. */
                 "User-Agent"?: string;
@@ -781,7 +793,15 @@ export interface components {
                 "Service-Signature": string;
                 /** @description W3C trace context of the attempt's span: only when the service traced it (OpenTelemetry on). */
                 traceparent?: string;
-            } | null;
+                /** @description Standard Webhooks endpoints only: the event id. */
+                "webhook-id"?: string;
+                /** @description Standard Webhooks endpoints only: Unix seconds, the same t as Service-Signature's. */
+                "webhook-timestamp"?: string;
+                /** @description Standard Webhooks endpoints only: v1,<base64> per live secret, space-separated. */
+                "webhook-signature"?: string;
+            } & {
+                [key: string]: string;
+            }) | null;
         };
         /** @description One event for one endpoint, with its attempt log. */
         WebhookDelivery: {
@@ -1842,6 +1862,8 @@ export interface operations {
                      *           "previous_secret_expires_at": null,
                      *           "delivery_order": "unordered",
                      *           "url_has_credentials": false,
+                     *           "standard_webhooks": false,
+                     *           "headers": {},
                      *           "asymmetric_signature": true,
                      *           "public_keys": [
                      *             {
@@ -1919,6 +1941,12 @@ export interface operations {
                     description?: string | null;
                     /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
                     delivery_order?: "unordered" | "per_object";
+                    /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+                    standard_webhooks?: boolean;
+                    /** @description Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most 20 headers and 8192 bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names. */
+                    headers?: {
+                        [key: string]: string;
+                    } | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
                 };
@@ -1960,6 +1988,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2042,6 +2072,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2160,6 +2192,12 @@ export interface operations {
                     status?: "enabled" | "disabled";
                     /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
                     delivery_order?: "unordered" | "per_object";
+                    /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+                    standard_webhooks?: boolean;
+                    /** @description Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most 20 headers and 8192 bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names. */
+                    headers?: {
+                        [key: string]: string;
+                    } | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
                 };
@@ -2201,6 +2239,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2229,6 +2269,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
@@ -2289,6 +2330,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2377,6 +2420,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
