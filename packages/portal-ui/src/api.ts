@@ -184,6 +184,7 @@ export const api = {
       description?: string | null;
       status?: Endpoint['status'];
       delivery_order?: Endpoint['delivery_order'];
+      max_requests_per_second?: Endpoint['max_requests_per_second'];
     },
   ) => call<Endpoint>('PATCH', `/endpoints/${id(endpointId)}`, input),
   deleteEndpoint: (endpointId: string) => call<unknown>('DELETE', `/endpoints/${id(endpointId)}`),

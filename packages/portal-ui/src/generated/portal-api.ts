@@ -664,6 +664,10 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so timing jitter never pushes a second over it. Manual replays and resends are not held by it. */
+            max_requests_per_second: number | null;
+            /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
+            paused_until: string | null;
         };
         /** @description A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it. */
         WebhookEndpointWithSecret: {
@@ -698,6 +702,10 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so timing jitter never pushes a second over it. Manual replays and resends are not held by it. */
+            max_requests_per_second: number | null;
+            /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
+            paused_until: string | null;
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
             secret: string;
         };
@@ -729,6 +737,8 @@ export interface components {
                 /** @description W3C trace context of the attempt's span: only when the service traced it (OpenTelemetry on). */
                 traceparent?: string;
             } | null;
+            /** @description Milliseconds the attempt waited for the endpoint's max_requests_per_second before it was sent (0: it didn't wait); null when the endpoint had no cap. */
+            rate_limited_ms: number | null;
         };
         /** @description One event for one endpoint, with its attempt log. */
         WebhookDelivery: {
@@ -1789,6 +1799,8 @@ export interface operations {
                      *           "previous_secret_expires_at": null,
                      *           "delivery_order": "unordered",
                      *           "url_has_credentials": false,
+                     *           "max_requests_per_second": null,
+                     *           "paused_until": null,
                      *           "stats": {
                      *             "attempts": 0,
                      *             "succeeded": 0,
@@ -1848,6 +1860,8 @@ export interface operations {
                     description?: string | null;
                     /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
                     delivery_order?: "unordered" | "per_object";
+                    /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so timing jitter never pushes a second over it. Manual replays and resends are not held by it. */
+                    max_requests_per_second?: number | null;
                 };
             };
         };
@@ -1887,6 +1901,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1951,6 +1967,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
                      *       "stats": {
                      *         "attempts": 0,
                      *         "succeeded": 0,
@@ -2051,6 +2069,8 @@ export interface operations {
                     status?: "enabled" | "disabled";
                     /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
                     delivery_order?: "unordered" | "per_object";
+                    /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so timing jitter never pushes a second over it. Manual replays and resends are not held by it. */
+                    max_requests_per_second?: number | null;
                 };
             };
         };
@@ -2089,7 +2109,9 @@ export interface operations {
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
-                     *       "url_has_credentials": false
+                     *       "url_has_credentials": false,
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -2160,6 +2182,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -2471,7 +2495,8 @@ export interface operations {
                      *             },
                      *             "error_kind": null,
                      *             "error_message": null,
-                     *             "worker_id": null
+                     *             "worker_id": null,
+                     *             "rate_limited_ms": null
                      *           }
                      *         }
                      *       ],
@@ -2572,7 +2597,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -2648,7 +2674,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -2728,7 +2755,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -2808,7 +2836,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",

@@ -106,6 +106,17 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
               Ordered per object: the events about one payment or checkout session are sent one at a time, in the order they happened.
             </p>
           )}
+          {endpoint.max_requests_per_second !== null && (
+            <p className="muted small" data-testid="rate-cap">
+              At most {endpoint.max_requests_per_second} requests a second: under a backlog, deliveries wait for their turn.
+            </p>
+          )}
+          {endpoint.paused_until && (
+            <p className="muted small" data-testid="paused-until">
+              Paused until <Time iso={endpoint.paused_until} />: the endpoint asked to be retried later (429 or 503 with Retry-After).
+              Deliveries due meanwhile go when the pause ends.
+            </p>
+          )}
         </div>
       </div>
 
@@ -366,6 +377,7 @@ function EditForm({
   const [description, setDescription] = useState(endpoint.description ?? '');
   const [types, setTypes] = useState<string[]>(endpoint.enabled_events);
   const [ordered, setOrdered] = useState(endpoint.delivery_order === 'per_object');
+  const [rate, setRate] = useState(endpoint.max_requests_per_second === null ? '' : String(endpoint.max_requests_per_second));
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     api.catalog().then(setCatalog, setError);
@@ -380,6 +392,8 @@ function EditForm({
           description: description.trim() || null,
           enabled_events: types,
           delivery_order: ordered ? 'per_object' : 'unordered',
+          // Empty is no cap; anything else goes as typed, and the server says what is wrong with it.
+          max_requests_per_second: rate.trim() === '' ? null : Number(rate.trim()),
         }),
       );
     } catch (err) {
@@ -403,6 +417,18 @@ function EditForm({
         One payment's (or checkout session's) events then go one at a time, in the order they happened: a later one waits while an earlier
         one is retrying. Other objects are never held up.
       </p>
+      <label htmlFor="edit-rate">Most requests per second</label>
+      <input
+        id="edit-rate"
+        type="number"
+        min={1}
+        max={10000}
+        step={1}
+        placeholder="No limit"
+        value={rate}
+        onChange={(e) => setRate(e.target.value)}
+      />
+      <p className="muted small">Empty for no limit. Under a backlog, deliveries to this endpoint wait for their turn.</p>
       <div className="actions">
         <button type="submit" className="primary" disabled={types.length === 0}>
           Save

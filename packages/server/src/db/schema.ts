@@ -70,6 +70,12 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   deliveryOrder: text('delivery_order').$type<DeliveryOrder>().notNull().default('unordered'),
   /** 0017: a broker URL's `user:password`, sealed like the signing secret (never shown again). */
   urlCredentialsCiphertext: text('url_credentials_ciphertext'),
+  /** 0025: a 429/503 with Retry-After stops automatic attempts until then (delivery/pause.ts). */
+  pausedUntil: ts('paused_until'),
+  /** 0025: the merchant's cap on requests per second (null: uncapped; delivery/rate-cap.ts). */
+  maxRequestsPerSecond: integer('max_requests_per_second'),
+  /** 0025: the earliest start of the cap's next request (written by payhooks.reserve_rate only). */
+  rateNextAt: ts('rate_next_at'),
 });
 
 export type DeliveryOrder = 'unordered' | 'per_object';
@@ -196,6 +202,8 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
   broker: text('broker').$type<'amqp' | 'nats'>(), // BrokerKind (endpoint-urls/broker-url.ts)
   /** 0021: the traceparent the attempt was sent with (only while tracing). */
   traceParent: text('trace_parent'),
+  /** 0025: how long it waited for the endpoint's max_requests_per_second (null: no cap). */
+  rateLimitedMs: integer('rate_limited_ms'),
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;

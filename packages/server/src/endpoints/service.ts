@@ -42,6 +42,10 @@ export interface WebhookEndpoint {
   delivery_order: DeliveryOrder;
   /** A broker URL's credentials are stored (sealed; never shown again). */
   url_has_credentials: boolean;
+  /** Most requests a second the workers send it (delivery/rate-cap.ts); null: no cap. */
+  max_requests_per_second: number | null;
+  /** While a 429's or 503's Retry-After pauses its automatic attempts (delivery/pause.ts), until when; else null. */
+  paused_until: string | null;
 }
 
 /** Longest overlap of a rotation: 7 days, in seconds. */
@@ -54,6 +58,7 @@ export interface CreateEndpointInput {
   description?: string | null | undefined;
   metadata?: Record<string, string> | undefined;
   delivery_order?: DeliveryOrder | undefined;
+  max_requests_per_second?: number | null | undefined;
 }
 
 export interface UpdateEndpointInput {
@@ -63,6 +68,7 @@ export interface UpdateEndpointInput {
   metadata?: Record<string, string> | undefined;
   status?: EndpointStatus | undefined;
   delivery_order?: DeliveryOrder | undefined;
+  max_requests_per_second?: number | null | undefined;
 }
 
 /** `now` decides whether a rotated-out secret still counts as live. */
@@ -89,6 +95,8 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     previous_secret_expires_at: previousLive ? formatEventTimestamp(row.previousSecretExpiresAt!) : null,
     delivery_order: row.deliveryOrder,
     url_has_credentials: row.urlCredentialsCiphertext !== null,
+    max_requests_per_second: row.maxRequestsPerSecond,
+    paused_until: row.pausedUntil && row.pausedUntil > now ? formatEventTimestamp(row.pausedUntil) : null,
   };
 }
 
@@ -136,6 +144,7 @@ export class EndpointService {
         description: input.description ?? null,
         metadata: input.metadata ?? {},
         deliveryOrder: input.delivery_order ?? 'unordered',
+        maxRequestsPerSecond: checkRate(input.max_requests_per_second),
         status: 'enabled',
         secretCiphertext: this.secrets.encrypt(secret, id),
         urlCredentialsCiphertext: credentials ? this.secrets.encrypt(encodeCredentials(credentials), credentialsAad(id)) : null,
@@ -154,6 +163,7 @@ export class EndpointService {
         description: created.description,
         metadata: created.metadata,
         delivery_order: created.delivery_order,
+        max_requests_per_second: created.max_requests_per_second,
       },
     });
     return { ...created, secret };
@@ -202,6 +212,7 @@ export class EndpointService {
       if (input.description !== undefined) changes.description = input.description;
       if (input.metadata !== undefined) changes.metadata = mergeMetadata(current.metadata, input.metadata);
       if (input.delivery_order !== undefined) changes.deliveryOrder = input.delivery_order;
+      if (input.max_requests_per_second !== undefined) changes.maxRequestsPerSecond = checkRate(input.max_requests_per_second);
       if (input.status !== undefined && input.status !== current.status) {
         changes.status = input.status;
         // Enabling starts afresh: the auto-disable window counts from the next failure.
@@ -309,7 +320,16 @@ export class EndpointService {
 /** The fields an update changed, with their new values (never a secret: the endpoint object has none). */
 function changedFields(before: WebhookEndpoint, after: WebhookEndpoint): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const key of ['url', 'enabled_events', 'description', 'metadata', 'status', 'delivery_order', 'url_has_credentials'] as const) {
+  for (const key of [
+    'url',
+    'enabled_events',
+    'description',
+    'metadata',
+    'status',
+    'delivery_order',
+    'url_has_credentials',
+    'max_requests_per_second',
+  ] as const) {
     if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) out[key] = after[key];
   }
   return out;
@@ -323,4 +343,20 @@ function mergeMetadata(current: Record<string, string>, patch: Record<string, st
     else out[k] = v;
   }
   return out;
+}
+
+/** Highest max_requests_per_second: above it a cap protects no receiver (and migration 0025 refuses it). */
+export const MAX_REQUESTS_PER_SECOND = 10_000;
+
+/** A rate cap as given: a whole number from 1 to MAX_REQUESTS_PER_SECOND, or null for none. */
+function checkRate(value: number | null | undefined): number | null {
+  if (value === undefined || value === null) return null;
+  if (!Number.isInteger(value) || value < 1 || value > MAX_REQUESTS_PER_SECOND)
+    throw new AppError(
+      'invalid_request',
+      'parameter_invalid',
+      `Invalid 'max_requests_per_second': give a whole number of requests per second from 1 to ${MAX_REQUESTS_PER_SECOND}, or null for no cap.`,
+      { param: 'max_requests_per_second' },
+    );
+  return value;
 }

@@ -61,6 +61,8 @@ const endpoint = {
   previous_secret_expires_at: null,
   delivery_order: 'unordered',
   url_has_credentials: false,
+  max_requests_per_second: null,
+  paused_until: null,
 };
 
 const attempt = {
@@ -82,6 +84,7 @@ const attempt = {
   error_kind: null,
   error_message: null,
   worker_id: null,
+  rate_limited_ms: null,
 };
 
 const delivery = {

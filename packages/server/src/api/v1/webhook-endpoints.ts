@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
-import { MAX_EXPIRE_PREVIOUS_IN } from '../../endpoints/service.ts';
+import { MAX_EXPIRE_PREVIOUS_IN, MAX_REQUESTS_PER_SECOND } from '../../endpoints/service.ts';
 import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schemas.ts';
 import { EnabledEventTypeSchema } from './event-schemas.ts';
 import { IdempotencyHeaders, idempotentResponse } from './payment-schemas.ts';
@@ -23,6 +23,11 @@ const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
 export const DeliveryOrder = Type.Union([Type.Literal('unordered'), Type.Literal('per_object')], {
   description:
     'unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up.',
+});
+
+export const MaxRequestsPerSecond = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_REQUESTS_PER_SECOND }), Type.Null()], {
+  description:
+    'Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so timing jitter never pushes a second over it. Manual replays and resends are not held by it.',
 });
 
 const endpointProperties = {
@@ -55,6 +60,11 @@ const endpointProperties = {
   delivery_order: DeliveryOrder,
   url_has_credentials: Type.Boolean({
     description: 'A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them).',
+  }),
+  max_requests_per_second: MaxRequestsPerSecond,
+  paused_until: Type.Union([Timestamp, Type.Null()], {
+    description:
+      'The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused.',
   }),
 };
 
@@ -96,6 +106,7 @@ const CreateBody = Type.Object(
     description: Type.Optional(Description),
     metadata: Type.Optional(Metadata),
     delivery_order: Type.Optional(DeliveryOrder),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
   },
   { additionalProperties: false },
 );
@@ -108,6 +119,7 @@ const UpdateBody = Type.Object(
     metadata: Type.Optional(Metadata),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
     delivery_order: Type.Optional(DeliveryOrder),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
   },
   { additionalProperties: false },
 );

@@ -36,6 +36,10 @@ export interface AttemptResult {
   broker?: BrokerKind;
   /** The traceparent header the request carried (only while tracing, and only when a request was made). */
   traceparent?: string | null;
+  /** A 429's or 503's Retry-After header as the receiver sent it (delivery/retry-after.ts reads it). */
+  retryAfter?: string;
+  /** Milliseconds the attempt waited for the endpoint's max_requests_per_second; absent when uncapped. */
+  rateLimitedMs?: number;
 }
 
 export interface SendRequest {
