@@ -19,10 +19,10 @@ export const RATE_HORIZON_MS = 1000;
 
 /**
  * Starts are spaced as if a second lasted this long (1 s / N * 1.05). A request reaches the
- * receiver a little after its start (the timer, the event loop, the network), by a varying
- * amount; N + 1 consecutive requests then span at least a second, so no one-second window at the
- * receiver sees more than N, as long as that lateness varies by less than 50 ms. The merchant
- * gets about 95% of the cap under a backlog.
+ * receiver a little after its start (the timer, the event loop, a new connection's handshake),
+ * by a varying amount; N + 1 consecutive requests span at least 1.05 s at the sender, so a
+ * one-second window at the receiver sees more than N only when that delay varies by more than
+ * 50 ms between them, and then one more. The merchant gets about 95% of the cap under a backlog.
  */
 export const RATE_SECOND_MS = 1050;
 

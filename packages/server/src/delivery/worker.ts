@@ -34,6 +34,22 @@ import { SigningKeys } from './signing-keys.ts';
 import { QUEUE_VACUUM_INTERVAL_MS, vacuumQueue } from './queue-vacuum.ts';
 import { BatchWriter } from './batch-writer.ts';
 
+/** When a rate-capped attempt may start (rate-cap.ts). */
+interface CappedStart {
+  /** Its reserved start, from `waitFrom` (performance.now() when the reservation was asked for). */
+  delayMs: number;
+  waitFrom: number;
+  /** Shared by the starts of one reservation: the actual start of the previous one. */
+  pace: Pace;
+}
+
+interface Pace {
+  spacingMs: number;
+  last: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 export interface WorkerDeps {
   config: Pick<
     Config,
@@ -377,8 +393,13 @@ export class DeliveryWorker {
     const p: Promise<void> = reserveRate(this.deps.database, endpointId, n)
       .then(
         (r) => {
+          const pace: Pace = { spacingMs: r.spacingMs, last: Number.NEGATIVE_INFINITY };
           for (let i = 0; i < r.granted && i < n; i++)
-            this.startAttempt(slot, endpointId, taken[i]!.row, taken[i]!.token, r.waitMs + i * r.spacingMs, t0);
+            this.startAttempt(slot, endpointId, taken[i]!.row, taken[i]!.token, {
+              delayMs: r.waitMs + i * r.spacingMs,
+              waitFrom: t0,
+              pace,
+            });
           if (r.granted >= n) return;
           // No room within the horizon: these, and what waits behind them, go back until there is.
           this.capFull.set(endpointId, t0 + r.nextFreeMs);
@@ -487,9 +508,9 @@ export class DeliveryWorker {
    * Sends one claimed delivery, queues its outcome for the batch write, then frees its slot. One
    * promise chain per attempt, the sender's and one `then`: this runs thousands of times a second.
    */
-  private startAttempt(slot: EndpointSlot, endpointId: string, row: ClaimedDelivery, token: string, delayMs = -1, waitFrom = 0): void {
+  private startAttempt(slot: EndpointSlot, endpointId: string, row: ClaimedDelivery, token: string, capped?: CappedStart): void {
     let sent: Promise<AttemptResult | null>;
-    if (delayMs >= 0) sent = this.sendCapped(endpointId, row, token, delayMs, waitFrom);
+    if (capped) sent = this.sendCapped(endpointId, row, token, capped);
     else {
       try {
         const req = this.request(row);
@@ -525,14 +546,13 @@ export class DeliveryWorker {
    * A rate-capped attempt: starts at its reserved time (a timer, not a poll), unless a pause
    * began meanwhile; its result says how long it waited since the reservation was asked for.
    */
-  private async sendCapped(
-    endpointId: string,
-    row: ClaimedDelivery,
-    token: string,
-    delayMs: number,
-    waitFrom: number,
-  ): Promise<AttemptResult | null> {
-    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+  private async sendCapped(endpointId: string, row: ClaimedDelivery, token: string, capped: CappedStart): Promise<AttemptResult | null> {
+    const { delayMs, waitFrom, pace } = capped;
+    if (delayMs > 0) await sleep(delayMs);
+    // A timer that fired late must not bring the next start closer to it than the spacing.
+    const early = pace.last + pace.spacingMs - performance.now();
+    if (early > 0) await sleep(early);
+    pace.last = performance.now();
     const until = this.paused.size > 0 ? this.paused.get(endpointId) : undefined;
     if (until !== undefined && until > this.deps.clock.now().getTime()) {
       this.giveBack(row, token, new Date(until));

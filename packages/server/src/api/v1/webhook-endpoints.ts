@@ -27,7 +27,7 @@ export const DeliveryOrder = Type.Union([Type.Literal('unordered'), Type.Literal
 
 export const MaxRequestsPerSecond = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_REQUESTS_PER_SECOND }), Type.Null()], {
   description:
-    'Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so timing jitter never pushes a second over it. Manual replays and resends are not held by it.',
+    'Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it.',
 });
 
 const endpointProperties = {
