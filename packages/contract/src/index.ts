@@ -1,3 +1,4 @@
+export * from './asymmetric.ts';
 export * from './catalog.ts';
 export * from './envelope.ts';
 export * from './headers.ts';

@@ -1,4 +1,4 @@
-import { and, desc, eq, lt, or, type SQL } from 'drizzle-orm';
+import { and, desc, eq, lte, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { Queryable } from './client.ts';
 import { AppError } from '../errors.ts';
@@ -31,7 +31,13 @@ export async function pageOf<TRow extends Record<string, unknown>>(
         param: 'starting_after',
       });
     }
-    cursor = or(lt(table.createdAt, after.createdAt), and(eq(table.createdAt, after.createdAt), lt(table.id, after.id)));
+    // A row comparison, which a btree on (…, created_at DESC, id DESC) takes as an index
+    // condition: the scan starts at the cursor instead of filtering away every row before it.
+    // The plain bound on created_at is implied; it lets the planner prune the newer weeks.
+    cursor = and(
+      lte(table.createdAt, after.createdAt),
+      sql`(${table.createdAt}, ${table.id}) < (${(after.createdAt as Date).toISOString()}::timestamptz, ${after.id}::text)`,
+    );
   }
   const rows = (await db
     .select()

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { TestService } from './service.ts';
 
 /** A node of `EXPLAIN (ANALYZE, FORMAT JSON)`'s plan, as far as the plan tests read it. */
@@ -10,6 +11,8 @@ export interface PlanNode {
   'Actual Loops'?: number;
   'Rows Removed by Filter'?: number;
   'Rows Removed by Index Recheck'?: number;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
   Plans?: PlanNode[];
 }
 
@@ -39,5 +42,39 @@ export async function endpointsNobodyServes(svc: TestService, key: string, paths
   for (const path of paths) {
     const res = await svc.api(key, 'POST', '/api/v1/webhook_endpoints', { url: `http://127.0.0.1:9${path}`, enabled_events: ['*'] });
     if (res.status !== 201) throw new Error(`creating the endpoint ${path}: HTTP ${res.status} ${JSON.stringify(res.body)}`);
+  }
+}
+
+/** Rows of `table` and of its partitions (`table_…`) that the plan read. */
+export function rowsReadOfTable(plan: PlanNode, table: string): number {
+  const names = new Set(
+    planNodes(plan)
+      .map((n) => n['Relation Name'])
+      .filter((name): name is string => name === table || (name?.startsWith(`${table}_`) ?? false)),
+  );
+  return [...names].reduce((sum, name) => sum + rowsRead(plan, name), 0);
+}
+
+/** Shared buffers the whole plan touched (the root's count includes its children's). */
+export function buffersOf(plan: PlanNode): number {
+  return (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+}
+
+/**
+ * A pg client that runs `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` of every SELECT before the
+ * SELECT itself and keeps the plans: the statements a service really issues, with their values.
+ */
+export class ExplainingClient extends pg.Client {
+  plans: Array<{ text: string; plan: PlanNode }> = [];
+  override query(config: any, values?: any, callback?: any): any {
+    const text: string = typeof config === 'string' ? config : config.text;
+    const params = typeof config === 'string' ? values : (config.values ?? values);
+    if (/^\s*(select|with)\b/i.test(text))
+      return (async () => {
+        const explained = await super.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`, params);
+        this.plans.push({ text, plan: (explained.rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan });
+        return super.query(config, values);
+      })();
+    return super.query(config, values, callback);
   }
 }

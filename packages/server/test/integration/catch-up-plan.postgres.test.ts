@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import * as schema from '../../src/db/schema.ts';
 import type { Database, Db } from '../../src/db/client.ts';
 import { EventService } from '../../src/events/service.ts';
 import { DeliveryService } from '../../src/delivery/service.ts';
 import { startService, type TestService } from '../helpers/service.ts';
-import { rowsRead, type PlanNode } from '../helpers/plan.ts';
+import { ExplainingClient, rowsRead } from '../helpers/plan.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { Scope } from '../../src/scope.ts';
 
@@ -20,22 +19,6 @@ const EVENTS = 60_000;
 const OTHER = 20_000;
 /** Rows a page of 20 may read (index entries that match, plus a little slack), far below EVENTS. */
 const BOUND = 200;
-
-/** A pg client that runs EXPLAIN ANALYZE of every SELECT before the SELECT itself and keeps the plans. */
-class ExplainingClient extends pg.Client {
-  plans: Array<{ text: string; plan: PlanNode }> = [];
-  override query(config: any, values?: any, callback?: any): any {
-    const text: string = typeof config === 'string' ? config : config.text;
-    const params = typeof config === 'string' ? values : (config.values ?? values);
-    if (/^\s*(select|with)\b/i.test(text))
-      return (async () => {
-        const explained = await super.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
-        this.plans.push({ text, plan: (explained.rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan });
-        return super.query(config, values);
-      })();
-    return super.query(config, values, callback);
-  }
-}
 
 let svc: TestService;
 let p: CreatedPlatform;
