@@ -18,13 +18,18 @@ import type { Database } from '../db/client.ts';
 export const RATE_HORIZON_MS = 1000;
 
 /**
- * Starts are spaced as if a second lasted this long (1 s / N * 1.05). A request reaches the
- * receiver a little after its start (the timer, the event loop, a new connection's handshake),
- * by a varying amount; N + 1 consecutive requests span at least 1.05 s at the sender, so a
- * one-second window at the receiver sees more than N only when that delay varies by more than
- * 50 ms between them, and then one more. The merchant gets about 95% of the cap under a backlog.
+ * Starts are spaced as if a second lasted this long (1 s / N * 1.05), and each starts between its
+ * reserved time and RATE_LATE_MS after it, or not at all (the row goes back to the queue): a
+ * worker whose event loop or database answer was slow gives its start up instead of sending it
+ * together with the next ones. Any one second then holds at most N + 1 starts (the window
+ * stretched by RATE_LATE_MS holds 1.05 s / 1.05 * N slots, plus one at its edge), and at the
+ * receiver, whose requests arrive a varying few milliseconds after their start, about the same.
+ * The merchant gets about 95% of the cap under a backlog.
  */
 export const RATE_SECOND_MS = 1050;
+
+/** How late a reserved start may still go (see RATE_SECOND_MS). */
+export const RATE_LATE_MS = 50;
 
 export interface RateReservation {
   /** Rows that may start: the first after `waitMs`, then one every `spacingMs`. */

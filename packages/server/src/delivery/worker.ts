@@ -16,7 +16,7 @@ import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.t
 import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
 import { PAUSE_CHANNEL, parsePauseNotice, pauseEndpoint } from './pause.ts';
 import { PAUSING_STATUSES, retryAfterMs } from './retry-after.ts';
-import { reserveRate } from './rate-cap.ts';
+import { RATE_LATE_MS, reserveRate } from './rate-cap.ts';
 
 interface EndpointSlot {
   running: number;
@@ -36,16 +36,11 @@ import { BatchWriter } from './batch-writer.ts';
 
 /** When a rate-capped attempt may start (rate-cap.ts). */
 interface CappedStart {
-  /** Its reserved start, from `waitFrom` (performance.now() when the reservation was asked for). */
-  delayMs: number;
+  /** Its reserved start (performance.now()), and the latest it may still start. */
+  at: number;
+  deadline: number;
+  /** performance.now() when the reservation was asked for: the wait the log shows starts there. */
   waitFrom: number;
-  /** Shared by the starts of one reservation: the actual start of the previous one. */
-  pace: Pace;
-}
-
-interface Pace {
-  spacingMs: number;
-  last: number;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -393,12 +388,14 @@ export class DeliveryWorker {
     const p: Promise<void> = reserveRate(this.deps.database, endpointId, n)
       .then(
         (r) => {
-          const pace: Pace = { spacingMs: r.spacingMs, last: Number.NEGATIVE_INFINITY };
+          // The database's "now" fell between t0 and now: a start at received + wait is never
+          // early, and t0 + wait + RATE_LATE_MS is never more than RATE_LATE_MS late.
+          const received = performance.now();
           for (let i = 0; i < r.granted && i < n; i++)
             this.startAttempt(slot, endpointId, taken[i]!.row, taken[i]!.token, {
-              delayMs: r.waitMs + i * r.spacingMs,
+              at: received + r.waitMs + i * r.spacingMs,
+              deadline: t0 + r.waitMs + i * r.spacingMs + RATE_LATE_MS,
               waitFrom: t0,
-              pace,
             });
           if (r.granted >= n) return;
           // No room within the horizon: these, and what waits behind them, go back until there is.
@@ -547,12 +544,16 @@ export class DeliveryWorker {
    * began meanwhile; its result says how long it waited since the reservation was asked for.
    */
   private async sendCapped(endpointId: string, row: ClaimedDelivery, token: string, capped: CappedStart): Promise<AttemptResult | null> {
-    const { delayMs, waitFrom, pace } = capped;
-    if (delayMs > 0) await sleep(delayMs);
-    // A timer that fired late must not bring the next start closer to it than the spacing.
-    const early = pace.last + pace.spacingMs - performance.now();
-    if (early > 0) await sleep(early);
-    pace.last = performance.now();
+    const { at, deadline, waitFrom } = capped;
+    const wait = at - performance.now();
+    if (wait > 0) await sleep(wait);
+    // Too late for its reserved start (a slow answer, a busy event loop): given up rather than
+    // bunched with the starts after it, so any second holds at most one more than the cap
+    // (rate-cap.ts). The row goes back to the queue for a fresh start.
+    if (performance.now() > deadline) {
+      this.giveBack(row, token, new Date(this.deps.clock.now().getTime() + RATE_LATE_MS));
+      return null;
+    }
     const until = this.paused.size > 0 ? this.paused.get(endpointId) : undefined;
     if (until !== undefined && until > this.deps.clock.now().getTime()) {
       this.giveBack(row, token, new Date(until));
