@@ -365,6 +365,16 @@ export function buildTestVectors(): SignatureVectors {
     nowMs: (T + 1) * 1000,
     expected: fail('bad_signature'),
   });
+  add(
+    'v1a_non_canonical_s',
+    'The signature with S + L in place of S (the same point, S not reduced): a forgery by malleability, refused.',
+    {
+      secrets: [],
+      publicKeys: [KEY.publicKey],
+      headers: { [SIGNATURE_HEADER]: `t=${T},v1a=${malleate(computeAsymmetricSignature(KEY.privateKey, T, body))}` },
+      expected: fail('bad_signature'),
+    },
+  );
   add('v1a_wrong_key', "Signed with another endpoint's key.", {
     secrets: [],
     publicKeys: [WRONG_KEY.publicKey],
@@ -459,4 +469,20 @@ export function buildTestVectors(): SignatureVectors {
 /** HMAC over the body alone: only to build the "no `<t>.` prefix" mistake. */
 function computeSignatureRaw(secret: string, rawBody: string): string {
   return createHmac('sha256', secret).update(rawBody).digest('hex');
+}
+
+/** The group order of ed25519 (RFC 8032). */
+const ED25519_ORDER = (1n << 252n) + 27742317777372353535851937790883648493n;
+
+/** A signature with S + L in place of S (little-endian), which strict verifiers refuse. */
+function malleate(signatureBase64: string): string {
+  const sig = Buffer.from(signatureBase64, 'base64');
+  let s = 0n;
+  for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(sig[i]!);
+  let n = s + ED25519_ORDER;
+  for (let i = 32; i < 64; i++) {
+    sig[i] = Number(n & 255n);
+    n >>= 8n;
+  }
+  return sig.toString('base64');
 }
