@@ -668,6 +668,12 @@ export interface components {
             max_requests_per_second: number | null;
             /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
             paused_until: string | null;
+            /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+            standard_webhooks: boolean;
+            /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
+            headers: {
+                [key: string]: string;
+            };
         };
         /** @description A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it. */
         WebhookEndpointWithSecret: {
@@ -706,6 +712,12 @@ export interface components {
             max_requests_per_second: number | null;
             /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
             paused_until: string | null;
+            /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+            standard_webhooks: boolean;
+            /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
+            headers: {
+                [key: string]: string;
+            };
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
             secret: string;
         };
@@ -726,8 +738,8 @@ export interface components {
             error_kind: string | null;
             error_message: string | null;
             worker_id: string | null;
-            /** @description The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type); null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field. */
-            request_headers: {
+            /** @description The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type), the endpoint's Standard Webhooks and custom headers included; null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field. */
+            request_headers: ({
                 "Content-Type": string;
                 /** @description HTTP requests only: a broker message has no User-Agent. */
                 "User-Agent"?: string;
@@ -736,7 +748,15 @@ export interface components {
                 "Service-Signature": string;
                 /** @description W3C trace context of the attempt's span: only when the service traced it (OpenTelemetry on). */
                 traceparent?: string;
-            } | null;
+                /** @description Standard Webhooks endpoints only: the event id. */
+                "webhook-id"?: string;
+                /** @description Standard Webhooks endpoints only: Unix seconds, the same t as Service-Signature's. */
+                "webhook-timestamp"?: string;
+                /** @description Standard Webhooks endpoints only: v1,<base64> per live secret, space-separated. */
+                "webhook-signature"?: string;
+            } & {
+                [key: string]: string;
+            }) | null;
             /** @description Milliseconds the attempt waited for the endpoint's max_requests_per_second before it was sent (0: it didn't wait); null when the endpoint had no cap. */
             rate_limited_ms: number | null;
         };
@@ -1799,6 +1819,8 @@ export interface operations {
                      *           "previous_secret_expires_at": null,
                      *           "delivery_order": "unordered",
                      *           "url_has_credentials": false,
+                     *           "standard_webhooks": false,
+                     *           "headers": {},
                      *           "max_requests_per_second": null,
                      *           "paused_until": null,
                      *           "stats": {
@@ -1860,6 +1882,12 @@ export interface operations {
                     description?: string | null;
                     /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
                     delivery_order?: "unordered" | "per_object";
+                    /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+                    standard_webhooks?: boolean;
+                    /** @description Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most 20 headers and 8192 bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names. */
+                    headers?: {
+                        [key: string]: string;
+                    } | null;
                     /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
                     max_requests_per_second?: number | null;
                 };
@@ -1901,6 +1929,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "max_requests_per_second": null,
                      *       "paused_until": null,
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
@@ -1967,6 +1997,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "max_requests_per_second": null,
                      *       "paused_until": null,
                      *       "stats": {
@@ -2069,6 +2101,12 @@ export interface operations {
                     status?: "enabled" | "disabled";
                     /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
                     delivery_order?: "unordered" | "per_object";
+                    /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+                    standard_webhooks?: boolean;
+                    /** @description Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most 20 headers and 8192 bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names. */
+                    headers?: {
+                        [key: string]: string;
+                    } | null;
                     /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
                     max_requests_per_second?: number | null;
                 };
@@ -2110,6 +2148,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "max_requests_per_second": null,
                      *       "paused_until": null
                      *     }
@@ -2122,6 +2162,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
@@ -2182,6 +2223,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "max_requests_per_second": null,
                      *       "paused_until": null,
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"

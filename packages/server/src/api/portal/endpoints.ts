@@ -8,7 +8,7 @@ import { sendTestEvent } from './test-event.ts';
 import { scopeOf } from '../../accounts/sessions.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { IdParams, endpointId } from './ids.ts';
-import { DeliveryOrder, MaxRequestsPerSecond, rotateParameters } from '../v1/webhook-endpoints.ts';
+import { CustomHeadersInput, DeliveryOrder, MaxRequestsPerSecond, StandardWebhooks, rotateParameters } from '../v1/webhook-endpoints.ts';
 
 const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 });
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
@@ -19,6 +19,8 @@ const CreateBody = Type.Object(
     enabled_events: EnabledEvents,
     description: Type.Optional(Description),
     delivery_order: Type.Optional(DeliveryOrder),
+    standard_webhooks: Type.Optional(StandardWebhooks),
+    headers: Type.Optional(CustomHeadersInput),
     max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
   },
   { additionalProperties: false },
@@ -30,6 +32,8 @@ const UpdateBody = Type.Object(
     description: Type.Optional(Description),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
     delivery_order: Type.Optional(DeliveryOrder),
+    standard_webhooks: Type.Optional(StandardWebhooks),
+    headers: Type.Optional(CustomHeadersInput),
     max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
   },
   { additionalProperties: false },

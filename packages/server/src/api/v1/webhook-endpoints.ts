@@ -4,6 +4,7 @@ import type { ServiceContext } from '../../context.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
 import { MAX_EXPIRE_PREVIOUS_IN, MAX_REQUESTS_PER_SECOND } from '../../endpoints/service.ts';
+import { MAX_CUSTOM_HEADERS, MAX_CUSTOM_HEADER_BYTES } from '../../endpoints/custom-headers.ts';
 import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schemas.ts';
 import { EnabledEventTypeSchema } from './event-schemas.ts';
 import { IdempotencyHeaders, idempotentResponse } from './payment-schemas.ts';
@@ -28,6 +29,14 @@ export const DeliveryOrder = Type.Union([Type.Literal('unordered'), Type.Literal
 export const MaxRequestsPerSecond = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_REQUESTS_PER_SECOND }), Type.Null()], {
   description:
     'Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it.',
+});
+export const StandardWebhooks = Type.Boolean({
+  description:
+    "Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first.",
+});
+/** What a request may send: the names and values are checked by endpoints/custom-headers.ts, for their own error codes. */
+export const CustomHeadersInput = Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()], {
+  description: `Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most ${MAX_CUSTOM_HEADERS} headers and ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names.`,
 });
 
 const endpointProperties = {
@@ -65,6 +74,10 @@ const endpointProperties = {
   paused_until: Type.Union([Timestamp, Type.Null()], {
     description:
       'The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused.',
+  }),
+  standard_webhooks: StandardWebhooks,
+  headers: Type.Record(Type.String(), Type.String(), {
+    description: 'Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none.',
   }),
 };
 
@@ -106,6 +119,8 @@ const CreateBody = Type.Object(
     description: Type.Optional(Description),
     metadata: Type.Optional(Metadata),
     delivery_order: Type.Optional(DeliveryOrder),
+    standard_webhooks: Type.Optional(StandardWebhooks),
+    headers: Type.Optional(CustomHeadersInput),
     max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
   },
   { additionalProperties: false },
@@ -119,6 +134,8 @@ const UpdateBody = Type.Object(
     metadata: Type.Optional(Metadata),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
     delivery_order: Type.Optional(DeliveryOrder),
+    standard_webhooks: Type.Optional(StandardWebhooks),
+    headers: Type.Optional(CustomHeadersInput),
     max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
   },
   { additionalProperties: false },
@@ -247,7 +264,7 @@ export const webhookEndpointRoutes =
           summary: 'Update a webhook endpoint',
           params: EndpointIdParams,
           body: UpdateBody,
-          response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The updated endpoint.' }), ...errorResponses(404, 422) },
+          response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The updated endpoint.' }), ...errorResponses(404, 409, 422) },
         },
       },
       async (req) => ctx.endpoints.update(req.scope, endpointId(req.params.id), req.body),
