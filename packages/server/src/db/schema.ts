@@ -14,6 +14,8 @@ export const platforms = pgTable('platforms', {
   requireTwoFactor: boolean('require_two_factor').notNull().default(false),
   /** 0022: the portal's look when embedded (tenancy/portal-theme.ts). */
   portalTheme: jsonb('portal_theme').$type<Record<string, unknown>>().notNull().default({}),
+  /** 0024: new endpoints sign with ed25519 too unless created with `asymmetric_signature: false`. */
+  asymmetricSignatureDefault: boolean('asymmetric_signature_default').notNull().default(false),
 });
 
 export const merchants = pgTable('merchants', {
@@ -80,6 +82,17 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   maxRequestsPerSecond: integer('max_requests_per_second'),
   /** 0025: the earliest start of the cap's next request (written by payhooks.reserve_rate only). */
   rateNextAt: ts('rate_next_at'),
+  /** 0024: also signed with ed25519 (`v1a=`), by the key pair below (kept while the flag is off). */
+  asymmetricSignature: boolean('asymmetric_signature').notNull().default(false),
+  /** 0024: the sealed PKCS#8 private key (never shown) and its public key (a JWK's `x`, in clear). */
+  signingKeyCiphertext: text('signing_key_ciphertext'),
+  signingPublicKey: text('signing_public_key'),
+  signingKeyCreatedAt: ts('signing_key_created_at'),
+  /** 0024: the rotated-out key pair, still signing until `previousSigningKeyExpiresAt`. */
+  previousSigningKeyCiphertext: text('previous_signing_key_ciphertext'),
+  previousSigningPublicKey: text('previous_signing_public_key'),
+  previousSigningKeyCreatedAt: ts('previous_signing_key_created_at'),
+  previousSigningKeyExpiresAt: ts('previous_signing_key_expires_at'),
 });
 
 export type DeliveryOrder = 'unordered' | 'per_object';

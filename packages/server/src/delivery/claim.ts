@@ -25,6 +25,10 @@ export interface ClaimedDelivery {
   standard_webhooks: boolean;
   /** The endpoint's custom headers as JSON text (`headers::text`: parsed once per text by the worker), else null. */
   custom_headers: string | null;
+  /** The sealed ed25519 private key while asymmetric signing is on, else null. */
+  signing_key_ciphertext: string | null;
+  /** The rotated-out private key while it still signs (flag on, expiry checked here), else null. */
+  previous_signing_key_ciphertext: string | null;
   endpoint_status: EndpointStatus;
   /** The endpoint is throttled to one attempt at a time (fairness.ts). */
   endpoint_throttled: boolean;
@@ -161,6 +165,9 @@ SELECT c.id, c.event_id, c.endpoint_id, c.platform_id,
        c.prev_token IS NOT NULL AS interrupted,
        e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
+       CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
+       CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > $1 THEN w.previous_signing_key_ciphertext END
+         AS previous_signing_key_ciphertext,
        w.status AS endpoint_status, w.deleted_at IS NOT NULL AS endpoint_deleted,
        w.throttled_at IS NOT NULL AS endpoint_throttled, w.standard_webhooks, w.headers::text AS custom_headers,
        w.max_requests_per_second AS endpoint_rate,

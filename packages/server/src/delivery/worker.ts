@@ -616,7 +616,7 @@ export class DeliveryWorker {
       const credentials = row.url_credentials_ciphertext
         ? decodeCredentials(keys.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
         : null;
-      return {
+      const request: SendRequest = {
         url: row.url,
         body: row.body,
         eventId: row.event_id,
@@ -625,6 +625,13 @@ export class DeliveryWorker {
         webhookKeys: row.standard_webhooks ? webhookKeysOf(current, previous) : null,
         headers: row.custom_headers === null ? null : this.headerSets.get(row.custom_headers),
       };
+      // Only endpoints signing with ed25519 pay for it: the others' rows carry null here.
+      if (row.signing_key_ciphertext) {
+        const privateKeys = [keys.privateKey(row.signing_key_ciphertext, row.endpoint_id)];
+        if (row.previous_signing_key_ciphertext) privateKeys.push(keys.privateKey(row.previous_signing_key_ciphertext, row.endpoint_id));
+        request.privateKeys = privateKeys;
+      }
+      return request;
     } catch (err) {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.

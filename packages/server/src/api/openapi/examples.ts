@@ -65,6 +65,24 @@ const endpoint = {
   headers: {},
   max_requests_per_second: null,
   paused_until: null,
+  asymmetric_signature: true,
+  public_keys: [
+    {
+      object: 'public_key',
+      kid: 'aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA',
+      public_key: 'whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=',
+      jwk: {
+        kty: 'OKP',
+        crv: 'Ed25519',
+        x: '639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc',
+        kid: 'aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA',
+        use: 'sig',
+        alg: 'EdDSA',
+      },
+      created_at: AT,
+      expires_at: null,
+    },
+  ],
 };
 
 const attempt = {

@@ -39,6 +39,37 @@ export const CustomHeadersInput = Type.Union([Type.Record(Type.String(), Type.St
   description: `Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most ${MAX_CUSTOM_HEADERS} headers and ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names.`,
 });
 
+export const AsymmetricSignature = Type.Boolean({
+  description:
+    'Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default.',
+});
+
+const Ed25519JwkSchema = Type.Object(
+  {
+    kty: Type.Literal('OKP'),
+    crv: Type.Literal('Ed25519'),
+    x: Type.String({ description: 'base64url of the 32 public key bytes.' }),
+    kid: Type.String({ description: 'The RFC 7638 thumbprint of the key.' }),
+    use: Type.Literal('sig'),
+    alg: Type.Literal('EdDSA'),
+  },
+  { description: 'The public key as a JWK, as listed in the Platform JWKS document.' },
+);
+
+export const PublicKeySchema = Type.Object(
+  {
+    object: Type.Literal('public_key'),
+    kid: Type.String({ description: 'The JWK kid (RFC 7638 thumbprint).' }),
+    public_key: Type.String({ description: 'whpk_<base64 of the 32 key bytes>: what the receiver libraries take.' }),
+    jwk: Ed25519JwkSchema,
+    created_at: Timestamp,
+    expires_at: Type.Union([Timestamp, Type.Null()], {
+      description: 'For a rotated-out key, when it stops signing (and leaves the JWKS); null for the current key.',
+    }),
+  },
+  { $id: 'PublicKey', description: 'An ed25519 public key that signs deliveries to the endpoint (v1a=).' },
+);
+
 const endpointProperties = {
   id: Type.String({ description: 'Prefix we_' }),
   object: Type.Literal('webhook_endpoint'),
@@ -78,6 +109,11 @@ const endpointProperties = {
   standard_webhooks: StandardWebhooks,
   headers: Type.Record(Type.String(), Type.String(), {
     description: 'Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none.',
+  }),
+  asymmetric_signature: AsymmetricSignature,
+  public_keys: Type.Array(Type.Ref(PublicKeySchema), {
+    description:
+      'The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json.',
   }),
 };
 
@@ -122,6 +158,7 @@ const CreateBody = Type.Object(
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
     max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
+    asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },
 );
@@ -137,6 +174,7 @@ const UpdateBody = Type.Object(
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
     max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
+    asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },
 );
@@ -146,18 +184,15 @@ const UpdateBody = Type.Object(
  * service). Checked here rather than by a route schema so that a POST with no body at all, the
  * usual call, is accepted, like the other action routes.
  */
-export function rotateParameters(body: unknown): { expire_previous_in?: number } {
+export function rotateParameters(body: unknown, action = 'rotate_secret'): { expire_previous_in?: number } {
   if (body === undefined || body === null) return {};
   if (typeof body !== 'object' || Array.isArray(body))
     throw new AppError('invalid_request', 'parameter_invalid', 'Send no body, {} or {"expire_previous_in": <seconds>}.');
   const unknown = Object.keys(body).find((k) => k !== 'expire_previous_in');
   if (unknown !== undefined)
-    throw new AppError(
-      'invalid_request',
-      'parameter_unknown',
-      `Unknown parameter '${unknown}': rotate_secret takes only expire_previous_in.`,
-      { param: unknown },
-    );
+    throw new AppError('invalid_request', 'parameter_unknown', `Unknown parameter '${unknown}': ${action} takes only expire_previous_in.`, {
+      param: unknown,
+    });
   const value = (body as { expire_previous_in?: unknown }).expire_previous_in;
   if (value === undefined) return {};
   if (typeof value !== 'number')
@@ -305,6 +340,43 @@ export const webhookEndpointRoutes =
         if (result.replayed) void reply.header('idempotent-replayed', 'true');
         else ctx.metrics.rotations.inc();
         return reply.code(200).send(result.body as Static<typeof CreatedEndpoint>);
+      },
+    );
+
+    app.post(
+      '/webhook_endpoints/:id/rotate_signing_key',
+      {
+        config: { audit: { action: 'webhook_endpoint.rotate_signing_key', resource: 'webhook_endpoint' } },
+        schema: {
+          tags,
+          security,
+          operationId: 'rotateWebhookEndpointSigningKey',
+          summary: 'Rotate the ed25519 key pair',
+          'x-optional-body': RotateBody,
+          description: `For an endpoint with asymmetric_signature on: a new key pair signs from now on (the first v1a=), and the previous one keeps signing (a second v1a=) and stays in public_keys and the Platform JWKS until its expires_at. Body: none, {} or {"expire_previous_in": seconds} (0 to ${MAX_EXPIRE_PREVIOUS_IN}, default 86400 = 24 h; 0 drops the previous key at once). No private key is ever returned.`,
+          params: EndpointIdParams,
+          headers: IdempotencyHeaders,
+          response: {
+            200: idempotentResponse(Type.Ref(WebhookEndpointSchema), 'The endpoint, with its new public key first in public_keys.'),
+            ...errorResponses(404, 409),
+          },
+        },
+      },
+      async (req, reply) => {
+        const id = endpointId(req.params.id);
+        const body = rotateParameters(req.body, 'rotate_signing_key');
+        const result = await withIdempotency(
+          ctx,
+          req.scope,
+          req.headers['idempotency-key'],
+          { method: 'POST', path: `/api/v1/webhook_endpoints/${id}/rotate_signing_key`, body },
+          async (tx) => ({
+            status: 200,
+            body: await ctx.endpoints.rotateSigningKey(req.scope, id, body.expire_previous_in, tx),
+          }),
+        );
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.code(200).send(result.body as Static<typeof WebhookEndpointSchema>);
       },
     );
 

@@ -68,6 +68,8 @@ export interface SendRequest {
   eventId: string;
   /** The live signing secrets, new first: one `v1=` each (two only during a rotation's overlap). */
   secrets: readonly string[];
+  /** The live ed25519 private keys, new first: one `v1a=` each (absent: the endpoint signs with HMAC alone). */
+  privateKeys?: readonly KeyObject[] | undefined;
   /** A broker URL's credentials, decrypted (null or absent for HTTP). */
   credentials?: BrokerCredentials | null;
   /** The attempt span's W3C traceparent (only while tracing): a header, or a message header. */
@@ -93,7 +95,7 @@ export interface Destination {
 
 /** The `Service-Signature` value for the stored bytes, made at the attempt's start. */
 export function signAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): string {
-  return signPayloadWithSecrets(req.secrets, Math.floor(startedAt.getTime() / 1000), bytes);
+  return signPayloadWithSecrets(req.secrets, Math.floor(startedAt.getTime() / 1000), bytes, req.privateKeys);
 }
 
 /**
