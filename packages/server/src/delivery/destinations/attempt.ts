@@ -105,7 +105,7 @@ export function signAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): s
 export function signStandardAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): string | null {
   const keys = req.webhookKeys;
   if (!keys || keys.length === 0) return null;
-  return signStandardWebhooks({ v1: keys }, req.eventId, Math.floor(startedAt.getTime() / 1000), bytes);
+  return signStandardWebhooks({ v1: keys, v1a: req.privateKeys }, req.eventId, Math.floor(startedAt.getTime() / 1000), bytes);
 }
 
 /**
