@@ -192,6 +192,7 @@ export const api = {
       delivery_order?: Endpoint['delivery_order'];
       standard_webhooks?: boolean;
       headers?: Record<string, string> | null;
+      max_requests_per_second?: Endpoint['max_requests_per_second'];
       asymmetric_signature?: boolean;
     },
   ) => call<Endpoint>('PATCH', `/endpoints/${id(endpointId)}`, input),

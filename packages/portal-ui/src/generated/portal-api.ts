@@ -709,6 +709,10 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+            max_requests_per_second: number | null;
+            /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
+            paused_until: string | null;
             /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
             standard_webhooks: boolean;
             /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
@@ -753,6 +757,10 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+            max_requests_per_second: number | null;
+            /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
+            paused_until: string | null;
             /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
             standard_webhooks: boolean;
             /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
@@ -802,6 +810,8 @@ export interface components {
             } & {
                 [key: string]: string;
             }) | null;
+            /** @description Milliseconds the attempt waited for the endpoint's max_requests_per_second before it was sent (0: it didn't wait); null when the endpoint had no cap. */
+            rate_limited_ms: number | null;
         };
         /** @description One event for one endpoint, with its attempt log. */
         WebhookDelivery: {
@@ -1864,6 +1874,8 @@ export interface operations {
                      *           "url_has_credentials": false,
                      *           "standard_webhooks": false,
                      *           "headers": {},
+                     *           "max_requests_per_second": null,
+                     *           "paused_until": null,
                      *           "asymmetric_signature": true,
                      *           "public_keys": [
                      *             {
@@ -1947,6 +1959,8 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
+                    /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+                    max_requests_per_second?: number | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
                 };
@@ -1990,6 +2004,8 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2074,6 +2090,8 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2198,6 +2216,8 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
+                    /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+                    max_requests_per_second?: number | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
                 };
@@ -2241,6 +2261,8 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2332,6 +2354,8 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2422,6 +2446,8 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2751,7 +2777,8 @@ export interface operations {
                      *             },
                      *             "error_kind": null,
                      *             "error_message": null,
-                     *             "worker_id": null
+                     *             "worker_id": null,
+                     *             "rate_limited_ms": null
                      *           }
                      *         }
                      *       ],
@@ -2852,7 +2879,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -2928,7 +2956,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -3008,7 +3037,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -3088,7 +3118,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",

@@ -109,6 +109,17 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
               Ordered per object: the events about one payment or checkout session are sent one at a time, in the order they happened.
             </p>
           )}
+          {endpoint.max_requests_per_second !== null && (
+            <p className="muted small" data-testid="rate-cap">
+              At most {endpoint.max_requests_per_second} requests a second: under a backlog, deliveries wait for their turn.
+            </p>
+          )}
+          {endpoint.paused_until && (
+            <p className="muted small" data-testid="paused-until">
+              Paused until <Time iso={endpoint.paused_until} />: the endpoint asked to be retried later (429 or 503 with Retry-After).
+              Deliveries due meanwhile go when the pause ends.
+            </p>
+          )}
           {endpoint.standard_webhooks && (
             <p className="muted small" data-testid="standard-webhooks">
               Standard Webhooks headers on: each delivery also carries webhook-id, webhook-timestamp and webhook-signature.
@@ -458,6 +469,7 @@ function EditForm({
   const [ordered, setOrdered] = useState(endpoint.delivery_order === 'per_object');
   const [standardWebhooks, setStandardWebhooks] = useState(endpoint.standard_webhooks);
   const [headerLines, setHeaderLines] = useState(() => formatHeaderLines(endpoint.headers));
+  const [rate, setRate] = useState(endpoint.max_requests_per_second === null ? '' : String(endpoint.max_requests_per_second));
   const [asymmetric, setAsymmetric] = useState(endpoint.asymmetric_signature);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
@@ -480,6 +492,8 @@ function EditForm({
           delivery_order: ordered ? 'per_object' : 'unordered',
           standard_webhooks: standardWebhooks,
           headers: parsed.headers,
+          // Empty is no cap; anything else goes as typed, and the server says what is wrong with it.
+          max_requests_per_second: rate.trim() === '' ? null : Number(rate.trim()),
           asymmetric_signature: asymmetric,
         }),
       );
@@ -511,6 +525,18 @@ function EditForm({
         headerLines={headerLines}
         onHeaderLines={setHeaderLines}
       />
+      <label htmlFor="edit-rate">Most requests per second</label>
+      <input
+        id="edit-rate"
+        type="number"
+        min={1}
+        max={10000}
+        step={1}
+        placeholder="No limit"
+        value={rate}
+        onChange={(e) => setRate(e.target.value)}
+      />
+      <p className="muted small">Empty for no limit. Under a backlog, deliveries to this endpoint wait for their turn.</p>
       <label className="check">
         <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519
       </label>

@@ -76,6 +76,12 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   standardWebhooks: boolean('standard_webhooks').notNull().default(false),
   /** 0023: the merchant's own request headers, name to value (endpoints/custom-headers.ts); null: none. */
   headers: jsonb('headers').$type<Record<string, string>>(),
+  /** 0025: a 429/503 with Retry-After stops automatic attempts until then (delivery/pause.ts). */
+  pausedUntil: ts('paused_until'),
+  /** 0025: the merchant's cap on requests per second (null: uncapped; delivery/rate-cap.ts). */
+  maxRequestsPerSecond: integer('max_requests_per_second'),
+  /** 0025: the earliest start of the cap's next request (written by payhooks.reserve_rate only). */
+  rateNextAt: ts('rate_next_at'),
   /** 0024: also signed with ed25519 (`v1a=`), by the key pair below (kept while the flag is off). */
   asymmetricSignature: boolean('asymmetric_signature').notNull().default(false),
   /** 0024: the sealed PKCS#8 private key (never shown) and its public key (a JWK's `x`, in clear). */
@@ -219,6 +225,8 @@ export const deliveryAttempts = pgTable('delivery_attempts', {
   requestWebhookSignature: text('request_webhook_signature'),
   /** 0023: the endpoint's custom headers it was sent with, as JSON text (null: none). */
   requestCustomHeaders: text('request_custom_headers'),
+  /** 0025: how long it waited for the endpoint's max_requests_per_second (null: no cap). */
+  rateLimitedMs: integer('rate_limited_ms'),
 });
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;

@@ -61,6 +61,8 @@ export interface ApiAttempt {
   worker_id: string | null;
   /** The request's headers as sent; null when no request was made (or it predates their logging). */
   request_headers: RequestHeaders | null;
+  /** How long it waited for the endpoint's max_requests_per_second, ms; null when the endpoint had no cap. */
+  rate_limited_ms: number | null;
 }
 
 /** An HTTP request's headers; a broker message's are the same without User-Agent. */
@@ -117,6 +119,7 @@ function toApiAttempt(a: AttemptRow, eventId: string): ApiAttempt {
     error_message: a.errorMessage,
     worker_id: a.workerId,
     request_headers: requestHeaders(a, eventId),
+    rate_limited_ms: a.rateLimitedMs ?? null,
   };
 }
 

@@ -56,6 +56,10 @@ export interface WebhookEndpoint {
   standard_webhooks: boolean;
   /** The merchant's own request headers, sent with every attempt (endpoints/custom-headers.ts); {} when none. */
   headers: Record<string, string>;
+  /** Most requests a second the workers send it (delivery/rate-cap.ts); null: no cap. */
+  max_requests_per_second: number | null;
+  /** While a 429's or 503's Retry-After pauses its automatic attempts (delivery/pause.ts), until when; else null. */
+  paused_until: string | null;
   /** Also signed with ed25519: a `v1a=` entry per public key below in `Service-Signature`. */
   asymmetric_signature: boolean;
   /** The public keys that sign (new first; two during a rotation's overlap); empty while the flag is off. */
@@ -87,6 +91,7 @@ export interface CreateEndpointInput {
   delivery_order?: DeliveryOrder | undefined;
   standard_webhooks?: boolean | undefined;
   headers?: Record<string, string> | null | undefined;
+  max_requests_per_second?: number | null | undefined;
   /** Absent: the Platform's default (`asymmetric_signature_default`). */
   asymmetric_signature?: boolean | undefined;
 }
@@ -101,6 +106,7 @@ export interface UpdateEndpointInput {
   standard_webhooks?: boolean | undefined;
   /** Replaces the whole set; null or {} removes them all. */
   headers?: Record<string, string> | null | undefined;
+  max_requests_per_second?: number | null | undefined;
   asymmetric_signature?: boolean | undefined;
 }
 
@@ -162,6 +168,8 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     url_has_credentials: row.urlCredentialsCiphertext !== null,
     standard_webhooks: row.standardWebhooks,
     headers: row.headers ?? {},
+    max_requests_per_second: row.maxRequestsPerSecond,
+    paused_until: row.pausedUntil && row.pausedUntil > now ? formatEventTimestamp(row.pausedUntil) : null,
     asymmetric_signature: row.asymmetricSignature,
     public_keys: livePublicKeys(row, now),
   };
@@ -214,6 +222,7 @@ export class EndpointService {
         description: input.description ?? null,
         metadata: input.metadata ?? {},
         deliveryOrder: input.delivery_order ?? 'unordered',
+        maxRequestsPerSecond: checkRate(input.max_requests_per_second),
         status: 'enabled',
         secretCiphertext: this.secrets.encrypt(secret, id),
         urlCredentialsCiphertext: credentials ? this.secrets.encrypt(encodeCredentials(credentials), credentialsAad(id)) : null,
@@ -241,6 +250,7 @@ export class EndpointService {
         delivery_order: created.delivery_order,
         standard_webhooks: created.standard_webhooks,
         headers: auditedHeaders(created.headers),
+        max_requests_per_second: created.max_requests_per_second,
         asymmetric_signature: created.asymmetric_signature,
       },
     });
@@ -301,6 +311,7 @@ export class EndpointService {
         if (input.standard_webhooks && !current.standardWebhooks) this.checkStandardWebhooksSecret(current);
         changes.standardWebhooks = input.standard_webhooks;
       }
+      if (input.max_requests_per_second !== undefined) changes.maxRequestsPerSecond = checkRate(input.max_requests_per_second);
       if (input.asymmetric_signature !== undefined) {
         changes.asymmetricSignature = input.asymmetric_signature;
         // The first time on, a key pair is made. Turned off, it is kept (it signs nothing and is
@@ -505,6 +516,7 @@ function changedFields(before: WebhookEndpoint, after: WebhookEndpoint): Record<
     'url_has_credentials',
     'standard_webhooks',
     'headers',
+    'max_requests_per_second',
     'asymmetric_signature',
   ] as const) {
     if (JSON.stringify(before[key]) !== JSON.stringify(after[key]))
@@ -534,4 +546,20 @@ function mergeMetadata(current: Record<string, string>, patch: Record<string, st
     else out[k] = v;
   }
   return out;
+}
+
+/** Highest max_requests_per_second: above it a cap protects no receiver (and migration 0025 refuses it). */
+export const MAX_REQUESTS_PER_SECOND = 10_000;
+
+/** A rate cap as given: a whole number from 1 to MAX_REQUESTS_PER_SECOND, or null for none. */
+function checkRate(value: number | null | undefined): number | null {
+  if (value === undefined || value === null) return null;
+  if (!Number.isInteger(value) || value < 1 || value > MAX_REQUESTS_PER_SECOND)
+    throw new AppError(
+      'invalid_request',
+      'parameter_invalid',
+      `Invalid 'max_requests_per_second': give a whole number of requests per second from 1 to ${MAX_REQUESTS_PER_SECOND}, or null for no cap.`,
+      { param: 'max_requests_per_second' },
+    );
+  return value;
 }

@@ -63,6 +63,8 @@ const endpoint = {
   url_has_credentials: false,
   standard_webhooks: false,
   headers: {},
+  max_requests_per_second: null,
+  paused_until: null,
   asymmetric_signature: true,
   public_keys: [
     {
@@ -102,6 +104,7 @@ const attempt = {
   error_kind: null,
   error_message: null,
   worker_id: null,
+  rate_limited_ms: null,
 };
 
 const delivery = {

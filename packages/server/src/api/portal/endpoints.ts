@@ -8,7 +8,14 @@ import { sendTestEvent } from './test-event.ts';
 import { scopeOf } from '../../accounts/sessions.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { IdParams, endpointId } from './ids.ts';
-import { AsymmetricSignature, CustomHeadersInput, DeliveryOrder, StandardWebhooks, rotateParameters } from '../v1/webhook-endpoints.ts';
+import {
+  AsymmetricSignature,
+  CustomHeadersInput,
+  DeliveryOrder,
+  MaxRequestsPerSecond,
+  StandardWebhooks,
+  rotateParameters,
+} from '../v1/webhook-endpoints.ts';
 
 const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 });
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
@@ -21,6 +28,7 @@ const CreateBody = Type.Object(
     delivery_order: Type.Optional(DeliveryOrder),
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
     asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },
@@ -34,6 +42,7 @@ const UpdateBody = Type.Object(
     delivery_order: Type.Optional(DeliveryOrder),
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
     asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },

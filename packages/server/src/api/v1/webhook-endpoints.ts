@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
-import { MAX_EXPIRE_PREVIOUS_IN } from '../../endpoints/service.ts';
+import { MAX_EXPIRE_PREVIOUS_IN, MAX_REQUESTS_PER_SECOND } from '../../endpoints/service.ts';
 import { MAX_CUSTOM_HEADERS, MAX_CUSTOM_HEADER_BYTES } from '../../endpoints/custom-headers.ts';
 import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schemas.ts';
 import { EnabledEventTypeSchema } from './event-schemas.ts';
@@ -26,6 +26,10 @@ export const DeliveryOrder = Type.Union([Type.Literal('unordered'), Type.Literal
     'unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up.',
 });
 
+export const MaxRequestsPerSecond = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_REQUESTS_PER_SECOND }), Type.Null()], {
+  description:
+    'Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it.',
+});
 export const StandardWebhooks = Type.Boolean({
   description:
     "Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first.",
@@ -97,6 +101,11 @@ const endpointProperties = {
   url_has_credentials: Type.Boolean({
     description: 'A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them).',
   }),
+  max_requests_per_second: MaxRequestsPerSecond,
+  paused_until: Type.Union([Timestamp, Type.Null()], {
+    description:
+      'The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused.',
+  }),
   standard_webhooks: StandardWebhooks,
   headers: Type.Record(Type.String(), Type.String(), {
     description: 'Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none.',
@@ -148,6 +157,7 @@ const CreateBody = Type.Object(
     delivery_order: Type.Optional(DeliveryOrder),
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
     asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },
@@ -163,6 +173,7 @@ const UpdateBody = Type.Object(
     delivery_order: Type.Optional(DeliveryOrder),
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
     asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },

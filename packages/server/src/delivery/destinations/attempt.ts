@@ -43,6 +43,10 @@ export interface AttemptResult {
   broker?: BrokerKind;
   /** The traceparent header the request carried (only while tracing, and only when a request was made). */
   traceparent?: string | null;
+  /** A 429's or 503's Retry-After header as the receiver sent it (delivery/retry-after.ts reads it). */
+  retryAfter?: string;
+  /** Milliseconds the attempt waited for the endpoint's max_requests_per_second; absent when uncapped. */
+  rateLimitedMs?: number;
   /** The webhook-signature header the request carried (Standard Webhooks endpoints only). */
   webhookSignature?: string | null;
   /** The endpoint's custom headers the request carried, as the JSON text stored with the endpoint. */
@@ -101,7 +105,7 @@ export function signAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): s
 export function signStandardAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): string | null {
   const keys = req.webhookKeys;
   if (!keys || keys.length === 0) return null;
-  return signStandardWebhooks({ v1: keys }, req.eventId, Math.floor(startedAt.getTime() / 1000), bytes);
+  return signStandardWebhooks({ v1: keys, v1a: req.privateKeys }, req.eventId, Math.floor(startedAt.getTime() / 1000), bytes);
 }
 
 /**
