@@ -150,7 +150,7 @@ export const webhookDeliveries = pgTable(
     primaryKey({ name: 'webhook_deliveries_pkey', columns: [t.id, t.createdAt] }),
     unique('webhook_deliveries_event_endpoint_copy_key').on(t.eventId, t.endpointId, t.copy, t.createdAt),
     index('webhook_deliveries_tenant_idx').on(t.platformId, t.environment, t.createdAt.desc(), t.id.desc()),
-    index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc(), t.id.desc()),
+    index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
     index('webhook_deliveries_type_idx').on(t.platformId, t.environment, t.eventType, t.createdAt.desc(), t.id.desc()),
     index('webhook_deliveries_state_idx')
       .on(t.state, t.platformId, t.environment, t.createdAt.desc(), t.eventId.desc())
