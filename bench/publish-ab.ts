@@ -17,7 +17,11 @@
  *   batch       `publishEvents`, 50 events per transaction, 4 at a time
  *   alone       `publishEventsAlone`, 8 events per statement with keys, 4 at a time (the internal API)
  *
- * SCENARIOS=single,batch picks some; ENDPOINTS (default 1) endpoints per event.
+ * SCENARIOS=single,batch picks some; ENDPOINTS (default 1) endpoints per event. OWN_SCHEMA=1
+ * gives the other side a database of its own, migrated by its own checkout (for a change of
+ * schema: each side on the tables it was written for; then PostgreSQL's CPU is still each
+ * side's own backends). SEED=<deliveries> first gives each database that much history
+ * (growth/seed.ts: four weekly partitions of events, deliveries, attempts and keys).
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -25,6 +29,7 @@ import { resolve } from 'node:path';
 import pg from 'pg';
 import { cpuMsOf } from './reference/machine.ts';
 import { samplePayment } from './reference/sample-payment.ts';
+import { seedHistory } from './growth/seed.ts';
 
 const OTHER = process.env.OTHER;
 if (!OTHER) throw new Error('OTHER=<path to another checkout> is required (see the comment at the top)');
@@ -34,6 +39,8 @@ const WARM = Number(process.env.WARM ?? 2000);
 const ENDPOINTS = Number(process.env.ENDPOINTS ?? 1);
 const SCENARIOS = (process.env.SCENARIOS ?? 'single,single-key,batch,alone').split(',');
 const ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const OWN_SCHEMA = process.env.OWN_SCHEMA === '1';
+const SEED = Number(process.env.SEED ?? 0);
 
 interface Input {
   type: string;
@@ -68,38 +75,51 @@ async function load(name: string, root: string, url: string): Promise<Side> {
 
 const admin = new pg.Client({ connectionString: ADMIN_URL });
 await admin.connect();
-const dbName = `publish_ab_${randomBytes(4).toString('hex')}`;
-await admin.query(`CREATE DATABASE ${dbName}`);
-const url = new URL(ADMIN_URL);
-url.pathname = `/${dbName}`;
+const dbNames = [`publish_ab_${randomBytes(4).toString('hex')}`];
+if (OWN_SCHEMA) dbNames.push(`${dbNames[0]}_other`);
+const urls = dbNames.map((name) => {
+  const u = new URL(ADMIN_URL);
+  u.pathname = `/${name}`;
+  return u.toString();
+});
+for (const name of dbNames) await admin.query(`CREATE DATABASE ${name}`);
 try {
-  const here = await load('this', resolve(import.meta.dirname, '..'), url.toString());
-  const other = await load('other', OTHER, url.toString());
-  const { migrate } = await import('../packages/server/src/db/migrate.ts');
-  const { createPlatform } = await import('../packages/server/src/tenancy/platforms.ts');
-  const { webhookEndpoints } = await import('../packages/server/src/db/schema.ts');
-  const { openDatabase } = await import('../packages/server/src/db/client.ts');
-  const setup = await openDatabase({ databaseUrl: url.toString(), poolSize: 1 });
-  await migrate(setup);
-  const p = await createPlatform(setup.db, 'publish-ab', { passwordCost: { N: 1024, r: 8, p: 1 } });
-  for (let i = 0; i < ENDPOINTS; i++)
-    await setup.db.insert(webhookEndpoints).values({
-      id: `we_ab${i}`,
-      platformId: p.platform_id,
-      environment: 'sandbox',
-      url: `http://127.0.0.1:9/ab${i}`,
-      enabledEvents: ['*'],
-      secretCiphertext: 'x',
-      status: 'enabled',
-    } as never);
-  await setup.close();
+  const here = await load('this', resolve(import.meta.dirname, '..'), urls[0]!);
+  const other = await load('other', OTHER, urls[OWN_SCHEMA ? 1 : 0]!);
+  /** A side's merchant: one Platform per database, made by the checkout that migrated it. */
+  const merchants = new Map<string, string>();
+  for (const [i, root] of (OWN_SCHEMA ? [resolve(import.meta.dirname, '..'), OTHER] : [resolve(import.meta.dirname, '..')]).entries()) {
+    const src = resolve(root, 'packages/server/src');
+    const { migrate } = await import(resolve(src, 'db/migrate.ts'));
+    const { createPlatform } = await import(resolve(src, 'tenancy/platforms.ts'));
+    const { webhookEndpoints } = await import(resolve(src, 'db/schema.ts'));
+    const { openDatabase } = await import(resolve(src, 'db/client.ts'));
+    const setup = await openDatabase({ databaseUrl: urls[i]!, poolSize: 1 });
+    await migrate(setup);
+    const p = await createPlatform(setup.db, 'publish-ab', { passwordCost: { N: 1024, r: 8, p: 1 } });
+    for (let e = 0; e < ENDPOINTS; e++)
+      await setup.db.insert(webhookEndpoints).values({
+        id: `we_ab${e}`,
+        platformId: p.platform_id,
+        environment: 'sandbox',
+        url: `http://127.0.0.1:9/ab${e}`,
+        enabledEvents: ['*'],
+        secretCiphertext: 'x',
+        status: 'enabled',
+      } as never);
+    await setup.close();
+    if (SEED > 0) await seedHistory(urls[i]!, { deliveries: SEED, log: (l) => process.stderr.write(`${l}\n`) });
+    if (i === 0) merchants.set('this', p.merchant_id);
+    merchants.set('other', p.merchant_id);
+  }
 
   let seq = 0;
+  let side = 'this';
   const event = (key: boolean): Input => {
     const i = seq++;
     return {
       type: 'payment.succeeded',
-      merchantId: p.merchant_id,
+      merchantId: merchants.get(side)!,
       environment: 'sandbox',
       object: samplePayment(i),
       ...(key ? { idempotencyKey: `ab-${i}` } : {}),
@@ -156,6 +176,7 @@ try {
     const sc = scenarios[name];
     if (!sc) throw new Error(`no scenario '${name}'`);
     const run = async (s: Side, events: number) => {
+      side = s.name;
       let left = Math.ceil(events / sc.perCall);
       await Promise.all(
         Array.from({ length: sc.concurrency }, async () => {
@@ -211,6 +232,6 @@ try {
   await here.database.close();
   await other.database.close();
 } finally {
-  await admin.query(`DROP DATABASE ${dbName} WITH (FORCE)`);
+  for (const name of dbNames) await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
   await admin.end();
 }

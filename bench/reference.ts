@@ -10,8 +10,9 @@
  * --quick: small sizes, the whole run in about a minute (a smoke run, not figures to quote).
  * --json: print one JSON object on stdout instead of the table (progress goes to stderr).
  * --only publish,latency,...: only these scenarios (publish, backlog1, backlog100, baseline,
- *   pipeline, latency, latency-baseline, isolation, fanout, publish-http, fleet), their figures as
- *   JSON on stdout;
+ *   pipeline, latency, latency-baseline, isolation, fanout, publish-http, fleet, growth), their
+ *   figures as JSON on stdout; growth (costs against stored history, bench/growth/) runs only
+ *   this way: 5 k, 1 M and 5 M deliveries (--long adds 20 M; GROWTH_SIZES=a,b,c picks others);
  *   nothing is written. For working on one figure. --rate N: the second rate of the latency
  *   scenarios (payhooks, and the baseline with latency-baseline; default 1,600/s).
  * Results: bench/results/<YYYY-MM-DD>.json and .svg (`-quick` suffix with --quick).
@@ -45,6 +46,7 @@ import {
 } from './reference/scenarios.ts';
 import { now, round } from './reference/stats.ts';
 import { publishHttp, scaleOut } from './reference/fleet.ts';
+import { growth, GROWTH_SIZES, GROWTH_SIZES_LONG } from './growth/scenario.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -52,6 +54,7 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
     only: { type: 'string' },
     rate: { type: 'string' },
+    long: { type: 'boolean', default: false },
   },
 });
 const QUICK = args.quick!;
@@ -385,6 +388,18 @@ function runners(env: Env) {
     fanout: () => fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs }),
     'publish-http': () => publishHttp(env, { events: SIZE.publishHttp, apis: 1, batch: 50 }),
     fleet: () => scaleOut(env, { apis: [1, 2], workers: [1, 2, 4], events: SIZE.fleetEvents, endpoints: 10, timeoutMs }),
+    /** Costs against stored history (bench/growth/scenario.ts): minutes, so only with --only. */
+    growth: () =>
+      growth(env, {
+        sizes: process.env.GROWTH_SIZES
+          ? process.env.GROWTH_SIZES.split(',').map(Number)
+          : QUICK
+            ? [2000, 20_000, 100_000]
+            : args.long
+              ? GROWTH_SIZES_LONG
+              : GROWTH_SIZES,
+        timeoutMs,
+      }),
     /**
      * The 10-endpoint backlog with the worker tracing every claim, attempt and record to a local
      * OTLP/HTTP sink (protobuf, the default) and without OTEL_* at all, in mirrored order.
@@ -451,6 +466,7 @@ async function focused(run: ReturnType<typeof runners>, only: string[]): Promise
     fleet: run.fleet,
     brokers: run.brokers,
     tracing: run.tracing,
+    growth: run.growth,
   };
   const unknown = only.filter((o) => !(o in pick));
   if (unknown.length) throw new Error(`--only: unknown scenario(s) ${unknown.join(', ')}; choose from ${Object.keys(pick).join(', ')}`);

@@ -22,7 +22,7 @@ set -o pipefail
 debian_packages=(
   git postgresql redis-server rabbitmq-server nats-server
   chromium
-  python3 python3-flask python3-django python3-fastapi python3-uvicorn python3-psycopg python3-redis python3-pytest python3-httpx python3-build python3-mypy python3-setuptools python3-venv
+  python3 python3-flask python3-django python3-fastapi python3-uvicorn python3-psycopg python3-redis python3-pytest python3-httpx python3-build python3-mypy python3-setuptools python3-venv python3-cryptography
   php-cli php-pgsql php-redis php-mbstring php-xml composer php-symfony-http-foundation php-fpm phpunit php-psr-http-message php-psr-http-factory php-nyholm-psr7
   golang-go golang-github-lib-pq-dev gcc
   ruby ruby-webrick ruby-rack ruby-sinatra ruby-pg ruby-redis rake

@@ -138,6 +138,10 @@ export async function seedHistory(databaseUrl: string, options: SeedOptions): Pr
                     'enabled', 'v1.' || md5('s' || p || k) || md5('t' || p || k) || md5('u' || p || k), ${lit(from)}, ${lit(from)}
              FROM generate_series(1, ${PLATFORMS}) p, generate_series(0, 4) k ON CONFLICT DO NOTHING`);
 
+    // Since migration 0028 a key carries the week it belongs to (its event's).
+    const [weekColumn] = await q(
+      `SELECT 1 FROM information_schema.columns WHERE table_name = 'event_idempotency_keys' AND column_name = 'week'`,
+    );
     await q(`SET session_replication_role = replica`);
     await q(`SELECT setseed(0.37)`);
     const perDay = Math.ceil(events / days);
@@ -148,7 +152,7 @@ export async function seedHistory(databaseUrl: string, options: SeedOptions): Pr
       const dayStart = new Date(from.getTime() + d * DAY_MS);
       const step = DAY_MS / n;
       const g0 = written;
-      await q(daySql(g0, n, dayStart, step, keyedShare));
+      await q(daySql(g0, n, dayStart, step, keyedShare, weekColumn !== undefined));
       written += n;
       if (d % 7 === 6) log(`  seeded ${weekList[Math.floor(d / 7)]}: ${written} events so far (${Math.round(performance.now() - t0)} ms)`);
     }
@@ -218,7 +222,7 @@ export async function historySizes(client: pg.Client): Promise<Record<string, { 
  * Each event goes to its Platform's endpoints of its environment subscribed to its type; an
  * attempt is the last and successful one of a delivered delivery, a failed one otherwise.
  */
-function daySql(g0: number, n: number, dayStart: Date, step: number, keyedShare: number): string {
+function daySql(g0: number, n: number, dayStart: Date, step: number, keyedShare: number, keyWeek: boolean): string {
   return `
 WITH ev AS (
 INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at, object_id)
@@ -253,8 +257,9 @@ FROM (
 ORDER BY e.created_at
 RETURNING id, platform_id, environment, type, idempotency_key, created_at
 ), k AS (
-INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at)
-SELECT platform_id, environment, idempotency_key, id, created_at FROM ev WHERE idempotency_key IS NOT NULL ORDER BY created_at
+INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at${keyWeek ? ', week' : ''})
+SELECT platform_id, environment, idempotency_key, id, created_at${keyWeek ? ", date_trunc('week', created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'" : ''}
+FROM ev WHERE idempotency_key IS NOT NULL ORDER BY created_at
 ), d AS (
 INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count, automatic_attempts,
                                 next_attempt_at, last_attempt_at, created_at, updated_at, event_type)

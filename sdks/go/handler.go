@@ -27,10 +27,13 @@ type ErrorInfo struct {
 	WillRetry bool
 }
 
-// Options configure a WebhookHandler. Secrets, Store and OnEvent are required.
+// Options configure a WebhookHandler. Secrets (or PublicKeys), Store and OnEvent are required.
 type Options struct {
 	// Secrets: the endpoint's whsec_ secret, or several during a rotation.
 	Secrets []string
+	// PublicKeys: the endpoint's ed25519 public keys (whpk_...), to verify v1a signatures without
+	// holding a secret. With Secrets too, one valid signature of either kind is enough.
+	PublicKeys []string
 	// Store: NewMemoryStore, NewPostgresStore or NewRedisStore.
 	Store Store
 	// OnEvent does the work for one event; return an error (or panic) to have it retried.
@@ -92,7 +95,7 @@ type WebhookHandler struct {
 
 // NewWebhookHandler checks the options and starts the work goroutines and timers.
 func NewWebhookHandler(opts Options) (*WebhookHandler, error) {
-	if _, err := checkSecrets(opts.Secrets); err != nil {
+	if _, _, err := checkCredentials(opts.Secrets, opts.PublicKeys); err != nil {
 		return nil, err
 	}
 	if opts.Store == nil {
@@ -206,7 +209,7 @@ func (h *WebhookHandler) Handle(ctx context.Context, body []byte, headers http.H
 	if closed {
 		return answer(http.StatusServiceUnavailable, map[string]any{"error": "receiver_closed"})
 	}
-	event, err := Verify(body, headers, h.opts.Secrets, VerifyOptions{Tolerance: h.opts.Tolerance, Now: h.opts.Now()})
+	event, err := Verify(body, headers, h.opts.Secrets, VerifyOptions{Tolerance: h.opts.Tolerance, Now: h.opts.Now(), PublicKeys: h.opts.PublicKeys})
 	if err != nil {
 		var verr *VerificationError
 		if errors.As(err, &verr) {

@@ -25,6 +25,7 @@ type vectorFile struct {
 		Name             string            `json:"name"`
 		Description      string            `json:"description"`
 		Secrets          []string          `json:"secrets"`
+		PublicKeys       []string          `json:"public_keys"`
 		Headers          map[string]string `json:"headers"`
 		BodyBase64       string            `json:"body_base64"`
 		NowMs            int64             `json:"now_ms"`

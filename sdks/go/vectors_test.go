@@ -1,6 +1,7 @@
 package payhooks
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"net/http"
@@ -23,12 +24,15 @@ func TestVectors(t *testing.T) {
 				headers.Add(k, val)
 			}
 			event, err := Verify(body, headers, v.Secrets, VerifyOptions{
-				Tolerance: time.Duration(v.ToleranceSeconds * float64(time.Second)),
-				Now:       time.UnixMilli(v.NowMs),
+				Tolerance:  time.Duration(v.ToleranceSeconds * float64(time.Second)),
+				Now:        time.UnixMilli(v.NowMs),
+				PublicKeys: v.PublicKeys,
 			})
 			var got map[string]any
 			if err == nil {
 				got = map[string]any{"ok": true, "event_id": event.ID, "event_type": event.Type}
+			} else if errors.Is(err, ErrConfig) {
+				got = map[string]any{"ok": false, "reason": "configuration_error"}
 			} else {
 				var verr *VerificationError
 				if !errors.As(err, &verr) {
@@ -140,5 +144,41 @@ func TestTimestampTooOldAndTooNewAreDistinct(t *testing.T) {
 	// Every other reason wraps nothing.
 	if errors.Is(&VerificationError{Reason: ReasonBadSignature}, ErrTimestampTooOld) {
 		t.Fatal("bad_signature is not a timestamp error")
+	}
+}
+
+// A handler configured with public keys only verifies v1a with crypto/ed25519 and needs no secret.
+func TestAHandlerWithOnlyPublicKeys(t *testing.T) {
+	want := map[string]int{"v1a_valid_public_key_only": 200, "v1a_wrong_key": 400, "v1a_tampered_body": 400}
+	for _, v := range loadVectors(t).Vectors {
+		status, ok := want[v.Name]
+		if !ok {
+			continue
+		}
+		delete(want, v.Name)
+		nowMs := v.NowMs
+		h, err := NewWebhookHandler(Options{PublicKeys: v.PublicKeys, Store: NewMemoryStore(),
+			OnEvent:    func(context.Context, *Event, EventContext) error { return nil },
+			OnRejected: func(*VerificationError) {},
+			Now:        func() time.Time { return time.UnixMilli(nowMs) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := base64.StdEncoding.DecodeString(v.BodyBase64)
+		headers := http.Header{}
+		for k, val := range v.Headers {
+			headers.Add(k, val)
+		}
+		if got := h.Handle(context.Background(), body, headers).Status; got != status {
+			t.Fatalf("%s: status %d, want %d", v.Name, got, status)
+		}
+		h.Close()
+	}
+	if len(want) != 0 {
+		t.Fatalf("vectors not found: %v", want)
+	}
+	if _, err := NewWebhookHandler(Options{PublicKeys: []string{"whpk_AAAA"}, Store: NewMemoryStore(),
+		OnEvent: func(context.Context, *Event, EventContext) error { return nil }}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("a malformed public key: got %v", err)
 	}
 }

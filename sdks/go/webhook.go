@@ -5,8 +5,10 @@ package payhooks
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,6 +26,8 @@ const (
 	SignatureHeader = "Service-Signature"
 	EventIDHeader   = "Service-Event-Id"
 	SecretPrefix    = "whsec_"
+	// PublicKeyPrefix starts an endpoint's ed25519 public key: whpk_ + base64 of its 32 bytes.
+	PublicKeyPrefix = "whpk_"
 	// DefaultTolerance is |now - t| allowed, in either direction.
 	DefaultTolerance = 300 * time.Second
 )
@@ -93,7 +97,8 @@ func (e *VerificationError) Unwrap() error {
 	return ErrTimestampTooOld
 }
 
-// ErrConfig wraps programming errors (no secret, a secret without whsec_).
+// ErrConfig wraps programming errors (no secret nor public key, a secret without whsec_, a public
+// key that is not whpk_ + base64 of 32 bytes).
 var ErrConfig = errors.New("payhooks")
 
 // Event is a verified event. Raw is the whole event as decoded JSON (numbers as json.Number).
@@ -110,21 +115,58 @@ func (e *Event) Object() map[string]any {
 	return obj
 }
 
-// VerifyOptions are Verify's optional settings: Tolerance (default 300 s) and Now (tests).
+// VerifyOptions are Verify's optional settings: Tolerance (default 300 s), Now (tests) and
+// PublicKeys.
 type VerifyOptions struct {
 	Tolerance time.Duration
 	Now       time.Time
+	// PublicKeys: the endpoint's ed25519 public keys (whpk_..., several during a key rotation),
+	// to verify the v1a signatures with. With public keys the secrets may be empty; with both, one
+	// valid signature of either kind is enough.
+	PublicKeys []string
 }
 
 var (
 	timestampRe = regexp.MustCompile(`\A\d{1,15}\z`)
 	v1Re        = regexp.MustCompile(`\A[0-9a-f]{64}\z`)
 	schemeRe    = regexp.MustCompile(`\A[a-z][a-z0-9]*\z`)
+	// Canonical base64: the last data character carries zero padding bits, so each value has one spelling.
+	v1aRe       = regexp.MustCompile(`\A[A-Za-z0-9+/]{85}[AQgw]==\z`)
+	publicKeyRe = regexp.MustCompile(`\A[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\z`)
 )
+
+func checkPublicKeys(publicKeys []string) ([]ed25519.PublicKey, error) {
+	keys := make([]ed25519.PublicKey, 0, len(publicKeys))
+	for _, k := range publicKeys {
+		body := strings.TrimPrefix(k, PublicKeyPrefix)
+		if !strings.HasPrefix(k, PublicKeyPrefix) || !publicKeyRe.MatchString(body) {
+			return nil, fmt.Errorf("%w: a public key must be one of the endpoint's public keys: \"whpk_\" followed by the base64 of its 32 bytes", ErrConfig)
+		}
+		raw, err := base64.StdEncoding.DecodeString(body)
+		if err != nil || len(raw) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("%w: a public key must be the base64 of 32 bytes", ErrConfig)
+		}
+		keys = append(keys, ed25519.PublicKey(raw))
+	}
+	return keys, nil
+}
+
+// checkCredentials: secrets may be empty when public keys are given.
+func checkCredentials(secrets, publicKeys []string) ([][]byte, []ed25519.PublicKey, error) {
+	pks, err := checkPublicKeys(publicKeys)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(secrets) == 0 && len(pks) > 0 {
+		return nil, pks, nil
+	}
+	keys, err := checkSecrets(secrets)
+	return keys, pks, err
+}
 
 func checkSecrets(secrets []string) ([][]byte, error) {
 	if len(secrets) == 0 {
-		return nil, fmt.Errorf("%w: a secret is required: the endpoint's whsec_ signing secret", ErrConfig)
+		return nil, fmt.Errorf("%w: a secret is required: the endpoint's whsec_ signing secret (or PublicKeys, its whpk_ public keys)", ErrConfig)
 	}
 	keys := make([][]byte, 0, len(secrets))
 	for _, s := range secrets {
@@ -148,43 +190,54 @@ func readHeader(h http.Header, name string) (string, error) {
 }
 
 func malformed() error {
-	return &VerificationError{Reason: ReasonMalformedHeader, Message: SignatureHeader + " must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces"}
+	return &VerificationError{Reason: ReasonMalformedHeader, Message: SignatureHeader + " must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...][,v1a=<base64 of 64 bytes>...] without spaces"}
 }
 
-// parseHeader is the strict parse of t=<int>,v1=<hex>[,v1=<hex>...]; unknown schemes are skipped.
-func parseHeader(header string) (int64, []string, error) {
+// parseHeader is the strict parse of t=<int>,v1=<hex>[,v1=<hex>...][,v1a=<base64>...]; unknown
+// schemes are skipped.
+func parseHeader(header string) (int64, []string, [][]byte, error) {
 	var timestamp int64 = -1
 	var signatures []string
+	var asymmetric [][]byte
 	for _, part := range strings.Split(header, ",") {
 		key, value, ok := strings.Cut(part, "=")
 		if !ok || key == "" {
-			return 0, nil, malformed()
+			return 0, nil, nil, malformed()
 		}
 		switch key {
 		case "t":
 			if timestamp >= 0 || !timestampRe.MatchString(value) {
-				return 0, nil, malformed()
+				return 0, nil, nil, malformed()
 			}
 			t, err := strconv.ParseInt(value, 10, 64)
 			if err != nil {
-				return 0, nil, malformed()
+				return 0, nil, nil, malformed()
 			}
 			timestamp = t
 		case "v1":
 			if !v1Re.MatchString(value) {
-				return 0, nil, malformed()
+				return 0, nil, nil, malformed()
 			}
 			signatures = append(signatures, value)
+		case "v1a":
+			if !v1aRe.MatchString(value) {
+				return 0, nil, nil, malformed()
+			}
+			raw, err := base64.StdEncoding.DecodeString(value)
+			if err != nil || len(raw) != ed25519.SignatureSize {
+				return 0, nil, nil, malformed()
+			}
+			asymmetric = append(asymmetric, raw)
 		default:
 			if !schemeRe.MatchString(key) {
-				return 0, nil, malformed()
+				return 0, nil, nil, malformed()
 			}
 		}
 	}
-	if timestamp < 0 || len(signatures) == 0 {
-		return 0, nil, malformed()
+	if timestamp < 0 || len(signatures)+len(asymmetric) == 0 {
+		return 0, nil, nil, malformed()
 	}
-	return timestamp, signatures, nil
+	return timestamp, signatures, asymmetric, nil
 }
 
 func hmacHex(key []byte, timestamp int64, body []byte) string {
@@ -198,9 +251,10 @@ func hmacHex(key []byte, timestamp int64, body []byte) string {
 // don't process) or an error wrapping ErrConfig for a programming error.
 //
 // body is the raw request body exactly as received (io.ReadAll(r.Body)), never re-encoded JSON;
-// secrets holds the endpoint's whsec_ secret, or several during a rotation.
+// secrets holds the endpoint's whsec_ secret, or several during a rotation (empty when
+// opts.PublicKeys holds the endpoint's ed25519 public keys).
 func Verify(body []byte, headers http.Header, secrets []string, opts VerifyOptions) (*Event, error) {
-	keys, err := checkSecrets(secrets)
+	keys, publicKeys, err := checkCredentials(secrets, opts.PublicKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +273,7 @@ func Verify(body []byte, headers http.Header, secrets []string, opts VerifyOptio
 	if err != nil {
 		return nil, err
 	}
-	timestamp, received, err := parseHeader(signature)
+	timestamp, received, asymmetric, err := parseHeader(signature)
 	if err != nil {
 		return nil, err
 	}
@@ -234,8 +288,19 @@ func Verify(body []byte, headers http.Header, secrets []string, opts VerifyOptio
 			}
 		}
 	}
+	if len(publicKeys) > 0 && len(asymmetric) > 0 {
+		// ed25519: one valid signature of either kind is enough (as in Standard Webhooks).
+		message := append([]byte(strconv.FormatInt(timestamp, 10)+"."), body...)
+		for _, key := range publicKeys {
+			for _, candidate := range asymmetric {
+				if ed25519.Verify(key, message, candidate) {
+					matched = true
+				}
+			}
+		}
+	}
 	if !matched {
-		return nil, &VerificationError{Reason: ReasonBadSignature, Message: "no v1 signature matches the raw body under the configured secret(s)"}
+		return nil, &VerificationError{Reason: ReasonBadSignature, Message: "no signature in the header verifies the raw body under the configured secret(s) or public key(s)"}
 	}
 	now := opts.Now
 	if now.IsZero() {

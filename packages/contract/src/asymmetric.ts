@@ -1,4 +1,4 @@
-import { createHash, createPublicKey, sign, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 
 /**
  * Asymmetric signatures: an ed25519 signature over the same `${t}.${rawBody}` bytes the HMAC
@@ -19,6 +19,25 @@ export function computeAsymmetricSignature(privateKey: KeyObject, timestamp: num
   const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
   const prefix = Buffer.from(`${timestamp}.`, 'utf8');
   return sign(null, Buffer.concat([prefix, body]), privateKey).toString('base64');
+}
+
+/**
+ * The exact text of a `v1a` value: base64 (standard alphabet, padded) of 64 bytes. The last
+ * character before `==` carries 2 data bits and 4 zero bits, so only A, Q, g or w can stand there:
+ * one spelling per signature, the same check in every receiver library.
+ */
+export const ASYMMETRIC_SIGNATURE_PATTERN = /^[A-Za-z0-9+/]{85}[AQgw]==$/;
+
+/** Whether `signatureBase64` is an ed25519 signature of `${timestamp}.${rawBody}` under `publicKey`. */
+export function verifyAsymmetricSignature(
+  publicKey: KeyObject,
+  timestamp: number,
+  rawBody: string | Uint8Array,
+  signatureBase64: string,
+): boolean {
+  const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
+  const prefix = Buffer.from(`${timestamp}.`, 'utf8');
+  return verify(null, Buffer.concat([prefix, body]), publicKey, Buffer.from(signatureBase64, 'base64'));
 }
 
 /** The raw 32 bytes of an ed25519 public key. */

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
-import { computeAsymmetricSignature } from './asymmetric.ts';
+import { ASYMMETRIC_SIGNATURE_PATTERN, computeAsymmetricSignature, parsePublicKey, verifyAsymmetricSignature } from './asymmetric.ts';
 import { SIGNATURE_TOLERANCE_SECONDS } from './limits.ts';
 
 /**
@@ -53,17 +53,22 @@ export function signPayloadWithSecrets(
 
 export interface ParsedSignatureHeader {
   timestamp: number;
+  /** The `v1` values: lowercase hex HMAC-SHA256. */
   signatures: string[];
+  /** The `v1a` values: base64 ed25519 signatures (empty when the endpoint does not sign with a key). */
+  asymmetricSignatures: string[];
 }
 
 /**
- * Strict parse of `t=<int>,v1=<hex>[,v1=<hex>…]`. Returns null when the header is not of that
- * exact shape: no spaces, one integer `t`, at least one lowercase 64-hex `v1`. Unknown
- * schemes (`v2=` …) are skipped so the format can grow additively.
+ * Strict parse of `t=<int>,v1=<hex>[,v1=<hex>…][,v1a=<base64>…]`. Returns null when the header
+ * is not of that exact shape: no spaces, one integer `t`, every `v1` lowercase 64-hex, every
+ * `v1a` the padded base64 of 64 bytes, and at least one `v1` or `v1a`. Unknown schemes
+ * (`v2=` …) are skipped so the format can grow additively.
  */
 export function parseSignatureHeader(header: string): ParsedSignatureHeader | null {
   let timestamp: number | null = null;
   const signatures: string[] = [];
+  const asymmetricSignatures: string[] = [];
   for (const part of header.split(',')) {
     const eq = part.indexOf('=');
     if (eq <= 0) return null;
@@ -75,12 +80,15 @@ export function parseSignatureHeader(header: string): ParsedSignatureHeader | nu
     } else if (key === 'v1') {
       if (!/^[0-9a-f]{64}$/.test(value)) return null;
       signatures.push(value);
+    } else if (key === 'v1a') {
+      if (!ASYMMETRIC_SIGNATURE_PATTERN.test(value)) return null;
+      asymmetricSignatures.push(value);
     } else if (!/^[a-z][a-z0-9]*$/.test(key)) {
       return null;
     }
   }
-  if (timestamp === null || signatures.length === 0) return null;
-  return { timestamp, signatures };
+  if (timestamp === null || signatures.length + asymmetricSignatures.length === 0) return null;
+  return { timestamp, signatures, asymmetricSignatures };
 }
 
 /** Constant-time comparison of two hex signatures (spec 5.1.5). */
@@ -98,22 +106,37 @@ export type SignatureCheck =
 /**
  * Verification in the spec's order (5.1.6): parse the header, compute the expected value for
  * each secret, compare in constant time, then check |now - t| <= tolerance.
+ *
+ * With `publicKeys` (`whpk_…`), each `v1a` is verified against each key as well. One valid
+ * signature of either kind suffices (as in Standard Webhooks): a receiver holding both a secret
+ * and a public key accepts a delivery that only one of them verifies. Throws (a configuration
+ * error, not a verification outcome) when neither secrets nor public keys are given, or a public
+ * key is not a `whpk_` key.
  */
 export function checkSignature(options: {
   header: string;
   rawBody: string | Uint8Array;
-  secrets: readonly string[];
+  secrets?: readonly string[];
+  publicKeys?: readonly string[];
   nowSeconds: number;
   toleranceSeconds?: number;
 }): SignatureCheck {
+  const secrets = options.secrets ?? [];
+  const publicKeys = (options.publicKeys ?? []).map(parsePublicKey);
+  if (secrets.length === 0 && publicKeys.length === 0) throw new Error('checkSignature needs secrets or publicKeys');
   const parsed = parseSignatureHeader(options.header);
   if (!parsed) return { ok: false, reason: 'malformed_header' };
   let matched = false;
-  for (const secret of options.secrets) {
+  for (const secret of secrets) {
     const expected = computeSignature(secret, parsed.timestamp, options.rawBody);
     for (const received of parsed.signatures) {
       // No early exit: every pair is compared so timing does not reveal which matched.
       if (signaturesEqual(expected, received)) matched = true;
+    }
+  }
+  for (const key of publicKeys) {
+    for (const received of parsed.asymmetricSignatures) {
+      if (verifyAsymmetricSignature(key, parsed.timestamp, options.rawBody, received)) matched = true;
     }
   }
   if (!matched) return { ok: false, reason: 'bad_signature' };

@@ -1,4 +1,5 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { computeAsymmetricSignature, formatPublicKey } from './asymmetric.ts';
 import { EVENT_TYPES } from './catalog.ts';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER } from './headers.ts';
 import { SIGNATURE_TOLERANCE_SECONDS } from './limits.ts';
@@ -19,7 +20,13 @@ export type VectorReason =
   | 'bad_signature'
   | 'timestamp_out_of_tolerance'
   | 'event_id_mismatch'
-  | 'invalid_json';
+  | 'invalid_json'
+  /**
+   * Not a verification outcome: the receiver refuses its own configuration (a public key that is
+   * not `whpk_` + base64 of 32 bytes) before it looks at any delivery; each library raises the
+   * error it raises for a bad secret.
+   */
+  | 'configuration_error';
 
 export interface SignatureVector {
   /** A stable, unique name: tests report it. */
@@ -27,6 +34,12 @@ export interface SignatureVector {
   description: string;
   /** The secrets the receiver is configured with (several during a rotation). */
   secrets: string[];
+  /**
+   * The ed25519 public keys (`whpk_…`) the receiver is configured with, to verify `v1a` entries;
+   * empty for a receiver that verifies with secrets only. A receiver may hold both: one valid
+   * signature of either kind is enough.
+   */
+  public_keys: string[];
   /** The request headers; a header left out is absent from the request. */
   headers: Record<string, string>;
   /** The raw body bytes, base64: the only exact form (it may be non-ASCII or invalid UTF-8). */
@@ -52,6 +65,18 @@ export interface SignatureVectors {
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const NEW_SECRET = 'whsec_5n0tH3rS3cr3tF0rR0tat10nQ9x2Lk7v';
 const WRONG_SECRET = 'whsec_wr0ngwr0ngwr0ngwr0ngwr0ngwr0ng1';
+/**
+ * ed25519 keys from fixed 32-byte seeds (RFC 8410 PKCS#8: this DER prefix + the seed), so the
+ * signatures, being deterministic, are the same on every run.
+ */
+function keyFromSeed(fill: number): { privateKey: KeyObject; publicKey: string } {
+  const der = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.alloc(32, fill)]);
+  const privateKey = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+  return { privateKey, publicKey: formatPublicKey(createPublicKey(privateKey)) };
+}
+const KEY = keyFromSeed(0x11);
+const NEW_KEY = keyFromSeed(0x22);
+const WRONG_KEY = keyFromSeed(0x33);
 const T = 1_767_225_600; // 2026-01-01T00:00:00Z
 const EVENT_ID = 'evt_2uXoQ1vGfmTnLb4Hc8sZp7';
 
@@ -90,6 +115,7 @@ export function buildTestVectors(): SignatureVectors {
     description: string,
     v: {
       secrets?: string[];
+      publicKeys?: string[];
       headers?: Record<string, string | undefined>;
       body?: string | Uint8Array;
       nowMs?: number;
@@ -109,6 +135,7 @@ export function buildTestVectors(): SignatureVectors {
       name,
       description,
       secrets: v.secrets ?? [SECRET],
+      public_keys: v.publicKeys ?? [],
       headers,
       body_base64: b64(rawBody),
       now_ms: v.nowMs ?? T * 1000 + 1_500,
@@ -257,6 +284,149 @@ export function buildTestVectors(): SignatureVectors {
     add(name, description, { headers: { [SIGNATURE_HEADER]: value }, expected: fail('malformed_header') });
   }
 
+  // ed25519 (v1a): verified with a public key alone; one valid signature of either kind suffices.
+  const v1a = (key: { privateKey: KeyObject }, t: number, raw: string | Uint8Array) =>
+    `v1a=${computeAsymmetricSignature(key.privateKey, t, raw)}`;
+  const signedBoth = `${signPayload(SECRET, T, body)},${v1a(KEY, T, body)}`;
+  add('v1a_valid_public_key_only', 'A delivery signed with the secret and the key; the receiver holds only the public key.', {
+    secrets: [],
+    publicKeys: [KEY.publicKey],
+    headers: { [SIGNATURE_HEADER]: signedBoth },
+    expected: ok(),
+  });
+  add('v1a_valid_header_without_v1', 'A header with a v1a entry and no v1: a well-formed header, verified by the public key.', {
+    secrets: [],
+    publicKeys: [KEY.publicKey],
+    headers: { [SIGNATURE_HEADER]: `t=${T},${v1a(KEY, T, body)}` },
+    expected: ok(),
+  });
+  const rotating = `${signPayload(SECRET, T, body)},${v1a(NEW_KEY, T, body)},${v1a(KEY, T, body)}`;
+  add(
+    'v1a_rotation_receiver_holds_old_key',
+    'During a key rotation both keys sign, the new one first; a receiver holding the old key accepts.',
+    {
+      secrets: [],
+      publicKeys: [KEY.publicKey],
+      headers: { [SIGNATURE_HEADER]: rotating },
+      expected: ok(),
+    },
+  );
+  add('v1a_rotation_receiver_holds_new_key', 'During a key rotation both keys sign; a receiver already on the new key accepts.', {
+    secrets: [],
+    publicKeys: [NEW_KEY.publicKey],
+    headers: { [SIGNATURE_HEADER]: rotating },
+    expected: ok(),
+  });
+  add(
+    'v1a_rotation_receiver_holds_both_keys',
+    'The receiver holds the new and the old public key; the delivery is signed with the old key only.',
+    {
+      secrets: [],
+      publicKeys: [NEW_KEY.publicKey, KEY.publicKey],
+      headers: { [SIGNATURE_HEADER]: signedBoth },
+      expected: ok(),
+    },
+  );
+  add('v1a_ignored_by_secret_receiver', 'A header with v1 and v1a; the receiver holds only the secret: the HMAC verifies as before.', {
+    headers: { [SIGNATURE_HEADER]: signedBoth },
+    expected: ok(),
+  });
+  add(
+    'v1a_receiver_holds_both_v1_wrong',
+    'The receiver holds a secret and a public key; only the v1a verifies: one valid signature suffices.',
+    {
+      secrets: [WRONG_SECRET],
+      publicKeys: [KEY.publicKey],
+      headers: { [SIGNATURE_HEADER]: signedBoth },
+      expected: ok(),
+    },
+  );
+  add(
+    'v1a_receiver_holds_both_v1a_wrong',
+    'The receiver holds a secret and a public key; only the v1 verifies: one valid signature suffices.',
+    {
+      secrets: [SECRET],
+      publicKeys: [WRONG_KEY.publicKey],
+      headers: { [SIGNATURE_HEADER]: signedBoth },
+      expected: ok(),
+    },
+  );
+  add('v1a_tampered_body', 'One character of the body changed after signing: the ed25519 signature fails.', {
+    secrets: [],
+    publicKeys: [KEY.publicKey],
+    body: tampered,
+    headers: { [SIGNATURE_HEADER]: signedBoth },
+    expected: fail('bad_signature'),
+  });
+  add('v1a_tampered_timestamp', 'The t in the header changed after signing (v1a covers t).', {
+    secrets: [],
+    publicKeys: [KEY.publicKey],
+    headers: { [SIGNATURE_HEADER]: `t=${T + 1},${v1a(KEY, T, body)}` },
+    nowMs: (T + 1) * 1000,
+    expected: fail('bad_signature'),
+  });
+  add(
+    'v1a_non_canonical_s',
+    'The signature with S + L in place of S (the same point, S not reduced): a forgery by malleability, refused.',
+    {
+      secrets: [],
+      publicKeys: [KEY.publicKey],
+      headers: { [SIGNATURE_HEADER]: `t=${T},v1a=${malleate(computeAsymmetricSignature(KEY.privateKey, T, body))}` },
+      expected: fail('bad_signature'),
+    },
+  );
+  add('v1a_wrong_key', "Signed with another endpoint's key.", {
+    secrets: [],
+    publicKeys: [WRONG_KEY.publicKey],
+    headers: { [SIGNATURE_HEADER]: signedBoth },
+    expected: fail('bad_signature'),
+  });
+  add('v1a_absent_public_key_receiver', 'A header with v1 only; the receiver holds only a public key: nothing it can verify.', {
+    secrets: [],
+    publicKeys: [KEY.publicKey],
+    expected: fail('bad_signature'),
+  });
+  add('v1a_stale', 'A valid v1a checked an hour after t: outside the tolerance.', {
+    secrets: [],
+    publicKeys: [KEY.publicKey],
+    headers: { [SIGNATURE_HEADER]: signedBoth },
+    nowMs: (T + 3600) * 1000,
+    expected: fail('timestamp_out_of_tolerance'),
+  });
+  const goodV1a = computeAsymmetricSignature(KEY.privateKey, T, body);
+  const malformedV1a: Array<[string, string, string]> = [
+    ['malformed_v1a_bad_base64', 'v1a holds a character outside base64.', `${goodV1a.slice(0, 10)}!${goodV1a.slice(11)}`],
+    ['malformed_v1a_63_bytes', 'v1a is the base64 of 63 bytes, not 64.', Buffer.from(goodV1a, 'base64').subarray(0, 63).toString('base64')],
+    [
+      'malformed_v1a_65_bytes',
+      'v1a is the base64 of 65 bytes, not 64.',
+      Buffer.concat([Buffer.from(goodV1a, 'base64'), Buffer.from([0])]).toString('base64'),
+    ],
+    ['malformed_v1a_unpadded', 'v1a without its "==" padding.', goodV1a.slice(0, -2)],
+    ['malformed_v1a_base64url', 'v1a in the URL-safe alphabet.', Buffer.from(goodV1a, 'base64').toString('base64url')],
+    ['malformed_v1a_empty', 'An empty v1a.', ''],
+  ];
+  for (const [name, description, value] of malformedV1a) {
+    add(name, `${description} A malformed header whatever the receiver holds.`, {
+      publicKeys: [KEY.publicKey],
+      headers: { [SIGNATURE_HEADER]: `${signPayload(SECRET, T, body)},v1a=${value}` },
+      expected: fail('malformed_header'),
+    });
+  }
+  const badKeys: Array<[string, string, string]> = [
+    ['public_key_not_32_bytes', 'A public key that is the base64 of 31 bytes.', `whpk_${Buffer.alloc(31, 7).toString('base64')}`],
+    ['public_key_wrong_prefix', 'A signing secret passed as a public key.', SECRET],
+    ['public_key_not_base64', 'A public key whose body is not base64.', `whpk_${'*'.repeat(43)}=`],
+  ];
+  for (const [name, description, key] of badKeys) {
+    add(name, `${description} The receiver refuses its configuration.`, {
+      secrets: [],
+      publicKeys: [key],
+      headers: { [SIGNATURE_HEADER]: signedBoth },
+      expected: fail('configuration_error'),
+    });
+  }
+
   // The body after the signature matched.
   add('event_id_mismatch', "Service-Event-Id (not signed) differs from the signed body's id.", {
     headers: { [EVENT_ID_HEADER]: 'evt_somethingElse' },
@@ -285,7 +455,8 @@ export function buildTestVectors(): SignatureVectors {
     description:
       'Signed deliveries and the outcome a payhooks receiver must reach for each: verify the raw body bytes with HMAC-SHA256 keyed by ' +
       'the whole whsec_ secret over "<t>.<body>", compare every v1 in constant time against every configured secret, then require ' +
-      '|now - t| <= tolerance (in milliseconds). Made by @payhooks/contract (buildTestVectors); do not edit by hand.',
+      '|now - t| <= tolerance (in milliseconds). With public keys (whpk_ + base64 of the 32 raw bytes), also verify every v1a ' +
+      '(base64 ed25519 signature of "<t>.<body>") against every key; one valid signature of either kind suffices. Made by @payhooks/contract (buildTestVectors); do not edit by hand.',
     version: 1,
     signature_header: SIGNATURE_HEADER,
     event_id_header: EVENT_ID_HEADER,
@@ -298,4 +469,20 @@ export function buildTestVectors(): SignatureVectors {
 /** HMAC over the body alone: only to build the "no `<t>.` prefix" mistake. */
 function computeSignatureRaw(secret: string, rawBody: string): string {
   return createHmac('sha256', secret).update(rawBody).digest('hex');
+}
+
+/** The group order of ed25519 (RFC 8032). */
+const ED25519_ORDER = (1n << 252n) + 27742317777372353535851937790883648493n;
+
+/** A signature with S + L in place of S (little-endian), which strict verifiers refuse. */
+function malleate(signatureBase64: string): string {
+  const sig = Buffer.from(signatureBase64, 'base64');
+  let s = 0n;
+  for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(sig[i]!);
+  let n = s + ED25519_ORDER;
+  for (let i = 32; i < 64; i++) {
+    sig[i] = Number(n & 255n);
+    n >>= 8n;
+  }
+  return sig.toString('base64');
 }

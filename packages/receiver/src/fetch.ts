@@ -11,5 +11,5 @@ export { verifyWebhookAsync } from './verify-web.ts';
 
 /** The receive pipeline of the main entry, verifying with WebCrypto. */
 export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHandler {
-  return buildWebhookHandler(options, webVerifier(options.secret, options.toleranceSeconds));
+  return buildWebhookHandler(options, webVerifier(options.secret, options.publicKeys, options.toleranceSeconds));
 }

@@ -42,8 +42,13 @@ export interface ErrorInfo {
 }
 
 export interface WebhookHandlerOptions {
-  /** The endpoint's `whsec_` secret, or several during a rotation. */
-  secret: string | readonly string[];
+  /** The endpoint's `whsec_` secret, or several during a rotation. Optional when `publicKeys` is given. */
+  secret?: string | readonly string[];
+  /**
+   * The endpoint's ed25519 public key(s), `whpk_…`, to verify the `v1a` signatures with: no secret
+   * needed. Beside `secret`, one valid signature of either kind is enough.
+   */
+  publicKeys?: string | readonly string[];
   /** Where seen event ids (and, for a durable store, the queued work) are kept. */
   store: WebhookStore;
   /**
@@ -129,7 +134,7 @@ function defaultOnRejected(error: WebhookVerificationError): void {
   console.warn(
     `[payhooks] rejected a delivery with 400: ${error.reason}: ${error.message}.` +
       (error.reason === 'bad_signature'
-        ? " If every delivery is rejected, check that `secret` is this endpoint's whsec_ signing secret."
+        ? " If every delivery is rejected, check that `secret` is this endpoint's whsec_ signing secret (or `publicKeys` its whpk_ public keys)."
         : ''),
   );
 }

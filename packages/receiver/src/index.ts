@@ -25,7 +25,7 @@ export { fastifyWebhook, type FastifyInstanceLike, type FastifyWebhookOptions } 
  * work queued (spec 6.2.2). Wrap it with an adapter.
  */
 export function createWebhookHandler(options: WebhookHandlerOptions): WebhookHandler {
-  return buildWebhookHandler(options, nodeVerifier(options.secret, options.toleranceSeconds));
+  return buildWebhookHandler(options, nodeVerifier(options.secret, options.publicKeys, options.toleranceSeconds));
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import {
   EVENT_ID_HEADER,
+  PUBLIC_KEY_PREFIX,
   SECRET_PREFIX,
   SIGNATURE_HEADER,
   SIGNATURE_TOLERANCE_SECONDS,
@@ -23,7 +24,14 @@ export interface VerifyWebhookOptions {
    * The endpoint's `whsec_` signing secret (spec 5.1.1), or several during a secret rotation: a
    * delivery is accepted when any `v1` in the header matches under any of them.
    */
-  secret: string | readonly string[];
+  secret?: string | readonly string[];
+  /**
+   * The endpoint's ed25519 public key(s), `whpk_…` (several during a key rotation): each `v1a`
+   * entry of the header is verified against each key. Give these instead of `secret` to verify
+   * without holding anything that could sign, or beside it: one valid signature of either kind
+   * is enough.
+   */
+  publicKeys?: string | readonly string[];
   /** Maximum |now - t| in seconds. Default 300 (spec 5.1.6, 8). */
   toleranceSeconds?: number;
   /** The current time (a Date or epoch milliseconds), for tests. Default: the system clock. */
@@ -33,10 +41,40 @@ export interface VerifyWebhookOptions {
 /** A verifier bound to its secrets, used by the handler on every delivery; `now` in epoch ms. */
 export type Verifier = (request: { body: RawBody; headers: HeadersInput }, now: number) => Promise<WebhookEvent>;
 
+/** What a verifier checks signatures with: HMAC secrets and raw 32-byte ed25519 public keys. */
+export interface Credentials {
+  secrets: string[];
+  publicKeys: Uint8Array[];
+}
+
+const PUBLIC_KEY_BODY = /^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/;
+
+/** The 32 raw bytes of a `whpk_` key, decoded without node:crypto (the WebCrypto path shares it). */
+function decodePublicKey(value: unknown): Uint8Array {
+  // Canonical base64 of 32 bytes: the last character before "=" carries 4 data bits and 2 zero bits.
+  if (typeof value !== 'string' || !value.startsWith(PUBLIC_KEY_PREFIX) || !PUBLIC_KEY_BODY.test(value.slice(PUBLIC_KEY_PREFIX.length))) {
+    throw new TypeError(
+      'payhooks: each of `publicKeys` must be one of the endpoint\'s public keys: "whpk_" followed by the base64 of its 32 bytes',
+    );
+  }
+  return Uint8Array.from(atob(value.slice(PUBLIC_KEY_PREFIX.length)), (c) => c.charCodeAt(0));
+}
+
 /** Checks the options a merchant wrote once, at configuration time. Throws a TypeError. */
-export function normaliseSecrets(secret: string | readonly string[]): string[] {
+export function normaliseCredentials(secret: string | readonly string[] | undefined, publicKeys?: string | readonly string[]): Credentials {
+  const keys =
+    publicKeys === undefined ? [] : typeof publicKeys === 'string' ? [publicKeys] : Array.isArray(publicKeys) ? [...publicKeys] : null;
+  if (keys === null) throw new TypeError('payhooks: `publicKeys` must be a list of whpk_ public keys');
+  const decoded = keys.map(decodePublicKey);
+  const secrets = secret === undefined && decoded.length > 0 ? [] : normaliseSecrets(secret, decoded.length > 0);
+  return { secrets, publicKeys: decoded };
+}
+
+export function normaliseSecrets(secret: string | readonly string[] | undefined, haveKeys = false): string[] {
   const list = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? [...secret] : [];
-  if (list.length === 0) throw new TypeError("payhooks: `secret` is required: the endpoint's whsec_ signing secret");
+  if (list.length === 0 && !haveKeys) {
+    throw new TypeError("payhooks: `secret` is required: the endpoint's whsec_ signing secret (or `publicKeys`, its whpk_ public keys)");
+  }
   for (const s of list) {
     if (typeof s !== 'string' || !s.startsWith(SECRET_PREFIX) || s.length <= SECRET_PREFIX.length) {
       throw new TypeError(
@@ -47,6 +85,22 @@ export function normaliseSecrets(secret: string | readonly string[]): string[] {
   }
   return list;
 }
+
+/** The `v1a` value as bytes (the parser guarantees padded base64 of 64 bytes). */
+export function decodeAsymmetricSignature(value: string): Uint8Array {
+  return Uint8Array.from(atob(value), (c) => c.charCodeAt(0));
+}
+
+/** `<t>.` followed by the raw bytes: what both `v1` and `v1a` sign (5.1.3, 5.1.4). */
+export function signedPayload(timestamp: number, bytes: Uint8Array): Uint8Array {
+  const prefix = new TextEncoder().encode(`${timestamp}.`);
+  const payload = new Uint8Array(prefix.length + bytes.length);
+  payload.set(prefix, 0);
+  payload.set(bytes, prefix.length);
+  return payload;
+}
+
+export const NO_MATCH_MESSAGE = 'no signature in the header verifies the raw body under the configured secret(s) or public key(s)';
 
 export function normaliseTolerance(toleranceSeconds: number | undefined): number {
   const tolerance = toleranceSeconds ?? SIGNATURE_TOLERANCE_SECONDS;
@@ -68,7 +122,7 @@ export interface SignedRequest {
   bytes: Uint8Array;
 }
 
-/** Step 1 of 5.1.6: read both headers and split out `t` and the `v1` values. */
+/** Step 1 of 5.1.6: read both headers and split out `t`, the `v1` and the `v1a` values. */
 export function readSignedRequest(body: unknown, headers: HeadersInput): SignedRequest {
   const bytes = rawBodyBytes(body);
   if (headers === null || typeof headers !== 'object') {
@@ -92,7 +146,7 @@ export function readSignedRequest(body: unknown, headers: HeadersInput): SignedR
   if (!parsed) {
     throw new WebhookVerificationError(
       'malformed_header',
-      `${SIGNATURE_HEADER} must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces`,
+      `${SIGNATURE_HEADER} must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...][,v1a=<base64 of 64 bytes>...] without spaces`,
     );
   }
   return { header: parsed, eventIdHeader: eventId.value, bytes };

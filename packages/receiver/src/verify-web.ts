@@ -5,8 +5,12 @@
 import type { WebhookEvent } from '@payhooks/contract';
 import { WebhookVerificationError } from './errors.ts';
 import {
+  NO_MATCH_MESSAGE,
   checkTimestamp,
-  normaliseSecrets,
+  decodeAsymmetricSignature,
+  normaliseCredentials,
+  signedPayload,
+  type Credentials,
   normaliseTolerance,
   nowMs,
   parseVerifiedEvent,
@@ -17,17 +21,17 @@ import {
 
 const encoder = new TextEncoder();
 
-/** The two WebCrypto calls used, typed here so no DOM or Node typings are needed. */
+/** The WebCrypto calls used, typed here so no DOM or Node typings are needed. */
 type CryptoKey = object;
 interface SubtleLike {
   importKey(
     format: 'raw',
     keyData: Uint8Array,
-    algorithm: { name: 'HMAC'; hash: 'SHA-256' },
+    algorithm: { name: 'HMAC'; hash: 'SHA-256' } | { name: 'Ed25519' },
     extractable: false,
     usages: ['verify'],
   ): Promise<CryptoKey>;
-  verify(algorithm: 'HMAC', key: CryptoKey, signature: Uint8Array, data: Uint8Array): Promise<boolean>;
+  verify(algorithm: 'HMAC' | { name: 'Ed25519' }, key: CryptoKey, signature: Uint8Array, data: Uint8Array): Promise<boolean>;
 }
 
 function subtle(): SubtleLike {
@@ -40,6 +44,18 @@ function importKey(secret: string): Promise<CryptoKey> {
   return subtle().importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
 }
 
+interface WebKeys {
+  secrets: readonly Promise<CryptoKey>[];
+  publicKeys: readonly Promise<CryptoKey>[];
+}
+
+function importKeys(credentials: Credentials): WebKeys {
+  return {
+    secrets: credentials.secrets.map(importKey),
+    publicKeys: credentials.publicKeys.map((raw) => subtle().importKey('raw', raw, { name: 'Ed25519' }, false, ['verify'])),
+  };
+}
+
 /** The parser guarantees 64 lowercase hex characters. */
 function hexToBytes(hex: string): Uint8Array {
   const out = new Uint8Array(hex.length / 2);
@@ -48,32 +64,33 @@ function hexToBytes(hex: string): Uint8Array {
 }
 
 async function verifyWith(
-  keys: readonly Promise<CryptoKey>[],
+  keys: WebKeys,
   tolerance: number,
   body: unknown,
   headers: Parameters<Verifier>[0]['headers'],
   now: number,
 ): Promise<WebhookEvent> {
-  // Spec 5.1.6, in order: read the header and split out t and v1 ...
+  // Spec 5.1.6, in order: read the header and split out t, v1 and v1a ...
   const signed = readSignedRequest(body, headers);
-  const { timestamp, signatures } = signed.header;
+  const { timestamp, signatures, asymmetricSignatures } = signed.header;
   // ... the signed payload is `<t>.` followed by the raw bytes, never re-serialised JSON (5.1.3, 5.1.4) ...
-  const prefix = encoder.encode(`${timestamp}.`);
-  const payload = new Uint8Array(prefix.length + signed.bytes.length);
-  payload.set(prefix, 0);
-  payload.set(signed.bytes, prefix.length);
+  const payload = signedPayload(timestamp, signed.bytes);
   // ... and compare: crypto.subtle.verify recomputes the HMAC and compares in constant time (5.1.5).
   // Every (secret, v1) pair is checked, so timing does not tell which one matched.
   const checks: Promise<boolean>[] = [];
-  for (const key of keys) {
+  for (const key of keys.secrets) {
     for (const received of signatures) {
       checks.push(key.then((k) => subtle().verify('HMAC', k, hexToBytes(received), payload)));
     }
   }
-  const results = await Promise.all(checks);
-  if (!results.includes(true)) {
-    throw new WebhookVerificationError('bad_signature', 'no v1 signature matches the raw body under the configured secret(s)');
+  // ed25519: one valid signature of either kind is enough (as in Standard Webhooks).
+  for (const key of keys.publicKeys) {
+    for (const received of asymmetricSignatures) {
+      checks.push(key.then((k) => subtle().verify({ name: 'Ed25519' }, k, decodeAsymmetricSignature(received), payload)));
+    }
   }
+  const results = await Promise.all(checks);
+  if (!results.includes(true)) throw new WebhookVerificationError('bad_signature', NO_MATCH_MESSAGE);
   checkTimestamp(timestamp, now, tolerance);
   return parseVerifiedEvent(signed.bytes, signed.eventIdHeader);
 }
@@ -83,18 +100,22 @@ async function verifyWith(
  * {@link WebhookVerificationError} (reason code) or a TypeError for a programming error.
  */
 export async function verifyWebhookAsync(options: VerifyWebhookOptions): Promise<WebhookEvent> {
-  const secrets = normaliseSecrets(options.secret);
+  const credentials = normaliseCredentials(options.secret, options.publicKeys);
   const tolerance = normaliseTolerance(options.toleranceSeconds);
-  return verifyWith(secrets.map(importKey), tolerance, options.body, options.headers, nowMs(options.now));
+  return verifyWith(importKeys(credentials), tolerance, options.body, options.headers, nowMs(options.now));
 }
 
-/** A verifier whose HMAC keys are imported once and reused for every delivery. */
-export function webVerifier(secret: string | readonly string[], toleranceSeconds?: number): Verifier {
-  const secrets = normaliseSecrets(secret);
+/** A verifier whose keys are imported once and reused for every delivery. */
+export function webVerifier(
+  secret: string | readonly string[] | undefined,
+  publicKeys: string | readonly string[] | undefined,
+  toleranceSeconds?: number,
+): Verifier {
+  const credentials = normaliseCredentials(secret, publicKeys);
   const tolerance = normaliseTolerance(toleranceSeconds);
-  let keys: Promise<CryptoKey>[] | undefined;
+  let keys: WebKeys | undefined;
   return (request, now) => {
-    keys ??= secrets.map(importKey);
+    keys ??= importKeys(credentials);
     return verifyWith(keys, tolerance, request.body, request.headers, nowMs(now));
   };
 }

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { WebhookVerificationError } from '../src/errors.ts';
-import { checkTimestamp, normaliseSecrets, normaliseTolerance, nowMs, parseVerifiedEvent, readSignedRequest } from '../src/verify-core.ts';
+import {
+  checkTimestamp,
+  normaliseCredentials,
+  normaliseSecrets,
+  normaliseTolerance,
+  nowMs,
+  parseVerifiedEvent,
+  readSignedRequest,
+} from '../src/verify-core.ts';
 
 /**
  * The verification steps one by one (spec 5.1.1, 5.1.6, 5.1.7): what each refuses and the message
@@ -28,7 +36,7 @@ describe('normaliseSecrets (spec 5.1.1)', () => {
   it('no secret at all is a TypeError saying it is required', () => {
     for (const none of [[], undefined, null, 42]) {
       expect(() => normaliseSecrets(none as never)).toThrow(
-        new TypeError("payhooks: `secret` is required: the endpoint's whsec_ signing secret"),
+        new TypeError("payhooks: `secret` is required: the endpoint's whsec_ signing secret (or `publicKeys`, its whpk_ public keys)"),
       );
     }
   });
@@ -49,6 +57,34 @@ describe('normaliseSecrets (spec 5.1.1)', () => {
 
   it('the shortest secret with something after the prefix is accepted', () => {
     expect(normaliseSecrets('whsec_x')).toEqual(['whsec_x']);
+  });
+});
+
+describe('normaliseCredentials: secrets and ed25519 public keys', () => {
+  const KEY = `whpk_${Buffer.alloc(32, 9).toString('base64')}`;
+
+  it('public keys alone are enough; their raw 32 bytes are kept', () => {
+    const c = normaliseCredentials(undefined, [KEY]);
+    expect(c.secrets).toEqual([]);
+    expect(c.publicKeys.map((k) => Buffer.from(k).toString('hex'))).toEqual(['09'.repeat(32)]);
+    expect(normaliseCredentials([], KEY).publicKeys).toHaveLength(1);
+    expect(normaliseCredentials('whsec_a', [KEY]).secrets).toEqual(['whsec_a']);
+  });
+
+  it.each([
+    ['a secret', 'whsec_abc'],
+    ['31 bytes', `whpk_${Buffer.alloc(31, 9).toString('base64')}`],
+    ['33 bytes', `whpk_${Buffer.alloc(33, 9).toString('base64')}`],
+    ['unpadded', KEY.slice(0, -1)],
+    ['url-safe base64', `whpk_${Buffer.alloc(32, 0xfb).toString('base64url')}=`],
+    ['non-zero trailing bits', `${KEY.slice(0, -2)}B=`],
+    ['not a string', 7],
+  ])('%s is not a public key: a TypeError that does not echo it', (_name, bad) => {
+    expect(() => normaliseCredentials(undefined, [bad as string])).toThrow(/`publicKeys` must be one of the endpoint's public keys/);
+  });
+
+  it('a public key with an invalid secret beside it is still a secret error', () => {
+    expect(() => normaliseCredentials('sk_abc', [KEY])).toThrow(/must be the endpoint's signing secret/);
   });
 });
 
@@ -82,7 +118,7 @@ describe('readSignedRequest (spec 5.1.6, step 1)', () => {
 
   it('reads t, the v1 values and the event id', () => {
     expect(readSignedRequest('{}', good)).toEqual({
-      header: { timestamp: 1_700_000_000, signatures: [HEX] },
+      header: { timestamp: 1_700_000_000, signatures: [HEX], asymmetricSignatures: [] },
       eventIdHeader: 'evt_1',
       bytes: encoder.encode('{}'),
     });
@@ -104,7 +140,7 @@ describe('readSignedRequest (spec 5.1.6, step 1)', () => {
     [
       { ...good, 'service-signature': `t=1700000000, v1=${HEX}` },
       'malformed_header',
-      'Service-Signature must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces',
+      'Service-Signature must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...][,v1a=<base64 of 64 bytes>...] without spaces',
     ],
   ])('%j: %s', (headers, reason, message) => {
     expect(refusal(() => readSignedRequest('{}', headers as never))).toEqual({ reason, message });

@@ -10,12 +10,16 @@ namespace Payhooks\Receiver;
  * A delivery is one POST of a JSON event with two headers: `Service-Event-Id: evt_…` (not signed)
  * and `Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>…]`, where each v1 is the lowercase
  * hex HMAC-SHA256, keyed with the endpoint's whole `whsec_…` secret, of `<t>.<raw body>`.
+ * An endpoint with asymmetric signing on also sends `v1a=<base64>` entries: ed25519 signatures of
+ * the same bytes, verified with the endpoint's public key (`whpk_…`) by libsodium (ext-sodium,
+ * bundled with PHP since 7.2).
  */
 final class Webhook
 {
     public const SIGNATURE_HEADER = 'Service-Signature';
     public const EVENT_ID_HEADER = 'Service-Event-Id';
     public const SECRET_PREFIX = 'whsec_';
+    public const PUBLIC_KEY_PREFIX = 'whpk_';
     public const DEFAULT_TOLERANCE_SECONDS = 300;
 
     /**
@@ -29,10 +33,14 @@ final class Webhook
      * @param array<array-key, mixed> $headers header names (any case) to a string or a list of
      *                                         strings, or $_SERVER
      * @param string|list<string> $secret the endpoint's `whsec_` secret, or several during a rotation
+     *                                    (an empty list when $publicKeys are given)
      * @param \DateTimeInterface|null $now the current time (for tests); default the system clock
+     * @param string|list<string> $publicKeys the endpoint's `whpk_` ed25519 public key(s), instead
+     *                                        of or beside $secret: one valid signature of either kind is enough
      *
      * @throws WebhookVerificationException when the delivery must be answered 400
-     * @throws \InvalidArgumentException on a programming error (no secret, a secret without whsec_)
+     * @throws \InvalidArgumentException on a programming error (no secret nor public key, a secret
+     *                                   without whsec_, a public key that is not whpk_)
      */
     public static function verify(
         string $body,
@@ -40,15 +48,18 @@ final class Webhook
         string|array $secret,
         int|float $toleranceSeconds = self::DEFAULT_TOLERANCE_SECONDS,
         ?\DateTimeInterface $now = null,
+        string|array $publicKeys = [],
     ): Event {
-        return self::verifyAt($body, $headers, self::secrets($secret), self::tolerance($toleranceSeconds), $now === null ? self::nowMs() : (int) $now->format('Uv'));
+        $keys = self::publicKeys($publicKeys);
+        return self::verifyAt($body, $headers, self::secrets($secret, $keys !== []), self::tolerance($toleranceSeconds), $now === null ? self::nowMs() : (int) $now->format('Uv'), $keys);
     }
 
     /**
      * @param list<string> $secrets already checked by secrets()
+     * @param list<string> $publicKeys raw 32-byte keys from publicKeys()
      * @internal the handler's entry, with its clock in epoch milliseconds
      */
-    public static function verifyAt(string $body, array $headers, array $secrets, int|float $toleranceSeconds, int $nowMs): Event
+    public static function verifyAt(string $body, array $headers, array $secrets, int|float $toleranceSeconds, int $nowMs, array $publicKeys = []): Event
     {
         $signature = Headers::read($headers, self::SIGNATURE_HEADER);
         if ($signature === null) {
@@ -68,10 +79,10 @@ final class Webhook
         if ($parsed === null) {
             throw new WebhookVerificationException(
                 VerificationReason::MalformedHeader,
-                self::SIGNATURE_HEADER . ' must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces',
+                self::SIGNATURE_HEADER . ' must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...][,v1a=<base64 of 64 bytes>...] without spaces',
             );
         }
-        [$timestamp, $received] = $parsed;
+        [$timestamp, $received, $asymmetric] = $parsed;
         $matched = false;
         foreach ($secrets as $key) {
             $expected = self::computeSignature($key, $timestamp, $body);
@@ -82,8 +93,19 @@ final class Webhook
                 }
             }
         }
+        if ($publicKeys !== [] && $asymmetric !== []) {
+            // ed25519: one valid signature of either kind is enough (as in Standard Webhooks).
+            $message = $timestamp . '.' . $body;
+            foreach ($publicKeys as $publicKey) {
+                foreach ($asymmetric as $candidate) {
+                    if (sodium_crypto_sign_verify_detached($candidate, $message, $publicKey)) {
+                        $matched = true;
+                    }
+                }
+            }
+        }
         if (!$matched) {
-            throw new WebhookVerificationException(VerificationReason::BadSignature, 'no v1 signature matches the body under the configured secret(s)');
+            throw new WebhookVerificationException(VerificationReason::BadSignature, 'no signature in the header verifies the body under the configured secret(s) or public key(s)');
         }
         // In milliseconds: rounding the clock to whole seconds would stretch the window by up to a second.
         $offsetMs = $nowMs - $timestamp * 1000;
@@ -105,15 +127,17 @@ final class Webhook
     }
 
     /**
-     * Splits `t=<seconds>,v1=<hex>[,v1=<hex>…]`. Unknown lowercase schemes (`v2=…`) are skipped;
-     * anything else that is not exactly this shape is refused.
+     * Splits `t=<seconds>,v1=<hex>[,v1=<hex>…][,v1a=<base64>…]`. Unknown lowercase schemes
+     * (`v2=…`) are skipped; anything else that is not exactly this shape is refused. The third
+     * element holds the `v1a` signatures as raw 64-byte strings.
      *
-     * @return array{0: int, 1: list<string>}|null
+     * @return array{0: int, 1: list<string>, 2: list<string>}|null
      */
     public static function parseSignatureHeader(string $header): ?array
     {
         $timestamp = null;
         $signatures = [];
+        $asymmetric = [];
         foreach (explode(',', $header) as $part) {
             $eq = strpos($part, '=');
             if ($eq === false || $eq === 0) {
@@ -132,14 +156,21 @@ final class Webhook
                     return null;
                 }
                 $signatures[] = $value;
+            } elseif ($key === 'v1a') {
+                // Canonical base64 of 64 bytes: the last data character carries zero padding bits.
+                $raw = preg_match('~^[A-Za-z0-9+/]{85}[AQgw]==\z~', $value) === 1 ? base64_decode($value, true) : false;
+                if ($raw === false || strlen($raw) !== SODIUM_CRYPTO_SIGN_BYTES) {
+                    return null;
+                }
+                $asymmetric[] = $raw;
             } elseif (preg_match('/^[a-z][a-z0-9]*\z/', $key) !== 1) {
                 return null;
             }
         }
-        if ($timestamp === null || $signatures === []) {
+        if ($timestamp === null || ($signatures === [] && $asymmetric === [])) {
             return null;
         }
-        return [$timestamp, $signatures];
+        return [$timestamp, $signatures, $asymmetric];
     }
 
     /** The lowercase hex HMAC-SHA256 of `<t>.<body>` keyed with the whole secret. */
@@ -183,11 +214,14 @@ final class Webhook
      * @return list<string>
      * @internal
      */
-    public static function secrets(string|array $secret): array
+    public static function secrets(string|array $secret, bool $havePublicKeys = false): array
     {
         $list = is_string($secret) ? [$secret] : array_values($secret);
+        if ($list === [] && $havePublicKeys) {
+            return [];
+        }
         if ($list === []) {
-            throw new \InvalidArgumentException("payhooks: a secret is required: the endpoint's whsec_ signing secret");
+            throw new \InvalidArgumentException("payhooks: a secret is required: the endpoint's whsec_ signing secret (or publicKeys, its whpk_ public keys)");
         }
         foreach ($list as $s) {
             if (!is_string($s) || !str_starts_with($s, self::SECRET_PREFIX) || strlen($s) <= strlen(self::SECRET_PREFIX)) {
@@ -197,6 +231,27 @@ final class Webhook
             }
         }
         return $list;
+    }
+
+    /**
+     * Checks the public keys a merchant configured once: each `whpk_` + base64 of 32 bytes.
+     *
+     * @param string|array<array-key, mixed> $publicKeys
+     * @return list<string> the raw 32-byte keys
+     * @internal
+     */
+    public static function publicKeys(string|array $publicKeys): array
+    {
+        $keys = [];
+        foreach (is_string($publicKeys) ? [$publicKeys] : array_values($publicKeys) as $key) {
+            $body = is_string($key) && str_starts_with($key, self::PUBLIC_KEY_PREFIX) ? substr($key, strlen(self::PUBLIC_KEY_PREFIX)) : '';
+            $raw = preg_match('~^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\z~', $body) === 1 ? base64_decode($body, true) : false;
+            if ($raw === false || strlen($raw) !== SODIUM_CRYPTO_SIGN_PUBLICKEYBYTES) {
+                throw new \InvalidArgumentException('payhooks: each public key must be one of the endpoint\'s public keys: "whpk_" followed by the base64 of its 32 bytes');
+            }
+            $keys[] = $raw;
+        }
+        return $keys;
     }
 
     /** @internal */

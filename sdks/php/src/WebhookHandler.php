@@ -27,6 +27,8 @@ final class WebhookHandler
 
     /** @var list<string> */
     private readonly array $secrets;
+    /** @var list<string> raw 32-byte ed25519 public keys */
+    private readonly array $publicKeys;
     private readonly int|float $tolerance;
     /** @var \Closure(Event, EventContext): mixed */
     private readonly \Closure $onEvent;
@@ -63,6 +65,8 @@ final class WebhookHandler
      * @param int $dueAfterResponse how many due retries afterResponse() also runs (0: leave them to a worker)
      * @param int $maxBodyBytes a larger body is answered 413 unread (payhooks' events are a few KiB)
      * @param (callable(): int)|null $clock epoch milliseconds, for tests
+     * @param string|list<string> $publicKeys the endpoint's `whpk_` ed25519 public key(s), instead
+     *        of or beside $secret (pass `secret: []` to verify with public keys only)
      */
     public function __construct(
         string|array $secret,
@@ -78,8 +82,10 @@ final class WebhookHandler
         private readonly int $dueAfterResponse = 10,
         public readonly int $maxBodyBytes = 1_048_576,
         ?callable $clock = null,
+        string|array $publicKeys = [],
     ) {
-        $this->secrets = Webhook::secrets($secret);
+        $this->publicKeys = Webhook::publicKeys($publicKeys);
+        $this->secrets = Webhook::secrets($secret, $this->publicKeys !== []);
         $this->tolerance = Webhook::tolerance($toleranceSeconds);
         $this->onEvent = \Closure::fromCallable($onEvent);
         $this->types = $types === null ? null : self::checkTypes($types);
@@ -125,7 +131,7 @@ final class WebhookHandler
             return WebhookResponse::json(413, ['error' => 'payload_too_large', 'message' => "the body is larger than {$this->maxBodyBytes} bytes"]);
         }
         try {
-            $event = Webhook::verifyAt($body, $headers, $this->secrets, $this->tolerance, ($this->clock)());
+            $event = Webhook::verifyAt($body, $headers, $this->secrets, $this->tolerance, ($this->clock)(), $this->publicKeys);
         } catch (WebhookVerificationException $e) {
             // A failed verification is answered 400 and the event is not processed.
             $this->safely(fn () => ($this->onRejected)($e));

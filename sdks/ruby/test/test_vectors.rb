@@ -10,13 +10,31 @@ class TestVectors < Minitest::Test
       outcome =
         begin
           event = Payhooks::Webhook.verify(body: body, headers: v['headers'], secret: v['secrets'],
-                                           tolerance: v['tolerance_seconds'], now: Time.at(Rational(v['now_ms'], 1000)))
+                                           tolerance: v['tolerance_seconds'], now: Time.at(Rational(v['now_ms'], 1000)),
+                                           public_keys: v['public_keys'])
           { 'ok' => true, 'event_id' => event['id'], 'event_type' => event['type'] }
         rescue Payhooks::VerificationError => e
           assert_equal 400, e.status
           { 'ok' => false, 'reason' => e.reason }
+        rescue Payhooks::ConfigurationError => e
+          # A key that is not a whpk_ key is refused without being echoed.
+          refute_includes e.message, v['public_keys'][0][5..]
+          { 'ok' => false, 'reason' => 'configuration_error' }
         end
       assert_equal v['expected'], outcome, v['description']
+    end
+  end
+
+  def test_a_handler_with_only_a_public_key_answers_by_the_vectors
+    { 'v1a_valid_public_key_only' => 200, 'v1a_wrong_key' => 400, 'v1a_tampered_body' => 400 }.each do |name, status|
+      v = TestSupport.vectors['vectors'].find { |x| x['name'] == name }
+      handler = Payhooks::WebhookHandler.new(public_keys: v['public_keys'], store: Payhooks::Stores::Memory.new,
+                                             on_rejected: ->(_) {}, clock: -> { Time.at(Rational(v['now_ms'], 1000)) }) { |*| nil }
+      begin
+        assert_equal status, handler.handle(body: v['body_base64'].unpack1('m0'), headers: v['headers']).status, name
+      ensure
+        handler.close
+      end
     end
   end
 

@@ -1,6 +1,7 @@
 import { createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
+  checkSignature,
   computeAsymmetricSignature,
   formatPublicKey,
   jwkThumbprint,
@@ -51,5 +52,49 @@ describe('ed25519 signatures over the bytes the HMAC signs', () => {
   it('computes the RFC 8037 example thumbprint', () => {
     // RFC 8037 appendix A.3: the thumbprint of its example Ed25519 key.
     expect(jwkThumbprint('11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo')).toBe('kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k');
+  });
+
+  it('parses v1a entries strictly: padded standard base64 of exactly 64 bytes, else the header is malformed', () => {
+    const sig = computeAsymmetricSignature(privateKey, T, BODY);
+    const v1 = signPayloadWithSecrets(['whsec_a'], T, BODY);
+    expect(parseSignatureHeader(`${v1},v1a=${sig}`)?.asymmetricSignatures).toEqual([sig]);
+    expect(parseSignatureHeader(`t=${T},v1a=${sig}`)).toEqual({ timestamp: T, signatures: [], asymmetricSignatures: [sig] });
+    const raw = Buffer.from(sig, 'base64');
+    for (const bad of [
+      raw.subarray(0, 63).toString('base64'),
+      Buffer.concat([raw, raw.subarray(0, 1)]).toString('base64'),
+      sig.slice(0, -2),
+      raw.toString('base64url'),
+      `${sig.slice(0, 85)}B==`, // non-zero trailing bits: a second spelling of other bytes
+      `${sig.slice(0, 4)} ${sig.slice(5)}`,
+      '',
+    ]) {
+      expect(parseSignatureHeader(`${v1},v1a=${bad}`), bad).toBeNull();
+    }
+  });
+
+  it('checkSignature verifies v1a with public keys; any one valid signature suffices', () => {
+    const other = generateKeyPairSync('ed25519');
+    const header = signPayloadWithSecrets(['whsec_a'], T, BODY, [privateKey]);
+    const pk = formatPublicKey(publicKey);
+    const check = (o: { secrets?: string[]; publicKeys?: string[]; header?: string; body?: string; now?: number }) => {
+      const r = checkSignature({
+        header: o.header ?? header,
+        rawBody: o.body ?? BODY,
+        secrets: o.secrets,
+        publicKeys: o.publicKeys,
+        nowSeconds: o.now ?? T,
+      });
+      return r.ok ? 'ok' : r.reason;
+    };
+    expect(check({ publicKeys: [pk] })).toBe('ok');
+    expect(check({ publicKeys: [formatPublicKey(other.publicKey)] })).toBe('bad_signature');
+    expect(check({ publicKeys: [pk], body: `${BODY} ` })).toBe('bad_signature');
+    expect(check({ publicKeys: [pk], now: T + 301 })).toBe('timestamp_out_of_tolerance');
+    expect(check({ publicKeys: [pk], header: signPayloadWithSecrets(['whsec_a'], T, BODY) })).toBe('bad_signature');
+    expect(check({ secrets: ['whsec_b'], publicKeys: [pk] })).toBe('ok');
+    expect(check({ secrets: ['whsec_a'], publicKeys: [formatPublicKey(other.publicKey)] })).toBe('ok');
+    expect(check({ secrets: ['whsec_a'] })).toBe('ok');
+    expect(() => check({ publicKeys: ['whpk_AAAA'] })).toThrow(/32 bytes/);
   });
 });

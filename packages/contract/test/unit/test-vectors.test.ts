@@ -18,6 +18,7 @@ describe('shared signature test vectors (every receiver library runs them)', () 
     expect([...reasons].sort()).toEqual(
       [
         'bad_signature',
+        'configuration_error',
         'event_id_mismatch',
         'invalid_json',
         'malformed_header',
@@ -38,11 +39,35 @@ describe('shared signature test vectors (every receiver library runs them)', () 
       header: v.headers['Service-Signature'] ?? '',
       rawBody: Buffer.from(v.body_base64, 'base64'),
       secrets: v.secrets,
+      publicKeys: v.public_keys,
       // checkSignature compares whole seconds; the millisecond boundary cases are the receiver's.
       nowSeconds: Math.floor(v.now_ms / 1000),
       toleranceSeconds: v.tolerance_seconds,
     });
     if (v.name === 'stale_by_one_ms') return expect(result.ok).toBe(true); // 300.001 s floors to 300 s
     expect(result.ok ? 'ok' : result.reason).toBe(v.expected.ok ? 'ok' : v.expected.reason);
+  });
+
+  const configuration = committed.vectors.filter((v) => !v.expected.ok && v.expected.reason === 'configuration_error');
+  it.each(configuration)('$name: checkSignature refuses the public key without echoing it', (v) => {
+    const run = () =>
+      checkSignature({
+        header: v.headers['Service-Signature'] ?? '',
+        rawBody: Buffer.from(v.body_base64, 'base64'),
+        secrets: v.secrets,
+        publicKeys: v.public_keys,
+        nowSeconds: Math.floor(v.now_ms / 1000),
+      });
+    expect(run).toThrow(/public key/);
+    try {
+      run();
+    } catch (error) {
+      expect(String(error)).not.toContain(v.public_keys[0]!.slice(5));
+    }
+  });
+
+  it('every v1a vector verifies with ed25519 keys made from fixed seeds (the file is deterministic)', () => {
+    expect(buildTestVectors()).toEqual(buildTestVectors());
+    expect(committed.vectors.filter((v) => v.public_keys.length > 0).length).toBeGreaterThanOrEqual(15);
   });
 });

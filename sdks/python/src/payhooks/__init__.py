@@ -9,7 +9,19 @@ from .errors import REASONS, ConfigurationError, CreditInProgressError, Payhooks
 from .event_types import EVENT_TYPES, is_payment_event
 from .handler import DEFAULT_RETRY_DELAYS, EventContext, WebhookHandler, WebhookResponse
 from .stores import DEDUP_RETENTION, Claim, CreditResult, MemoryStore, Store
-from .webhook import DEFAULT_TOLERANCE, EVENT_ID_HEADER, SECRET_PREFIX, SIGNATURE_HEADER, Event, Secret, sign, sign_test_delivery, verify
+from .webhook import (
+    DEFAULT_TOLERANCE,
+    EVENT_ID_HEADER,
+    PUBLIC_KEY_PREFIX,
+    SECRET_PREFIX,
+    SIGNATURE_HEADER,
+    Event,
+    PublicKeys,
+    Secret,
+    sign,
+    sign_test_delivery,
+    verify,
+)
 
 # The one place the version is written: pyproject.toml reads it (dynamic version).
 __version__ = "0.1.0"
@@ -28,6 +40,8 @@ __all__ = [
     "EventContext",
     "MemoryStore",
     "PayhooksError",
+    "PUBLIC_KEY_PREFIX",
+    "PublicKeys",
     "REASONS",
     "SECRET_PREFIX",
     "SIGNATURE_HEADER",

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 from .errors import ConfigurationError, WebhookVerificationError
 from .event_types import EVENT_TYPES
 from .stores.base import Claim, DurableStore, Store
-from .webhook import DEFAULT_TOLERANCE, Event, Secret, secrets_of, tolerance_of, verify
+from .webhook import DEFAULT_TOLERANCE, Event, PublicKeys, Secret, public_keys_of, secrets_of, tolerance_of, verify
 
 #: Seconds between attempts at an event's work: six attempts in all.
 DEFAULT_RETRY_DELAYS: Tuple[float, ...] = (1, 10, 60, 600, 3600)
@@ -67,9 +67,9 @@ class WebhookHandler:
 
     def __init__(
         self,
-        secret: Secret,
-        store: Store,
-        on_event: OnEvent,
+        secret: Optional[Secret] = None,
+        store: Optional[Store] = None,
+        on_event: Optional[OnEvent] = None,
         types: Optional[Iterable[str]] = None,
         on_error: Optional[OnError] = None,
         on_rejected: Optional[OnRejected] = None,
@@ -80,8 +80,11 @@ class WebhookHandler:
         poll_interval: float = 5,
         purge_interval: float = 3600,
         clock: Callable[[], float] = time.time,
+        public_keys: Optional[PublicKeys] = None,
     ) -> None:
         """``secret``: the endpoint's whsec_ secret, or a list during a rotation.
+        ``public_keys``: the endpoint's whpk_ ed25519 public key(s), instead of or beside ``secret``
+        (one valid signature of either kind is enough; needs the ``ed25519`` extra).
         ``store``: MemoryStore, PostgresStore or RedisStore.
         ``on_event(event, context)``: your work; raise to have it retried.
         ``types``: the event types you handle; others are answered 200 and ignored. A type outside
@@ -89,12 +92,16 @@ class WebhookHandler:
         ``on_error(error, info)``: info has phase, event, attempt, will_retry.
         ``on_rejected(error)``: a delivery answered 400. Durations are in seconds.
         """
-        secrets_of(secret)  # a missing or malformed secret fails here, at start
-        self._secrets = secret if isinstance(secret, str) else list(secret)
+        # A missing or malformed secret or public key fails here, at start.
+        secrets_of(secret, bool(public_keys_of(public_keys)))
+        self._secrets: Optional[Secret] = secret if isinstance(secret, str) or secret is None else list(secret)
+        self._public_keys: Optional[PublicKeys] = (
+            public_keys if isinstance(public_keys, str) or public_keys is None else list(public_keys)
+        )
         self._tolerance = tolerance_of(tolerance)
-        if not all(hasattr(store, m) for m in ("claim", "complete", "retry_later", "release")):
+        if store is None or not all(hasattr(store, m) for m in ("claim", "complete", "retry_later", "release")):
             raise ConfigurationError("payhooks: store is required: MemoryStore, PostgresStore or RedisStore")
-        if not callable(on_event):
+        if on_event is None or not callable(on_event):
             raise ConfigurationError("payhooks: on_event is required: the function that does the work for one event")
         self._store = store
         self._on_event = on_event
@@ -131,7 +138,7 @@ class WebhookHandler:
             return _answer(503, error="receiver_closed")
         self._start_threads()
         try:
-            event = verify(body, headers, self._secrets, self._tolerance, now=self._clock())
+            event = verify(body, headers, self._secrets, self._tolerance, now=self._clock(), public_keys=self._public_keys)
         except WebhookVerificationError as e:
             # A failed verification is answered 400 and the event is not processed.
             self._safely(self._on_rejected, e)

@@ -4,8 +4,15 @@ The Service-Signature header is ``t=<unix seconds>,v1=<hex>[,v1=<hex>...]``, whe
 HMAC-SHA256, keyed with the endpoint's whole ``whsec_`` secret (prefix included), of
 ``"<t>." + raw body``. Verification compares every v1 with every configured secret in constant
 time, then requires |now - t| <= tolerance (compared in milliseconds), then parses the body.
+
+An endpoint with asymmetric signing on also sends ``v1a=<base64>`` entries: ed25519 signatures of
+the same bytes, verified with the endpoint's public key (``whpk_`` + base64 of its 32 bytes) and
+the ``cryptography`` package (the optional ``ed25519`` extra; Debian's python3-cryptography).
+One valid signature of either kind is enough.
 """
 
+import base64
+import binascii
 import hashlib
 import hmac
 import json
@@ -22,20 +29,31 @@ SECRET_PREFIX = "whsec_"
 #: |now - t| allowed, in seconds, in either direction.
 DEFAULT_TOLERANCE = 300
 
+PUBLIC_KEY_PREFIX = "whpk_"
+
 #: One whsec_ secret, or several during a rotation.
 Secret = Union[str, Sequence[str]]
+#: One whpk_ ed25519 public key, or several during a key rotation.
+PublicKeys = Union[str, Sequence[str]]
 #: A verified event: the parsed JSON body.
 Event = Dict[str, Any]
 _TIMESTAMP = re.compile(r"\A\d{1,15}\Z")
 _V1 = re.compile(r"\A[0-9a-f]{64}\Z")
 _SCHEME = re.compile(r"\A[a-z][a-z0-9]*\Z")
+# Canonical base64: the last data character carries zero padding bits, so each value has one spelling.
+_V1A = re.compile(r"\A[A-Za-z0-9+/]{85}[AQgw]==\Z")
+_PUBLIC_KEY = re.compile(r"\A[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\Z")
 
 
-def secrets_of(secret: Secret) -> List[bytes]:
+def secrets_of(secret: Optional[Secret], have_public_keys: bool = False) -> List[bytes]:
     """The configured secret(s) as HMAC keys; raises ConfigurationError (a ValueError) for a programming error."""
     items = [secret] if isinstance(secret, str) else list(secret or [])
     if not items:
-        raise ConfigurationError("payhooks: secret is required: the endpoint's whsec_ signing secret")
+        if have_public_keys:
+            return []
+        raise ConfigurationError(
+            "payhooks: secret is required: the endpoint's whsec_ signing secret (or public_keys, its whpk_ public keys)"
+        )
     keys: List[bytes] = []
     for s in items:
         if not isinstance(s, str) or not s.startswith(SECRET_PREFIX) or len(s) <= len(SECRET_PREFIX):
@@ -45,6 +63,40 @@ def secrets_of(secret: Secret) -> List[bytes]:
             )
         keys.append(s.encode("utf-8"))
     return keys
+
+
+def public_keys_of(public_keys: Optional[PublicKeys]) -> List[Any]:
+    """The configured whpk_ key(s) as ``Ed25519PublicKey`` objects; raises ConfigurationError."""
+    items = [public_keys] if isinstance(public_keys, str) else list(public_keys or [])
+    if not items:
+        return []
+    raw: List[bytes] = []
+    for k in items:
+        body = k[len(PUBLIC_KEY_PREFIX):] if isinstance(k, str) and k.startswith(PUBLIC_KEY_PREFIX) else ""
+        if not _PUBLIC_KEY.match(body):
+            raise ConfigurationError(
+                "payhooks: each of public_keys must be one of the endpoint's public keys: "
+                "\"whpk_\" followed by the base64 of its 32 bytes"
+            )
+        raw.append(base64.b64decode(body, validate=True))
+    try:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    except ImportError:
+        raise ConfigurationError(
+            "payhooks: public_keys needs the cryptography package: pip install 'payhooks[ed25519]' "
+            "(or Debian's python3-cryptography)"
+        ) from None
+    return [Ed25519PublicKey.from_public_bytes(b) for b in raw]
+
+
+def _ed25519_verifies(key: Any, signature: bytes, signed: bytes) -> bool:
+    from cryptography.exceptions import InvalidSignature
+
+    try:
+        key.verify(signature, signed)
+        return True
+    except InvalidSignature:
+        return False
 
 
 def tolerance_of(tolerance: Any) -> float:
@@ -105,14 +157,15 @@ def _read_header(headers: Any, name: str) -> str:
 def _malformed() -> WebhookVerificationError:
     return WebhookVerificationError(
         "malformed_header",
-        f"{SIGNATURE_HEADER} must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces",
+        f"{SIGNATURE_HEADER} must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...][,v1a=<base64 of 64 bytes>...] without spaces",
     )
 
 
-def parse_header(header: str) -> Tuple[int, List[str]]:
-    """Strict parse of t=<int>,v1=<hex>[,v1=<hex>...]; unknown schemes (v2=...) are skipped."""
+def parse_header(header: str) -> Tuple[int, List[str], List[bytes]]:
+    """Strict parse of t=<int>,v1=<hex>[,v1=<hex>...][,v1a=<base64>...]; unknown schemes (v2=...) are skipped."""
     timestamp: Optional[int] = None
     signatures: List[str] = []
+    asymmetric: List[bytes] = []
     for part in header.split(","):
         key, eq, value = part.partition("=")
         if not eq or not key:
@@ -125,11 +178,18 @@ def parse_header(header: str) -> Tuple[int, List[str]]:
             if not _V1.match(value):
                 raise _malformed()
             signatures.append(value)
+        elif key == "v1a":
+            if not _V1A.match(value):
+                raise _malformed()
+            try:
+                asymmetric.append(base64.b64decode(value, validate=True))
+            except binascii.Error:
+                raise _malformed() from None
         elif not _SCHEME.match(key):
             raise _malformed()
-    if timestamp is None or not signatures:
+    if timestamp is None or not (signatures or asymmetric):
         raise _malformed()
-    return timestamp, signatures
+    return timestamp, signatures, asymmetric
 
 
 def _check_timestamp(timestamp: int, now: float, tolerance: float) -> None:
@@ -155,23 +215,33 @@ def _parse_event(raw: bytes, event_id: str) -> Event:
     return event
 
 
-def verify(body: Any, headers: Any, secret: Secret, tolerance: float = DEFAULT_TOLERANCE, now: Optional[float] = None) -> Event:
+def verify(
+    body: Any,
+    headers: Any,
+    secret: Optional[Secret] = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    now: Optional[float] = None,
+    public_keys: Optional[PublicKeys] = None,
+) -> Event:
     """Verifies a delivery and returns the event (a dict).
 
     Raises WebhookVerificationError (answer 400, don't process) or ConfigurationError (a ValueError) for a programming
-    error (no secret, a secret without whsec_, a parsed body).
+    error (no secret nor public key, a secret without whsec_, a public key that is not whpk_, a parsed body).
 
     ``body``: the raw request body exactly as received (bytes), never parsed JSON.
     ``headers``: the request headers (any case), a WSGI environ, or (name, value) pairs.
     ``secret``: the endpoint's whsec_ secret, or a list of them during a rotation.
+    ``public_keys``: the endpoint's whpk_ ed25519 public key(s), instead of or beside ``secret``:
+    one valid signature of either kind is enough.
     ``now``: Unix seconds (float), for tests.
     """
-    keys = secrets_of(secret)
+    ed_keys = public_keys_of(public_keys)
+    keys = secrets_of(secret, bool(ed_keys))
     tol = tolerance_of(tolerance)
     raw = _body_bytes(body)
     signature = _read_header(headers, SIGNATURE_HEADER)
     event_id = _read_header(headers, EVENT_ID_HEADER)
-    timestamp, received = parse_header(signature)
+    timestamp, received, asymmetric = parse_header(signature)
 
     # Compare every v1 with every secret's HMAC without stopping at the first match, so the time
     # taken does not say which one matched.
@@ -182,8 +252,14 @@ def verify(body: Any, headers: Any, secret: Secret, tolerance: float = DEFAULT_T
         for candidate in received:
             if hmac.compare_digest(expected, candidate):
                 matched = True
+    for ed_key in ed_keys:
+        for sig in asymmetric:
+            if _ed25519_verifies(ed_key, sig, signed):
+                matched = True
     if not matched:
-        raise WebhookVerificationError("bad_signature", "no v1 signature matches the raw body under the configured secret(s)")
+        raise WebhookVerificationError(
+            "bad_signature", "no signature in the header verifies the raw body under the configured secret(s) or public key(s)"
+        )
     _check_timestamp(timestamp, time.time() if now is None else now, tol)
     return _parse_event(raw, event_id)
 

@@ -39,16 +39,20 @@ module Payhooks
     attr_reader :max_attempts
 
     # +secret+: the endpoint's whsec_ secret, or an Array during a rotation.
+    # +public_keys+: the endpoint's whpk_ ed25519 public key(s), instead of or beside +secret+.
     # +store+: Payhooks::Stores::Memory, ::Postgres or ::Redis.
     # +types+: the event types you handle; others are answered 200 and ignored. A type outside the
     #   catalog raises Payhooks::ConfigurationError (a typo would acknowledge and drop every payment).
     # +on_error+: called with (error, info Hash: :phase, :event, :attempt, :will_retry).
     # +on_rejected+: called with the VerificationError of a delivery answered 400.
     # Durations are in seconds.
-    def initialize(secret:, store:, on_event: nil, types: nil, on_error: nil, on_rejected: nil,
+    def initialize(store:, secret: nil, public_keys: nil, on_event: nil, types: nil, on_error: nil, on_rejected: nil,
                    tolerance: DEFAULT_TOLERANCE, retry_delays: DEFAULT_RETRY_DELAYS, concurrency: 4,
                    lease: 300, poll_interval: 5, purge_interval: 3600, clock: -> { Time.now }, &block)
-      @secrets = Internal.secrets_of(secret)
+      # A missing or malformed secret or public key fails here, at start.
+      keys = Internal.public_keys_of(public_keys)
+      @secrets = Internal.secrets_of(secret, have_public_keys: !keys.empty?)
+      @public_keys = public_keys
       @tolerance = Internal.tolerance_of(tolerance)
       raise ConfigurationError, 'payhooks: store is required: Stores::Memory, Stores::Postgres or Stores::Redis' unless store.respond_to?(:claim)
 
@@ -86,7 +90,8 @@ module Payhooks
 
       start_threads
       begin
-        event = Webhook.verify(body: body, headers: headers, secret: @secrets, tolerance: @tolerance, now: @clock.call)
+        event = Webhook.verify(body: body, headers: headers, secret: @secrets, tolerance: @tolerance, now: @clock.call,
+                               public_keys: @public_keys)
       rescue VerificationError => e
         # A failed verification is answered 400 and the event is not processed.
         safely { @on_rejected.call(e) }

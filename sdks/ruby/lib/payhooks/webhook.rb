@@ -8,29 +8,37 @@ module Payhooks
   SIGNATURE_HEADER = 'Service-Signature'
   EVENT_ID_HEADER = 'Service-Event-Id'
   SECRET_PREFIX = 'whsec_'
+  # An endpoint's ed25519 public key: whpk_ + base64 of its 32 bytes.
+  PUBLIC_KEY_PREFIX = 'whpk_'
   # |now - t| allowed, in seconds, in either direction.
   DEFAULT_TOLERANCE = 300
 
   # Verifying a delivery: the Service-Signature header is t=<unix seconds>,v1=<hex>[,v1=<hex>...],
   # where v1 is HMAC-SHA256, keyed with the endpoint's whole whsec_ secret, of "<t>.<raw body>".
+  # With asymmetric signing on, v1a=<base64> entries carry ed25519 signatures of the same bytes,
+  # verified with the endpoint's whpk_ public key by Ruby's OpenSSL (1.1.1 or later).
   module Webhook
     module_function
 
     # Verifies a delivery and returns the event (a Hash with string keys). Raises
     # Payhooks::VerificationError (answer 400, don't process) or Payhooks::ConfigurationError for a programming
-    # error (no secret, a secret without whsec_, a body that is not a String).
+    # error (no secret nor public key, a secret without whsec_, a public key that is not whpk_,
+    # a body that is not a String).
     #
     # +body+: the raw request body exactly as received (request.body.read), never parsed JSON.
     # +headers+: a Hash of header names (any case) or a Rack env (HTTP_SERVICE_SIGNATURE).
     # +secret+: the endpoint's whsec_ secret, or an Array of them during a rotation.
+    # +public_keys+: the endpoint's whpk_ ed25519 public key(s), instead of or beside +secret+:
+    # one valid signature of either kind is enough.
     # +tolerance+: seconds (default 300). +now+: a Time, for tests.
-    def verify(body:, headers:, secret:, tolerance: DEFAULT_TOLERANCE, now: nil)
-      secrets = Internal.secrets_of(secret)
+    def verify(body:, headers:, secret: nil, tolerance: DEFAULT_TOLERANCE, now: nil, public_keys: nil)
+      keys = Internal.public_keys_of(public_keys)
+      secrets = Internal.secrets_of(secret, have_public_keys: !keys.empty?)
       tolerance = Internal.tolerance_of(tolerance)
       bytes = Internal.body_bytes(body)
       signature = Internal.read_header(headers, SIGNATURE_HEADER)
       event_id = Internal.read_header(headers, EVENT_ID_HEADER)
-      timestamp, received = Internal.parse_header(signature)
+      timestamp, received, asymmetric = Internal.parse_header(signature)
 
       # Compare every v1 with every secret's HMAC, without stopping at the first match, so the
       # time taken does not say which one matched.
@@ -40,7 +48,14 @@ module Payhooks
         expected = OpenSSL::HMAC.hexdigest('SHA256', s, signed)
         received.each { |r| matched = true if OpenSSL.fixed_length_secure_compare(expected, r) }
       end
-      raise VerificationError.new('bad_signature', 'no v1 signature matches the raw body under the configured secret(s)') unless matched
+      # ed25519: one valid signature of either kind is enough (as in Standard Webhooks).
+      keys.each do |key|
+        asymmetric.each { |sig| matched = true if Internal.ed25519_verifies?(key, sig, signed) }
+      end
+      unless matched
+        raise VerificationError.new('bad_signature',
+                                    'no signature in the header verifies the raw body under the configured secret(s) or public key(s)')
+      end
 
       Internal.check_timestamp(timestamp, now || Time.now, tolerance)
       Internal.parse_event(bytes, event_id)
@@ -73,9 +88,13 @@ module Payhooks
   module Internal
     module_function
 
-    def secrets_of(secret)
-      list = secret.is_a?(Array) ? secret : [secret]
-      raise ConfigurationError, "payhooks: secret is required: the endpoint's whsec_ signing secret" if list.empty?
+    def secrets_of(secret, have_public_keys: false)
+      list = secret.is_a?(Array) ? secret : [secret].compact
+      return [] if list.empty? && have_public_keys
+      if list.empty?
+        raise ConfigurationError,
+              "payhooks: secret is required: the endpoint's whsec_ signing secret (or public_keys, its whpk_ public keys)"
+      end
 
       list.map do |s|
         unless s.is_a?(String) && s.start_with?(SECRET_PREFIX) && s.length > SECRET_PREFIX.length
@@ -85,6 +104,29 @@ module Payhooks
         end
         s.b
       end
+    end
+
+    # The DER SubjectPublicKeyInfo prefix of an ed25519 key (RFC 8410): the 32 raw bytes follow.
+    ED25519_SPKI_PREFIX = ['302a300506032b6570032100'].pack('H*').freeze
+
+    def public_keys_of(public_keys)
+      list = public_keys.is_a?(Array) ? public_keys : [public_keys].compact
+      list.map do |k|
+        body = k.is_a?(String) && k.start_with?(PUBLIC_KEY_PREFIX) ? k[PUBLIC_KEY_PREFIX.length..] : ''
+        # Canonical base64 of 32 bytes: the last data character carries zero padding bits.
+        unless body.match?(%r{\A[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\z})
+          raise ConfigurationError,
+                "payhooks: each of public_keys must be one of the endpoint's public keys: " \
+                '"whpk_" followed by the base64 of its 32 bytes'
+        end
+        OpenSSL::PKey.read(ED25519_SPKI_PREFIX + body.unpack1('m0'))
+      end
+    end
+
+    def ed25519_verifies?(key, signature, signed)
+      key.verify(nil, signature, signed)
+    rescue OpenSSL::PKey::PKeyError
+      false
     end
 
     def tolerance_of(tolerance)
@@ -128,10 +170,12 @@ module Payhooks
       value.to_s
     end
 
-    # Strict parse of t=<int>,v1=<hex>[,v1=<hex>...]; unknown schemes (v2=...) are skipped.
+    # Strict parse of t=<int>,v1=<hex>[,v1=<hex>...][,v1a=<base64>...]; unknown schemes (v2=...)
+    # are skipped. The v1a signatures are returned as raw 64-byte strings.
     def parse_header(header)
       timestamp = nil
       signatures = []
+      asymmetric = []
       header.split(',', -1).each do |part|
         key, eq, value = part.partition('=')
         return malformed! if eq.empty? || key.empty?
@@ -145,18 +189,24 @@ module Payhooks
           return malformed! unless value.match?(/\A[0-9a-f]{64}\z/)
 
           signatures << value
+        when 'v1a'
+          # Canonical base64 of 64 bytes: the last data character carries zero padding bits.
+          return malformed! unless value.match?(%r{\A[A-Za-z0-9+/]{85}[AQgw]==\z})
+
+          asymmetric << value.unpack1('m0')
         else
           return malformed! unless key.match?(/\A[a-z][a-z0-9]*\z/)
         end
       end
-      return malformed! if timestamp.nil? || signatures.empty?
+      return malformed! if timestamp.nil? || (signatures.empty? && asymmetric.empty?)
 
-      [timestamp, signatures]
+      [timestamp, signatures, asymmetric]
     end
 
     def malformed!
       raise VerificationError.new('malformed_header',
-                                  "#{SIGNATURE_HEADER} must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...] without spaces")
+                                  "#{SIGNATURE_HEADER} must be t=<unix seconds>,v1=<64 lowercase hex>[,v1=...]" \
+                                  '[,v1a=<base64 of 64 bytes>...] without spaces')
     end
 
     # Compared in milliseconds: 300.001 s is outside a 300 s tolerance.

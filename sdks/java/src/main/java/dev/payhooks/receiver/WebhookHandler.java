@@ -68,7 +68,8 @@ public final class WebhookHandler implements AutoCloseable {
   public static final List<Duration> DEFAULT_RETRY_DELAYS =
       List.of(Duration.ofSeconds(1), Duration.ofSeconds(10), Duration.ofMinutes(1), Duration.ofMinutes(10), Duration.ofHours(1));
 
-  private final List<String> secrets;
+  private final List<byte[]> secretKeys;
+  private final List<java.security.PublicKey> publicKeys;
   private final WebhookStore store;
   private final EventListener onEvent;
   private final Set<String> types;
@@ -88,12 +89,13 @@ public final class WebhookHandler implements AutoCloseable {
   private volatile boolean closed;
 
   private WebhookHandler(Builder b) {
-    Webhook.checkSecrets(b.secrets);
+    // A missing or malformed secret or public key fails here, at start.
+    this.publicKeys = Webhook.checkPublicKeys(b.publicKeys);
+    this.secretKeys = Webhook.checkSecrets(b.secrets, !publicKeys.isEmpty());
     if (b.store == null) throw new IllegalArgumentException("payhooks: a store is required: MemoryStore, PostgresStore or RedisStore");
     if (b.onEvent == null) throw new IllegalArgumentException("payhooks: onEvent is required");
     if (b.concurrency <= 0) throw new IllegalArgumentException("payhooks: concurrency must be a positive integer");
     for (Duration d : b.delays) if (d.isNegative()) throw new IllegalArgumentException("payhooks: retry delays must be >= 0");
-    this.secrets = List.copyOf(b.secrets);
     this.store = b.store;
     this.onEvent = b.onEvent;
     this.types = b.types;
@@ -150,7 +152,7 @@ public final class WebhookHandler implements AutoCloseable {
     if (closed) return answer(503, Map.of("error", "receiver_closed"));
     Event event;
     try {
-      event = Webhook.verify(body, headers, secrets, tolerance, clock.get());
+      event = Webhook.verifyWith(body, headers, secretKeys, publicKeys, tolerance, clock.get());
     } catch (WebhookVerificationException e) {
       // A failed verification is answered 400 and the event is not processed.
       try {
@@ -318,6 +320,7 @@ public final class WebhookHandler implements AutoCloseable {
   /** Options of a {@link WebhookHandler}. */
   public static final class Builder {
     private final List<String> secrets;
+    private List<String> publicKeys = List.of();
     private final WebhookStore store;
     private EventListener onEvent;
     private Set<String> types;
@@ -344,6 +347,16 @@ public final class WebhookHandler implements AutoCloseable {
     private Builder(List<String> secrets, WebhookStore store) {
       this.secrets = secrets;
       this.store = store;
+    }
+
+    /**
+     * The endpoint's ed25519 public keys ({@code whpk_...}) to verify {@code v1a} signatures with:
+     * pass {@code List.of()} as the secrets to verify with public keys only. With both, one valid
+     * signature of either kind is enough.
+     */
+    public Builder publicKeys(List<String> value) {
+      this.publicKeys = value == null ? List.of() : List.copyOf(value);
+      return this;
     }
 
     public Builder onEvent(EventListener listener) {

@@ -29,11 +29,12 @@ class VectorsTest {
                 byte[] body = Base64.getDecoder().decode((String) v.get("body_base64"));
                 Headers headers = Headers.of((Map<String, String>) (Map<?, ?>) v.get("headers"));
                 List<String> secrets = (List<String>) (List<?>) v.get("secrets");
+                List<String> publicKeys = (List<String>) (List<?>) v.get("public_keys");
                 Duration tolerance = Duration.ofSeconds(((Number) v.get("tolerance_seconds")).longValue());
                 Instant now = Instant.ofEpochMilli(((Number) v.get("now_ms")).longValue());
                 Map<String, Object> outcome = new LinkedHashMap<>();
                 try {
-                  Event event = Webhook.verify(body, headers, secrets, tolerance, now);
+                  Event event = Webhook.verify(body, headers, secrets, publicKeys, tolerance, now);
                   outcome.put("ok", true);
                   outcome.put("event_id", event.id());
                   outcome.put("event_type", event.type());
@@ -41,11 +42,42 @@ class VectorsTest {
                   assertEquals(400, e.status());
                   outcome.put("ok", false);
                   outcome.put("reason", e.reason().code());
+                } catch (IllegalArgumentException e) {
+                  // A key that is not a whpk_ key is refused without being echoed.
+                  org.junit.jupiter.api.Assertions.assertFalse(e.getMessage().contains(publicKeys.get(0).substring(5)));
+                  outcome.put("ok", false);
+                  outcome.put("reason", "configuration_error");
                 }
                 assertEquals(v.get("expected"), outcome, (String) v.get("description"));
               }));
     }
     return tests;
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void aHandlerWithOnlyPublicKeysAnswersByTheVectors() throws Exception {
+    Map<String, Integer> want = new LinkedHashMap<>(Map.of("v1a_valid_public_key_only", 200, "v1a_wrong_key", 400, "v1a_tampered_body", 400));
+    for (Object item : (List<Object>) TestSupport.vectors().get("vectors")) {
+      Map<String, Object> v = (Map<String, Object>) item;
+      Integer status = want.remove((String) v.get("name"));
+      if (status == null) continue;
+      Instant now = Instant.ofEpochMilli(((Number) v.get("now_ms")).longValue());
+      WebhookHandler handler =
+          WebhookHandler.builder(List.of(), new dev.payhooks.receiver.stores.MemoryStore())
+              .publicKeys((List<String>) (List<?>) v.get("public_keys"))
+              .onEvent((event, context) -> {})
+              .onRejected(e -> {})
+              .clock(() -> now)
+              .build();
+      try {
+        byte[] body = Base64.getDecoder().decode((String) v.get("body_base64"));
+        assertEquals(status, handler.handle(body, Headers.of((Map<String, String>) (Map<?, ?>) v.get("headers"))).status(), (String) v.get("name"));
+      } finally {
+        handler.close();
+      }
+    }
+    assertEquals(Map.of(), want);
   }
 
   @Test
