@@ -28,6 +28,7 @@ debian_packages=(
   ruby ruby-webrick ruby-rack ruby-sinatra ruby-pg ruby-redis rake
   openjdk-17-jdk-headless libpostgresql-jdbc-java junit5 libtomcat10-embed-java libtomcat10-java libjackson2-databind-java libjakarta-servlet-api-java
   maven maven-debian-helper maven-repo-helper libmaven-compiler-plugin-java libmaven-jar-plugin-java libsurefire-java libmaven-resources-plugin-java libmaven-install-plugin-java
+  tinyproxy
 )
 
 # PAYHOOKS_TEST_SETUP_UID stands in for `id -u` in this script's own test only.

@@ -32,3 +32,10 @@ export const DEDUP_RETENTION_MS = DEDUP_RETENTION_DAYS * 24 * HOUR;
 
 /** The version label carried by every event (spec 9). */
 export const API_VERSION = 'v1';
+
+/**
+ * The largest event payhooks publishes: its envelope (spec 2.1) as sent, in UTF-8 bytes. The
+ * contract leaves the maximum body size open; this is the bound a receiver can size its body
+ * limit for, the same however the event was published (one request, a batch, in process).
+ */
+export const EVENT_MAX_BYTES = 256 * 1024;

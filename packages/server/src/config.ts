@@ -20,6 +20,8 @@ export interface Config {
   dev: boolean;
   allowHttpUrls: boolean;
   allowPrivateUrls: boolean;
+  /** Forward proxy every HTTP delivery goes through (`http://host:port`); undefined = direct. */
+  egressProxy: string | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Management API requests per second per API key (token bucket), and the bucket size. */
   rateLimitPerSecond: number;
@@ -236,6 +238,21 @@ function smtpUrl(raw: string, env: string): string {
   return raw;
 }
 
+/** `http://[user:password@]host[:port]`: a forward proxy spoken to in plain HTTP (CONNECT for https targets). */
+function egressProxy(raw: string, env: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    // reported below
+  }
+  const shown = url && (url.username || url.password) ? '(hidden)' : raw;
+  const want = 'the forward proxy as http://host:port (e.g. http://10.0.0.8:3128), with no path';
+  if (url?.protocol !== 'http:' || !url.hostname || (url.pathname !== '/' && url.pathname !== '') || url.search || url.hash)
+    fail(env, shown, want);
+  return raw;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const SETTINGS = [
@@ -300,6 +317,13 @@ export const SETTINGS = [
     default: 'false',
     doc: 'Allow endpoint URLs that resolve to private, loopback, link-local or metadata addresses.',
     parse: bool,
+  },
+  {
+    key: 'egressProxy',
+    env: 'PAYHOOKS_EGRESS_PROXY',
+    default: undefined,
+    doc: 'Forward proxy every HTTP delivery goes through, so deliveries leave from its fixed addresses (`http://host:port`, optionally `user:password@`): CONNECT tunnels for https endpoints, absolute-form requests for plain http. payhooks resolves and checks each endpoint host itself and asks the proxy for the checked address. Broker endpoints (amqp, nats) connect directly. Unset: direct connections.',
+    parse: egressProxy,
   },
   {
     key: 'logLevel',

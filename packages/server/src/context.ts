@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Clock } from './clock.ts';
@@ -75,6 +76,8 @@ export function createContext(options: {
   logger: Logger;
   encryptionKey: Buffer;
   resolver?: Resolver;
+  /** TLS options for https endpoints: only for code that embeds the service (tests trust their own CA). */
+  tls?: ConnectionOptions;
   /** Only for code that embeds the service (tests); every payhooks process uses PASSWORD_COST. */
   passwordCost?: ScryptCost;
 }): ServiceContext {
@@ -97,6 +100,8 @@ export function createContext(options: {
     connectionsPerOrigin: config.workerConcurrency,
     now: () => clock.now(),
     ...(options.resolver ? { resolver: options.resolver } : {}),
+    egressProxy: config.egressProxy === undefined ? undefined : new URL(config.egressProxy),
+    tls: options.tls,
   });
   const metrics = new DeliveryMetrics(database, clock);
   const payments = new PaymentService(database.db, clock);

@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import { BROKER_PROTOCOLS } from '../endpoint-urls/broker-url.ts';
 import { DeadlineQueue } from './deadlines.ts';
 import type { AttemptResult, Destination, SendRequest } from './destinations/attempt.ts';
@@ -15,6 +16,10 @@ export interface SenderOptions {
   resolver?: Resolver;
   /** A broker connection unused this long is closed. */
   brokerIdleMs?: number;
+  /** The operator's forward proxy for HTTP deliveries (brokers connect directly). */
+  egressProxy?: URL | undefined;
+  /** TLS options for https endpoints (tests: their own certificate authority). */
+  tls?: ConnectionOptions | undefined;
 }
 
 /**
@@ -29,7 +34,12 @@ export class Sender {
   constructor(private readonly options: SenderOptions) {
     const deadlines = new DeadlineQueue(options.timeoutMs);
     const common = { timeoutMs: options.timeoutMs, allowPrivate: options.allowPrivate, resolver: options.resolver, deadlines };
-    this.http = new HttpDestination({ ...common, connectionsPerOrigin: options.connectionsPerOrigin });
+    this.http = new HttpDestination({
+      ...common,
+      connectionsPerOrigin: options.connectionsPerOrigin,
+      proxy: options.egressProxy,
+      tls: options.tls,
+    });
     this.brokers = new BrokerDestinations({ ...common, idleMs: options.brokerIdleMs });
   }
 

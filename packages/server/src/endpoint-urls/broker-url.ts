@@ -66,7 +66,7 @@ export function parseBrokerUrl(url: URL): BrokerTarget {
       throw new BrokerUrlError(`url has an unknown query parameter "${name}"; a ${url.protocol}// url takes ${known.join(' and ')}.`);
     if (params.getAll(name).length > 1) throw new BrokerUrlError(`url gives "${name}" more than once.`);
   }
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const host = brokerHostname(url).replace(/^\[|\]$/g, '');
   if (protocol.kind === 'amqp') {
     const exchange = params.get('exchange');
     const routingKey = params.get('routing_key') ?? '';
@@ -94,10 +94,32 @@ export function parseBrokerUrl(url: URL): BrokerTarget {
 }
 
 /**
- * Splits `user:password@` off a broker URL: the URL to store and show, and the credentials to
- * seal (null when there are none). Percent-encoding is undone for the credentials only.
+ * A broker URL's host read the way an http(s) URL's host is. The URL standard parses hosts only
+ * for its special schemes: an `amqp://` or `nats://` host comes through as written, so
+ * `0x7f.1`, `%31%30.0.0.1` or full-width digits would name an internal address that no check
+ * on the text recognises. Parsed as an http host it gets the same percent-decoding, IDNA
+ * mapping and IPv4 number forms, so one address policy sees one spelling per address.
+ */
+export function brokerHostname(url: URL): string {
+  try {
+    return new URL(`http://${url.hostname}/`).hostname;
+  } catch {
+    throw new BrokerUrlError('url must name the broker by a valid host name or IP address.');
+  }
+}
+
+/**
+ * Splits `user:password@` off a broker URL: the URL to store and show (its host written as
+ * `brokerHostname` reads it), and the credentials to seal (null when there are none).
+ * Percent-encoding is undone for the credentials only.
  */
 export function splitCredentials(url: URL): { url: string; credentials: { username: string; password: string } | null } {
+  // Stored with the host the address policy checked, so the broker reached is the one allowed.
+  const host = brokerHostname(url);
+  if (host !== url.hostname) {
+    url = new URL(url.href);
+    url.hostname = host;
+  }
   if (!url.username && !url.password) return { url: url.href, credentials: null };
   let credentials: { username: string; password: string };
   try {

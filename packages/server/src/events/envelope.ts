@@ -1,4 +1,4 @@
-import { API_VERSION, formatEventTimestamp, isEventType, type WebhookEvent } from '@payhooks/contract';
+import { API_VERSION, EVENT_MAX_BYTES, formatEventTimestamp, isEventType, type WebhookEvent } from '@payhooks/contract';
 import { AppError } from '../errors.ts';
 import type { Environment } from '../db/schema.ts';
 
@@ -8,6 +8,11 @@ export interface EventInput {
   environment: Environment;
   /** The resource the event is about: `data.object` (spec 2.1). */
   object: Record<string, unknown>;
+  /**
+   * What an error names this event in the caller's words (`events[3]` in a batch request), so a
+   * refusal says which event it is about; without it, "the event".
+   */
+  label?: string | undefined;
 }
 
 /**
@@ -35,7 +40,8 @@ export function validateEventInput(input: EventInput): void {
 
 /**
  * The envelope of spec 2.1, fields in the spec's order, and its one serialisation. The text
- * returned is what every attempt sends, byte for byte.
+ * returned is what every attempt sends, byte for byte. Every publish builds it here, so this is
+ * where the size limit holds whatever the route (a batch's body limit is for the whole batch).
  */
 export function buildEnvelope(id: string, input: EventInput, createdAt: Date): { envelope: WebhookEvent; body: string } {
   const envelope: WebhookEvent = {
@@ -48,5 +54,21 @@ export function buildEnvelope(id: string, input: EventInput, createdAt: Date): {
     created_at: formatEventTimestamp(createdAt),
     data: { object: input.object },
   };
-  return { envelope, body: JSON.stringify(envelope) };
+  const body = JSON.stringify(envelope);
+  // Cheap test first: a UTF-8 byte is at least one UTF-16 unit and at most three per unit.
+  if (body.length * 3 > EVENT_MAX_BYTES) {
+    const bytes = Buffer.byteLength(body);
+    if (bytes > EVENT_MAX_BYTES) throw eventTooLarge(input.label, bytes);
+  }
+  return { envelope, body };
+}
+
+function eventTooLarge(label: string | undefined, bytes: number): AppError {
+  const name = label === undefined ? 'The event' : `Event ${label}`;
+  return new AppError(
+    'payload_too_large',
+    'body_too_large',
+    `${name} is ${bytes} bytes once serialised; an event is at most ${EVENT_MAX_BYTES} bytes (${EVENT_MAX_BYTES / 1024} KiB). Put less in data.object: receivers fetch large details through the API.`,
+    { param: label === undefined ? 'data.object' : `${label}[data][object]` },
+  );
 }

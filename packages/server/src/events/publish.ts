@@ -154,15 +154,17 @@ async function publishAll(
   if (inputs.length > PUBLISH_BATCH_MAX) throw new Error(`publishEvents: at most ${PUBLISH_BATCH_MAX} events per call`);
   const valid: Valid[] = [];
   inputs.forEach((input, index) => {
+    const id = newId('event');
+    let built: ReturnType<typeof buildEnvelope>;
     try {
       validateEventInput(input);
+      built = buildEnvelope(id, input, now);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       outcomes[index] = { ok: false, error: err };
       return;
     }
-    const id = newId('event');
-    valid.push({ index, input, id, copies: 1, onlyEndpointId: undefined, ...buildEnvelope(id, input, now) });
+    valid.push({ index, input, id, copies: 1, onlyEndpointId: undefined, ...built });
   });
   if (valid.length === 0) return 0;
   return publishValid(to, valid, now, traceparent, outcomes);

@@ -45,9 +45,11 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
   if (url.protocol !== 'https:' && url.protocol !== 'http:' && !broker)
     throw bad('url_invalid', 'url must use http or https (or amqp, amqps, nats, tls for a message broker).');
   let credentials: ValidatedUrl['credentials'] = null;
+  // The host as an http(s) URL's is read, whatever the scheme, so one policy sees one spelling.
+  let hostname = url.hostname;
   if (broker) {
     try {
-      parseBrokerUrl(url);
+      hostname = parseBrokerUrl(url).host;
       ({ url: raw, credentials } = splitCredentials(url));
     } catch (err) {
       if (err instanceof BrokerUrlError) throw bad('url_invalid', err.message);
@@ -69,7 +71,7 @@ export function validateEndpointUrl(raw: string, environment: Environment, polic
   }
   if (!policy.allowPrivate) {
     // `localhost.` is `localhost`: a fully-qualified name's trailing dot must not slip past.
-    const host = url.hostname
+    const host = hostname
       .replace(/^\[|\]$/g, '')
       .replace(/\.+$/, '')
       .toLowerCase();

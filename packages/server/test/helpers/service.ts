@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -36,7 +37,7 @@ const TEST_PASSWORD_COST = { N: 1 << 10, r: 8, p: 1 };
  */
 export async function startService(
   overrides: Partial<Config> = {},
-  options: { clock?: Clock; resolver?: Resolver; logger?: Logger } = {},
+  options: { clock?: Clock; resolver?: Resolver; logger?: Logger; tls?: ConnectionOptions } = {},
 ): Promise<TestService> {
   const testDb = await createTestDatabase();
   const config = loadConfig({}, { logLevel: 'silent', port: 0, databaseUrl: testDb.databaseUrl, dataDir: '/nonexistent', ...overrides });
@@ -48,6 +49,7 @@ export async function startService(
     encryptionKey: randomBytes(32),
     passwordCost: TEST_PASSWORD_COST,
     ...(options.resolver ? { resolver: options.resolver } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
   });
   const app = await buildApp(ctx);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });

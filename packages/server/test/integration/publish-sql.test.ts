@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { sql } from 'drizzle-orm';
-import { EVENT_TYPES } from '@payhooks/contract';
+import { EVENT_MAX_BYTES, EVENT_TYPES } from '@payhooks/contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
@@ -209,6 +209,17 @@ describe('payhooks.publish_event', () => {
     // hold. The HTTP path stores it escaped; the function refuses it rather than write other bytes.
     const nul = await publishSql({}, pay({ metadata: { a: 'x\u0000y' } }));
     expect(nul).toMatchObject({ refused: { sqlstate: '22023', code: 'invalid_characters' } });
+  });
+
+  it("holds an event to the HTTP routes' size limit: exactly EVENT_MAX_BYTES once serialised is published, one byte more is refused as body_too_large", async () => {
+    const sized = (note: string) => text(payment({ id: 'pay_sqlsize', metadata: { note } }));
+    const small = await publishSql({}, sized(''));
+    if (!('ok' in small)) throw new Error(`refused: ${JSON.stringify(small.refused)}`);
+    const fill = EVENT_MAX_BYTES - Buffer.byteLength(small.ok.body);
+    const fits = await publishSql({}, sized('x'.repeat(fill)));
+    expect('ok' in fits && Buffer.byteLength(fits.ok.body)).toBe(EVENT_MAX_BYTES);
+    expect(await publishSql({}, sized('x'.repeat(fill + 1)))).toMatchObject({ refused: { sqlstate: '22023', code: 'body_too_large' } });
+    expect((await publishHttp({}, sized('x'.repeat(fill + 1)))).body.error.code).toBe('body_too_large');
   });
 
   it('fans out to the endpoints the HTTP path fans out to: enabled, undeleted, same Platform and environment, subscribed to the type or *', async () => {

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_MAX_BYTES } from '@payhooks/contract';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { checkoutSession, payment } from '../helpers/publish.ts';
-import { publishEvents } from '../../src/events/publish.ts';
+import { publishEvent, publishEvents } from '../../src/events/publish.ts';
+import { AppError } from '../../src/errors.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 
@@ -121,6 +123,75 @@ describe('POST /internal/v1/events/batch', () => {
     expect(r.status).toBe(200);
     expect(r.body.data.filter((d: any) => d.status === 201 && !d.idempotent_replayed)).toHaveLength(100);
     expect(await count(`delivery_queue q JOIN events e ON e.id = q.event_id WHERE e.idempotency_key LIKE 'hundred-%'`)).toBe(200);
+  });
+});
+
+describe('one size limit for an event, however it is published', () => {
+  // A Payment whose envelope is `bytes` long once serialised, measured on a published one.
+  let base = 0;
+  const sized = async (bytes: number) => {
+    if (base === 0) {
+      const r = await post('/events', event({ data: { object: payment({ id: 'pay_size', metadata: { note: '' } }) } }));
+      base = JSON.stringify(r.body).length;
+    }
+    return payment({ id: 'pay_size', metadata: { note: 'x'.repeat(bytes - base) } });
+  };
+  const tooLarge = (label: string | undefined) => ({
+    type: 'invalid_request_error',
+    code: 'body_too_large',
+    message: expect.stringMatching(
+      new RegExp(
+        `^${label ? `Event ${label.replace(/[[\]]/g, '\\$&')}` : 'The event'} is \\d+ bytes once serialised; an event is at most ${EVENT_MAX_BYTES} bytes`,
+      ),
+    ),
+    param: label ? `${label}[data][object]` : 'data.object',
+  });
+
+  it('POST /internal/v1/events: an event of exactly the limit is published, one byte more is refused with 413 body_too_large; a 2 MB one with 413 too', async () => {
+    const fits = await post('/events', event({ data: { object: await sized(EVENT_MAX_BYTES) } }));
+    expect(fits.status).toBe(201);
+    expect(Buffer.byteLength(JSON.stringify(fits.body))).toBe(EVENT_MAX_BYTES);
+    const over = await post('/events', event({ data: { object: await sized(EVENT_MAX_BYTES + 1) } }));
+    expect(over.status).toBe(413);
+    expect(over.body.error).toEqual(tooLarge(undefined));
+    const huge = await post('/events', event({ data: { object: await sized(2_000_000) } }));
+    expect(huge.status).toBe(413);
+  });
+
+  it('POST /internal/v1/events/batch: a 1.5 MB event and one a byte over the limit each get 413 body_too_large naming their index; the others are published', async () => {
+    const before = await count('events');
+    const r = await post('/events/batch', {
+      events: [
+        event({ idempotency_key: 'size-1' }),
+        event({ idempotency_key: 'size-2', data: { object: await sized(1_500_000) } }),
+        event({ idempotency_key: 'size-3', data: { object: await sized(EVENT_MAX_BYTES + 1) } }),
+        event({ idempotency_key: 'size-4', data: { object: await sized(EVENT_MAX_BYTES) } }),
+      ],
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.data.map((d: any) => d.status)).toEqual([201, 413, 413, 201]);
+    expect(r.body.data[1].error).toEqual(tooLarge('events[1]'));
+    expect(r.body.data[2].error).toEqual(tooLarge('events[2]'));
+    expect(await count('events')).toBe(before + 2);
+  });
+
+  it('publishEvent and publishEvents (in process) refuse it the same way', async () => {
+    const input = {
+      type: 'payment.succeeded',
+      merchantId: p.merchant_id,
+      environment: 'sandbox' as const,
+      object: await sized(EVENT_MAX_BYTES + 1),
+    };
+    const before = await count('events');
+    const single = await svc.ctx.database.db.transaction((tx) => publishEvent(tx, input, svc.ctx.clock.now())).catch((e) => e);
+    expect(single).toBeInstanceOf(AppError);
+    expect([single.status, single.toBody().error]).toEqual([413, tooLarge(undefined)]);
+    const out = await svc.ctx.database.db.transaction((tx) =>
+      publishEvents(tx, [{ ...input, object: payment() }, input], svc.ctx.clock.now()),
+    );
+    expect(out[0]!.ok).toBe(true);
+    expect(out[1]!.ok ? 0 : [out[1]!.error.status, out[1]!.error.code]).toEqual([413, 'body_too_large']);
+    expect(await count('events')).toBe(before + 1);
   });
 });
 

@@ -339,3 +339,23 @@ describe('portal and audit settings (issue 34)', () => {
     expect(loadConfig({ PAYHOOKS_PORTAL_PASSWORD_SIGN_IN: 'false' }).portalPasswordSignIn).toBe(false);
   });
 });
+
+describe('PAYHOOKS_EGRESS_PROXY', () => {
+  it('is unset by default; takes http://host[:port] with optional credentials; anything else stops the start, without echoing a password', () => {
+    expect(loadConfig({}).egressProxy).toBeUndefined();
+    expect(loadConfig({ PAYHOOKS_EGRESS_PROXY: 'http://10.0.0.8:3128' }).egressProxy).toBe('http://10.0.0.8:3128');
+    expect(loadConfig({ PAYHOOKS_EGRESS_PROXY: 'http://u:p@proxy.internal:3128/' }).egressProxy).toBe('http://u:p@proxy.internal:3128/');
+    for (const bad of [
+      'https://proxy.internal:3128',
+      'proxy.internal:3128',
+      'http://proxy.internal:3128/path',
+      'socks5://p:1080',
+      'http://p:3128?x=1',
+    ]) {
+      const message = configError({ PAYHOOKS_EGRESS_PROXY: bad }).message;
+      expect(message, bad).toContain('PAYHOOKS_EGRESS_PROXY');
+      expect(message, bad).toContain('http://host:port');
+    }
+    expect(configError({ PAYHOOKS_EGRESS_PROXY: 'https://u:hunter2@p:3128' }).message).not.toContain('hunter2');
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.ts';
 import { MAX_URL_LENGTH, validateEndpointUrl, type UrlPolicy } from '../../src/security/url-policy.ts';
+import { FORBIDDEN_HOST_SPELLINGS, PUBLIC_HOST_SPELLINGS } from '../helpers/host-spellings.ts';
 
 const strict: UrlPolicy = { allowHttp: false, allowPrivate: false };
 const open: UrlPolicy = { allowHttp: true, allowPrivate: true };
@@ -202,4 +203,29 @@ describe('validateEndpointUrl: message brokers (amqp, amqps, nats, tls)', () => 
     expect(rejection(url)).toEqual({ status: 400, code: 'url_invalid', param: 'url' });
     expect(() => validateEndpointUrl(url, 'sandbox', strict)).toThrow(message);
   });
+});
+
+describe('validateEndpointUrl: one address policy for http(s) and broker URLs, whatever the host spelling', () => {
+  const brokerUrls = (authority: string) => [
+    `amqp://${authority}/?exchange=x`,
+    `amqps://${authority}/?exchange=x`,
+    `nats://${authority}?subject=a`,
+    `tls://${authority}?subject=a`,
+  ];
+
+  it.each(FORBIDDEN_HOST_SPELLINGS)('%s (%s): refused for https and for every broker scheme', (_what, authority) => {
+    // https refuses user-info of any kind before looking at the host; brokers take credentials.
+    const httpsCode = authority.includes('@') ? 'url_invalid' : 'url_not_allowed';
+    expect(rejection(`https://${authority}/h`).code).toBe(httpsCode);
+    for (const url of brokerUrls(authority))
+      expect({ url, ...rejection(url) }).toEqual({ url, status: 422, code: 'url_not_allowed', param: 'url' });
+  });
+
+  it.each(PUBLIC_HOST_SPELLINGS)(
+    '%s (%s): a public broker host is accepted, stored as an http(s) URL would read it',
+    (_what, authority) => {
+      const host = new URL(`https://${authority.replace(/^.*@/, '')}/`).hostname;
+      for (const url of brokerUrls(authority)) expect(new URL(validateEndpointUrl(url, 'sandbox', strict).url).hostname).toBe(host);
+    },
+  );
 });

@@ -11,7 +11,10 @@ import { EventSchema } from '../v1/event-schemas.ts';
 import { asStored } from '../v1/events.ts';
 import { PublishBody } from './events.ts';
 
-/** The whole batch; a hundred events of a few kilobytes each fit many times over. */
+/**
+ * The whole batch; a hundred events of a few kilobytes each fit many times over. Each event is
+ * held to EVENT_MAX_BYTES on its own (events/envelope.ts), as any other way of publishing it.
+ */
 const BATCH_BODY_LIMIT = 2 * 1024 * 1024;
 
 const BatchItem = Type.Object(
@@ -47,7 +50,8 @@ const BatchResult = Type.Object(
         Type.Object(
           {
             status: Type.Integer({
-              description: 'The status this event alone would have been answered with (400: its data.object or merchant_id).',
+              description:
+                'The status this event alone would have been answered with (400: its data.object or merchant_id; 413: over 256 KiB once serialised).',
             }),
             error: Type.Index(ErrorSchema, ['error']),
           },
@@ -87,7 +91,7 @@ export const internalEventBatchRoutes =
           operationId: 'publishEventBatch',
           summary: 'Publish up to 100 events in one transaction, each with its own result',
           description:
-            'Each event is what POST /internal/v1/events takes, with `idempotency_key` required. A malformed batch (its JSON shape, an unknown type) is refused whole with a 400 naming the event, e.g. `events[3][type]`. Otherwise every event has its own result in `data`, in order: 201 with the event (`idempotent_replayed` when its key was used before, or earlier in the batch), or the error that event alone would get (its `data.object` for its type, an unknown `merchant_id`); the published events commit together. A database failure publishes none (503).',
+            'Each event is what POST /internal/v1/events takes, with `idempotency_key` required. A malformed batch (its JSON shape, an unknown type) is refused whole with a 400 naming the event, e.g. `events[3][type]`. Otherwise every event has its own result in `data`, in order: 201 with the event (`idempotent_replayed` when its key was used before, or earlier in the batch), or the error that event alone would get (its `data.object` for its type, an unknown `merchant_id`, 413 `body_too_large` for an event over 256 KiB once serialised, naming it as `events[i]`); the published events commit together. A database failure publishes none (503).',
           body: BatchBody,
           response: { 200: BatchResult },
         },
@@ -113,6 +117,7 @@ export const internalEventBatchRoutes =
               environment: b.environment,
               object: b.data.object,
               idempotencyKey: b.idempotency_key,
+              label: `events[${index}]`,
             },
           });
         });

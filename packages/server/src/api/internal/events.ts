@@ -1,4 +1,4 @@
-import type { EventType } from '@payhooks/contract';
+import { EVENT_MAX_BYTES, type EventType } from '@payhooks/contract';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
@@ -7,6 +7,8 @@ import { validateEndpointFamilyObject } from '../../endpoints/event-objects.ts';
 import { validatePaymentFamilyObject } from '../../payments/event-objects.ts';
 import { EventSchema, EventTypeSchema } from '../v1/event-schemas.ts';
 import { asStored } from '../v1/events.ts';
+
+const REQUEST_MARGIN_BYTES = 16 * 1024;
 
 export const PublishBody = Type.Object(
   {
@@ -56,7 +58,9 @@ export const internalEventRoutes =
               "the payment core's event stream: each event is its own immutable record (id, type, merchant, time, idempotency key), and an entry per event would double the write of the hottest path",
           },
         },
-        bodyLimit: 256 * 1024,
+        // The event's own limit decides (events/envelope.ts, one answer whatever the route); the
+        // margin is for the request's other fields, so only a padded body meets this one.
+        bodyLimit: EVENT_MAX_BYTES + REQUEST_MARGIN_BYTES,
         serializerCompiler: asStored,
         schema: {
           tags: ['internal'],

@@ -1,3 +1,4 @@
+import { EVENT_MAX_BYTES } from '@payhooks/contract';
 import { API_BODY_LIMIT } from '../body-limit.ts';
 import { UNAVAILABLE_RETRY_AFTER_S } from '../errors.ts';
 import { IDEMPOTENCY_WINDOW_MS } from '../idempotency.ts';
@@ -100,7 +101,7 @@ const errorDocs = (): Record<string, ErrorDoc> => ({
   },
   413: {
     name: 'PayloadTooLarge',
-    description: `The body is larger than the route accepts (${API_BODY_LIMIT / 1024} KiB for management requests).`,
+    description: `The body is larger than the route accepts (${API_BODY_LIMIT / 1024} KiB for management requests), or an event is larger than ${EVENT_MAX_BYTES / 1024} KiB once serialised (\`param\` names it: \`data.object\`, or \`events[i][data][object]\` in a batch).`,
     example: {
       type: 'invalid_request_error',
       code: 'body_too_large',

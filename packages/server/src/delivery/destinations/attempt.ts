@@ -79,6 +79,8 @@ export function classify(err: unknown, fail: (kind: ErrorKind, message: string) 
   const code = root.code ?? e.code ?? '';
   const msg = `${root.message || e.message}${code ? ` (${code})` : ''}`;
   if (code === 'ECONNREFUSED') return fail('connection_refused', `Connection refused: ${msg}`);
+  // The egress proxy would not open the tunnel: for the endpoint, a connection that was refused.
+  if (code === 'PAYHOOKS_PROXY_REFUSED') return fail('connection_refused', root.message);
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED')
     return fail('connection_reset', `Connection reset: ${msg}`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NODATA' || code === 'EAI_NONAME')

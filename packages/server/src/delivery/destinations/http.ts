@@ -1,6 +1,8 @@
-import { Agent } from 'undici';
+import type { ConnectionOptions } from 'node:tls';
+import { Agent, Pool, type Dispatcher, type buildConnector } from 'undici';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER } from '@payhooks/contract';
 import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from '../safe-lookup.ts';
+import { authority, describeProxy, targetResolver, tunnelConnector } from '../egress-proxy.ts';
 import { DeadlineQueue, type Deadline } from '../deadlines.ts';
 import { classify, failed, signAttempt, type AttemptResult, type Destination, type SendRequest } from './attempt.ts';
 
@@ -19,6 +21,10 @@ export interface HttpOptions {
   resolver?: Resolver | undefined;
   /** The attempt deadline, one timer for all attempts (they all last at most `timeoutMs`). */
   deadlines: DeadlineQueue;
+  /** The operator's forward proxy (PAYHOOKS_EGRESS_PROXY): every request goes through it (egress-proxy.ts). */
+  proxy?: URL | undefined;
+  /** TLS options for https targets (tests trust their own certificate authority with `ca`). */
+  tls?: ConnectionOptions | undefined;
 }
 
 /**
@@ -32,8 +38,27 @@ export class HttpDestination implements Destination {
   private readonly bodyGraces = new DeadlineQueue(BODY_GRACE_MS);
   /** Endpoint URLs already parsed and checked (literal address, scheme): one parse per URL, not per attempt. */
   private readonly targets = new Map<string, HttpTarget>();
+  /** With a proxy: plain-http requests in absolute form to the proxy, and how their targets are checked. */
+  private readonly viaProxy: { pool: Pool; origin: string; resolve: (hostname: string) => Promise<string>; note: string } | null;
 
   constructor(private readonly options: HttpOptions) {
+    const { proxy } = options;
+    const timeouts = {
+      keepAliveTimeout: 4_000,
+      keepAliveMaxTimeout: 30_000,
+      connectTimeout: options.timeoutMs,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    };
+    const resolve = targetResolver(options.resolver, options.allowPrivate);
+    this.viaProxy = proxy
+      ? {
+          pool: new Pool(proxy.origin, { connections: options.connectionsPerOrigin, ...timeouts }),
+          origin: proxy.origin,
+          resolve,
+          note: `Through ${describeProxy(proxy)}: `,
+        }
+      : null;
     this.agent = new Agent({
       connections: options.connectionsPerOrigin,
       keepAliveTimeout: 4_000,
@@ -43,7 +68,9 @@ export class HttpDestination implements Destination {
       // body; undici's own two timers would be set and cleared again on every request.
       headersTimeout: 0,
       bodyTimeout: 0,
-      connect: { lookup: safeLookup(options.resolver, options.allowPrivate) },
+      connect: proxy
+        ? (tunnelConnector({ proxy, resolve, timeoutMs: options.timeoutMs, tls: options.tls }) as buildConnector.connector)
+        : { lookup: safeLookup(options.resolver, options.allowPrivate), ...options.tls },
     });
   }
 
@@ -58,7 +85,14 @@ export class HttpDestination implements Destination {
         if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
         // Checked before it is remembered: a forbidden literal is refused on every attempt.
         if (!this.options.allowPrivate) checkLiteralHost(parsed.hostname);
-        url = { origin: parsed.origin, path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname };
+        url = {
+          origin: parsed.origin,
+          path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname,
+          plain: parsed.protocol === 'http:',
+          hostname: parsed.hostname,
+          port: parsed.port || '80',
+          host: parsed.host,
+        };
         if (this.targets.size >= TARGET_CACHE_SIZE) this.targets.clear();
         this.targets.set(req.url, url);
       }
@@ -80,34 +114,43 @@ export class HttpDestination implements Destination {
     return new Promise<AttemptResult>((resolve) => {
       const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, signature, req.traceparent, resolve);
       handler.deadline = this.options.deadlines.add(() => handler.timeUp());
-      this.agent.dispatch(
-        {
-          origin: target.origin,
-          path: target.path,
-          method: 'POST',
-          headers: req.traceparent
-            ? {
-                'content-type': 'application/json',
-                'user-agent': USER_AGENT,
-                [EVENT_ID_HEADER]: req.eventId,
-                [SIGNATURE_HEADER]: signature,
-                traceparent: req.traceparent,
-              }
-            : {
-                'content-type': 'application/json',
-                'user-agent': USER_AGENT,
-                [EVENT_ID_HEADER]: req.eventId,
-                [SIGNATURE_HEADER]: signature,
-              },
-          body: bytes,
+      const dispatch = (dispatcher: Dispatcher, origin: string, path: string, host?: string) => {
+        const headers: Record<string, string> = req.traceparent
+          ? {
+              'content-type': 'application/json',
+              'user-agent': USER_AGENT,
+              [EVENT_ID_HEADER]: req.eventId,
+              [SIGNATURE_HEADER]: signature,
+              traceparent: req.traceparent,
+            }
+          : {
+              'content-type': 'application/json',
+              'user-agent': USER_AGENT,
+              [EVENT_ID_HEADER]: req.eventId,
+              [SIGNATURE_HEADER]: signature,
+            };
+        if (host) headers.host = host;
+        dispatcher.dispatch({ origin, path, method: 'POST', headers, body: bytes }, handler);
+      };
+      const proxy = this.viaProxy;
+      if (!proxy || !target.plain) {
+        dispatch(this.agent, target.origin, target.path);
+        return;
+      }
+      // Plain http through the proxy: absolute form to the address checked here, Host the name.
+      proxy.resolve(target.hostname).then(
+        (address) => {
+          // From here a connection error is the proxy's (ours, such as DNS, carry no note).
+          handler.note = proxy.note;
+          dispatch(proxy.pool, proxy.origin, `http://${authority(address, target.port)}${target.path}`, target.host);
         },
-        handler,
+        (err: Error) => handler.onError(err),
       );
     });
   }
 
-  close(): Promise<void> {
-    return this.agent.close();
+  async close(): Promise<void> {
+    await Promise.all([this.agent.close(), this.viaProxy?.pool.close()]);
   }
 }
 
@@ -115,6 +158,12 @@ export class HttpDestination implements Destination {
 interface HttpTarget {
   origin: string;
   path: string;
+  /** http: (not https:): sent in absolute form through a proxy. */
+  plain: boolean;
+  hostname: string;
+  port: string;
+  /** `hostname[:port]` as the Host header. */
+  host: string;
 }
 
 /** Parsed endpoint URLs a destination keeps (about 200 bytes each); all are dropped when full. */
@@ -136,6 +185,8 @@ const TARGET_CACHE_SIZE = 10_000;
  */
 class AttemptHandler {
   deadline: Deadline | null = null;
+  /** Put before a connection error's message: which hop failed (the egress proxy). */
+  note = '';
   private grace: Deadline | null = null;
   private abortRequest: ((err?: Error) => void) | null = null;
   private done = false;
@@ -190,7 +241,11 @@ class AttemptHandler {
       this.end(false);
       return;
     }
-    this.finish(classify(err, (kind, message) => failed(this.startedAt, Math.round(performance.now() - this.t0), kind, message)));
+    this.finish(
+      classify(err, (kind, message) =>
+        failed(this.startedAt, Math.round(performance.now() - this.t0), kind, kind === 'forbidden_address' ? message : this.note + message),
+      ),
+    );
   }
 
   timeUp(): void {
