@@ -6,4 +6,5 @@ export * from './ids.ts';
 export * from './limits.ts';
 export * from './receiver-table.ts';
 export * from './signature.ts';
+export * from './standard-webhooks.ts';
 export * from './test-vectors.ts';

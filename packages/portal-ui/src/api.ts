@@ -174,8 +174,13 @@ export const api = {
   catalog: () => call<Catalog>('GET', '/catalog'),
   endpoints: (startingAfter?: string) => call<Page<Endpoint>>('GET', `/endpoints${qs({ limit: 20, starting_after: startingAfter })}`),
   endpoint: (endpointId: string) => call<Endpoint>('GET', `/endpoints/${id(endpointId)}`),
-  createEndpoint: (input: { url: string; enabled_events: string[]; description: string | null }) =>
-    call<EndpointWithSecret>('POST', '/endpoints', input),
+  createEndpoint: (input: {
+    url: string;
+    enabled_events: string[];
+    description: string | null;
+    standard_webhooks?: boolean;
+    headers?: Record<string, string> | null;
+  }) => call<EndpointWithSecret>('POST', '/endpoints', input),
   updateEndpoint: (
     endpointId: string,
     input: {
@@ -184,6 +189,8 @@ export const api = {
       description?: string | null;
       status?: Endpoint['status'];
       delivery_order?: Endpoint['delivery_order'];
+      standard_webhooks?: boolean;
+      headers?: Record<string, string> | null;
     },
   ) => call<Endpoint>('PATCH', `/endpoints/${id(endpointId)}`, input),
   deleteEndpoint: (endpointId: string) => call<unknown>('DELETE', `/endpoints/${id(endpointId)}`),

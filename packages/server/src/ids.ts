@@ -52,7 +52,14 @@ export function newId(kind: IdKind): string {
   return PREFIXES[kind] + base62(24, idByte);
 }
 
-/** A signing secret: `whsec_` + 32 random bytes, base64url (spec 2.3). */
+/**
+ * A signing secret (spec 2.3): `whsec_` + 44 characters drawn uniformly from A–Z a–z 0–9 (about
+ * 262 bits). Such a string is canonical base64 in both alphabets, of 33 bytes with no padding,
+ * so the Standard Webhooks libraries (which base64-decode what follows `whsec_` to get their key)
+ * all accept it and agree on the key; the contract's HMAC keys the whole string as before.
+ * Secrets made before Standard Webhooks support were `whsec_` + base64url of 32 bytes, which
+ * those libraries refuse (docs/decisions/standard-webhooks-headers.md).
+ */
 export function newSigningSecret(): string {
-  return SECRET_PREFIX + randomBytes(32).toString('base64url');
+  return SECRET_PREFIX + randomBase62(44);
 }

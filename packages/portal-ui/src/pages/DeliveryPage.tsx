@@ -255,9 +255,7 @@ function RequestHeaders({ headers, broker }: { headers: NonNullable<Attempt['req
         {shown.map(([name, value]) => (
           <div key={name} data-header={name}>
             <dt>{name}</dt>
-            <dd title={name === 'Service-Signature' ? value : undefined}>
-              {name === 'Service-Signature' ? shortenSignature(value) : value}
-            </dd>
+            <dd title={SIGNATURES.has(name) ? value : undefined}>{SIGNATURES.has(name) ? shortenSignature(value) : value}</dd>
           </div>
         ))}
       </dl>
@@ -265,13 +263,28 @@ function RequestHeaders({ headers, broker }: { headers: NonNullable<Attempt['req
   );
 }
 
-/** `t=…,v1=<64 hex>,…` with each signature cut to 8 + … + 6 characters. */
+/** The headers whose values are shortened (each shown whole on hover). */
+const SIGNATURES = new Set(['Service-Signature', 'webhook-signature']);
+
+/**
+ * `t=…,v1=<64 hex>,…` (Service-Signature) or `v1,<base64> v1,<base64>` (webhook-signature) with
+ * each signature cut to 8 + … + 6 characters.
+ */
 export function shortenSignature(header: string): string {
+  const cut = (s: string) => (s.length > 16 ? `${s.slice(0, 8)}…${s.slice(-6)}` : s);
+  if (!header.startsWith('t='))
+    return header
+      .split(' ')
+      .map((entry) => {
+        const comma = entry.indexOf(',');
+        return comma > 0 ? `${entry.slice(0, comma + 1)}${cut(entry.slice(comma + 1))}` : entry;
+      })
+      .join(' ');
   return header
     .split(',')
     .map((part) => {
       const [key, value = ''] = part.split('=', 2) as [string, string?];
-      return key === 'v1' && value.length > 16 ? `v1=${value.slice(0, 8)}…${value.slice(-6)}` : part;
+      return key === 'v1' && value.length > 16 ? `v1=${cut(value)}` : part;
     })
     .join(',');
 }

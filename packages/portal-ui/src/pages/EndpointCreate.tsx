@@ -1,7 +1,9 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, type Catalog, type Environment } from '../api.ts';
 import { rememberSecret } from '../created-secret.ts';
+import { EndpointOptions } from '../EndpointOptions.tsx';
 import { EventTypePicker, initialTypes } from '../EventTypePicker.tsx';
+import { parseHeaderLines } from '../header-lines.ts';
 import { Link, navigate } from '../router.tsx';
 import { Crumbs, ErrorBox, Loading } from '../ui.tsx';
 
@@ -10,6 +12,8 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
   const [types, setTypes] = useState<string[]>([]);
+  const [standardWebhooks, setStandardWebhooks] = useState(false);
+  const [headerLines, setHeaderLines] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
 
@@ -22,10 +26,21 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
+    const parsed = parseHeaderLines(headerLines);
+    if ('error' in parsed) {
+      setError(parsed.error);
+      return;
+    }
     setBusy(true);
     setError(null);
     try {
-      const created = await api.createEndpoint({ url: url.trim(), enabled_events: types, description: description.trim() || null });
+      const created = await api.createEndpoint({
+        url: url.trim(),
+        enabled_events: types,
+        description: description.trim() || null,
+        standard_webhooks: standardWebhooks,
+        headers: parsed.headers,
+      });
       rememberSecret(created.id, created.secret!);
       navigate(`/webhooks/endpoints/${created.id}`, { replace: true });
     } catch (err) {
@@ -62,6 +77,13 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
         </label>
         <input id="description" type="text" maxLength={5000} value={description} onChange={(e) => setDescription(e.target.value)} />
         <EventTypePicker catalog={catalog} environment={environment} value={types} onChange={setTypes} />
+        <EndpointOptions
+          idPrefix="create-"
+          standardWebhooks={standardWebhooks}
+          onStandardWebhooks={setStandardWebhooks}
+          headerLines={headerLines}
+          onHeaderLines={setHeaderLines}
+        />
         <div className="actions">
           <button type="submit" className="primary" disabled={busy || types.length === 0}>
             {busy ? 'Adding…' : 'Add endpoint'}

@@ -2,7 +2,9 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, type BulkReplay, type Catalog, type Endpoint, type Environment } from '../api.ts';
 import { takeSecret } from '../created-secret.ts';
 import { DeliveryLog } from '../DeliveryLog.tsx';
+import { EndpointOptions } from '../EndpointOptions.tsx';
 import { EventTypePicker } from '../EventTypePicker.tsx';
+import { formatHeaderLines, parseHeaderLines } from '../header-lines.ts';
 import { latestOnly } from '../latest.ts';
 import { Link, navigate } from '../router.tsx';
 import { useSession } from '../session.tsx';
@@ -104,6 +106,16 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
           {endpoint.delivery_order === 'per_object' && (
             <p className="muted small" data-testid="delivery-order">
               Ordered per object: the events about one payment or checkout session are sent one at a time, in the order they happened.
+            </p>
+          )}
+          {endpoint.standard_webhooks && (
+            <p className="muted small" data-testid="standard-webhooks">
+              Standard Webhooks headers on: each delivery also carries webhook-id, webhook-timestamp and webhook-signature.
+            </p>
+          )}
+          {Object.keys(endpoint.headers).length > 0 && (
+            <p className="muted small" data-testid="custom-headers">
+              Custom headers: {Object.keys(endpoint.headers).join(', ')}.
             </p>
           )}
         </div>
@@ -366,6 +378,8 @@ function EditForm({
   const [description, setDescription] = useState(endpoint.description ?? '');
   const [types, setTypes] = useState<string[]>(endpoint.enabled_events);
   const [ordered, setOrdered] = useState(endpoint.delivery_order === 'per_object');
+  const [standardWebhooks, setStandardWebhooks] = useState(endpoint.standard_webhooks);
+  const [headerLines, setHeaderLines] = useState(() => formatHeaderLines(endpoint.headers));
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     api.catalog().then(setCatalog, setError);
@@ -373,6 +387,11 @@ function EditForm({
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setError(null);
+    const parsed = parseHeaderLines(headerLines);
+    if ('error' in parsed) {
+      setError(parsed.error);
+      return;
+    }
     try {
       onSaved(
         await api.updateEndpoint(endpoint.id, {
@@ -380,6 +399,8 @@ function EditForm({
           description: description.trim() || null,
           enabled_events: types,
           delivery_order: ordered ? 'per_object' : 'unordered',
+          standard_webhooks: standardWebhooks,
+          headers: parsed.headers,
         }),
       );
     } catch (err) {
@@ -403,6 +424,13 @@ function EditForm({
         One payment's (or checkout session's) events then go one at a time, in the order they happened: a later one waits while an earlier
         one is retrying. Other objects are never held up.
       </p>
+      <EndpointOptions
+        idPrefix="edit-"
+        standardWebhooks={standardWebhooks}
+        onStandardWebhooks={setStandardWebhooks}
+        headerLines={headerLines}
+        onHeaderLines={setHeaderLines}
+      />
       <div className="actions">
         <button type="submit" className="primary" disabled={types.length === 0}>
           Save

@@ -71,6 +71,10 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   deliveryOrder: text('delivery_order').$type<DeliveryOrder>().notNull().default('unordered'),
   /** 0017: a broker URL's `user:password`, sealed like the signing secret (never shown again). */
   urlCredentialsCiphertext: text('url_credentials_ciphertext'),
+  /** 0023: also send the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature). */
+  standardWebhooks: boolean('standard_webhooks').notNull().default(false),
+  /** 0023: the merchant's own request headers, name to value (endpoints/custom-headers.ts); null: none. */
+  headers: jsonb('headers').$type<Record<string, string>>(),
 });
 
 export type DeliveryOrder = 'unordered' | 'per_object';
@@ -224,6 +228,10 @@ export const deliveryAttempts = pgTable(
     broker: text('broker').$type<'amqp' | 'nats'>(), // BrokerKind (endpoint-urls/broker-url.ts)
     /** 0021: the traceparent the attempt was sent with (only while tracing). */
     traceParent: text('trace_parent'),
+    /** 0023: the webhook-signature header it was sent with (Standard Webhooks endpoints only). */
+    requestWebhookSignature: text('request_webhook_signature'),
+    /** 0023: the endpoint's custom headers it was sent with, as JSON text (null: none). */
+    requestCustomHeaders: text('request_custom_headers'),
   },
   (t) => [
     primaryKey({ name: 'delivery_attempts_pkey', columns: [t.id, t.deliveryCreatedAt] }),

@@ -21,6 +21,10 @@ export interface ClaimedDelivery {
   secret_ciphertext: string;
   /** The replaced secret while it still signs (rotation, its expiry checked here), else null. */
   previous_secret_ciphertext: string | null;
+  /** The endpoint asks for the Standard Webhooks headers too (migration 0023). */
+  standard_webhooks: boolean;
+  /** The endpoint's custom headers as JSON text (`headers::text`: parsed once per text by the worker), else null. */
+  custom_headers: string | null;
   endpoint_status: EndpointStatus;
   /** The endpoint is throttled to one attempt at a time (fairness.ts). */
   endpoint_throttled: boolean;
@@ -69,7 +73,8 @@ export interface ClaimedDelivery {
  *   counted in `attempt_count` (`bumped`), not in the automatic budget. Only takeovers pay for
  *   this; a normal claim's row has no token and neither CTE writes anything.
  * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secrets,
- *   status) so sending needs no further query.
+ *   status, whether it wants the Standard Webhooks headers, its custom headers) so sending needs
+ *   no further query.
  *
  * Exported for test/integration/claim-plan.postgres.test.ts, which reads its plan.
  */
@@ -153,7 +158,7 @@ SELECT c.id, c.event_id, c.endpoint_id, c.platform_id,
        e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
        w.status AS endpoint_status, w.deleted_at IS NOT NULL AS endpoint_deleted,
-       w.throttled_at IS NOT NULL AS endpoint_throttled
+       w.throttled_at IS NOT NULL AS endpoint_throttled, w.standard_webhooks, w.headers::text AS custom_headers
 FROM claimed c
 JOIN webhook_deliveries d ON d.id = c.id AND d.created_at = c.created_at
 LEFT JOIN bumped b ON b.id = c.id
@@ -208,6 +213,7 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
   r.endpoint_deleted = bool(r.endpoint_deleted);
   r.endpoint_throttled = bool(r.endpoint_throttled);
   r.interrupted = bool(r.interrupted);
+  r.standard_webhooks = bool(r.standard_webhooks);
   return r;
 }
 

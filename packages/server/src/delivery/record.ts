@@ -36,12 +36,14 @@ WITH v AS (
   -- A millisecond count divided by 1,000 as float8 lands on the same microsecond exactly.
   SELECT id, token, state, to_timestamp(next_attempt_ms / 1000) AS next_attempt_at, succeeded,
          to_timestamp(started_ms / 1000) AS started_at, duration_ms, status_code, response_body, error_kind,
-         error_message, attempt_id, trigger, request_signature, broker, trace_parent
+         error_message, attempt_id, trigger, request_signature, broker, trace_parent, request_webhook_signature,
+         request_custom_headers
   FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::boolean[], $6::float8[],
               $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $16::text[],
-              $17::text[], $18::text[])
+              $17::text[], $18::text[], $19::text[], $20::text[])
     AS v(id, token, state, next_attempt_ms, succeeded, started_ms, duration_ms, status_code,
-         response_body, error_kind, error_message, attempt_id, trigger, request_signature, broker, trace_parent)
+         response_body, error_kind, error_message, attempt_id, trigger, request_signature, broker, trace_parent,
+         request_webhook_signature, request_custom_headers)
 ), held AS (
   -- Each outcome's queue row, locked, found from the batch's side: a LATERAL subquery with
   -- LIMIT 1 can't be flattened, so the queue is probed by primary key once per outcome, whatever
@@ -111,10 +113,10 @@ WITH v AS (
 )
 INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
                                status_code, response_body, error_kind, error_message, delivery_created_at, request_signature,
-                               broker, trace_parent)
+                               broker, trace_parent, request_webhook_signature, request_custom_headers)
 SELECT v.attempt_id, v.id, u.attempt_count, v.trigger, v.succeeded, v.started_at, v.duration_ms,
        v.status_code, v.response_body, v.error_kind, v.error_message, u.created_at, v.request_signature,
-       v.broker, v.trace_parent
+       v.broker, v.trace_parent, v.request_webhook_signature, v.request_custom_headers
 FROM updated u JOIN v ON v.id = u.id
 RETURNING delivery_id, attempt_number, id`;
 
@@ -130,7 +132,7 @@ export interface RecordedAttempt {
  */
 export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
   const n = outcomes.length;
-  const cols = Array.from({ length: 16 }, () => new Array<string | number | boolean | null>(n));
+  const cols = Array.from({ length: 18 }, () => new Array<string | number | boolean | null>(n));
   for (let i = 0; i < n; i++) {
     const o = outcomes[i]!;
     const r = o.result;
@@ -150,6 +152,8 @@ export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
     cols[13]![i] = r.requestSignature ?? null;
     cols[14]![i] = r.broker ?? null;
     cols[15]![i] = r.traceparent ?? null;
+    cols[16]![i] = r.webhookSignature ?? null;
+    cols[17]![i] = r.customHeaders ?? null;
   }
   // $14 and $15 sit between the columns ($13 and $16): the statement grew by appending.
   const literals = cols.map(arrayLiteral);

@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { and, asc, eq, gte, inArray, lt, sql, type SQL } from 'drizzle-orm';
-import { EVENT_ID_HEADER, SIGNATURE_HEADER, formatEventTimestamp } from '@payhooks/contract';
+import {
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  WEBHOOK_ID_HEADER,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+  formatEventTimestamp,
+} from '@payhooks/contract';
 import type { Db } from '../db/client.ts';
 import {
   deliveryAttempts,
@@ -32,6 +39,8 @@ import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.t
 import { sendTraced } from './attempt-span.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 import type { AuditTrail } from '../audit/trail.ts';
+import { OpenedSecret, webhookKeysOf } from './signing-keys.ts';
+import { parseCustomHeaders } from './custom-headers-cache.ts';
 
 export interface ApiAttempt {
   id: string;
@@ -61,6 +70,12 @@ export interface RequestHeaders {
   'Service-Signature': string;
   /** Only when the attempt was traced (OpenTelemetry on). */
   traceparent?: string;
+  /** The Standard Webhooks headers, when the endpoint asked for them. */
+  'webhook-id'?: string;
+  'webhook-timestamp'?: string;
+  'webhook-signature'?: string;
+  /** The endpoint's custom headers, by their names. */
+  [custom: string]: string | undefined;
 }
 
 export interface ApiDelivery {
@@ -112,6 +127,17 @@ function requestHeaders(a: AttemptRow, eventId: string): RequestHeaders | null {
     ? { 'Content-Type': 'application/json', [EVENT_ID_HEADER]: eventId, [SIGNATURE_HEADER]: signature }
     : { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, [EVENT_ID_HEADER]: eventId, [SIGNATURE_HEADER]: signature };
   if (a.traceParent) headers.traceparent = a.traceParent;
+  if (a.requestWebhookSignature) {
+    headers[WEBHOOK_ID_HEADER] = eventId;
+    // The same t as Service-Signature's (both are made from the attempt's start).
+    const t = /^t=(\d+),/.exec(signature)?.[1];
+    if (t !== undefined) headers[WEBHOOK_TIMESTAMP_HEADER] = t;
+    headers[WEBHOOK_SIGNATURE_HEADER] = a.requestWebhookSignature;
+  }
+  if (a.requestCustomHeaders) {
+    for (const [name, value] of Object.entries(JSON.parse(a.requestCustomHeaders) as Record<string, unknown>))
+      if (typeof value === 'string') headers[name] = value;
+  }
   return headers;
 }
 
@@ -189,7 +215,8 @@ WITH d AS (
 SELECT f.id, f.event_id, f.endpoint_id, f.state, f.next_attempt_at, f.was_queued,
        coalesce((SELECT b.attempt_count FROM bumped b), f.attempt_count) AS attempt_count,
        e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
-       CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext
+       CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
+       w.standard_webhooks, w.headers::text AS custom_headers
 FROM free f JOIN leased l ON l.delivery_id = f.id
 -- The event by its full primary key, never by created_at alone (see the same join in claim.ts).
 CROSS JOIN LATERAL (
@@ -435,6 +462,8 @@ export class DeliveryService {
       secret_ciphertext: string;
       previous_secret_ciphertext: string | null;
       endpoint_deleted_at: Date | null;
+      standard_webhooks: boolean | string;
+      custom_headers: string | null;
     }>(LEASE_FOR_REPLAY_SQL, [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now]);
     if (!row) {
       const current = await this.get(scope, id); // 404 when not in scope
@@ -456,16 +485,27 @@ export class DeliveryService {
       throw new AppError('conflict', 'endpoint_deleted', 'The endpoint of this delivery was deleted; it can no longer be replayed.');
     }
     try {
-      const signWith = [this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id)];
-      if (row.previous_secret_ciphertext) signWith.push(this.secrets.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
+      const current = new OpenedSecret(row.endpoint_id, this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id));
+      const previous = row.previous_secret_ciphertext
+        ? new OpenedSecret(row.endpoint_id, this.secrets.decrypt(row.previous_secret_ciphertext, row.endpoint_id))
+        : null;
       const credentials = row.url_credentials_ciphertext
         ? decodeCredentials(this.secrets.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
         : null;
+      const standardWebhooks = row.standard_webhooks === true || row.standard_webhooks === 't';
       const result = await sendTraced(
         this.sender,
         row,
         Number(row.attempt_count) + 1,
-        { url: row.url, body: row.body, eventId: row.event_id, secrets: signWith, credentials },
+        {
+          url: row.url,
+          body: row.body,
+          eventId: row.event_id,
+          secrets: previous ? [current.secret, previous.secret] : [current.secret],
+          credentials,
+          webhookKeys: standardWebhooks ? webhookKeysOf(current, previous) : null,
+          headers: row.custom_headers === null ? null : parseCustomHeaders(row.custom_headers),
+        },
         false,
       );
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);

@@ -1,6 +1,8 @@
+import { createSecretKey, type KeyObject } from 'node:crypto';
+import { standardWebhooksKey } from '@payhooks/contract';
 import type { SecretBox } from '../security/encryption.ts';
 
-/** Endpoints whose signing secrets one worker keeps decrypted (about 200 bytes each). */
+/** Endpoints whose signing secrets one worker keeps decrypted (about 200 bytes each, plus a key object for Standard Webhooks endpoints). */
 export const SIGNING_KEY_CACHE_SIZE = 10_000;
 
 /**
@@ -13,10 +15,14 @@ export const SIGNING_KEY_CACHE_SIZE = 10_000;
  * secret signs at once; nothing has to invalidate anything. The endpoint id is the ciphertext's
  * associated data, so a ciphertext copied onto another endpoint's row is not answered from here
  * and still fails its own decryption. Failures are not cached. Least recently used entries go first when full.
+ *
+ * An entry also keeps the secret's Standard Webhooks key (what follows `whsec_`, base64-decoded,
+ * as a KeyObject), made the first time an attempt of a Standard Webhooks endpoint needs it: one
+ * decoding per secret, not one per attempt.
  */
 export class SigningKeys {
   /** By ciphertext (unique per sealing: a fresh IV each time), with the associated data it was opened with. */
-  private readonly cache = new Map<string, { aad: string; secret: string }>();
+  private readonly cache = new Map<string, OpenedSecret>();
 
   constructor(
     private readonly secrets: SecretBox,
@@ -25,6 +31,11 @@ export class SigningKeys {
 
   /** The secret in clear; throws like `SecretBox.decrypt` when it can't be decrypted. */
   decrypt(ciphertext: string, endpointId: string): string {
+    return this.open(ciphertext, endpointId).secret;
+  }
+
+  /** The secret in clear and its Standard Webhooks key; throws like `SecretBox.decrypt` when it can't be decrypted. */
+  open(ciphertext: string, endpointId: string): OpenedSecret {
     // Keyed by the ciphertext alone and checked against the endpoint, rather than by the two
     // joined: joining built (and hashed) a new string of ~100 characters on every attempt.
     const hit = this.cache.get(ciphertext);
@@ -32,16 +43,49 @@ export class SigningKeys {
       // Move to the back: Map iteration order is insertion order, so the front is the least recently used.
       this.cache.delete(ciphertext);
       this.cache.set(ciphertext, hit);
-      return hit.secret;
+      return hit;
     }
     // A miss, or the ciphertext under another endpoint (copied there): that decryption fails.
-    const secret = this.secrets.decrypt(ciphertext, endpointId);
+    const opened = new OpenedSecret(endpointId, this.secrets.decrypt(ciphertext, endpointId));
     if (this.cache.size >= this.capacity) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(ciphertext, { aad: endpointId, secret });
-    return secret;
+    this.cache.set(ciphertext, opened);
+    return opened;
   }
 
   get size(): number {
     return this.cache.size;
   }
+}
+
+/** A decrypted signing secret, as the cache keeps it. */
+export class OpenedSecret {
+  /** Undefined until first asked for; null when the secret has no Standard Webhooks key. */
+  private key: KeyObject | null | undefined = undefined;
+
+  constructor(
+    /** The associated data it was opened with: its endpoint's id. */
+    readonly aad: string,
+    readonly secret: string,
+  ) {}
+
+  /**
+   * The Standard Webhooks key (standardWebhooksKey in @payhooks/contract), decoded once; null for
+   * a secret made before Standard Webhooks support, which no Standard Webhooks library can take
+   * (its attempts then carry no `v1,` entry for it).
+   */
+  get webhookKey(): KeyObject | null {
+    if (this.key === undefined) {
+      const raw = standardWebhooksKey(this.secret);
+      this.key = raw === null ? null : createSecretKey(raw);
+    }
+    return this.key;
+  }
+}
+
+/** The Standard Webhooks keys of the live secrets, new first, leaving out a secret that has none. */
+export function webhookKeysOf(current: OpenedSecret, previous: OpenedSecret | null): KeyObject[] {
+  const keys: KeyObject[] = [];
+  if (current.webhookKey) keys.push(current.webhookKey);
+  if (previous?.webhookKey) keys.push(previous.webhookKey);
+  return keys;
 }

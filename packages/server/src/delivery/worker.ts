@@ -23,7 +23,8 @@ interface EndpointSlot {
 }
 import type { DeliveryMetrics } from './metrics.ts';
 import { logAttempt } from './attempt-log.ts';
-import { SigningKeys } from './signing-keys.ts';
+import { SigningKeys, webhookKeysOf } from './signing-keys.ts';
+import { CustomHeaderSets } from './custom-headers-cache.ts';
 import { QUEUE_VACUUM_INTERVAL_MS, vacuumQueue } from './queue-vacuum.ts';
 import { BatchWriter } from './batch-writer.ts';
 
@@ -100,6 +101,8 @@ export class DeliveryWorker {
   private readonly outcomes: BatchWriter<Outcome>;
   /** Signing secrets decrypted by earlier attempts (a new ciphertext after a rotation is a miss). */
   private readonly keys: SigningKeys;
+  /** Endpoints' custom headers, parsed once per distinct set. */
+  private readonly headerSets = new CustomHeaderSets();
   /** queue-vacuum.ts: when this worker last started a VACUUM of the queue (performance.now()). */
   private lastVacuumAt = Number.NEGATIVE_INFINITY;
   private vacuuming = false;
@@ -405,13 +408,21 @@ export class DeliveryWorker {
   private request(row: ClaimedDelivery): SendRequest | null {
     const { keys } = this;
     try {
-      const secrets = [keys.decrypt(row.secret_ciphertext, row.endpoint_id)];
+      const current = keys.open(row.secret_ciphertext, row.endpoint_id);
       // During a rotation's overlap the claim joined the previous secret too (expiry checked there).
-      if (row.previous_secret_ciphertext) secrets.push(keys.decrypt(row.previous_secret_ciphertext, row.endpoint_id));
+      const previous = row.previous_secret_ciphertext ? keys.open(row.previous_secret_ciphertext, row.endpoint_id) : null;
       const credentials = row.url_credentials_ciphertext
         ? decodeCredentials(keys.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
         : null;
-      return { url: row.url, body: row.body, eventId: row.event_id, secrets, credentials };
+      return {
+        url: row.url,
+        body: row.body,
+        eventId: row.event_id,
+        secrets: previous ? [current.secret, previous.secret] : [current.secret],
+        credentials,
+        webhookKeys: row.standard_webhooks ? webhookKeysOf(current, previous) : null,
+        headers: row.custom_headers === null ? null : this.headerSets.get(row.custom_headers),
+      };
     } catch (err) {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.

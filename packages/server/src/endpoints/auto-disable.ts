@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/client.ts';
 import { merchants, webhookEndpoints } from '../db/schema.ts';
-import { toApiEndpoint } from './service.ts';
+import { toApiEndpoint, withRedactedHeaders } from './service.ts';
 import { requeueParkedDeliveries } from '../delivery/parking.ts';
 import { publishEvent } from '../events/publish.ts';
 import type { DeliveryMetrics } from '../delivery/metrics.ts';
@@ -114,7 +114,9 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
             type: 'webhook_endpoint.disabled',
             merchantId: merchant.id,
             environment: updated.environment,
-            object: { ...toApiEndpoint(updated, now) },
+            // The endpoint as the API shows it, but its custom headers' values redacted: they often
+            // carry a credential for its receiver, and this event goes to other endpoints.
+            object: { ...withRedactedHeaders(toApiEndpoint(updated, now)) },
           },
           now,
         );

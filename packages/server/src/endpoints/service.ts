@@ -1,6 +1,6 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
-import { formatEventTimestamp } from '@payhooks/contract';
+import { formatEventTimestamp, standardWebhooksKey } from '@payhooks/contract';
 import type { Db, Queryable } from '../db/client.ts';
 import { webhookEndpoints, type DeliveryOrder, type DisabledReason, type EndpointStatus, type WebhookEndpointRow } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
@@ -15,6 +15,7 @@ import { cancelEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/
 import { setEndpointOrdering } from '../delivery/ordering.ts';
 import { AppError } from '../errors.ts';
 import type { AuditTrail } from '../audit/trail.ts';
+import { validateCustomHeaders } from './custom-headers.ts';
 
 /** The endpoint as the API shows it. The secret is never part of it. */
 export interface WebhookEndpoint {
@@ -42,6 +43,10 @@ export interface WebhookEndpoint {
   delivery_order: DeliveryOrder;
   /** A broker URL's credentials are stored (sealed; never shown again). */
   url_has_credentials: boolean;
+  /** Deliveries also carry the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature). */
+  standard_webhooks: boolean;
+  /** The merchant's own request headers, sent with every attempt (endpoints/custom-headers.ts); {} when none. */
+  headers: Record<string, string>;
 }
 
 /** Longest overlap of a rotation: 7 days, in seconds. */
@@ -54,6 +59,8 @@ export interface CreateEndpointInput {
   description?: string | null | undefined;
   metadata?: Record<string, string> | undefined;
   delivery_order?: DeliveryOrder | undefined;
+  standard_webhooks?: boolean | undefined;
+  headers?: Record<string, string> | null | undefined;
 }
 
 export interface UpdateEndpointInput {
@@ -63,6 +70,9 @@ export interface UpdateEndpointInput {
   metadata?: Record<string, string> | undefined;
   status?: EndpointStatus | undefined;
   delivery_order?: DeliveryOrder | undefined;
+  standard_webhooks?: boolean | undefined;
+  /** Replaces the whole set; null or {} removes them all. */
+  headers?: Record<string, string> | null | undefined;
 }
 
 /** `now` decides whether a rotated-out secret still counts as live. */
@@ -89,6 +99,8 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     previous_secret_expires_at: previousLive ? formatEventTimestamp(row.previousSecretExpiresAt!) : null,
     delivery_order: row.deliveryOrder,
     url_has_credentials: row.urlCredentialsCiphertext !== null,
+    standard_webhooks: row.standardWebhooks,
+    headers: row.headers ?? {},
   };
 }
 
@@ -122,6 +134,7 @@ export class EndpointService {
   private async createIn(db: Queryable, scope: Scope, input: CreateEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
     const { url, credentials } = validateEndpointUrl(input.url, scope.environment, this.urlPolicy);
     const enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment);
+    const headers = input.headers === undefined ? null : validateCustomHeaders(input.headers);
     const id = newId('webhookEndpoint');
     const secret = newSigningSecret();
     const now = this.clock.now();
@@ -139,6 +152,9 @@ export class EndpointService {
         status: 'enabled',
         secretCiphertext: this.secrets.encrypt(secret, id),
         urlCredentialsCiphertext: credentials ? this.secrets.encrypt(encodeCredentials(credentials), credentialsAad(id)) : null,
+        // A new secret is always one the Standard Webhooks libraries take (ids.ts).
+        standardWebhooks: input.standard_webhooks ?? false,
+        headers,
         createdAt: now,
         updatedAt: now,
       })
@@ -154,6 +170,8 @@ export class EndpointService {
         description: created.description,
         metadata: created.metadata,
         delivery_order: created.delivery_order,
+        standard_webhooks: created.standard_webhooks,
+        headers: auditedHeaders(created.headers),
       },
     });
     return { ...created, secret };
@@ -202,6 +220,11 @@ export class EndpointService {
       if (input.description !== undefined) changes.description = input.description;
       if (input.metadata !== undefined) changes.metadata = mergeMetadata(current.metadata, input.metadata);
       if (input.delivery_order !== undefined) changes.deliveryOrder = input.delivery_order;
+      if (input.headers !== undefined) changes.headers = validateCustomHeaders(input.headers);
+      if (input.standard_webhooks !== undefined) {
+        if (input.standard_webhooks && !current.standardWebhooks) this.checkStandardWebhooksSecret(current);
+        changes.standardWebhooks = input.standard_webhooks;
+      }
       if (input.status !== undefined && input.status !== current.status) {
         changes.status = input.status;
         // Enabling starts afresh: the auto-disable window counts from the next failure.
@@ -300,6 +323,22 @@ export class EndpointService {
     return { ...rotated, secret };
   }
 
+  /**
+   * Turning the Standard Webhooks headers on needs a secret those libraries can take: one made
+   * before Standard Webhooks support (base64url, 43 characters) is refused by them, so the
+   * merchant rolls it first (docs/decisions/standard-webhooks-headers.md). Rolling makes a
+   * compatible one.
+   */
+  private checkStandardWebhooksSecret(row: WebhookEndpointRow): void {
+    if (standardWebhooksKey(this.secrets.decrypt(row.secretCiphertext, row.id)) !== null) return;
+    throw new AppError(
+      'invalid_state',
+      'secret_not_standard_webhooks_compatible',
+      "This endpoint's signing secret predates Standard Webhooks support: the Standard Webhooks libraries can't decode it (what follows whsec_ must be standard base64). Roll the secret first (rotate_secret, or Roll secret in the portal; the new one works with both kinds of library), then turn standard_webhooks on.",
+      { param: 'standard_webhooks' },
+    );
+  }
+
   /** The signing secret in clear, for the delivery sender only. */
   decryptSecret(row: Pick<WebhookEndpointRow, 'id' | 'secretCiphertext'>): string {
     return this.secrets.decrypt(row.secretCiphertext, row.id);
@@ -309,10 +348,34 @@ export class EndpointService {
 /** The fields an update changed, with their new values (never a secret: the endpoint object has none). */
 function changedFields(before: WebhookEndpoint, after: WebhookEndpoint): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const key of ['url', 'enabled_events', 'description', 'metadata', 'status', 'delivery_order', 'url_has_credentials'] as const) {
-    if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) out[key] = after[key];
+  for (const key of [
+    'url',
+    'enabled_events',
+    'description',
+    'metadata',
+    'status',
+    'delivery_order',
+    'url_has_credentials',
+    'standard_webhooks',
+    'headers',
+  ] as const) {
+    if (JSON.stringify(before[key]) !== JSON.stringify(after[key]))
+      out[key] = key === 'headers' ? auditedHeaders(after.headers) : after[key];
   }
   return out;
+}
+
+/**
+ * Custom headers as the audit trail and operational events keep them: the names, each value
+ * redacted (a merchant's header often carries a credential for their receiver, e.g. Authorization).
+ */
+function auditedHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(headers).map((name) => [name, '[redacted]']));
+}
+
+/** The endpoint for an operational event (webhook_endpoint.*), its headers' values redacted. */
+export function withRedactedHeaders(endpoint: WebhookEndpoint): WebhookEndpoint {
+  return { ...endpoint, headers: auditedHeaders(endpoint.headers) };
 }
 
 /** Stripe's metadata semantics on update: keys merge; a key set to "" is removed. */

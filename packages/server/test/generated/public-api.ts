@@ -401,6 +401,12 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+            standard_webhooks: boolean;
+            /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
+            headers: {
+                [key: string]: string;
+            };
         };
         /** @description A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it. */
         WebhookEndpointWithSecret: {
@@ -435,6 +441,12 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+            standard_webhooks: boolean;
+            /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
+            headers: {
+                [key: string]: string;
+            };
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
             secret: string;
         };
@@ -455,8 +467,8 @@ export interface components {
             error_kind: string | null;
             error_message: string | null;
             worker_id: string | null;
-            /** @description The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type); null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field. */
-            request_headers: {
+            /** @description The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type), the endpoint's Standard Webhooks and custom headers included; null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field. */
+            request_headers: ({
                 "Content-Type": string;
                 /** @description HTTP requests only: a broker message has no User-Agent. */
                 "User-Agent"?: string;
@@ -465,7 +477,15 @@ export interface components {
                 "Service-Signature": string;
                 /** @description W3C trace context of the attempt's span: only when the service traced it (OpenTelemetry on). */
                 traceparent?: string;
-            } | null;
+                /** @description Standard Webhooks endpoints only: the event id. */
+                "webhook-id"?: string;
+                /** @description Standard Webhooks endpoints only: Unix seconds, the same t as Service-Signature's. */
+                "webhook-timestamp"?: string;
+                /** @description Standard Webhooks endpoints only: v1,<base64> per live secret, space-separated. */
+                "webhook-signature"?: string;
+            } & {
+                [key: string]: string;
+            }) | null;
         };
         /** @description One event for one endpoint, with its attempt log. */
         WebhookDelivery: {
@@ -726,7 +746,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is larger than the route accepts (64 KiB for management requests). */
+        /** @description The body is larger than the route accepts (64 KiB for management requests), or an event is larger than 256 KiB once serialised (`param` names it: `data.object`, or `events[i][data][object]` in a batch). */
         PayloadTooLarge: {
             headers: {
                 [name: string]: unknown;
@@ -1015,7 +1035,9 @@ export interface operations {
                      *           "disabled_at": null,
                      *           "previous_secret_expires_at": null,
                      *           "delivery_order": "unordered",
-                     *           "url_has_credentials": false
+                     *           "url_has_credentials": false,
+                     *           "standard_webhooks": false,
+                     *           "headers": {}
                      *         }
                      *       ],
                      *       "has_more": true
@@ -1066,6 +1088,12 @@ export interface operations {
                     };
                     /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
                     delivery_order?: "unordered" | "per_object";
+                    /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+                    standard_webhooks?: boolean;
+                    /** @description Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most 20 headers and 8192 bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names. */
+                    headers?: {
+                        [key: string]: string;
+                    } | null;
                 };
             };
         };
@@ -1106,6 +1134,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1170,7 +1200,9 @@ export interface operations {
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
-                     *       "url_has_credentials": false
+                     *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {}
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1255,6 +1287,12 @@ export interface operations {
                     status?: "enabled" | "disabled";
                     /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
                     delivery_order?: "unordered" | "per_object";
+                    /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
+                    standard_webhooks?: boolean;
+                    /** @description Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most 20 headers and 8192 bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names. */
+                    headers?: {
+                        [key: string]: string;
+                    } | null;
                 };
             };
         };
@@ -1293,7 +1331,9 @@ export interface operations {
                      *       "disabled_at": null,
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
-                     *       "url_has_credentials": false
+                     *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {}
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1303,6 +1343,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
@@ -1372,6 +1413,8 @@ export interface operations {
                      *       "previous_secret_expires_at": null,
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */

@@ -5,6 +5,8 @@ export interface Received {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
+  /** The headers with their names as sent (`headers` lower-cases them); a repeated name keeps its last value. */
+  rawHeaders: Record<string, string>;
   /** The exact bytes received. */
   raw: Buffer;
   at: number;
@@ -42,6 +44,7 @@ export async function startReceiver(
         method: req.method ?? '',
         path: req.url ?? '',
         headers: req.headers,
+        rawHeaders: Object.fromEntries(req.rawHeaders.flatMap((v, i, all) => (i % 2 === 0 ? [[v, all[i + 1]!]] : []))),
         raw: Buffer.concat(chunks),
         at: Date.now(),
       };

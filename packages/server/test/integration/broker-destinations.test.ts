@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
 import { connect as natsConnect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { Webhook } from 'standardwebhooks';
 import { verifyWebhook } from '../../../receiver/src/index.ts';
 import { startService, type TestService } from '../helpers/service.ts';
 import { payment, publish } from '../helpers/publish.ts';
@@ -56,8 +57,8 @@ afterAll(async () => {
   await nats?.close();
 });
 
-async function endpoint(url: string, key = p.keys.sandbox) {
-  const r = await svc.api(key, 'POST', '/api/v1/webhook_endpoints', { url, enabled_events: ['*'] });
+async function endpoint(url: string, key = p.keys.sandbox, extra: Record<string, unknown> = {}) {
+  const r = await svc.api(key, 'POST', '/api/v1/webhook_endpoints', { url, enabled_events: ['*'], ...extra });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body as { id: string; url: string; secret: string; url_has_credentials: boolean };
 }
@@ -171,6 +172,33 @@ describe('RabbitMQ (amqp://, publisher confirms)', () => {
     });
   });
 
+  it('an endpoint with standard_webhooks and custom headers: they are message headers too, and the standardwebhooks library verifies the message', async () => {
+    const e = await endpoint(`amqp://guest:guest@${RABBIT}/?exchange=${EXCHANGE}&routing_key=payments`, p.keys.sandbox, {
+      standard_webhooks: true,
+      headers: { 'X-Tenant': 'shop-1' },
+    });
+    const { event: ev } = await publish(svc.ctx, p.merchant_id, { type: 'payment.succeeded', object: payment() });
+    await worker.drain();
+    const msg = await nextMessage();
+    const headers = msg.properties.headers as Record<string, string>;
+    expect(headers).toMatchObject({ 'Service-Event-Id': ev.id, 'webhook-id': ev.id, 'X-Tenant': 'shop-1' });
+    expect(new Webhook(e.secret).verify(msg.content.toString('utf8'), headers)).toMatchObject({ id: ev.id });
+    expect(verifyWebhook({ secret: e.secret, body: msg.content, headers }).id).toBe(ev.id);
+    const d = await attemptsOf(ev.id, e.id);
+    expect(d.attempts[0]!.request_headers).toEqual({
+      'Content-Type': 'application/json',
+      'Service-Event-Id': ev.id,
+      'Service-Signature': headers['Service-Signature'],
+      'webhook-id': ev.id,
+      'webhook-timestamp': headers['webhook-timestamp'],
+      'webhook-signature': headers['webhook-signature'],
+      'X-Tenant': 'shop-1',
+    });
+    // The earlier endpoints on this queue got the event too: none of it is left for the next test.
+    await svc.api(p.keys.sandbox, 'DELETE', `/api/v1/webhook_endpoints/${e.id}`);
+    await ch.purgeQueue(QUEUE);
+  });
+
   it('a missing exchange, an unroutable message and refused credentials are failed attempts with the broker’s words; other exchanges keep working', async () => {
     const missing = await endpoint(`amqp://${RABBIT}/?exchange=no-such-exchange-${run}&routing_key=payments`);
     const unroutable = await endpoint(`amqp://${RABBIT}/?exchange=${EXCHANGE}&routing_key=nobody-binds-this`);
@@ -241,6 +269,27 @@ describe('NATS JetStream (nats://, stream acks)', () => {
     expect(headers['Service-Event-Id']).toBe(ev.id);
     expect(stored!.header.get('Content-Type')).toBe('application/json');
     expect(verifyWebhook({ secret: e.secret, body: Buffer.from(stored!.data), headers }).id).toBe(ev.id);
+  });
+
+  it('an endpoint with standard_webhooks and custom headers: they are message headers too, and the standardwebhooks library verifies the message', async () => {
+    const e = await endpoint(`nats://${NATS}?subject=${SUBJECT}.sw`, p.keys.sandbox, {
+      standard_webhooks: true,
+      headers: { 'X-Tenant': 'shop-2' },
+    });
+    const { event: ev } = await publish(svc.ctx, p.merchant_id, { type: 'payment.succeeded', object: payment() });
+    await worker.drain();
+    expect((await attemptsOf(ev.id, e.id)).state).toBe('delivered');
+    const stored = await jsm.streams.getMessage(STREAM, { last_by_subj: `${SUBJECT}.sw` });
+    const headers = Object.fromEntries(
+      ['Service-Event-Id', 'Service-Signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'X-Tenant'].map((h) => [
+        h,
+        stored!.header.get(h),
+      ]),
+    );
+    expect(headers).toMatchObject({ 'webhook-id': ev.id, 'X-Tenant': 'shop-2' });
+    expect(new Webhook(e.secret).verify(Buffer.from(stored!.data).toString('utf8'), headers)).toMatchObject({ id: ev.id });
+    expect(verifyWebhook({ secret: e.secret, body: Buffer.from(stored!.data), headers }).id).toBe(ev.id);
+    await svc.api(p.keys.sandbox, 'DELETE', `/api/v1/webhook_endpoints/${e.id}`);
   });
 
   it('a subject no stream captures is a failed attempt saying so', async () => {

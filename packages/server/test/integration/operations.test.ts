@@ -230,6 +230,8 @@ describe('auto-disable', () => {
     const p = await svc.platform();
     answers.set('/dying', { status: 500, body: 'down' });
     const dying = await endpoint(p, '/dying', ['payment.succeeded']);
+    // Its custom header (issue 36) reaches the event by name only: such values are often credentials.
+    await svc.api(p.keys.sandbox, 'PATCH', `/api/v1/webhook_endpoints/${dying.id}`, { headers: { Authorization: 'Bearer dying-token' } });
     const watcher = await endpoint(p, '/watcher', ['webhook_endpoint.disabled']);
     const everything = await endpoint(p, '/everything', ['*']);
     const paymentsOnly = await endpoint(p, '/payments-only', ['payment.succeeded']);
@@ -269,6 +271,8 @@ describe('auto-disable', () => {
       expect(event.data.object).toMatchObject({ id: dying.id, object: 'webhook_endpoint', status: 'disabled', disabled_reason: 'failing' });
       expect(event.data.object).not.toHaveProperty('secret');
       expect(got[0]!.raw.toString()).not.toContain('whsec_');
+      expect(event.data.object.headers).toEqual({ Authorization: '[redacted]' });
+      expect(got[0]!.raw.toString()).not.toContain('dying-token');
       expect(event.merchant_id).toBe(p.merchant_id);
       const secret = path === '/watcher' ? watcher.secret : everything.secret;
       expect(verifies(got[0]!, secret)).toEqual(BOTH);

@@ -97,7 +97,7 @@ describe('Merchant Portal in Chromium', () => {
     await page.getByRole('button', { name: 'Add endpoint' }).click();
     await page.getByText('you won’t see this again').waitFor();
     const secret = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
-    expect(secret).toMatch(/^whsec_[\w-]{43}$/);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9]{44}$/);
     await page.getByRole('button', { name: 'Copy', exact: true }).waitFor();
     const url = page.url();
     expect(url).toMatch(/\/portal\/webhooks\/endpoints\/we_/);
@@ -586,7 +586,7 @@ describe('Merchant Portal in Chromium', () => {
     await page.getByRole('button', { name: 'Roll secret', exact: true }).click();
     await expectText(page.getByRole('status'), 'Secret rolled');
     const fresh = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
-    expect(fresh).toMatch(/^whsec_[\w-]{43}$/);
+    expect(fresh).toMatch(/^whsec_[A-Za-z0-9]{44}$/);
     expect(fresh).not.toBe(ep.secret);
     await page.getByTestId('previous-secret').waitFor();
 
@@ -642,6 +642,50 @@ describe('Merchant Portal in Chromium', () => {
     await expectText(page.getByTestId('waiting-for'), blocking.id);
     await page.getByTestId('waiting-for').getByRole('link').click();
     await page.waitForURL(`**/webhooks/deliveries/${blocking.id}`);
+  });
+
+  it('issue 36: the edit form turns the Standard Webhooks headers on and sets custom headers; a refused header shows why; the delivery page lists both as sent', async () => {
+    const ep = await endpointOfA('sw-custom', { status: 200 });
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Also send Standard Webhooks headers').check();
+    await page.getByLabel('Custom headers').fill('X-Shop: eu-1\nAuthorization: Basic dXNlcjpwYXNz');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Endpoint saved.').waitFor();
+    await page.getByTestId('standard-webhooks').waitFor();
+    await expectText(page.getByTestId('custom-headers'), 'X-Shop, Authorization');
+    expect(await svc.ctx.endpoints.get(scopeA(), ep.id)).toMatchObject({
+      standard_webhooks: true,
+      headers: { 'X-Shop': 'eu-1', Authorization: 'Basic dXNlcjpwYXNz' },
+    });
+
+    // The form shows what it holds, and the server's reason for a header it refuses.
+    await page.getByRole('button', { name: 'Edit' }).click();
+    expect(await page.getByLabel('Custom headers').inputValue()).toBe('X-Shop: eu-1\nAuthorization: Basic dXNlcjpwYXNz');
+    await page.getByLabel('Custom headers').fill('Host: evil.example');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expectText(page.getByRole('alert'), "Header 'Host' is set by payhooks or by HTTP itself");
+    await page.getByLabel('Custom headers').fill('not a header line');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expectText(page.getByRole('alert'), 'Line 1 of the headers is not "Name: value".');
+    await page.getByRole('button', { name: 'Cancel' }).click();
+
+    const { event } = await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+    const sent = receiver.requests.find((r) => r.path === '/webhooks?sw-custom' && r.headers['service-event-id'] === event.id)!;
+    expect(sent.headers).toMatchObject({ 'x-shop': 'eu-1', 'webhook-id': event.id });
+    const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: ep.id })).data;
+    await page.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
+    await page.getByText('Request headers').click();
+    const headers = page.locator('[data-header]');
+    await expectText(headers.filter({ hasText: 'webhook-id' }), event.id);
+    await expectText(headers.filter({ hasText: 'webhook-timestamp' }), String(sent.headers['webhook-timestamp']));
+    await expectText(headers.filter({ hasText: 'X-Shop' }), 'eu-1');
+    const signature = String(sent.headers['webhook-signature']);
+    const b64 = signature.slice('v1,'.length);
+    const cell = page.locator('[data-header="webhook-signature"] dd');
+    expect(await cell.innerText()).toBe(`v1,${b64.slice(0, 8)}…${b64.slice(-6)}`);
+    expect(await cell.getAttribute('title')).toBe(signature);
   });
 
   it('issue 25: a broker endpoint made in the portal shows its URL without the credentials and says they are stored', async () => {

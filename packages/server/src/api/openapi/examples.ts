@@ -61,6 +61,8 @@ const endpoint = {
   previous_secret_expires_at: null,
   delivery_order: 'unordered',
   url_has_credentials: false,
+  standard_webhooks: false,
+  headers: {},
 };
 
 const attempt = {

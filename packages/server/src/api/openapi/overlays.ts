@@ -229,6 +229,7 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
   }),
   'PATCH /portal/api/endpoints/:id': portal('portalUpdateEndpoint', 'Update an endpoint', {
     200: json('The updated endpoint.', ref('WebhookEndpoint')),
+    409: error,
     422: error,
   }),
   'DELETE /portal/api/endpoints/:id': portal('portalDeleteEndpoint', 'Delete an endpoint', {

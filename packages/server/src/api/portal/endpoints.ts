@@ -8,13 +8,20 @@ import { sendTestEvent } from './test-event.ts';
 import { scopeOf } from '../../accounts/sessions.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { IdParams, endpointId } from './ids.ts';
-import { DeliveryOrder, rotateParameters } from '../v1/webhook-endpoints.ts';
+import { CustomHeadersInput, DeliveryOrder, StandardWebhooks, rotateParameters } from '../v1/webhook-endpoints.ts';
 
 const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 });
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
 const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
 const CreateBody = Type.Object(
-  { url: Url, enabled_events: EnabledEvents, description: Type.Optional(Description), delivery_order: Type.Optional(DeliveryOrder) },
+  {
+    url: Url,
+    enabled_events: EnabledEvents,
+    description: Type.Optional(Description),
+    delivery_order: Type.Optional(DeliveryOrder),
+    standard_webhooks: Type.Optional(StandardWebhooks),
+    headers: Type.Optional(CustomHeadersInput),
+  },
   { additionalProperties: false },
 );
 const UpdateBody = Type.Object(
@@ -24,6 +31,8 @@ const UpdateBody = Type.Object(
     description: Type.Optional(Description),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
     delivery_order: Type.Optional(DeliveryOrder),
+    standard_webhooks: Type.Optional(StandardWebhooks),
+    headers: Type.Optional(CustomHeadersInput),
   },
   { additionalProperties: false },
 );

@@ -43,14 +43,23 @@ export const AttemptSchema = Type.Object(
             traceparent: Type.Optional(
               Type.String({ description: "W3C trace context of the attempt's span: only when the service traced it (OpenTelemetry on)." }),
             ),
+            'webhook-id': Type.Optional(Type.String({ description: 'Standard Webhooks endpoints only: the event id.' })),
+            'webhook-timestamp': Type.Optional(
+              Type.String({ description: "Standard Webhooks endpoints only: Unix seconds, the same t as Service-Signature's." }),
+            ),
+            'webhook-signature': Type.Optional(
+              Type.String({ description: 'Standard Webhooks endpoints only: v1,<base64> per live secret, space-separated.' }),
+            ),
           },
-          { additionalProperties: false },
+          {
+            additionalProperties: Type.String({ description: "The endpoint's custom headers, as they were when the attempt was sent." }),
+          },
         ),
         Type.Null(),
       ],
       {
         description:
-          'The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type); null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field.',
+          "The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type), the endpoint's Standard Webhooks and custom headers included; null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field.",
       },
     ),
   },

@@ -4,6 +4,7 @@ import type { ServiceContext } from '../../context.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
 import { MAX_EXPIRE_PREVIOUS_IN } from '../../endpoints/service.ts';
+import { MAX_CUSTOM_HEADERS, MAX_CUSTOM_HEADER_BYTES } from '../../endpoints/custom-headers.ts';
 import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schemas.ts';
 import { EnabledEventTypeSchema } from './event-schemas.ts';
 import { IdempotencyHeaders, idempotentResponse } from './payment-schemas.ts';
@@ -23,6 +24,15 @@ const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
 export const DeliveryOrder = Type.Union([Type.Literal('unordered'), Type.Literal('per_object')], {
   description:
     'unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up.',
+});
+
+export const StandardWebhooks = Type.Boolean({
+  description:
+    "Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first.",
+});
+/** What a request may send: the names and values are checked by endpoints/custom-headers.ts, for their own error codes. */
+export const CustomHeadersInput = Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()], {
+  description: `Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most ${MAX_CUSTOM_HEADERS} headers and ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names.`,
 });
 
 const endpointProperties = {
@@ -55,6 +65,10 @@ const endpointProperties = {
   delivery_order: DeliveryOrder,
   url_has_credentials: Type.Boolean({
     description: 'A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them).',
+  }),
+  standard_webhooks: StandardWebhooks,
+  headers: Type.Record(Type.String(), Type.String(), {
+    description: 'Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none.',
   }),
 };
 
@@ -96,6 +110,8 @@ const CreateBody = Type.Object(
     description: Type.Optional(Description),
     metadata: Type.Optional(Metadata),
     delivery_order: Type.Optional(DeliveryOrder),
+    standard_webhooks: Type.Optional(StandardWebhooks),
+    headers: Type.Optional(CustomHeadersInput),
   },
   { additionalProperties: false },
 );
@@ -108,6 +124,8 @@ const UpdateBody = Type.Object(
     metadata: Type.Optional(Metadata),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
     delivery_order: Type.Optional(DeliveryOrder),
+    standard_webhooks: Type.Optional(StandardWebhooks),
+    headers: Type.Optional(CustomHeadersInput),
   },
   { additionalProperties: false },
 );
@@ -235,7 +253,7 @@ export const webhookEndpointRoutes =
           summary: 'Update a webhook endpoint',
           params: EndpointIdParams,
           body: UpdateBody,
-          response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The updated endpoint.' }), ...errorResponses(404, 422) },
+          response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The updated endpoint.' }), ...errorResponses(404, 409, 422) },
         },
       },
       async (req) => ctx.endpoints.update(req.scope, endpointId(req.params.id), req.body),

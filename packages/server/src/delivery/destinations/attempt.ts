@@ -1,4 +1,11 @@
-import { signPayloadWithSecrets } from '@payhooks/contract';
+import type { KeyObject } from 'node:crypto';
+import {
+  signPayloadWithSecrets,
+  signStandardWebhooks,
+  WEBHOOK_ID_HEADER,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+} from '@payhooks/contract';
 import type { BrokerCredentials, BrokerKind } from '../../endpoint-urls/broker-url.ts';
 import { ForbiddenAddressError } from '../safe-lookup.ts';
 
@@ -36,6 +43,18 @@ export interface AttemptResult {
   broker?: BrokerKind;
   /** The traceparent header the request carried (only while tracing, and only when a request was made). */
   traceparent?: string | null;
+  /** The webhook-signature header the request carried (Standard Webhooks endpoints only). */
+  webhookSignature?: string | null;
+  /** The endpoint's custom headers the request carried, as the JSON text stored with the endpoint. */
+  customHeaders?: string | null;
+}
+
+/** An endpoint's custom headers (endpoints/custom-headers.ts) as an attempt sends them. */
+export interface CustomHeaders {
+  /** As stored (`webhook_endpoints.headers::text`): the cache key, and what the attempt log keeps. */
+  readonly json: string;
+  /** Name, value, name, value…: added to the request's headers in this order. */
+  readonly flat: readonly string[];
 }
 
 export interface SendRequest {
@@ -49,6 +68,13 @@ export interface SendRequest {
   credentials?: BrokerCredentials | null;
   /** The attempt span's W3C traceparent (only while tracing): a header, or a message header. */
   traceparent?: string | undefined;
+  /**
+   * The Standard Webhooks keys of the live secrets (new first; a secret that has none is left
+   * out): when the endpoint asks for those headers. Null, absent or empty: no webhook-* headers.
+   */
+  webhookKeys?: readonly KeyObject[] | null;
+  /** The endpoint's custom headers; null or absent when it has none. */
+  headers?: CustomHeaders | null;
 }
 
 /**
@@ -64,6 +90,44 @@ export interface Destination {
 /** The `Service-Signature` value for the stored bytes, made at the attempt's start. */
 export function signAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): string {
   return signPayloadWithSecrets(req.secrets, Math.floor(startedAt.getTime() / 1000), bytes);
+}
+
+/**
+ * The `webhook-signature` value for the stored bytes (the same `t` as `signAttempt`'s, the event
+ * id as webhook-id), or null when the request carries no Standard Webhooks headers.
+ */
+export function signStandardAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): string | null {
+  const keys = req.webhookKeys;
+  if (!keys || keys.length === 0) return null;
+  return signStandardWebhooks({ v1: keys }, req.eventId, Math.floor(startedAt.getTime() / 1000), bytes);
+}
+
+/**
+ * Adds what an endpoint asked for beyond the contract's headers, in the order the delivery log
+ * shows them: the Standard Webhooks headers (with `webhookSignature` from signStandardAttempt),
+ * then the merchant's own, which the endpoint service refused to let override any header set
+ * here or by the destination.
+ */
+export function addEndpointHeaders(
+  headers: Record<string, string>,
+  req: SendRequest,
+  startedAt: Date,
+  webhookSignature: string | null,
+): Record<string, string> {
+  if (webhookSignature !== null) {
+    headers[WEBHOOK_ID_HEADER] = req.eventId;
+    headers[WEBHOOK_TIMESTAMP_HEADER] = String(Math.floor(startedAt.getTime() / 1000));
+    headers[WEBHOOK_SIGNATURE_HEADER] = webhookSignature;
+  }
+  const flat = req.headers?.flat;
+  if (flat) for (let i = 0; i < flat.length; i += 2) headers[flat[i]!] = flat[i + 1]!;
+  return headers;
+}
+
+/** What the log keeps of the endpoint's own headers on a result: the signature and the custom headers' text. */
+export function noteEndpointHeaders(result: AttemptResult, req: SendRequest, webhookSignature: string | null): void {
+  if (webhookSignature !== null) result.webhookSignature = webhookSignature;
+  if (req.headers) result.customHeaders = req.headers.json;
 }
 
 export function failed(startedAt: Date, durationMs: number, errorKind: ErrorKind, errorMessage: string): AttemptResult {

@@ -2,7 +2,17 @@ import { EVENT_ID_HEADER, SIGNATURE_HEADER } from '@payhooks/contract';
 import { BrokerUrlError, parseBrokerUrl, type BrokerKind } from '../../endpoint-urls/broker-url.ts';
 import type { DeadlineQueue, Deadline } from '../deadlines.ts';
 import type { Resolver } from '../safe-lookup.ts';
-import { classify, failed, signAttempt, type AttemptResult, type Destination, type SendRequest } from './attempt.ts';
+import {
+  addEndpointHeaders,
+  classify,
+  failed,
+  noteEndpointHeaders,
+  signAttempt,
+  signStandardAttempt,
+  type AttemptResult,
+  type Destination,
+  type SendRequest,
+} from './attempt.ts';
 import { BrokerRefusal, type BrokerDestination, type DialOptions } from './broker.ts';
 
 /** Broker connections idle this long are closed (the next attempt dials again). */
@@ -20,7 +30,8 @@ export interface BrokersOptions {
 
 /**
  * Every broker URL (amqp(s)://, nats://, tls://): the same bytes and signature as an HTTP POST,
- * the two headers as message headers. Success is the broker's confirmation within the attempt's
+ * the two headers as message headers (and, when the endpoint asks, the Standard Webhooks headers
+ * and its own headers, as message headers too). Success is the broker's confirmation within the attempt's
  * deadline; anything else fails the attempt, with the broker's words in the log.
  */
 export class BrokerDestinations implements Destination {
@@ -40,8 +51,10 @@ export class BrokerDestinations implements Destination {
     }
     const bytes = Buffer.from(req.body, 'utf8');
     const signature = signAttempt(req, startedAt, bytes);
+    const webhookSignature = signStandardAttempt(req, startedAt, bytes);
     const headers: Record<string, string> = { [EVENT_ID_HEADER]: req.eventId, [SIGNATURE_HEADER]: signature };
     if (req.traceparent) headers.traceparent = req.traceparent;
+    addEndpointHeaders(headers, req, startedAt, webhookSignature);
     let broker: BrokerDestination;
     try {
       broker = (await this.load())[target.kind];
@@ -77,6 +90,7 @@ export class BrokerDestinations implements Destination {
     result.requestSignature = signature;
     result.broker = target.kind;
     if (req.traceparent) result.traceparent = req.traceparent;
+    noteEndpointHeaders(result, req, webhookSignature);
     return result;
   }
 

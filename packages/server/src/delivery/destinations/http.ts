@@ -4,7 +4,17 @@ import { EVENT_ID_HEADER, SIGNATURE_HEADER } from '@payhooks/contract';
 import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from '../safe-lookup.ts';
 import { authority, describeProxy, targetResolver, tunnelConnector } from '../egress-proxy.ts';
 import { DeadlineQueue, type Deadline } from '../deadlines.ts';
-import { classify, failed, signAttempt, type AttemptResult, type Destination, type SendRequest } from './attempt.ts';
+import {
+  addEndpointHeaders,
+  classify,
+  failed,
+  noteEndpointHeaders,
+  signAttempt,
+  signStandardAttempt,
+  type AttemptResult,
+  type Destination,
+  type SendRequest,
+} from './attempt.ts';
 
 /** Bytes of a response body kept for the delivery log. */
 export const RESPONSE_BODY_LIMIT = 16 * 1024;
@@ -29,8 +39,9 @@ export interface HttpOptions {
 
 /**
  * HTTP endpoints (spec 4.2, 5.1): a POST of the stored bytes with `Service-Event-Id` and a
- * `Service-Signature` made now. Success is any 2xx status within the deadline; redirects are not
- * followed (a 3xx is a failure).
+ * `Service-Signature` made now (and, when the endpoint asks, the Standard Webhooks headers and its
+ * own headers). Success is any 2xx status within the deadline; redirects are not followed (a 3xx
+ * is a failure).
  */
 export class HttpDestination implements Destination {
   private readonly agent: Agent;
@@ -103,16 +114,18 @@ export class HttpDestination implements Destination {
     }
     let bytes: Buffer;
     let signature: string;
+    let webhookSignature: string | null;
     try {
       bytes = Buffer.from(req.body, 'utf8');
       signature = signAttempt(req, startedAt, bytes);
+      webhookSignature = signStandardAttempt(req, startedAt, bytes);
     } catch (err) {
       // No secret to sign with is a fault of ours, not the endpoint's: not an attempt outcome.
       return Promise.reject(err);
     }
     const target = url;
     return new Promise<AttemptResult>((resolve) => {
-      const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, signature, req.traceparent, resolve);
+      const handler = new AttemptHandler(startedAt, t0, this.options.timeoutMs, this.bodyGraces, signature, req, webhookSignature, resolve);
       handler.deadline = this.options.deadlines.add(() => handler.timeUp());
       const dispatch = (dispatcher: Dispatcher, origin: string, path: string, host?: string) => {
         const headers: Record<string, string> = req.traceparent
@@ -129,6 +142,8 @@ export class HttpDestination implements Destination {
               [EVENT_ID_HEADER]: req.eventId,
               [SIGNATURE_HEADER]: signature,
             };
+        // Most endpoints ask for neither: one check each, no more.
+        if (webhookSignature !== null || req.headers) addEndpointHeaders(headers, req, startedAt, webhookSignature);
         if (host) headers.host = host;
         dispatcher.dispatch({ origin, path, method: 'POST', headers, body: bytes }, handler);
       };
@@ -200,9 +215,10 @@ class AttemptHandler {
     private readonly t0: number,
     private readonly timeoutMs: number,
     private readonly graces: DeadlineQueue,
-    /** Kept in the log with the result, to show the request as it was sent. */
+    /** Kept in the log with the result, to show the request as it was sent (with the next two). */
     private readonly signature: string,
-    private readonly traceparent: string | undefined,
+    private readonly req: SendRequest,
+    private readonly webhookSignature: string | null,
     private readonly resolve: (result: AttemptResult) => void,
   ) {}
 
@@ -288,7 +304,9 @@ class AttemptHandler {
     this.grace?.cancel();
     this.chunks.length = 0;
     result.requestSignature = this.signature;
-    if (this.traceparent) result.traceparent = this.traceparent;
+    const { req } = this;
+    if (req.traceparent) result.traceparent = req.traceparent;
+    if (this.webhookSignature !== null || req.headers) noteEndpointHeaders(result, req, this.webhookSignature);
     this.resolve(result);
   }
 }
