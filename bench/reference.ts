@@ -40,6 +40,7 @@ import {
   latency,
   pipeline,
   publishRate,
+  rateCap,
   type CeilingResult,
   type DrainResult,
   type Env,
@@ -54,6 +55,7 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
     only: { type: 'string' },
     rate: { type: 'string' },
+    cap: { type: 'string' },
     long: { type: 'boolean', default: false },
   },
 });
@@ -386,6 +388,8 @@ function runners(env: Env) {
         timeoutMs,
       }),
     fanout: () => fanout(env, { endpoints: 1000, runs: SIZE.fanoutRuns, timeoutMs }),
+    /** One endpoint capped at 5/s beside 9 uncapped ones, 100 events each, two worker processes. */
+    ratecap: () => rateCap(env, { cap: Number(args.cap ?? 5), neighbours: 9, events: 100, workers: 2, timeoutMs }),
     'publish-http': () => publishHttp(env, { events: SIZE.publishHttp, apis: 1, batch: 50 }),
     fleet: () => scaleOut(env, { apis: [1, 2], workers: [1, 2, 4], events: SIZE.fleetEvents, endpoints: 10, timeoutMs }),
     /** Costs against stored history (bench/growth/scenario.ts): minutes, so only with --only. */
@@ -466,6 +470,7 @@ async function focused(run: ReturnType<typeof runners>, only: string[]): Promise
     fleet: run.fleet,
     brokers: run.brokers,
     tracing: run.tracing,
+    ratecap: run.ratecap,
     growth: run.growth,
   };
   const unknown = only.filter((o) => !(o in pick));

@@ -766,3 +766,86 @@ export async function ceiling(env: Env, o: { requests: number }): Promise<Ceilin
     cpu_per_request: { client_ms: round(done.cpu_ms / done.total, 3), receivers_ms: round(receiversMs / done.total, 3) },
   };
 }
+
+export interface RateCapResult {
+  cap_per_s: number;
+  worker_processes: number;
+  events: number;
+  neighbours: number;
+  /** Requests the capped endpoint received in each one-second window from its first arrival. */
+  capped_per_window: number[];
+  /** The most it received in any one second (windows starting at each of its arrivals). */
+  capped_busiest_second: number;
+  /** The same over the attempts' start times as the workers logged them. */
+  capped_busiest_second_at_sender: number;
+  capped_rate_per_s: number;
+  /** The neighbours together, over their own drain; and when the last of them had its backlog. */
+  neighbours_per_s: number;
+  neighbours_done_ms: number;
+  capped_done_ms: number;
+}
+
+/**
+ * One endpoint capped at `cap` requests a second beside `neighbours` uncapped ones, the same
+ * backlog for each, drained by `workers` worker processes: what the capped one receives per
+ * second at the receiver, and whether its neighbours run at full speed meanwhile.
+ */
+export async function rateCap(
+  env: Env,
+  o: { cap: number; neighbours: number; events: number; workers: number; timeoutMs: number },
+): Promise<RateCapResult> {
+  const db = await scratch(env, true);
+  try {
+    const urls = Array.from({ length: o.neighbours + 1 }, (_, i) => env.receivers.url(i));
+    const { merchantId, endpoints } = await setupPlatform(env, db, urls);
+    const setup = await openDatabase({ databaseUrl: db.url, dataDir: undefined, poolSize: 1 });
+    await setup.query('UPDATE webhook_endpoints SET max_requests_per_second = $1 WHERE id = $2', [o.cap, endpoints[0]!.id]);
+    await setup.close();
+    await publish(env, { mode: 'burst', target: 'payhooks', databaseUrl: db.url, merchantId, events: o.events, batch: 50, concurrency: 4 });
+    const a = env.receivers.arrivals;
+    a.reset();
+    const t0 = performance.timeOrigin + performance.now();
+    const workers = await startWorkers(env, db, o.workers, DEFAULT_WORKER_ENV);
+    const all = o.events * (o.neighbours + 1);
+    if (!(await a.waitFor(all, o.timeoutMs))) throw new Error(`ratecap: ${a.count} of ${all} deliveries arrived`);
+    await Promise.all(workers.map((w) => w.kill()));
+    // The same at the sender: each attempt's start as its worker logged it.
+    const database = await openDatabase({ databaseUrl: db.url, dataDir: undefined, poolSize: 1 });
+    const started = (
+      await database.query<{ ms: number }>(
+        `SELECT extract(epoch FROM a.started_at) * 1000 AS ms FROM delivery_attempts a
+         JOIN webhook_deliveries d ON d.id = a.delivery_id AND d.created_at = a.delivery_created_at
+         WHERE d.endpoint_id = $1 ORDER BY a.started_at`,
+        [endpoints[0]!.id],
+      )
+    ).map((r) => Number(r.ms));
+    await database.close();
+    const busiest = (ts: number[]) => Math.max(...ts.map((t) => ts.filter((u) => u >= t && u < t + 1000).length));
+    const cappedPath = new URL(urls[0]!).pathname;
+    const capped: number[] = [];
+    const others: number[] = [];
+    for (const [key, at] of a.at) (key.endsWith(`|${cappedPath}`) ? capped : others).push(at);
+    capped.sort((x, y) => x - y);
+    others.sort((x, y) => x - y);
+    const windows: number[] = [];
+    for (const t of capped) {
+      const w = Math.floor((t - capped[0]!) / 1000);
+      windows[w] = (windows[w] ?? 0) + 1;
+    }
+    return {
+      cap_per_s: o.cap,
+      worker_processes: o.workers,
+      events: o.events,
+      neighbours: o.neighbours,
+      capped_per_window: Array.from(windows, (n) => n ?? 0),
+      capped_busiest_second: busiest(capped),
+      capped_busiest_second_at_sender: busiest(started),
+      capped_rate_per_s: round((capped.length - 1) / ((capped.at(-1)! - capped[0]!) / 1000), 2),
+      neighbours_per_s: perSecond(others.length - 1, others.at(-1)! - others[0]!),
+      neighbours_done_ms: Math.round(others.at(-1)! - t0),
+      capped_done_ms: Math.round(capped.at(-1)! - t0),
+    };
+  } finally {
+    await drop(env, db);
+  }
+}

@@ -1,4 +1,4 @@
-import { createHmac, type KeyObject } from 'node:crypto';
+import { createHmac, sign, type KeyObject } from 'node:crypto';
 import { SECRET_PREFIX } from './ids.ts';
 
 /**
@@ -45,20 +45,32 @@ export function computeStandardWebhooksSignature(
   return hmac.digest('base64');
 }
 
-/**
- * Who signs a request's `webhook-signature`, one entry each, in this order. Only `v1` (the
- * shared secret's HMAC) so far: an asymmetric scheme (`v1a,<base64 ed25519>`) is one more
- * member here and one more loop below, with no change to the callers that sign only `v1`.
- */
+/** One `v1a` signature: base64(ed25519(privateKey, `${msgId}.${timestamp}.${rawBody}`)). */
+export function computeStandardWebhooksAsymmetricSignature(
+  privateKey: KeyObject,
+  msgId: string,
+  timestamp: number,
+  rawBody: string | Uint8Array,
+): string {
+  const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
+  return sign(null, Buffer.concat([Buffer.from(`${msgId}.${timestamp}.`, 'utf8'), body]), privateKey).toString('base64');
+}
+
+/** Who signs a request's `webhook-signature`, one entry each, in this order. */
 export interface StandardWebhooksSigners {
   /** The live secrets' keys (`standardWebhooksKey`), the new one first during a rotation. */
   v1: readonly (Uint8Array | KeyObject)[];
+  /**
+   * The endpoint's live ed25519 private keys when asymmetric signing is on, the new one first:
+   * Standard Webhooks' asymmetric scheme, verified with the `whpk_` public key alone.
+   */
+  v1a?: readonly KeyObject[] | undefined;
 }
 
 /**
  * The `webhook-signature` value: space-separated `<version>,<base64>` entries, one per signer
- * (two `v1` during a secret rotation's overlap, like `Service-Signature`'s two `v1=`); a
- * receiver accepts the request if any entry it knows matches.
+ * (two `v1` during a secret rotation's overlap, like `Service-Signature`'s two `v1=`; then one
+ * `v1a` per private key); a receiver accepts the request if any entry it knows matches.
  */
 export function signStandardWebhooks(
   signers: StandardWebhooksSigners,
@@ -66,10 +78,14 @@ export function signStandardWebhooks(
   timestamp: number,
   rawBody: string | Uint8Array,
 ): string {
-  const { v1 } = signers;
-  // One key but during an overlap: no joining (a worker signs every attempt).
-  if (v1.length === 1) return `v1,${computeStandardWebhooksSignature(v1[0]!, msgId, timestamp, rawBody)}`;
+  const { v1, v1a } = signers;
+  // One key and no asymmetric signing but during an overlap: no joining (a worker signs every attempt).
+  if (v1.length === 1 && (v1a === undefined || v1a.length === 0))
+    return `v1,${computeStandardWebhooksSignature(v1[0]!, msgId, timestamp, rawBody)}`;
   let header = '';
   for (const key of v1) header += `${header === '' ? '' : ' '}v1,${computeStandardWebhooksSignature(key, msgId, timestamp, rawBody)}`;
+  if (v1a)
+    for (const key of v1a)
+      header += `${header === '' ? '' : ' '}v1a,${computeStandardWebhooksAsymmetricSignature(key, msgId, timestamp, rawBody)}`;
   return header;
 }

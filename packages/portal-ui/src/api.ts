@@ -180,6 +180,7 @@ export const api = {
     description: string | null;
     standard_webhooks?: boolean;
     headers?: Record<string, string> | null;
+    asymmetric_signature?: boolean;
   }) => call<EndpointWithSecret>('POST', '/endpoints', input),
   updateEndpoint: (
     endpointId: string,
@@ -191,6 +192,8 @@ export const api = {
       delivery_order?: Endpoint['delivery_order'];
       standard_webhooks?: boolean;
       headers?: Record<string, string> | null;
+      max_requests_per_second?: Endpoint['max_requests_per_second'];
+      asymmetric_signature?: boolean;
     },
   ) => call<Endpoint>('PATCH', `/endpoints/${id(endpointId)}`, input),
   deleteEndpoint: (endpointId: string) => call<unknown>('DELETE', `/endpoints/${id(endpointId)}`),
@@ -198,6 +201,8 @@ export const api = {
     call<EndpointWithSecret>('POST', `/endpoints/${id(endpointId)}/rotate_secret`, {
       expire_previous_in: expirePreviousIn,
     }),
+  rotateSigningKey: (endpointId: string, expirePreviousIn: number) =>
+    call<Endpoint>('POST', `/endpoints/${id(endpointId)}/rotate_signing_key`, { expire_previous_in: expirePreviousIn }),
   sendTestEvent: (endpointId: string) => call<TestEvent>('POST', `/endpoints/${id(endpointId)}/test_event`),
   bulkReplayPreview: (endpointId: string, since: string) =>
     call<BulkReplayPreview>('GET', `/endpoints/${id(endpointId)}/bulk_replays/preview${qs({ since })}`),

@@ -1,4 +1,4 @@
-import { createSecretKey, randomBytes } from 'node:crypto';
+import { createSecretKey, generateKeyPairSync, randomBytes, verify } from 'node:crypto';
 import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
@@ -97,5 +97,21 @@ describe('signStandardWebhooks', () => {
     expect(new Webhook(newer).verify(body, headers)).toMatchObject({ id: 'evt_1' });
     expect(new Webhook(older).verify(body, headers)).toMatchObject({ id: 'evt_1' });
     expect(() => new Webhook(other).verify(body, headers)).toThrow(/No matching signature/);
+  });
+  it('v1a entries (ed25519 over `id.timestamp.body`) follow the v1 entries, one per private key; the library still verifies v1', () => {
+    const secret = `whsec_${randomBytes(33).toString('base64')}`;
+    const [a, b] = [generateKeyPairSync('ed25519'), generateKeyPairSync('ed25519')];
+    const body = '{"id":"evt_1"}';
+    const t = Math.floor(Date.now() / 1000);
+    const header = signStandardWebhooks({ v1: [standardWebhooksKey(secret)!], v1a: [a.privateKey, b.privateKey] }, 'evt_1', t, body);
+    const entries = header.split(' ');
+    expect(entries.map((e) => e.split(',')[0])).toEqual(['v1', 'v1a', 'v1a']);
+    const content = Buffer.from(`evt_1.${t}.${body}`);
+    expect(verify(null, content, a.publicKey, Buffer.from(entries[1]!.slice(4), 'base64'))).toBe(true);
+    expect(verify(null, content, b.publicKey, Buffer.from(entries[2]!.slice(4), 'base64'))).toBe(true);
+    expect(verify(null, content, a.publicKey, Buffer.from(entries[2]!.slice(4), 'base64'))).toBe(false);
+    const headers = { 'webhook-id': 'evt_1', 'webhook-timestamp': String(t), 'webhook-signature': header };
+    expect(new Webhook(secret).verify(body, headers)).toMatchObject({ id: 'evt_1' });
+    expect(signStandardWebhooks({ v1: [standardWebhooksKey(secret)!], v1a: [] }, 'evt_1', t, body)).toBe(entries[0]);
   });
 });

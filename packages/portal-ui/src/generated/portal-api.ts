@@ -159,6 +159,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/portal/api/endpoints/{id}/rotate_signing_key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Roll the ed25519 key pair (asymmetric_signature on) */
+        post: operations["portalRotateSigningKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/portal/api/endpoints/{id}/test_event": {
         parameters: {
             query?: never;
@@ -338,7 +355,7 @@ export interface paths {
         };
         /** The Platform's settings (admins) */
         get: operations["portalSettings"];
-        /** Change the Platform's settings (admins): the shop's name, two-factor sign-in required, the theme; fields left out stay */
+        /** Change the Platform's settings (admins): the shop's name, two-factor sign-in required, ed25519 signing for new endpoints, the theme; fields left out stay */
         put: operations["portalUpdateSettings"];
         post?: never;
         delete?: never;
@@ -631,6 +648,34 @@ export interface components {
          * @enum {string}
          */
         EnabledEventType: "*" | "payment.created" | "payment.requires_action" | "payment.under_review" | "payment.processing" | "payment.succeeded" | "payment.failed" | "payment.cancelled" | "payment.expired" | "checkout_session.completed" | "checkout_session.expired" | "webhook_endpoint.disabled";
+        /** @description An ed25519 public key that signs deliveries to the endpoint (v1a=). */
+        PublicKey: {
+            /** @enum {string} */
+            object: "public_key";
+            /** @description The JWK kid (RFC 7638 thumbprint). */
+            kid: string;
+            /** @description whpk_<base64 of the 32 key bytes>: what the receiver libraries take. */
+            public_key: string;
+            /** @description The public key as a JWK, as listed in the Platform JWKS document. */
+            jwk: {
+                /** @enum {string} */
+                kty: "OKP";
+                /** @enum {string} */
+                crv: "Ed25519";
+                /** @description base64url of the 32 public key bytes. */
+                x: string;
+                /** @description The RFC 7638 thumbprint of the key. */
+                kid: string;
+                /** @enum {string} */
+                use: "sig";
+                /** @enum {string} */
+                alg: "EdDSA";
+            };
+            /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+            created_at: string;
+            /** @description For a rotated-out key, when it stops signing (and leaves the JWKS); null for the current key. */
+            expires_at: string | null;
+        };
         /** @description A webhook endpoint: where and which events are delivered. Never carries its signing secret. */
         WebhookEndpoint: {
             /** @description Prefix we_ */
@@ -664,12 +709,20 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+            max_requests_per_second: number | null;
+            /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
+            paused_until: string | null;
             /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
             standard_webhooks: boolean;
             /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
             headers: {
                 [key: string]: string;
             };
+            /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
+            asymmetric_signature: boolean;
+            /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
+            public_keys: components["schemas"]["PublicKey"][];
         };
         /** @description A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it. */
         WebhookEndpointWithSecret: {
@@ -704,12 +757,20 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+            max_requests_per_second: number | null;
+            /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
+            paused_until: string | null;
             /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
             standard_webhooks: boolean;
             /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
             headers: {
                 [key: string]: string;
             };
+            /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
+            asymmetric_signature: boolean;
+            /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
+            public_keys: components["schemas"]["PublicKey"][];
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
             secret: string;
         };
@@ -749,6 +810,8 @@ export interface components {
             } & {
                 [key: string]: string;
             }) | null;
+            /** @description Milliseconds the attempt waited for the endpoint's max_requests_per_second before it was sent (0: it didn't wait); null when the endpoint had no cap. */
+            rate_limited_ms: number | null;
         };
         /** @description One event for one endpoint, with its attempt log. */
         WebhookDelivery: {
@@ -1811,6 +1874,26 @@ export interface operations {
                      *           "url_has_credentials": false,
                      *           "standard_webhooks": false,
                      *           "headers": {},
+                     *           "max_requests_per_second": null,
+                     *           "paused_until": null,
+                     *           "asymmetric_signature": true,
+                     *           "public_keys": [
+                     *             {
+                     *               "object": "public_key",
+                     *               "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *               "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *               "jwk": {
+                     *                 "kty": "OKP",
+                     *                 "crv": "Ed25519",
+                     *                 "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *                 "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *                 "use": "sig",
+                     *                 "alg": "EdDSA"
+                     *               },
+                     *               "created_at": "2026-01-31T12:00:00Z",
+                     *               "expires_at": null
+                     *             }
+                     *           ],
                      *           "stats": {
                      *             "attempts": 0,
                      *             "succeeded": 0,
@@ -1876,6 +1959,10 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
+                    /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+                    max_requests_per_second?: number | null;
+                    /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
+                    asymmetric_signature?: boolean;
                 };
             };
         };
@@ -1917,6 +2004,26 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ],
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1983,6 +2090,26 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ],
                      *       "stats": {
                      *         "attempts": 0,
                      *         "succeeded": 0,
@@ -2089,6 +2216,10 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
+                    /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+                    max_requests_per_second?: number | null;
+                    /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
+                    asymmetric_signature?: boolean;
                 };
             };
         };
@@ -2129,7 +2260,27 @@ export interface operations {
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
-                     *       "headers": {}
+                     *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -2203,6 +2354,26 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ],
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -2214,6 +2385,98 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalRotateSigningKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    expire_previous_in?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint, its new public key first in public_keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "we_3kT9xQ2mZ8pL4wR6",
+                     *       "object": "webhook_endpoint",
+                     *       "url": "https://shop.example/webhooks",
+                     *       "enabled_events": [
+                     *         "payment.succeeded",
+                     *         "payment.failed",
+                     *         "payment.expired",
+                     *         "checkout_session.completed"
+                     *       ],
+                     *       "description": "Order fulfilment",
+                     *       "metadata": {
+                     *         "team": "checkout"
+                     *       },
+                     *       "status": "enabled",
+                     *       "environment": "live",
+                     *       "created_at": "2026-01-31T12:00:00Z",
+                     *       "updated_at": "2026-01-31T12:00:00Z",
+                     *       "delivery_health": {
+                     *         "status": "healthy",
+                     *         "consecutive_timeouts": 0,
+                     *         "throttled_since": null
+                     *       },
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["HeadersTooLarge"];
@@ -2514,7 +2777,8 @@ export interface operations {
                      *             },
                      *             "error_kind": null,
                      *             "error_message": null,
-                     *             "worker_id": null
+                     *             "worker_id": null,
+                     *             "rate_limited_ms": null
                      *           }
                      *         }
                      *       ],
@@ -2615,7 +2879,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -2691,7 +2956,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -2771,7 +3037,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -2851,7 +3118,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ],
                      *       "event_type": "payment.succeeded",
@@ -2949,6 +3217,7 @@ export interface operations {
                      *       "display_name": "string",
                      *       "platform_name": "string",
                      *       "require_two_factor": true,
+                     *       "asymmetric_signature_default": true,
                      *       "theme": {
                      *         "accent_color": "string",
                      *         "name": "string",
@@ -2964,6 +3233,8 @@ export interface operations {
                         platform_name: string;
                         /** @description Every portal user must sign in with a second factor. */
                         require_two_factor: boolean;
+                        /** @description New endpoints created without asymmetric_signature sign with ed25519 too (existing endpoints keep theirs). */
+                        asymmetric_signature_default: boolean;
                         /** @description The portal's look inside the payment service's portal. */
                         theme: {
                             accent_color: string | null;
@@ -2995,6 +3266,7 @@ export interface operations {
                 "application/json": {
                     display_name?: string | null;
                     require_two_factor?: boolean;
+                    asymmetric_signature_default?: boolean;
                     theme?: {
                         accent_color?: string | null;
                         name?: string | null;
@@ -3017,6 +3289,7 @@ export interface operations {
                      *       "display_name": "string",
                      *       "platform_name": "string",
                      *       "require_two_factor": true,
+                     *       "asymmetric_signature_default": true,
                      *       "theme": {
                      *         "accent_color": "string",
                      *         "name": "string",
@@ -3032,6 +3305,8 @@ export interface operations {
                         platform_name: string;
                         /** @description Every portal user must sign in with a second factor. */
                         require_two_factor: boolean;
+                        /** @description New endpoints created without asymmetric_signature sign with ed25519 too (existing endpoints keep theirs). */
+                        asymmetric_signature_default: boolean;
                         /** @description The portal's look inside the payment service's portal. */
                         theme: {
                             accent_color: string | null;

@@ -10,6 +10,7 @@ const ACTIONS = [
   'webhook_endpoint.update',
   'webhook_endpoint.delete',
   'webhook_endpoint.rotate_secret',
+  'webhook_endpoint.rotate_signing_key',
   'webhook_endpoint.test_event',
   'webhook_endpoint.bulk_replay',
   'webhook_endpoint.auto_disable',

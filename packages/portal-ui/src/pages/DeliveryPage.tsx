@@ -219,6 +219,11 @@ function AttemptItem({ attempt: a, broker }: { attempt: Attempt; broker: boolean
         )}
         <span className="muted">{a.duration_ms} ms</span>
       </div>
+      {a.rate_limited_ms !== null && a.rate_limited_ms > 0 && (
+        <p className="muted small" data-testid="rate-limited">
+          Waited {a.rate_limited_ms} ms for the endpoint's limit of requests per second before it was sent.
+        </p>
+      )}
       {(a.error_kind || a.error_message) && (
         <p className="attempt-error">
           Error: {a.error_kind}

@@ -14,6 +14,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
   const [types, setTypes] = useState<string[]>([]);
   const [standardWebhooks, setStandardWebhooks] = useState(false);
   const [headerLines, setHeaderLines] = useState('');
+  const [asymmetric, setAsymmetric] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
 
@@ -40,6 +41,8 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
         description: description.trim() || null,
         standard_webhooks: standardWebhooks,
         headers: parsed.headers,
+        // Left unticked, the Platform's default decides.
+        ...(asymmetric ? { asymmetric_signature: true } : {}),
       });
       rememberSecret(created.id, created.secret!);
       navigate(`/webhooks/endpoints/${created.id}`, { replace: true });
@@ -84,6 +87,11 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
           headerLines={headerLines}
           onHeaderLines={setHeaderLines}
         />
+        <label className="check">
+          <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519 (a public
+          key verifies it)
+        </label>
+        <p className="hint">Left unticked, your Platform’s default applies. You can change it later under Edit.</p>
         <div className="actions">
           <button type="submit" className="primary" disabled={busy || types.length === 0}>
             {busy ? 'Adding…' : 'Add endpoint'}

@@ -8,7 +8,7 @@ import { formatHeaderLines, parseHeaderLines } from '../header-lines.ts';
 import { latestOnly } from '../latest.ts';
 import { Link, navigate } from '../router.tsx';
 import { useSession } from '../session.tsx';
-import { Confirm, Crumbs, CopyId, ErrorBox, Loading, Notice, StatusBadge, SuccessChart, Time } from '../ui.tsx';
+import { Confirm, Crumbs, CopyId, ErrorBox, Loading, Notice, ScrollTable, StatusBadge, SuccessChart, Time } from '../ui.tsx';
 
 /** Reads after Send test event: 10 at 1 s, then 22 at 5 s (about two minutes). */
 const TEST_EVENT_POLLS = 32;
@@ -17,6 +17,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
   const [endpoint, setEndpoint] = useState<Endpoint | null>(null);
   const [secret, setSecret] = useState(() => takeSecret(id));
   const [rolling, setRolling] = useState(false);
+  const [rollingKey, setRollingKey] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [editing, setEditing] = useState(false);
@@ -108,6 +109,17 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
               Ordered per object: the events about one payment or checkout session are sent one at a time, in the order they happened.
             </p>
           )}
+          {endpoint.max_requests_per_second !== null && (
+            <p className="muted small" data-testid="rate-cap">
+              At most {endpoint.max_requests_per_second} requests a second: under a backlog, deliveries wait for their turn.
+            </p>
+          )}
+          {endpoint.paused_until && (
+            <p className="muted small" data-testid="paused-until">
+              Paused until <Time iso={endpoint.paused_until} />: the endpoint asked to be retried later (429 or 503 with Retry-After).
+              Deliveries due meanwhile go when the pause ends.
+            </p>
+          )}
           {endpoint.standard_webhooks && (
             <p className="muted small" data-testid="standard-webhooks">
               Standard Webhooks headers on: each delivery also carries webhook-id, webhook-timestamp and webhook-signature.
@@ -187,6 +199,11 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
           <button type="button" onClick={() => setRolling(true)} aria-expanded={rolling}>
             Roll secret…
           </button>
+          {endpoint.asymmetric_signature && (
+            <button type="button" onClick={() => setRollingKey(true)} aria-expanded={rollingKey}>
+              Roll signing key…
+            </button>
+          )}
           <span className="spacer" />
           <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
             Delete…
@@ -194,8 +211,28 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         </div>
       )}
 
+      {developer && rollingKey && endpoint.asymmetric_signature && (
+        <RollSecretForm
+          what="key"
+          busy={busy}
+          onCancel={() => setRollingKey(false)}
+          onRoll={(expireIn) =>
+            void act(
+              async () => {
+                setEndpoint({ ...endpoint, ...(await api.rotateSigningKey(id, expireIn)) });
+                setRollingKey(false);
+              },
+              expireIn === 0
+                ? 'Signing key rolled: only the new key signs from now on.'
+                : 'Signing key rolled: deliveries carry a signature by each key until the previous one expires.',
+            )
+          }
+        />
+      )}
+
       {developer && rolling && (
         <RollSecretForm
+          what="secret"
           busy={busy}
           onCancel={() => setRolling(false)}
           onRoll={(expireIn) =>
@@ -246,6 +283,8 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         />
       )}
 
+      {endpoint.asymmetric_signature && <PublicKeys keys={endpoint.public_keys} />}
+
       <div className="grid2">
         <div className="card">
           <h2>Event types</h2>
@@ -285,27 +324,77 @@ const OVERLAPS: Array<{ seconds: number; label: string }> = [
   { seconds: 7 * 86_400, label: 'In 7 days' },
 ];
 
-/** "Roll secret": a new secret now; the old one keeps signing for the chosen overlap. */
-function RollSecretForm({ busy, onRoll, onCancel }: { busy: boolean; onRoll: (expireIn: number) => void; onCancel: () => void }) {
+/** The ed25519 public keys that sign (new first): what a receiver verifies the v1a= entries with. */
+function PublicKeys({ keys }: { keys: Endpoint['public_keys'] }) {
+  return (
+    <section className="card" aria-label="Public keys">
+      <h2>Public keys (ed25519)</h2>
+      <p className="muted small">
+        Each delivery’s Service-Signature carries a v1a= signature per key below. Give your receiver the whpk_ key, or let it fetch your
+        Platform’s JWKS document and pick the key by kid. They are public: no secret is needed to verify.
+      </p>
+      <ScrollTable>
+        <thead>
+          <tr>
+            <th>Public key</th>
+            <th>kid</th>
+            <th>Created</th>
+            <th>Stops signing</th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map((k) => (
+            <tr key={k.kid} data-kid={k.kid}>
+              <td>
+                <CopyId id={k.public_key} label="public key" />
+              </td>
+              <td>
+                <CopyId id={k.kid} label="kid" />
+              </td>
+              <td>
+                <Time iso={k.created_at} />
+              </td>
+              <td>{k.expires_at ? <Time iso={k.expires_at} /> : <span className="muted">Current key</span>}</td>
+            </tr>
+          ))}
+        </tbody>
+      </ScrollTable>
+    </section>
+  );
+}
+
+/** "Roll secret" or "Roll signing key": a new one now; the old one keeps signing for the chosen overlap. */
+function RollSecretForm({
+  what,
+  busy,
+  onRoll,
+  onCancel,
+}: {
+  what: 'secret' | 'key';
+  busy: boolean;
+  onRoll: (expireIn: number) => void;
+  onCancel: () => void;
+}) {
   const [expireIn, setExpireIn] = useState(86_400);
+  const noun = what === 'secret' ? 'secret' : 'key';
   return (
     <form
       className="card confirm"
-      aria-labelledby="roll-title"
+      aria-labelledby={`roll-${what}-title`}
       onKeyDown={(e) => e.key === 'Escape' && onCancel()}
       onSubmit={(e) => {
         e.preventDefault();
         onRoll(expireIn);
       }}
     >
-      <h2 id="roll-title">Roll the signing secret?</h2>
+      <h2 id={`roll-${what}-title`}>{what === 'secret' ? 'Roll the signing secret?' : 'Roll the ed25519 signing key?'}</h2>
       <p>
-        A new secret signs every delivery from now on. Until the old one expires, each delivery carries a signature by both, so your
-        receiver keeps verifying while you deploy the new secret.
+        A new {noun} signs every delivery from now on. Until the old one expires, each delivery carries a signature by both, so your
+        receiver keeps verifying while you deploy the new {what === 'secret' ? 'secret' : 'public key'}.
       </p>
       <label>
-        Old secret expires{' '}
-        <select value={expireIn} onChange={(e) => setExpireIn(Number(e.target.value))} aria-label="Old secret expires">
+        Old {noun} expires{' '}
+        <select value={expireIn} onChange={(e) => setExpireIn(Number(e.target.value))} aria-label={`Old ${noun} expires`}>
           {OVERLAPS.map((o) => (
             <option key={o.seconds} value={o.seconds}>
               {o.label}
@@ -315,7 +404,7 @@ function RollSecretForm({ busy, onRoll, onCancel }: { busy: boolean; onRoll: (ex
       </label>
       <div className="actions">
         <button type="submit" className="primary" disabled={busy}>
-          Roll secret
+          {what === 'secret' ? 'Roll secret' : 'Roll signing key'}
         </button>
         <button type="button" onClick={onCancel}>
           Cancel
@@ -380,6 +469,8 @@ function EditForm({
   const [ordered, setOrdered] = useState(endpoint.delivery_order === 'per_object');
   const [standardWebhooks, setStandardWebhooks] = useState(endpoint.standard_webhooks);
   const [headerLines, setHeaderLines] = useState(() => formatHeaderLines(endpoint.headers));
+  const [rate, setRate] = useState(endpoint.max_requests_per_second === null ? '' : String(endpoint.max_requests_per_second));
+  const [asymmetric, setAsymmetric] = useState(endpoint.asymmetric_signature);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     api.catalog().then(setCatalog, setError);
@@ -401,6 +492,9 @@ function EditForm({
           delivery_order: ordered ? 'per_object' : 'unordered',
           standard_webhooks: standardWebhooks,
           headers: parsed.headers,
+          // Empty is no cap; anything else goes as typed, and the server says what is wrong with it.
+          max_requests_per_second: rate.trim() === '' ? null : Number(rate.trim()),
+          asymmetric_signature: asymmetric,
         }),
       );
     } catch (err) {
@@ -431,6 +525,25 @@ function EditForm({
         headerLines={headerLines}
         onHeaderLines={setHeaderLines}
       />
+      <label htmlFor="edit-rate">Most requests per second</label>
+      <input
+        id="edit-rate"
+        type="number"
+        min={1}
+        max={10000}
+        step={1}
+        placeholder="No limit"
+        value={rate}
+        onChange={(e) => setRate(e.target.value)}
+      />
+      <p className="muted small">Empty for no limit. Under a backlog, deliveries to this endpoint wait for their turn.</p>
+      <label className="check">
+        <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519
+      </label>
+      <p className="muted small">
+        Deliveries then carry a signature your receiver verifies with a public key alone (shown on this page and in your Platform’s JWKS
+        document), beside the one made with the signing secret.
+      </p>
       <div className="actions">
         <button type="submit" className="primary" disabled={types.length === 0}>
           Save

@@ -38,6 +38,7 @@ export function Settings() {
   const [settings, setSettings] = useState<ShopSettings | null>(null);
   const [name, setName] = useState('');
   const [requireTwoFactor, setRequireTwoFactor] = useState(false);
+  const [asymmetricDefault, setAsymmetricDefault] = useState(false);
   const [theme, setTheme] = useState<Theme>(session.theme);
   const [error, setError] = useState<unknown>(null);
   const [logoError, setLogoError] = useState<string | null>(null);
@@ -48,6 +49,7 @@ export function Settings() {
     setSettings(s);
     setName(s.display_name ?? '');
     setRequireTwoFactor(s.require_two_factor);
+    setAsymmetricDefault(s.asymmetric_signature_default);
     setTheme(s.theme);
   }, []);
   useEffect(() => {
@@ -65,6 +67,7 @@ export function Settings() {
     const displayName = name.trim() === '' ? null : name.trim();
     if (displayName !== s.display_name) c.display_name = displayName;
     if (requireTwoFactor !== s.require_two_factor) c.require_two_factor = requireTwoFactor;
+    if (asymmetricDefault !== s.asymmetric_signature_default) c.asymmetric_signature_default = asymmetricDefault;
     const t: NonNullable<SettingsChange['theme']> = {};
     if (theme.accent_color !== s.theme.accent_color) t.accent_color = theme.accent_color;
     const themeName = theme.name?.trim() ? theme.name.trim() : null;
@@ -139,6 +142,18 @@ export function Settings() {
             </p>
           </div>
         )}
+
+        <div className="card form">
+          <h2>Webhook signatures</h2>
+          <label className="check">
+            <input type="checkbox" checked={asymmetricDefault} onChange={(e) => edit(() => setAsymmetricDefault(e.target.checked))} /> Sign
+            new endpoints with ed25519 too
+          </label>
+          <p className="muted small">
+            Endpoints added from now on (unless added with it off) also carry a signature receivers verify with a public key, listed in your
+            Platform’s JWKS document at <code>/platforms/{session.platform.id}/jwks.json</code>. Existing endpoints keep their setting.
+          </p>
+        </div>
 
         <fieldset className="card form theme-fields">
           <legend>

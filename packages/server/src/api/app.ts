@@ -12,10 +12,11 @@ import { errorHandler } from './errors.ts';
 import { clientErrorHandler, connectHandler, requireHost } from './client-errors.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { healthRoutes } from './health.ts';
+import { jwksRoutes } from './jwks.ts';
 import { connectRedis, installRateLimits } from './rate-limit.ts';
 import { sharedCounters } from './window-counters.ts';
 import { ErrorSchema } from './v1/schemas.ts';
-import { CreatedEndpointSchema, WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpoints.ts';
+import { CreatedEndpointSchema, PublicKeySchema, WebhookEndpointSchema, webhookEndpointRoutes } from './v1/webhook-endpoints.ts';
 import { AttemptSchema, DeliverySchema, webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
 import { EnabledEventTypeSchema, EventSchema, EventTypeSchema } from './v1/event-schemas.ts';
 import { openApiRoutes, SECURITY_SCHEMES } from './openapi/routes.ts';
@@ -76,6 +77,7 @@ const SHARED_SCHEMAS = [
   ErrorSchema,
   EventTypeSchema,
   EnabledEventTypeSchema,
+  PublicKeySchema,
   WebhookEndpointSchema,
   CreatedEndpointSchema,
   AttemptSchema,
@@ -259,6 +261,12 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     { prefix: '/internal/v1' },
   );
   await app.register(faviconRoutes);
+  await app.register(
+    jwksRoutes(
+      ctx,
+      rateLimits.limit('jwks', rule, (req) => req.ip, 'Too many JWKS requests from this address'),
+    ),
+  );
   await app.register(checkoutPageRoutes(ctx));
   // `payhooks listen`: sessions live in the process holding their stream; on PostgreSQL the
   // hand-over reaches it from any API process (devtools/listen-sessions.ts, listen-relays.ts).

@@ -15,6 +15,8 @@ export const platforms = pgTable('platforms', {
   requireTwoFactor: boolean('require_two_factor').notNull().default(false),
   /** 0022: the portal's look when embedded (tenancy/portal-theme.ts). */
   portalTheme: jsonb('portal_theme').$type<Record<string, unknown>>().notNull().default({}),
+  /** 0024: new endpoints sign with ed25519 too unless created with `asymmetric_signature: false`. */
+  asymmetricSignatureDefault: boolean('asymmetric_signature_default').notNull().default(false),
 });
 
 export const merchants = pgTable('merchants', {
@@ -75,6 +77,23 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   standardWebhooks: boolean('standard_webhooks').notNull().default(false),
   /** 0023: the merchant's own request headers, name to value (endpoints/custom-headers.ts); null: none. */
   headers: jsonb('headers').$type<Record<string, string>>(),
+  /** 0025: a 429/503 with Retry-After stops automatic attempts until then (delivery/pause.ts). */
+  pausedUntil: ts('paused_until'),
+  /** 0025: the merchant's cap on requests per second (null: uncapped; delivery/rate-cap.ts). */
+  maxRequestsPerSecond: integer('max_requests_per_second'),
+  /** 0025: the earliest start of the cap's next request (written by payhooks.reserve_rate only). */
+  rateNextAt: ts('rate_next_at'),
+  /** 0024: also signed with ed25519 (`v1a=`), by the key pair below (kept while the flag is off). */
+  asymmetricSignature: boolean('asymmetric_signature').notNull().default(false),
+  /** 0024: the sealed PKCS#8 private key (never shown) and its public key (a JWK's `x`, in clear). */
+  signingKeyCiphertext: text('signing_key_ciphertext'),
+  signingPublicKey: text('signing_public_key'),
+  signingKeyCreatedAt: ts('signing_key_created_at'),
+  /** 0024: the rotated-out key pair, still signing until `previousSigningKeyExpiresAt`. */
+  previousSigningKeyCiphertext: text('previous_signing_key_ciphertext'),
+  previousSigningPublicKey: text('previous_signing_public_key'),
+  previousSigningKeyCreatedAt: ts('previous_signing_key_created_at'),
+  previousSigningKeyExpiresAt: ts('previous_signing_key_expires_at'),
 });
 
 export type DeliveryOrder = 'unordered' | 'per_object';
@@ -232,6 +251,8 @@ export const deliveryAttempts = pgTable(
     requestWebhookSignature: text('request_webhook_signature'),
     /** 0023: the endpoint's custom headers it was sent with, as JSON text (null: none). */
     requestCustomHeaders: text('request_custom_headers'),
+    /** 0025: how long it waited for the endpoint's max_requests_per_second (null: no cap). */
+    rateLimitedMs: integer('rate_limited_ms'),
   },
   (t) => [
     primaryKey({ name: 'delivery_attempts_pkey', columns: [t.id, t.deliveryCreatedAt] }),

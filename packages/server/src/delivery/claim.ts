@@ -25,6 +25,10 @@ export interface ClaimedDelivery {
   standard_webhooks: boolean;
   /** The endpoint's custom headers as JSON text (`headers::text`: parsed once per text by the worker), else null. */
   custom_headers: string | null;
+  /** The sealed ed25519 private key while asymmetric signing is on, else null. */
+  signing_key_ciphertext: string | null;
+  /** The rotated-out private key while it still signs (flag on, expiry checked here), else null. */
+  previous_signing_key_ciphertext: string | null;
   endpoint_status: EndpointStatus;
   /** The endpoint is throttled to one attempt at a time (fairness.ts). */
   endpoint_throttled: boolean;
@@ -32,6 +36,10 @@ export interface ClaimedDelivery {
   endpoint_deleted: boolean;
   /** Taken over from an expired lease: an `interrupted` attempt was logged for the old holder. */
   interrupted: boolean;
+  /** The endpoint's max_requests_per_second (rate-cap.ts), null when uncapped. */
+  endpoint_rate: number | null;
+  /** While a Retry-After pause runs (pause.ts), its end; else null. */
+  endpoint_paused_until: Date | null;
 }
 
 /**
@@ -73,8 +81,8 @@ export interface ClaimedDelivery {
  *   counted in `attempt_count` (`bumped`), not in the automatic budget. Only takeovers pay for
  *   this; a normal claim's row has no token and neither CTE writes anything.
  * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secrets,
- *   status, whether it wants the Standard Webhooks headers, its custom headers) so sending needs
- *   no further query.
+ *   status, whether it wants the Standard Webhooks headers, its custom headers, its rate cap, a
+ *   Retry-After pause still running) so sending needs no further query.
  *
  * Exported for test/integration/claim-plan.postgres.test.ts, which reads its plan.
  */
@@ -157,8 +165,13 @@ SELECT c.id, c.event_id, c.endpoint_id, c.platform_id,
        c.prev_token IS NOT NULL AS interrupted,
        e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
+       CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
+       CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > $1 THEN w.previous_signing_key_ciphertext END
+         AS previous_signing_key_ciphertext,
        w.status AS endpoint_status, w.deleted_at IS NOT NULL AS endpoint_deleted,
-       w.throttled_at IS NOT NULL AS endpoint_throttled, w.standard_webhooks, w.headers::text AS custom_headers
+       w.throttled_at IS NOT NULL AS endpoint_throttled, w.standard_webhooks, w.headers::text AS custom_headers,
+       w.max_requests_per_second AS endpoint_rate,
+       CASE WHEN w.paused_until > $1 THEN w.paused_until END AS endpoint_paused_until
 FROM claimed c
 JOIN webhook_deliveries d ON d.id = c.id AND d.created_at = c.created_at
 LEFT JOIN bumped b ON b.id = c.id
@@ -214,6 +227,7 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
   r.endpoint_throttled = bool(r.endpoint_throttled);
   r.interrupted = bool(r.interrupted);
   r.standard_webhooks = bool(r.standard_webhooks);
+  if (r.endpoint_rate !== null) r.endpoint_rate = Number(r.endpoint_rate);
   return r;
 }
 

@@ -37,13 +37,13 @@ WITH v AS (
   SELECT id, token, state, to_timestamp(next_attempt_ms / 1000) AS next_attempt_at, succeeded,
          to_timestamp(started_ms / 1000) AS started_at, duration_ms, status_code, response_body, error_kind,
          error_message, attempt_id, trigger, request_signature, broker, trace_parent, request_webhook_signature,
-         request_custom_headers
+         request_custom_headers, rate_limited_ms
   FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::boolean[], $6::float8[],
               $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $16::text[],
-              $17::text[], $18::text[], $19::text[], $20::text[])
+              $17::text[], $18::text[], $19::text[], $20::text[], $21::int[])
     AS v(id, token, state, next_attempt_ms, succeeded, started_ms, duration_ms, status_code,
          response_body, error_kind, error_message, attempt_id, trigger, request_signature, broker, trace_parent,
-         request_webhook_signature, request_custom_headers)
+         request_webhook_signature, request_custom_headers, rate_limited_ms)
 ), held AS (
   -- Each outcome's queue row, locked, found from the batch's side: a LATERAL subquery with
   -- LIMIT 1 can't be flattened, so the queue is probed by primary key once per outcome, whatever
@@ -113,10 +113,11 @@ WITH v AS (
 )
 INSERT INTO delivery_attempts (id, delivery_id, attempt_number, trigger, succeeded, started_at, duration_ms,
                                status_code, response_body, error_kind, error_message, delivery_created_at, request_signature,
-                               broker, trace_parent, request_webhook_signature, request_custom_headers)
+                               broker, trace_parent, request_webhook_signature, request_custom_headers,
+                               rate_limited_ms)
 SELECT v.attempt_id, v.id, u.attempt_count, v.trigger, v.succeeded, v.started_at, v.duration_ms,
        v.status_code, v.response_body, v.error_kind, v.error_message, u.created_at, v.request_signature,
-       v.broker, v.trace_parent, v.request_webhook_signature, v.request_custom_headers
+       v.broker, v.trace_parent, v.request_webhook_signature, v.request_custom_headers, v.rate_limited_ms
 FROM updated u JOIN v ON v.id = u.id
 RETURNING delivery_id, attempt_number, id`;
 
@@ -132,7 +133,7 @@ export interface RecordedAttempt {
  */
 export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
   const n = outcomes.length;
-  const cols = Array.from({ length: 18 }, () => new Array<string | number | boolean | null>(n));
+  const cols = Array.from({ length: 19 }, () => new Array<string | number | boolean | null>(n));
   for (let i = 0; i < n; i++) {
     const o = outcomes[i]!;
     const r = o.result;
@@ -154,6 +155,7 @@ export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
     cols[15]![i] = r.traceparent ?? null;
     cols[16]![i] = r.webhookSignature ?? null;
     cols[17]![i] = r.customHeaders ?? null;
+    cols[18]![i] = r.rateLimitedMs ?? null;
   }
   // $14 and $15 sit between the columns ($13 and $16): the statement grew by appending.
   const literals = cols.map(arrayLiteral);

@@ -37,6 +37,7 @@ import { USER_AGENT } from './destinations/http.ts';
 import type { Sender } from './sender.ts';
 import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import { sendTraced } from './attempt-span.ts';
+import { openPrivateKeys } from './signing-keys.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { OpenedSecret, webhookKeysOf } from './signing-keys.ts';
@@ -60,6 +61,8 @@ export interface ApiAttempt {
   worker_id: string | null;
   /** The request's headers as sent; null when no request was made (or it predates their logging). */
   request_headers: RequestHeaders | null;
+  /** How long it waited for the endpoint's max_requests_per_second, ms; null when the endpoint had no cap. */
+  rate_limited_ms: number | null;
 }
 
 /** An HTTP request's headers; a broker message's are the same without User-Agent. */
@@ -116,6 +119,7 @@ function toApiAttempt(a: AttemptRow, eventId: string): ApiAttempt {
     error_message: a.errorMessage,
     worker_id: a.workerId,
     request_headers: requestHeaders(a, eventId),
+    rate_limited_ms: a.rateLimitedMs ?? null,
   };
 }
 
@@ -216,7 +220,10 @@ SELECT f.id, f.event_id, f.endpoint_id, f.state, f.next_attempt_at, f.was_queued
        coalesce((SELECT b.attempt_count FROM bumped b), f.attempt_count) AS attempt_count,
        e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
        CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
-       w.standard_webhooks, w.headers::text AS custom_headers
+       w.standard_webhooks, w.headers::text AS custom_headers,
+       CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
+       CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > $7 THEN w.previous_signing_key_ciphertext END
+         AS previous_signing_key_ciphertext
 FROM free f JOIN leased l ON l.delivery_id = f.id
 -- The event by its full primary key, never by created_at alone (see the same join in claim.ts).
 CROSS JOIN LATERAL (
@@ -461,6 +468,8 @@ export class DeliveryService {
       url_credentials_ciphertext: string | null;
       secret_ciphertext: string;
       previous_secret_ciphertext: string | null;
+      signing_key_ciphertext: string | null;
+      previous_signing_key_ciphertext: string | null;
       endpoint_deleted_at: Date | null;
       standard_webhooks: boolean | string;
       custom_headers: string | null;
@@ -493,6 +502,7 @@ export class DeliveryService {
         ? decodeCredentials(this.secrets.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
         : null;
       const standardWebhooks = row.standard_webhooks === true || row.standard_webhooks === 't';
+      const privateKeys = openPrivateKeys(this.secrets, row);
       const result = await sendTraced(
         this.sender,
         row,
@@ -505,6 +515,7 @@ export class DeliveryService {
           credentials,
           webhookKeys: standardWebhooks ? webhookKeysOf(current, previous) : null,
           headers: row.custom_headers === null ? null : parseCustomHeaders(row.custom_headers),
+          privateKeys,
         },
         false,
       );

@@ -14,12 +14,19 @@ import { sendTraced } from './attempt-span.ts';
 import { traced } from '../telemetry/tracing.ts';
 import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
+import { PAUSE_CHANNEL, parsePauseNotice, pauseEndpoint } from './pause.ts';
+import { PAUSING_STATUSES, retryAfterMs } from './retry-after.ts';
+import { RATE_LATE_MS, reserveRate } from './rate-cap.ts';
 
 interface EndpointSlot {
   running: number;
   waiting: Array<{ row: ClaimedDelivery; token: string }>;
   cap: number;
   timeouts: number;
+  /** max_requests_per_second as of the last claim (rate-cap.ts); null: uncapped. */
+  rate: number | null;
+  /** A rate reservation for this endpoint is in flight: the next waits for it. */
+  reserving: boolean;
 }
 import type { DeliveryMetrics } from './metrics.ts';
 import { logAttempt } from './attempt-log.ts';
@@ -27,6 +34,17 @@ import { SigningKeys, webhookKeysOf } from './signing-keys.ts';
 import { CustomHeaderSets } from './custom-headers-cache.ts';
 import { QUEUE_VACUUM_INTERVAL_MS, vacuumQueue } from './queue-vacuum.ts';
 import { BatchWriter } from './batch-writer.ts';
+
+/** When a rate-capped attempt may start (rate-cap.ts). */
+interface CappedStart {
+  /** Its reserved start (performance.now()), and the latest it may still start. */
+  at: number;
+  deadline: number;
+  /** performance.now() when the reservation was asked for: the wait the log shows starts there. */
+  waitFrom: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export interface WorkerDeps {
   config: Pick<
@@ -70,6 +88,18 @@ export class DeliveryWorker {
   /** A wake-up arrived while the loop was busy claiming: claim again before sleeping. */
   private woken = false;
   private unlisten: (() => Promise<void>) | null = null;
+  private unlistenPauses: (() => Promise<void>) | null = null;
+  /**
+   * Endpoints paused by a Retry-After (pause.ts), until when (the injected clock's ms). Usually
+   * empty: every check of it on the hot path is behind `size > 0`.
+   */
+  private readonly paused = new Map<string, number>();
+  /**
+   * Capped endpoints whose cap had no room in the last reservation, until when it has
+   * (performance.now()): left out of claims meanwhile, so their backlog stays in the database
+   * instead of being claimed and handed back by every claim.
+   */
+  private readonly capFull = new Map<string, number>();
   /** Consecutive failed claims (database unreachable), for logging once per outage. */
   private claimFailures = 0;
   /**
@@ -122,6 +152,10 @@ export class DeliveryWorker {
     if (this.running) return;
     this.running = true;
     this.unlisten = await this.deps.database.listen(WAKE_CHANNEL, () => this.signal());
+    this.unlistenPauses = await this.deps.database.listen(PAUSE_CHANNEL, (payload) => {
+      const notice = parsePauseNotice(payload);
+      if (notice) this.pauseLocally(notice.endpointId, notice.untilMs);
+    });
     this.loopDone = this.loop();
   }
 
@@ -136,7 +170,9 @@ export class DeliveryWorker {
     await this.outcomes.flushAll();
     await Promise.all([...this.recording]);
     await this.unlisten?.().catch(() => {});
+    await this.unlistenPauses?.().catch(() => {});
     this.unlisten = null;
+    this.unlistenPauses = null;
   }
 
   /** Processes everything due at the clock's current time, then returns how many attempts it made. */
@@ -215,6 +251,8 @@ export class DeliveryWorker {
     const fullPlatforms: string[] = [];
     for (const [id, held] of this.perPlatform) if (held >= platformCap) fullPlatforms.push(id);
     const now = this.deps.clock.now();
+    if (this.paused.size > 0) this.excludeHeld(saturated, this.paused, now.getTime());
+    if (this.capFull.size > 0) this.excludeHeld(saturated, this.capFull, performance.now());
     const token = `${this.id}:${++this.claimSeq}`;
     const rows = await traced(
       'claim',
@@ -241,16 +279,22 @@ export class DeliveryWorker {
     });
     const cancel: string[] = [];
     let disabled = 0;
+    let paused = 0;
     for (const row of rows) {
       if (row.interrupted) this.deps.metrics?.interrupted();
       if (row.endpoint_deleted) cancel.push(row.id);
       else if (row.endpoint_status !== 'enabled') {
         this.failWithoutRequest(row, token);
         disabled++;
+      } else if (row.endpoint_paused_until !== null) {
+        // Published (or retried) during a Retry-After pause: back to the queue, due when it ends.
+        this.pauseLocally(row.endpoint_id, row.endpoint_paused_until.getTime());
+        this.giveBack(row, token, row.endpoint_paused_until);
+        paused++;
       } else this.enqueue(row, token);
     }
     if (cancel.length) await cancelClaims(this.deps.database, { ids: cancel, token, now });
-    return rows.length - cancel.length - disabled;
+    return rows.length - cancel.length - disabled - paused;
   }
 
   /**
@@ -272,12 +316,20 @@ export class DeliveryWorker {
     this.recordOutcome(row, token, result);
   }
 
+  /** Adds to `into` the keys of `held` whose time is still ahead of `now`; forgets the others. */
+  private excludeHeld(into: string[], held: Map<string, number>, now: number): void {
+    for (const [id, until] of held) {
+      if (until > now) into.push(id);
+      else held.delete(id);
+    }
+  }
+
   private enqueue(row: ClaimedDelivery, token: string): void {
     let slot = this.perEndpoint.get(row.endpoint_id);
     if (!slot) {
-      slot = { running: 0, waiting: [], cap: this.limits.endpointCap, timeouts: 0 };
+      slot = { running: 0, waiting: [], cap: this.limits.endpointCap, timeouts: 0, rate: row.endpoint_rate, reserving: false };
       this.perEndpoint.set(row.endpoint_id, slot);
-    }
+    } else slot.rate = row.endpoint_rate;
     // The database's view of the breaker, as of this claim (other workers' attempts count too).
     if (row.endpoint_throttled) this.setCap(slot, endpointCapOf(this.limits, true));
     else if (slot.timeouts < THROTTLE_AFTER_TIMEOUTS) slot.cap = endpointCapOf(this.limits, false);
@@ -290,6 +342,11 @@ export class DeliveryWorker {
   private pump(endpointId: string): void {
     const slot = this.perEndpoint.get(endpointId);
     if (!slot) return;
+    if (this.paused.size > 0 && this.holdIfPaused(endpointId, slot)) return;
+    if (slot.rate !== null) {
+      this.pumpCapped(endpointId, slot);
+      return;
+    }
     while (slot.running < slot.cap && slot.waiting.length > 0 && this.inFlight < this.deps.config.workerConcurrency) {
       const next = slot.waiting.shift()!;
       slot.running++;
@@ -298,6 +355,107 @@ export class DeliveryWorker {
       this.startAttempt(slot, endpointId, next.row, next.token);
     }
     if (slot.waiting.length > 0 && slot.running < slot.cap) this.heldBack = true;
+  }
+
+  /** During a pause, hands back the endpoint's queued rows, due when it ends; false when not paused. */
+  private holdIfPaused(endpointId: string, slot: EndpointSlot): boolean {
+    const until = this.paused.get(endpointId);
+    if (until === undefined) return false;
+    if (until <= this.deps.clock.now().getTime()) {
+      this.paused.delete(endpointId);
+      return false;
+    }
+    if (slot.waiting.length > 0) this.trackRecording(this.handBack(slot.waiting.splice(0), new Date(until)));
+    if (slot.running === 0) this.perEndpoint.delete(endpointId);
+    return true;
+  }
+
+  /**
+   * An endpoint with a rate cap: takes the rows that may start under its concurrency cap,
+   * reserves start times for them across the fleet (rate-cap.ts), starts each at its time, and
+   * hands back the rest as due when the cap has room. One reservation at a time per endpoint.
+   */
+  private pumpCapped(endpointId: string, slot: EndpointSlot): void {
+    if (slot.reserving) return;
+    const n = Math.min(slot.cap - slot.running, slot.waiting.length, this.deps.config.workerConcurrency - this.inFlight);
+    if (n <= 0) {
+      if (slot.waiting.length > 0 && slot.running < slot.cap) this.heldBack = true;
+      return;
+    }
+    const taken = slot.waiting.splice(0, n);
+    slot.running += n;
+    this.waiting -= n;
+    this.inFlight += n;
+    slot.reserving = true;
+    const t0 = performance.now();
+    const p: Promise<void> = reserveRate(this.deps.database, endpointId, n)
+      .then(
+        (r) => {
+          // The database's "now" fell between t0 and now: a start at received + wait is never
+          // early, and t0 + wait + RATE_LATE_MS is never more than RATE_LATE_MS late.
+          const received = performance.now();
+          for (let i = 0; i < r.granted && i < n; i++)
+            this.startAttempt(slot, endpointId, taken[i]!.row, taken[i]!.token, {
+              at: received + r.waitMs + i * r.spacingMs,
+              deadline: t0 + r.waitMs + i * r.spacingMs + RATE_LATE_MS,
+              waitFrom: t0,
+            });
+          if (r.granted >= n) return;
+          // No room within the horizon: these, and what waits behind them, go back until there is.
+          this.capFull.set(endpointId, t0 + r.nextFreeMs);
+          const rest = taken.slice(r.granted);
+          this.unstart(slot, rest);
+          this.trackRecording(
+            this.handBack([...rest, ...slot.waiting.splice(0)], new Date(this.deps.clock.now().getTime() + r.nextFreeMs)),
+          );
+        },
+        (err: unknown) => {
+          this.deps.logger.warn({ err, endpoint: endpointId }, 'reserving rate-capped attempts failed; handing them back for a second');
+          this.capFull.set(endpointId, t0 + 1000);
+          this.unstart(slot, taken);
+          this.trackRecording(this.handBack(taken, new Date(this.deps.clock.now().getTime() + 1000)));
+        },
+      )
+      .finally(() => {
+        slot.reserving = false;
+        this.settled.delete(p);
+        if (this.perEndpoint.get(endpointId) !== slot) return;
+        if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
+        else this.pump(endpointId);
+      });
+    this.settled.add(p);
+  }
+
+  /** Rows taken for a start that won't happen here: counted as waiting again, for handBack. */
+  private unstart(slot: EndpointSlot, rows: readonly unknown[]): void {
+    slot.running -= rows.length;
+    this.inFlight -= rows.length;
+    this.waiting += rows.length;
+  }
+
+  private trackRecording(p: Promise<void>): void {
+    this.recording.add(p);
+    void p.finally(() => this.recording.delete(p));
+  }
+
+  /**
+   * A Retry-After pause, from this worker's answer, another worker's NOTIFY, or a claim: rows held
+   * here for the endpoint go back to the queue, due when it ends.
+   */
+  private pauseLocally(endpointId: string, untilMs: number): void {
+    if (untilMs <= this.deps.clock.now().getTime()) return;
+    if ((this.paused.get(endpointId) ?? 0) < untilMs) this.paused.set(endpointId, untilMs);
+    const slot = this.perEndpoint.get(endpointId);
+    if (slot) this.holdIfPaused(endpointId, slot);
+  }
+
+  /** One claimed row back to the queue, due at `dueAt`, outside the local counters. */
+  private giveBack(row: ClaimedDelivery, token: string, dueAt: Date): void {
+    this.trackRecording(
+      releaseClaims(this.deps.database, { ids: [row.id], token, dueAt }).catch((err) =>
+        this.deps.logger.error({ err }, 'releasing claims failed; leases will expire'),
+      ),
+    );
   }
 
   private release(platformId: string): void {
@@ -326,15 +484,13 @@ export class DeliveryWorker {
     slot.cap = cap;
     const excess = slot.waiting.splice(cap);
     if (excess.length === 0) return;
-    const handedBack = this.handBack(excess);
-    this.recording.add(handedBack);
-    void handedBack.finally(() => this.recording.delete(handedBack));
+    this.trackRecording(this.handBack(excess));
   }
 
-  /** Gives queued (unstarted) rows back to the database as due now. */
-  private async handBack(rows: Array<{ row: ClaimedDelivery; token: string }>): Promise<void> {
+  /** Gives queued (unstarted) rows back to the database as due at `dueAt` (now by default). */
+  private async handBack(rows: Array<{ row: ClaimedDelivery; token: string }>, dueAt?: Date): Promise<void> {
     // Due again now: the next completion looks for them (another worker may take them first).
-    if (rows.length > 0) this.moreMayBeDue = true;
+    if (rows.length > 0 && dueAt === undefined) this.moreMayBeDue = true;
     const byToken = new Map<string, string[]>();
     for (const w of rows) {
       this.waiting--;
@@ -342,7 +498,7 @@ export class DeliveryWorker {
       byToken.set(w.token, [...(byToken.get(w.token) ?? []), w.row.id]);
     }
     for (const [token, ids] of byToken) {
-      await releaseClaims(this.deps.database, { ids, token, dueAt: this.deps.clock.now() }).catch((err) =>
+      await releaseClaims(this.deps.database, { ids, token, dueAt: dueAt ?? this.deps.clock.now() }).catch((err) =>
         this.deps.logger.error({ err }, 'releasing claims failed; leases will expire'),
       );
     }
@@ -352,19 +508,24 @@ export class DeliveryWorker {
    * Sends one claimed delivery, queues its outcome for the batch write, then frees its slot. One
    * promise chain per attempt, the sender's and one `then`: this runs thousands of times a second.
    */
-  private startAttempt(slot: EndpointSlot, endpointId: string, row: ClaimedDelivery, token: string): void {
+  private startAttempt(slot: EndpointSlot, endpointId: string, row: ClaimedDelivery, token: string, capped?: CappedStart): void {
     let sent: Promise<AttemptResult | null>;
-    try {
-      const req = this.request(row);
-      sent = req ? sendTraced(this.deps.sender, row, row.attempt_count + 1, req, true) : Promise.resolve(null);
-    } catch (err) {
-      sent = Promise.reject(err);
+    if (capped) sent = this.sendCapped(endpointId, row, token, capped);
+    else {
+      try {
+        const req = this.request(row);
+        sent = req ? sendTraced(this.deps.sender, row, row.attempt_count + 1, req, true) : Promise.resolve(null);
+      } catch (err) {
+        sent = Promise.reject(err);
+      }
     }
     const p: Promise<void> = sent.then(
       (result) => {
         if (result) {
           try {
             this.deps.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
+            if (result.retryAfter !== undefined && result.statusCode !== null && PAUSING_STATUSES.has(result.statusCode))
+              this.pauseFromAnswer(endpointId, result.retryAfter);
             this.recordOutcome(row, token, result);
           } catch (err) {
             this.unexpected(err, row);
@@ -379,6 +540,47 @@ export class DeliveryWorker {
       },
     );
     this.settled.add(p);
+  }
+
+  /**
+   * A rate-capped attempt: starts at its reserved time (a timer, not a poll), unless a pause
+   * began meanwhile; its result says how long it waited since the reservation was asked for.
+   */
+  private async sendCapped(endpointId: string, row: ClaimedDelivery, token: string, capped: CappedStart): Promise<AttemptResult | null> {
+    const { at, deadline, waitFrom } = capped;
+    const wait = at - performance.now();
+    if (wait > 0) await sleep(wait);
+    // Too late for its reserved start (a slow answer, a busy event loop): given up rather than
+    // bunched with the starts after it, so any second holds at most one more than the cap
+    // (rate-cap.ts). The row goes back to the queue for a fresh start.
+    if (performance.now() > deadline) {
+      this.giveBack(row, token, new Date(this.deps.clock.now().getTime() + RATE_LATE_MS));
+      return null;
+    }
+    const until = this.paused.size > 0 ? this.paused.get(endpointId) : undefined;
+    if (until !== undefined && until > this.deps.clock.now().getTime()) {
+      this.giveBack(row, token, new Date(until));
+      return null;
+    }
+    const req = this.request(row);
+    if (!req) return null;
+    const rateLimitedMs = Math.round(performance.now() - waitFrom);
+    const result = await sendTraced(this.deps.sender, row, row.attempt_count + 1, req, true);
+    result.rateLimitedMs = rateLimitedMs;
+    return result;
+  }
+
+  /** A 429's or 503's Retry-After: paused here at once, then in the database for every worker. */
+  private pauseFromAnswer(endpointId: string, retryAfter: string): void {
+    const now = this.deps.clock.now().getTime();
+    const ms = retryAfterMs(retryAfter, now);
+    if (ms === null) return;
+    this.pauseLocally(endpointId, now + ms);
+    this.trackRecording(
+      pauseEndpoint(this.deps.database, endpointId, new Date(now + ms)).catch((err: unknown) =>
+        this.deps.logger.warn({ err, endpoint: endpointId }, 'recording a Retry-After pause failed; this worker still honours it'),
+      ),
+    );
   }
 
   private unexpected(err: unknown, row: ClaimedDelivery): void {
@@ -414,7 +616,7 @@ export class DeliveryWorker {
       const credentials = row.url_credentials_ciphertext
         ? decodeCredentials(keys.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
         : null;
-      return {
+      const request: SendRequest = {
         url: row.url,
         body: row.body,
         eventId: row.event_id,
@@ -423,6 +625,13 @@ export class DeliveryWorker {
         webhookKeys: row.standard_webhooks ? webhookKeysOf(current, previous) : null,
         headers: row.custom_headers === null ? null : this.headerSets.get(row.custom_headers),
       };
+      // Only endpoints signing with ed25519 pay for it: the others' rows carry null here.
+      if (row.signing_key_ciphertext) {
+        const privateKeys = [keys.privateKey(row.signing_key_ciphertext, row.endpoint_id)];
+        if (row.previous_signing_key_ciphertext) privateKeys.push(keys.privateKey(row.previous_signing_key_ciphertext, row.endpoint_id));
+        request.privateKeys = privateKeys;
+      }
+      return request;
     } catch (err) {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.
@@ -443,6 +652,11 @@ export class DeliveryWorker {
       delaysMs: config.retryScheduleMs,
       now: clock.now(),
     });
+    // A retry falling inside a Retry-After pause waits for its end: never earlier than the schedule.
+    if (this.paused.size > 0 && next.nextAttemptAt !== null) {
+      const until = this.paused.get(row.endpoint_id);
+      if (until !== undefined && until > next.nextAttemptAt.getTime()) next.nextAttemptAt = new Date(until);
+    }
     // The endpoint's slot frees as soon as the answer is in; the row stays leased until the
     // batch write lands, so no other worker can take it meanwhile. The line's fields are only
     // gathered when it is written (in production it usually isn't).

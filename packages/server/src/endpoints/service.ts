@@ -2,7 +2,14 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { formatEventTimestamp, standardWebhooksKey } from '@payhooks/contract';
 import type { Db, Queryable } from '../db/client.ts';
-import { webhookEndpoints, type DeliveryOrder, type DisabledReason, type EndpointStatus, type WebhookEndpointRow } from '../db/schema.ts';
+import {
+  platforms,
+  webhookEndpoints,
+  type DeliveryOrder,
+  type DisabledReason,
+  type EndpointStatus,
+  type WebhookEndpointRow,
+} from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
@@ -16,6 +23,8 @@ import { setEndpointOrdering } from '../delivery/ordering.ts';
 import { AppError } from '../errors.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { validateCustomHeaders } from './custom-headers.ts';
+import type { Ed25519Jwk } from '@payhooks/contract';
+import { generateSigningKeyPair, jwkOf, whpkOf } from '../security/signing-key-pairs.ts';
 
 /** The endpoint as the API shows it. The secret is never part of it. */
 export interface WebhookEndpoint {
@@ -47,6 +56,27 @@ export interface WebhookEndpoint {
   standard_webhooks: boolean;
   /** The merchant's own request headers, sent with every attempt (endpoints/custom-headers.ts); {} when none. */
   headers: Record<string, string>;
+  /** Most requests a second the workers send it (delivery/rate-cap.ts); null: no cap. */
+  max_requests_per_second: number | null;
+  /** While a 429's or 503's Retry-After pauses its automatic attempts (delivery/pause.ts), until when; else null. */
+  paused_until: string | null;
+  /** Also signed with ed25519: a `v1a=` entry per public key below in `Service-Signature`. */
+  asymmetric_signature: boolean;
+  /** The public keys that sign (new first; two during a rotation's overlap); empty while the flag is off. */
+  public_keys: PublicKey[];
+}
+
+/** One public key of an endpoint: the JWK (as in the Platform's JWKS document) and the `whpk_` form. */
+export interface PublicKey {
+  object: 'public_key';
+  /** The JWK's `kid` (its RFC 7638 thumbprint), repeated for lookups. */
+  kid: string;
+  /** `whpk_<base64 of the 32 key bytes>`, what the receiver libraries take. */
+  public_key: string;
+  jwk: Ed25519Jwk;
+  created_at: string;
+  /** When a rotated-out key stops signing; null for the current key. */
+  expires_at: string | null;
 }
 
 /** Longest overlap of a rotation: 7 days, in seconds. */
@@ -61,6 +91,9 @@ export interface CreateEndpointInput {
   delivery_order?: DeliveryOrder | undefined;
   standard_webhooks?: boolean | undefined;
   headers?: Record<string, string> | null | undefined;
+  max_requests_per_second?: number | null | undefined;
+  /** Absent: the Platform's default (`asymmetric_signature_default`). */
+  asymmetric_signature?: boolean | undefined;
 }
 
 export interface UpdateEndpointInput {
@@ -73,6 +106,40 @@ export interface UpdateEndpointInput {
   standard_webhooks?: boolean | undefined;
   /** Replaces the whole set; null or {} removes them all. */
   headers?: Record<string, string> | null | undefined;
+  max_requests_per_second?: number | null | undefined;
+  asymmetric_signature?: boolean | undefined;
+}
+
+function publicKeyEntry(x: string, createdAt: Date | null, expiresAt: Date | null): PublicKey {
+  const jwk = jwkOf(x);
+  return {
+    object: 'public_key',
+    kid: jwk.kid,
+    public_key: whpkOf(x),
+    jwk,
+    created_at: formatEventTimestamp(createdAt ?? new Date(0)),
+    expires_at: expiresAt ? formatEventTimestamp(expiresAt) : null,
+  };
+}
+
+/** The keys that sign at `now`: none while the flag is off; the previous one only in its overlap. */
+export function livePublicKeys(
+  row: Pick<
+    WebhookEndpointRow,
+    | 'asymmetricSignature'
+    | 'signingPublicKey'
+    | 'signingKeyCreatedAt'
+    | 'previousSigningPublicKey'
+    | 'previousSigningKeyCreatedAt'
+    | 'previousSigningKeyExpiresAt'
+  >,
+  now: Date,
+): PublicKey[] {
+  if (!row.asymmetricSignature || row.signingPublicKey === null) return [];
+  const keys = [publicKeyEntry(row.signingPublicKey, row.signingKeyCreatedAt, null)];
+  if (row.previousSigningPublicKey !== null && row.previousSigningKeyExpiresAt !== null && row.previousSigningKeyExpiresAt > now)
+    keys.push(publicKeyEntry(row.previousSigningPublicKey, row.previousSigningKeyCreatedAt, row.previousSigningKeyExpiresAt));
+  return keys;
 }
 
 /** `now` decides whether a rotated-out secret still counts as live. */
@@ -101,6 +168,10 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     url_has_credentials: row.urlCredentialsCiphertext !== null,
     standard_webhooks: row.standardWebhooks,
     headers: row.headers ?? {},
+    max_requests_per_second: row.maxRequestsPerSecond,
+    paused_until: row.pausedUntil && row.pausedUntil > now ? formatEventTimestamp(row.pausedUntil) : null,
+    asymmetric_signature: row.asymmetricSignature,
+    public_keys: livePublicKeys(row, now),
   };
 }
 
@@ -138,6 +209,8 @@ export class EndpointService {
     const id = newId('webhookEndpoint');
     const secret = newSigningSecret();
     const now = this.clock.now();
+    const asymmetric = input.asymmetric_signature ?? (await this.asymmetricDefault(db, scope.platformId));
+    const keyPair = asymmetric ? generateSigningKeyPair(this.secrets, id) : null;
     const [row] = await db
       .insert(webhookEndpoints)
       .values({
@@ -149,12 +222,17 @@ export class EndpointService {
         description: input.description ?? null,
         metadata: input.metadata ?? {},
         deliveryOrder: input.delivery_order ?? 'unordered',
+        maxRequestsPerSecond: checkRate(input.max_requests_per_second),
         status: 'enabled',
         secretCiphertext: this.secrets.encrypt(secret, id),
         urlCredentialsCiphertext: credentials ? this.secrets.encrypt(encodeCredentials(credentials), credentialsAad(id)) : null,
         // A new secret is always one the Standard Webhooks libraries take (ids.ts).
         standardWebhooks: input.standard_webhooks ?? false,
         headers,
+        asymmetricSignature: asymmetric,
+        signingKeyCiphertext: keyPair?.ciphertext ?? null,
+        signingPublicKey: keyPair?.publicKey ?? null,
+        signingKeyCreatedAt: keyPair ? now : null,
         createdAt: now,
         updatedAt: now,
       })
@@ -172,9 +250,17 @@ export class EndpointService {
         delivery_order: created.delivery_order,
         standard_webhooks: created.standard_webhooks,
         headers: auditedHeaders(created.headers),
+        max_requests_per_second: created.max_requests_per_second,
+        asymmetric_signature: created.asymmetric_signature,
       },
     });
     return { ...created, secret };
+  }
+
+  /** The Platform's default for endpoints created without `asymmetric_signature`. */
+  private async asymmetricDefault(db: Queryable, platformId: string): Promise<boolean> {
+    const [row] = await db.select({ value: platforms.asymmetricSignatureDefault }).from(platforms).where(eq(platforms.id, platformId));
+    return row?.value ?? false;
   }
 
   async get(scope: Scope, id: string): Promise<WebhookEndpoint> {
@@ -224,6 +310,20 @@ export class EndpointService {
       if (input.standard_webhooks !== undefined) {
         if (input.standard_webhooks && !current.standardWebhooks) this.checkStandardWebhooksSecret(current);
         changes.standardWebhooks = input.standard_webhooks;
+      }
+      if (input.max_requests_per_second !== undefined) changes.maxRequestsPerSecond = checkRate(input.max_requests_per_second);
+      if (input.asymmetric_signature !== undefined) {
+        changes.asymmetricSignature = input.asymmetric_signature;
+        // The first time on, a key pair is made. Turned off, it is kept (it signs nothing and is
+        // listed nowhere), so turning it on again brings back the key receivers already have.
+        if (input.asymmetric_signature && current.signingKeyCiphertext === null) {
+          const keyPair = generateSigningKeyPair(this.secrets, id);
+          Object.assign(changes, {
+            signingKeyCiphertext: keyPair.ciphertext,
+            signingPublicKey: keyPair.publicKey,
+            signingKeyCreatedAt: changes.updatedAt,
+          });
+        }
       }
       if (input.status !== undefined && input.status !== current.status) {
         changes.status = input.status;
@@ -289,14 +389,7 @@ export class EndpointService {
   }
 
   private async rotateIn(db: Queryable, scope: Scope, id: string, expirePreviousIn: number): Promise<WebhookEndpoint & { secret: string }> {
-    if (!Number.isInteger(expirePreviousIn) || expirePreviousIn < 0 || expirePreviousIn > MAX_EXPIRE_PREVIOUS_IN) {
-      throw new AppError(
-        'invalid_request',
-        'parameter_invalid',
-        `expire_previous_in must be a whole number of seconds from 0 to ${MAX_EXPIRE_PREVIOUS_IN} (7 days).`,
-        { param: 'expire_previous_in' },
-      );
-    }
+    checkExpirePreviousIn(expirePreviousIn);
     const current = await this.getRow(scope, id, db);
     const now = this.clock.now();
     const secret = newSigningSecret();
@@ -339,9 +432,74 @@ export class EndpointService {
     );
   }
 
+  /**
+   * Rotates the ed25519 key pair, like `rotateSecret`: a new key pair signs from now on (the
+   * first `v1a=`); the replaced one keeps signing for `expirePreviousIn` seconds and stays in the
+   * endpoint's `public_keys` and the Platform's JWKS until then. Only while the flag is on.
+   */
+  async rotateSigningKey(
+    scope: Scope,
+    id: string,
+    expirePreviousIn: number = DEFAULT_EXPIRE_PREVIOUS_IN,
+    db?: Queryable,
+  ): Promise<WebhookEndpoint> {
+    return this.inTransaction(db, (tx) => this.rotateKeyIn(tx, scope, id, expirePreviousIn));
+  }
+
+  private async rotateKeyIn(db: Queryable, scope: Scope, id: string, expirePreviousIn: number): Promise<WebhookEndpoint> {
+    checkExpirePreviousIn(expirePreviousIn);
+    const current = await this.getRow(scope, id, db);
+    if (!current.asymmetricSignature || current.signingKeyCiphertext === null) {
+      throw new AppError(
+        'invalid_state',
+        'asymmetric_signature_off',
+        'This endpoint does not sign with ed25519: set asymmetric_signature to true first (that makes its first key pair).',
+      );
+    }
+    const now = this.clock.now();
+    const keyPair = generateSigningKeyPair(this.secrets, id);
+    const keep = expirePreviousIn > 0;
+    const [row] = await db
+      .update(webhookEndpoints)
+      .set({
+        signingKeyCiphertext: keyPair.ciphertext,
+        signingPublicKey: keyPair.publicKey,
+        signingKeyCreatedAt: now,
+        // Moved as is: the sealed key is bound to this endpoint id like the new one.
+        previousSigningKeyCiphertext: keep ? current.signingKeyCiphertext : null,
+        previousSigningPublicKey: keep ? current.signingPublicKey : null,
+        previousSigningKeyCreatedAt: keep ? current.signingKeyCreatedAt : null,
+        previousSigningKeyExpiresAt: keep ? new Date(now.getTime() + expirePreviousIn * 1000) : null,
+        updatedAt: now,
+      })
+      .where(and(inScope(scope), eq(webhookEndpoints.id, id)))
+      .returning();
+    if (!row) throw notFound('webhook endpoint', id);
+    const rotated = toApiEndpoint(row, now);
+    await this.audit.record(db, scope, {
+      action: 'webhook_endpoint.rotate_signing_key',
+      resourceType: 'webhook_endpoint',
+      resourceId: id,
+      changes: { public_keys: rotated.public_keys.map((k) => ({ kid: k.kid, expires_at: k.expires_at })) },
+    });
+    return rotated;
+  }
+
   /** The signing secret in clear, for the delivery sender only. */
   decryptSecret(row: Pick<WebhookEndpointRow, 'id' | 'secretCiphertext'>): string {
     return this.secrets.decrypt(row.secretCiphertext, row.id);
+  }
+}
+
+/** The overlap of a rotation, secret or key pair alike: 0 (none) to 7 days. */
+function checkExpirePreviousIn(expirePreviousIn: number): void {
+  if (!Number.isInteger(expirePreviousIn) || expirePreviousIn < 0 || expirePreviousIn > MAX_EXPIRE_PREVIOUS_IN) {
+    throw new AppError(
+      'invalid_request',
+      'parameter_invalid',
+      `expire_previous_in must be a whole number of seconds from 0 to ${MAX_EXPIRE_PREVIOUS_IN} (7 days).`,
+      { param: 'expire_previous_in' },
+    );
   }
 }
 
@@ -358,6 +516,8 @@ function changedFields(before: WebhookEndpoint, after: WebhookEndpoint): Record<
     'url_has_credentials',
     'standard_webhooks',
     'headers',
+    'max_requests_per_second',
+    'asymmetric_signature',
   ] as const) {
     if (JSON.stringify(before[key]) !== JSON.stringify(after[key]))
       out[key] = key === 'headers' ? auditedHeaders(after.headers) : after[key];
@@ -386,4 +546,20 @@ function mergeMetadata(current: Record<string, string>, patch: Record<string, st
     else out[k] = v;
   }
   return out;
+}
+
+/** Highest max_requests_per_second: above it a cap protects no receiver (and migration 0025 refuses it). */
+export const MAX_REQUESTS_PER_SECOND = 10_000;
+
+/** A rate cap as given: a whole number from 1 to MAX_REQUESTS_PER_SECOND, or null for none. */
+function checkRate(value: number | null | undefined): number | null {
+  if (value === undefined || value === null) return null;
+  if (!Number.isInteger(value) || value < 1 || value > MAX_REQUESTS_PER_SECOND)
+    throw new AppError(
+      'invalid_request',
+      'parameter_invalid',
+      `Invalid 'max_requests_per_second': give a whole number of requests per second from 1 to ${MAX_REQUESTS_PER_SECOND}, or null for no cap.`,
+      { param: 'max_requests_per_second' },
+    );
+  return value;
 }

@@ -26,12 +26,15 @@ export interface PlatformSettings {
   platform_name: string;
   /** Every portal user must sign in with a second factor (TOTP); users without one set it up at their next sign-in. */
   require_two_factor: boolean;
+  /** Endpoints created without `asymmetric_signature` sign with ed25519 too; existing endpoints keep theirs. */
+  asymmetric_signature_default: boolean;
   theme: PortalTheme;
 }
 
 export interface SettingsChange {
   display_name?: unknown;
   require_two_factor?: boolean | undefined;
+  asymmetric_signature_default?: boolean | undefined;
   theme?: Partial<Record<keyof PortalTheme, unknown>> | undefined;
 }
 
@@ -106,6 +109,7 @@ async function rows(db: Db, platformId: string) {
       displayName: merchants.displayName,
       platformName: platforms.name,
       requireTwoFactor: platforms.requireTwoFactor,
+      asymmetricSignatureDefault: platforms.asymmetricSignatureDefault,
       theme: platforms.portalTheme,
     })
     .from(merchants)
@@ -122,6 +126,7 @@ const view = (r: Awaited<ReturnType<typeof rows>>): PlatformSettings => ({
   display_name: r.displayName,
   platform_name: r.platformName,
   require_two_factor: r.requireTwoFactor,
+  asymmetric_signature_default: r.asymmetricSignatureDefault,
   theme: themeOf(r.theme),
 });
 
@@ -143,11 +148,14 @@ export async function updatePlatformSettings(
         ? current.displayName
         : text(change.display_name, 'display_name', DISPLAY_NAME_MAX, 'the Platform name'),
     requireTwoFactor: change.require_two_factor ?? current.requireTwoFactor,
+    asymmetricSignatureDefault: change.asymmetric_signature_default ?? current.asymmetricSignatureDefault,
     theme: mergeTheme(themeOf(current.theme), change.theme),
   };
   const changes: Record<string, unknown> = {};
   if (next.displayName !== current.displayName) changes.display_name = next.displayName;
   if (next.requireTwoFactor !== current.requireTwoFactor) changes.require_two_factor = next.requireTwoFactor;
+  if (next.asymmetricSignatureDefault !== current.asymmetricSignatureDefault)
+    changes.asymmetric_signature_default = next.asymmetricSignatureDefault;
   const before = themeOf(current.theme);
   for (const key of Object.keys(next.theme) as (keyof PortalTheme)[]) {
     // A logo is named by its size, not copied into the trail.
@@ -158,7 +166,11 @@ export async function updatePlatformSettings(
     await tx.update(merchants).set({ displayName: next.displayName }).where(eq(merchants.id, current.merchantId));
     await tx
       .update(platforms)
-      .set({ requireTwoFactor: next.requireTwoFactor, portalTheme: next.theme as unknown as Record<string, unknown> })
+      .set({
+        requireTwoFactor: next.requireTwoFactor,
+        asymmetricSignatureDefault: next.asymmetricSignatureDefault,
+        portalTheme: next.theme as unknown as Record<string, unknown>,
+      })
       .where(eq(platforms.id, subject.platformId));
     await audit.record(tx, subject, { action: 'settings.update', resourceType: 'platform', resourceId: subject.platformId, changes });
   });
@@ -166,6 +178,7 @@ export async function updatePlatformSettings(
     ...current,
     displayName: next.displayName,
     requireTwoFactor: next.requireTwoFactor,
+    asymmetricSignatureDefault: next.asymmetricSignatureDefault,
     theme: next.theme as unknown as Record<string, unknown>,
   });
 }

@@ -59,8 +59,8 @@ async function entriesOf(requestId: string | null) {
 const key = () => p.keys.sandbox;
 const api = (method: string, path: string, body?: unknown) => svc.api(key(), method, path, body);
 
-async function newEndpoint(): Promise<string> {
-  const r = await api('POST', '/api/v1/webhook_endpoints', { url: `${receiver.url}/hook`, enabled_events: ['*'] });
+async function newEndpoint(extra: Record<string, unknown> = {}): Promise<string> {
+  const r = await api('POST', '/api/v1/webhook_endpoints', { url: `${receiver.url}/hook`, enabled_events: ['*'], ...extra });
   expect(r.status).toBe(201);
   return r.body.id;
 }
@@ -129,6 +129,8 @@ const RECIPES: Record<string, () => Promise<Called>> = {
   'PATCH /api/v1/webhook_endpoints/:id': async () => api('PATCH', `/api/v1/webhook_endpoints/${await newEndpoint()}`, { description: 'x' }),
   'POST /api/v1/webhook_endpoints/:id/rotate_secret': async () =>
     api('POST', `/api/v1/webhook_endpoints/${await newEndpoint()}/rotate_secret`),
+  'POST /api/v1/webhook_endpoints/:id/rotate_signing_key': async () =>
+    api('POST', `/api/v1/webhook_endpoints/${await newEndpoint({ asymmetric_signature: true })}/rotate_signing_key`),
   'DELETE /api/v1/webhook_endpoints/:id': async () => api('DELETE', `/api/v1/webhook_endpoints/${await newEndpoint()}`),
   'POST /api/v1/payments': () => api('POST', '/api/v1/payments', { amount: '5.00', asset_code: 'USDC.ETH' }),
   'POST /api/v1/payments/:id/cancel': async () => api('POST', `/api/v1/payments/${await sandboxPayment()}/cancel`),
@@ -194,6 +196,8 @@ const RECIPES: Record<string, () => Promise<Called>> = {
   'PATCH /portal/api/endpoints/:id': async () => admin.call('PATCH', `/endpoints/${await newEndpoint()}`, { status: 'disabled' }),
   'DELETE /portal/api/endpoints/:id': async () => admin.call('DELETE', `/endpoints/${await newEndpoint()}`),
   'POST /portal/api/endpoints/:id/rotate_secret': async () => admin.call('POST', `/endpoints/${await newEndpoint()}/rotate_secret`, {}),
+  'POST /portal/api/endpoints/:id/rotate_signing_key': async () =>
+    admin.call('POST', `/endpoints/${await newEndpoint({ asymmetric_signature: true })}/rotate_signing_key`, {}),
   'POST /portal/api/endpoints/:id/test_event': async () => admin.call('POST', `/endpoints/${await newEndpoint()}/test_event`),
   'POST /portal/api/endpoints/:id/bulk_replays': async () =>
     admin.call('POST', `/endpoints/${await newEndpoint()}/bulk_replays`, { since: '2020-01-01T00:00:00Z' }),

@@ -467,7 +467,11 @@ describe('portal delivery log filters, request headers, bulk replay preview and 
 
   it("the shop's display name defaults to the Platform's name, is validated, and belongs to one Platform", async () => {
     const initial = await portalA.call('GET', '/settings');
-    const defaults = { require_two_factor: false, theme: { accent_color: null, name: null, logo: null, mode: 'auto' } };
+    const defaults = {
+      require_two_factor: false,
+      asymmetric_signature_default: false,
+      theme: { accent_color: null, name: null, logo: null, mode: 'auto' },
+    };
     expect(initial.body).toEqual({ object: 'platform_settings', display_name: null, platform_name: 'Platform A', ...defaults });
     const set = await portalA.call('PUT', '/settings', { display_name: '  Acme Coffee  ' });
     expect(set.status, set.text).toBe(200);

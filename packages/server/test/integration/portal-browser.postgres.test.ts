@@ -578,6 +578,31 @@ describe('Merchant Portal in Chromium', () => {
     expect(urls).not.toContain('https://evil.example.com/h');
   });
 
+  it('ed25519: turned on under Edit, the endpoint page lists the public key (whpk_ and kid, copyable) as the API does; Roll signing key lists both keys until the old one expires', async () => {
+    const ep = await endpointOfA('ed25519', { status: 200 });
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    expect(await page.getByRole('region', { name: 'Public keys' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Also sign with ed25519').check();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Endpoint saved.').waitFor();
+    const [key] = (await svc.ctx.endpoints.get(scopeA(), ep.id)).public_keys;
+    const keys = page.getByRole('region', { name: 'Public keys' });
+    await expectText(keys.locator(`tr[data-kid="${key!.kid}"]`), key!.public_key);
+    await keys.getByRole('button', { name: `Copy public key ${key!.public_key}` }).waitFor();
+    await keys.getByRole('button', { name: `Copy kid ${key!.kid}` }).waitFor();
+
+    await page.getByRole('button', { name: 'Roll signing key…' }).click();
+    await page.getByLabel('Old key expires').selectOption({ label: 'In 1 hour' });
+    await page.getByRole('button', { name: 'Roll signing key', exact: true }).click();
+    await expectText(page.getByRole('status'), 'Signing key rolled');
+    const rolled = (await svc.ctx.endpoints.get(scopeA(), ep.id)).public_keys;
+    expect(rolled.map((k) => k.kid)).toEqual([expect.any(String), key!.kid]);
+    expect(await keys.locator('tr[data-kid]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-kid')))).toEqual(
+      rolled.map((k) => k.kid),
+    );
+  });
+
   it("Roll secret shows the new whsec_ secret once and the previous one's expiry; deliveries verify with both secrets until then", async () => {
     const ep = await endpointOfA('rolled', { status: 200 });
     await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);

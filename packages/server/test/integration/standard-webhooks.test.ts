@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { SIGNATURE_HEADER, parseSignatureHeader } from '@payhooks/contract';
+import { verify } from 'node:crypto';
+import { SIGNATURE_HEADER, parsePublicKey, parseSignatureHeader } from '@payhooks/contract';
 import { verifyWebhook } from '../../../receiver/src/index.ts';
 import { ManualClock, startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type Behaviour, type Received, type TestReceiver } from '../helpers/receiver.ts';
@@ -10,7 +11,7 @@ import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 
 /**
- * Issue 36 item 1: an endpoint with `standard_webhooks: true` also gets webhook-id,
+ * An endpoint with `standard_webhooks: true` also gets webhook-id,
  * webhook-timestamp and webhook-signature, verified here by the Standard Webhooks project's own
  * JavaScript library (`standardwebhooks`, pinned in package.json) on real deliveries received by
  * a real HTTP server, given the endpoint's whsec_ secret exactly as the API showed it.
@@ -112,6 +113,26 @@ describe('standard_webhooks: true', () => {
       'webhook-timestamp': req.headers['webhook-timestamp'],
       'webhook-signature': req.headers['webhook-signature'],
     });
+  });
+
+  it('with asymmetric_signature too, webhook-signature adds a v1a entry (ed25519 over id.timestamp.body) that verifies with the whpk_ public key alone; the library still verifies the v1 entry', async () => {
+    const p = await svc.platform();
+    const ep = (await endpoint(p, '/sw-v1a', { standard_webhooks: true, asymmetric_signature: true })) as {
+      id: string;
+      secret: string;
+      public_keys: Array<{ public_key: string }>;
+    };
+    expect(ep.public_keys).toHaveLength(1);
+    const req = await sendOne(p, '/sw-v1a');
+    const entries = String(req.headers['webhook-signature']).split(' ');
+    expect(entries.map((e) => e.slice(0, e.indexOf(',')))).toEqual(['v1', 'v1a']);
+    const signed = Buffer.concat([Buffer.from(`${req.headers['webhook-id']}.${req.headers['webhook-timestamp']}.`), req.raw]);
+    const v1a = Buffer.from(entries[1]!.slice('v1a,'.length), 'base64');
+    const publicKey = parsePublicKey(ep.public_keys[0]!.public_key);
+    expect(verify(null, signed, publicKey, v1a)).toBe(true);
+    // Not the contract's content ("t.body"): the Standard Webhooks one, with the message id.
+    expect(verify(null, Buffer.concat([Buffer.from(`${req.headers['webhook-timestamp']}.`), req.raw]), publicKey, v1a)).toBe(false);
+    expect(libraryVerdict(req, ep.secret)).toMatch(/^verified evt_/);
   });
 
   it('an endpoint without the flag gets no webhook-* header, and its log shows none', async () => {

@@ -1,7 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, sign, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SecretBox } from '../../src/security/encryption.ts';
 import { SigningKeys } from '../../src/delivery/signing-keys.ts';
+import { parsePublicKey } from '@payhooks/contract';
+import { generateSigningKeyPair, whpkOf } from '../../src/security/signing-key-pairs.ts';
 
 const box = new SecretBox(randomBytes(32));
 
@@ -69,5 +71,21 @@ describe("the worker's decrypted signing keys", () => {
     expect(calls()).toBe(before);
     expect(keys.decrypt(c2, 'we_2')).toBe('whsec_we_2');
     expect(calls()).toBe(before + 1);
+  });
+
+  it('ed25519 private keys: opened and parsed once per sealed key, then the same KeyObject; bound to their endpoint', () => {
+    const { box: b, calls } = counting(box);
+    const keys = new SigningKeys(b);
+    const pair = generateSigningKeyPair(box, 'we_1');
+    const key = keys.privateKey(pair.ciphertext, 'we_1');
+    expect(keys.privateKey(pair.ciphertext, 'we_1')).toBe(key);
+    expect(calls()).toBe(1);
+    const message = Buffer.from('1763859605.{"id":"evt_1"}');
+    const signature = sign(null, message, key);
+    expect(verify(null, message, parsePublicKey(whpkOf(pair.publicKey)), signature)).toBe(true);
+    // The sealed key copied onto another endpoint is not answered from memory and fails to open.
+    expect(() => keys.privateKey(pair.ciphertext, 'we_2')).toThrow();
+    // Nor does the endpoint's sealed secret open as its key (another purpose in the associated data).
+    expect(() => keys.privateKey(box.encrypt('whsec_one', 'we_1'), 'we_1')).toThrow();
   });
 });

@@ -32,6 +32,8 @@ const TAGS: Record<string, string> = {
   listen: '`payhooks listen`: forward sandbox deliveries to a local receiver.',
   audit_events:
     'The audit trail: who changed what, when, from where, and how it ended (portal, API, internal API, CLI and payhooks itself).',
+  signing_keys:
+    'Public keys that verify the ed25519 (v1a=) signatures of deliveries: one JWKS document per Platform, public and without authentication.',
   checkout_pages: 'The hosted checkout page a customer opens (HTML for browsers, not JSON).',
   portal: "The Merchant Portal's JSON API, used by its page (`/portal/`): a cookie session, not API keys.",
   portal_pages: "The Merchant Portal's page and assets (HTML for browsers).",

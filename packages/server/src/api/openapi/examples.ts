@@ -63,6 +63,26 @@ const endpoint = {
   url_has_credentials: false,
   standard_webhooks: false,
   headers: {},
+  max_requests_per_second: null,
+  paused_until: null,
+  asymmetric_signature: true,
+  public_keys: [
+    {
+      object: 'public_key',
+      kid: 'aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA',
+      public_key: 'whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=',
+      jwk: {
+        kty: 'OKP',
+        crv: 'Ed25519',
+        x: '639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc',
+        kid: 'aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA',
+        use: 'sig',
+        alg: 'EdDSA',
+      },
+      created_at: AT,
+      expires_at: null,
+    },
+  ],
 };
 
 const attempt = {
@@ -84,6 +104,7 @@ const attempt = {
   error_kind: null,
   error_message: null,
   worker_id: null,
+  rate_limited_ms: null,
 };
 
 const delivery = {

@@ -133,6 +133,10 @@ const PlatformSettings = obj({
   }),
   platform_name: { type: 'string' },
   require_two_factor: { type: 'boolean', description: 'Every portal user must sign in with a second factor.' },
+  asymmetric_signature_default: {
+    type: 'boolean',
+    description: 'New endpoints created without asymmetric_signature sign with ed25519 too (existing endpoints keep theirs).',
+  },
   theme: Theme,
 });
 const Labels = { event_type: nullable(ref('EventType')), endpoint_url: nullable({ type: 'string' }) };
@@ -250,6 +254,18 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
       },
     },
   ),
+  'POST /portal/api/endpoints/:id/rotate_signing_key': portal(
+    'portalRotateSigningKey',
+    'Roll the ed25519 key pair (asymmetric_signature on)',
+    { 200: json('The endpoint, its new public key first in public_keys.', ref('WebhookEndpoint')), 409: error },
+    {
+      'x-optional-body': {
+        type: 'object',
+        additionalProperties: false,
+        properties: { expire_previous_in: { type: 'integer', minimum: 0 } },
+      },
+    },
+  ),
   'POST /portal/api/endpoints/:id/test_event': portal('portalSendTestEvent', 'Send a test event to a sandbox endpoint', {
     201: json(
       'The test event, its delivery, and the sandbox payment behind it (retrievable with GET /api/v1/payments/{id}).',
@@ -288,7 +304,7 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
   }),
   'PUT /portal/api/settings': portal(
     'portalUpdateSettings',
-    "Change the Platform's settings (admins): the shop's name, two-factor sign-in required, the theme; fields left out stay",
+    "Change the Platform's settings (admins): the shop's name, two-factor sign-in required, ed25519 signing for new endpoints, the theme; fields left out stay",
     { 200: json('The settings.', PlatformSettings) },
   ),
   'GET /portal/api/users': portal('portalListUsers', 'The team (admins)', { 200: list(PortalUser, 'Every portal user of the Platform.') }),

@@ -8,7 +8,14 @@ import { sendTestEvent } from './test-event.ts';
 import { scopeOf } from '../../accounts/sessions.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { IdParams, endpointId } from './ids.ts';
-import { CustomHeadersInput, DeliveryOrder, StandardWebhooks, rotateParameters } from '../v1/webhook-endpoints.ts';
+import {
+  AsymmetricSignature,
+  CustomHeadersInput,
+  DeliveryOrder,
+  MaxRequestsPerSecond,
+  StandardWebhooks,
+  rotateParameters,
+} from '../v1/webhook-endpoints.ts';
 
 const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 });
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
@@ -21,6 +28,8 @@ const CreateBody = Type.Object(
     delivery_order: Type.Optional(DeliveryOrder),
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
+    asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },
 );
@@ -33,6 +42,8 @@ const UpdateBody = Type.Object(
     delivery_order: Type.Optional(DeliveryOrder),
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
+    asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },
 );
@@ -126,6 +137,21 @@ export const endpointRoutes =
         ctx.metrics.rotations.inc();
         return rotated;
       },
+    );
+
+    // "Roll signing key": the ed25519 key pair's rotation; no private key ever leaves the service.
+    app.post(
+      '/endpoints/:id/rotate_signing_key',
+      {
+        schema: { params: IdParams },
+        config: { role: 'developer', audit: { action: 'webhook_endpoint.rotate_signing_key', resource: 'webhook_endpoint' } },
+      },
+      async (req) =>
+        ctx.endpoints.rotateSigningKey(
+          scopeOf(req.portalSession, requestOrigin(req)),
+          endpointId(req.params.id),
+          rotateParameters(req.body, 'rotate_signing_key').expire_previous_in,
+        ),
     );
 
     app.post(

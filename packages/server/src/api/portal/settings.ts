@@ -10,6 +10,7 @@ const SettingsBody = Type.Object(
   {
     display_name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
     require_two_factor: Type.Optional(Type.Boolean()),
+    asymmetric_signature_default: Type.Optional(Type.Boolean()),
     theme: Type.Optional(
       Type.Object(
         {

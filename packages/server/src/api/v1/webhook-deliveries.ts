@@ -62,6 +62,10 @@ export const AttemptSchema = Type.Object(
           "The headers of the request as sent (for a broker endpoint, the message headers, with Content-Type as the message content type), the endpoint's Standard Webhooks and custom headers included; null when no request was made (endpoint_disabled, a URL refused before connecting, interrupted) or for attempts logged before this field.",
       },
     ),
+    rate_limited_ms: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        "Milliseconds the attempt waited for the endpoint's max_requests_per_second before it was sent (0: it didn't wait); null when the endpoint had no cap.",
+    }),
   },
   { $id: 'DeliveryAttempt', description: 'One HTTP attempt of a delivery, as the delivery log records it.' },
 );

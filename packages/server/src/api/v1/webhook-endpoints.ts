@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { withIdempotency } from '../idempotency.ts';
-import { MAX_EXPIRE_PREVIOUS_IN } from '../../endpoints/service.ts';
+import { MAX_EXPIRE_PREVIOUS_IN, MAX_REQUESTS_PER_SECOND } from '../../endpoints/service.ts';
 import { MAX_CUSTOM_HEADERS, MAX_CUSTOM_HEADER_BYTES } from '../../endpoints/custom-headers.ts';
 import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schemas.ts';
 import { EnabledEventTypeSchema } from './event-schemas.ts';
@@ -26,6 +26,10 @@ export const DeliveryOrder = Type.Union([Type.Literal('unordered'), Type.Literal
     'unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up.',
 });
 
+export const MaxRequestsPerSecond = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_REQUESTS_PER_SECOND }), Type.Null()], {
+  description:
+    'Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it.',
+});
 export const StandardWebhooks = Type.Boolean({
   description:
     "Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first.",
@@ -34,6 +38,37 @@ export const StandardWebhooks = Type.Boolean({
 export const CustomHeadersInput = Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()], {
   description: `Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most ${MAX_CUSTOM_HEADERS} headers and ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names.`,
 });
+
+export const AsymmetricSignature = Type.Boolean({
+  description:
+    'Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default.',
+});
+
+const Ed25519JwkSchema = Type.Object(
+  {
+    kty: Type.Literal('OKP'),
+    crv: Type.Literal('Ed25519'),
+    x: Type.String({ description: 'base64url of the 32 public key bytes.' }),
+    kid: Type.String({ description: 'The RFC 7638 thumbprint of the key.' }),
+    use: Type.Literal('sig'),
+    alg: Type.Literal('EdDSA'),
+  },
+  { description: 'The public key as a JWK, as listed in the Platform JWKS document.' },
+);
+
+export const PublicKeySchema = Type.Object(
+  {
+    object: Type.Literal('public_key'),
+    kid: Type.String({ description: 'The JWK kid (RFC 7638 thumbprint).' }),
+    public_key: Type.String({ description: 'whpk_<base64 of the 32 key bytes>: what the receiver libraries take.' }),
+    jwk: Ed25519JwkSchema,
+    created_at: Timestamp,
+    expires_at: Type.Union([Timestamp, Type.Null()], {
+      description: 'For a rotated-out key, when it stops signing (and leaves the JWKS); null for the current key.',
+    }),
+  },
+  { $id: 'PublicKey', description: 'An ed25519 public key that signs deliveries to the endpoint (v1a=).' },
+);
 
 const endpointProperties = {
   id: Type.String({ description: 'Prefix we_' }),
@@ -66,9 +101,19 @@ const endpointProperties = {
   url_has_credentials: Type.Boolean({
     description: 'A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them).',
   }),
+  max_requests_per_second: MaxRequestsPerSecond,
+  paused_until: Type.Union([Timestamp, Type.Null()], {
+    description:
+      'The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused.',
+  }),
   standard_webhooks: StandardWebhooks,
   headers: Type.Record(Type.String(), Type.String(), {
     description: 'Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none.',
+  }),
+  asymmetric_signature: AsymmetricSignature,
+  public_keys: Type.Array(Type.Ref(PublicKeySchema), {
+    description:
+      'The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json.',
   }),
 };
 
@@ -112,6 +157,8 @@ const CreateBody = Type.Object(
     delivery_order: Type.Optional(DeliveryOrder),
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
+    asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },
 );
@@ -126,6 +173,8 @@ const UpdateBody = Type.Object(
     delivery_order: Type.Optional(DeliveryOrder),
     standard_webhooks: Type.Optional(StandardWebhooks),
     headers: Type.Optional(CustomHeadersInput),
+    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
+    asymmetric_signature: Type.Optional(AsymmetricSignature),
   },
   { additionalProperties: false },
 );
@@ -135,18 +184,15 @@ const UpdateBody = Type.Object(
  * service). Checked here rather than by a route schema so that a POST with no body at all, the
  * usual call, is accepted, like the other action routes.
  */
-export function rotateParameters(body: unknown): { expire_previous_in?: number } {
+export function rotateParameters(body: unknown, action = 'rotate_secret'): { expire_previous_in?: number } {
   if (body === undefined || body === null) return {};
   if (typeof body !== 'object' || Array.isArray(body))
     throw new AppError('invalid_request', 'parameter_invalid', 'Send no body, {} or {"expire_previous_in": <seconds>}.');
   const unknown = Object.keys(body).find((k) => k !== 'expire_previous_in');
   if (unknown !== undefined)
-    throw new AppError(
-      'invalid_request',
-      'parameter_unknown',
-      `Unknown parameter '${unknown}': rotate_secret takes only expire_previous_in.`,
-      { param: unknown },
-    );
+    throw new AppError('invalid_request', 'parameter_unknown', `Unknown parameter '${unknown}': ${action} takes only expire_previous_in.`, {
+      param: unknown,
+    });
   const value = (body as { expire_previous_in?: unknown }).expire_previous_in;
   if (value === undefined) return {};
   if (typeof value !== 'number')
@@ -294,6 +340,43 @@ export const webhookEndpointRoutes =
         if (result.replayed) void reply.header('idempotent-replayed', 'true');
         else ctx.metrics.rotations.inc();
         return reply.code(200).send(result.body as Static<typeof CreatedEndpoint>);
+      },
+    );
+
+    app.post(
+      '/webhook_endpoints/:id/rotate_signing_key',
+      {
+        config: { audit: { action: 'webhook_endpoint.rotate_signing_key', resource: 'webhook_endpoint' } },
+        schema: {
+          tags,
+          security,
+          operationId: 'rotateWebhookEndpointSigningKey',
+          summary: 'Rotate the ed25519 key pair',
+          'x-optional-body': RotateBody,
+          description: `For an endpoint with asymmetric_signature on: a new key pair signs from now on (the first v1a=), and the previous one keeps signing (a second v1a=) and stays in public_keys and the Platform JWKS until its expires_at. Body: none, {} or {"expire_previous_in": seconds} (0 to ${MAX_EXPIRE_PREVIOUS_IN}, default 86400 = 24 h; 0 drops the previous key at once). No private key is ever returned.`,
+          params: EndpointIdParams,
+          headers: IdempotencyHeaders,
+          response: {
+            200: idempotentResponse(Type.Ref(WebhookEndpointSchema), 'The endpoint, with its new public key first in public_keys.'),
+            ...errorResponses(404, 409),
+          },
+        },
+      },
+      async (req, reply) => {
+        const id = endpointId(req.params.id);
+        const body = rotateParameters(req.body, 'rotate_signing_key');
+        const result = await withIdempotency(
+          ctx,
+          req.scope,
+          req.headers['idempotency-key'],
+          { method: 'POST', path: `/api/v1/webhook_endpoints/${id}/rotate_signing_key`, body },
+          async (tx) => ({
+            status: 200,
+            body: await ctx.endpoints.rotateSigningKey(req.scope, id, body.expire_previous_in, tx),
+          }),
+        );
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.code(200).send(result.body as Static<typeof WebhookEndpointSchema>);
       },
     );
 

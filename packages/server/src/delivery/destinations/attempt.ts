@@ -43,6 +43,10 @@ export interface AttemptResult {
   broker?: BrokerKind;
   /** The traceparent header the request carried (only while tracing, and only when a request was made). */
   traceparent?: string | null;
+  /** A 429's or 503's Retry-After header as the receiver sent it (delivery/retry-after.ts reads it). */
+  retryAfter?: string;
+  /** Milliseconds the attempt waited for the endpoint's max_requests_per_second; absent when uncapped. */
+  rateLimitedMs?: number;
   /** The webhook-signature header the request carried (Standard Webhooks endpoints only). */
   webhookSignature?: string | null;
   /** The endpoint's custom headers the request carried, as the JSON text stored with the endpoint. */
@@ -64,6 +68,8 @@ export interface SendRequest {
   eventId: string;
   /** The live signing secrets, new first: one `v1=` each (two only during a rotation's overlap). */
   secrets: readonly string[];
+  /** The live ed25519 private keys, new first: one `v1a=` each (absent: the endpoint signs with HMAC alone). */
+  privateKeys?: readonly KeyObject[] | undefined;
   /** A broker URL's credentials, decrypted (null or absent for HTTP). */
   credentials?: BrokerCredentials | null;
   /** The attempt span's W3C traceparent (only while tracing): a header, or a message header. */
@@ -89,7 +95,7 @@ export interface Destination {
 
 /** The `Service-Signature` value for the stored bytes, made at the attempt's start. */
 export function signAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): string {
-  return signPayloadWithSecrets(req.secrets, Math.floor(startedAt.getTime() / 1000), bytes);
+  return signPayloadWithSecrets(req.secrets, Math.floor(startedAt.getTime() / 1000), bytes, req.privateKeys);
 }
 
 /**
@@ -99,7 +105,7 @@ export function signAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): s
 export function signStandardAttempt(req: SendRequest, startedAt: Date, bytes: Buffer): string | null {
   const keys = req.webhookKeys;
   if (!keys || keys.length === 0) return null;
-  return signStandardWebhooks({ v1: keys }, req.eventId, Math.floor(startedAt.getTime() / 1000), bytes);
+  return signStandardWebhooks({ v1: keys, v1a: req.privateKeys }, req.eventId, Math.floor(startedAt.getTime() / 1000), bytes);
 }
 
 /**

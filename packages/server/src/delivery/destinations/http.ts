@@ -4,6 +4,7 @@ import { EVENT_ID_HEADER, SIGNATURE_HEADER } from '@payhooks/contract';
 import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from '../safe-lookup.ts';
 import { authority, describeProxy, targetResolver, tunnelConnector } from '../egress-proxy.ts';
 import { DeadlineQueue, type Deadline } from '../deadlines.ts';
+import { PAUSING_STATUSES } from '../retry-after.ts';
 import {
   addEndpointHeaders,
   classify,
@@ -206,6 +207,8 @@ class AttemptHandler {
   private abortRequest: ((err?: Error) => void) | null = null;
   private done = false;
   private statusCode: number | null = null;
+  /** A 429's or 503's Retry-After, as sent (the worker reads it: retry-after.ts). */
+  private retryAfter: string | null = null;
   private durationMs = 0;
   private readonly chunks: Buffer[] = [];
   private size = 0;
@@ -228,10 +231,12 @@ class AttemptHandler {
     else this.abortRequest = abort;
   }
 
-  onHeaders(statusCode: number, _headers: unknown, _resume: () => void): boolean {
+  onHeaders(statusCode: number, headers: unknown, _resume: () => void): boolean {
     // 1xx (e.g. 100 Continue) is not an answer: wait for the final status within the deadline.
     if (this.done || statusCode < 200) return true;
     this.statusCode = statusCode;
+    // Only these answers' headers are read: every other response costs nothing more.
+    if (PAUSING_STATUSES.has(statusCode)) this.retryAfter = headerValue(headers, 'retry-after');
     this.durationMs = Math.round(performance.now() - this.t0);
     this.grace = this.graces.add(() => this.end(true));
     return true;
@@ -294,6 +299,7 @@ class AttemptHandler {
       responseBody: (this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)).toString('utf8'),
       errorKind: ok ? null : 'http_status',
       errorMessage: ok ? null : `The endpoint answered HTTP ${statusCode}; only a 2xx acknowledges a delivery.`,
+      ...(this.retryAfter !== null ? { retryAfter: this.retryAfter } : {}),
     });
     if (abort) this.abortRequest?.();
   }
@@ -309,4 +315,11 @@ class AttemptHandler {
     if (this.webhookSignature !== null || req.headers) noteEndpointHeaders(result, req, this.webhookSignature);
     this.resolve(result);
   }
+}
+
+/** The first value of a header among undici's raw headers (name, value, name, value...), or null. */
+function headerValue(raw: unknown, name: string): string | null {
+  if (!Array.isArray(raw)) return null;
+  for (let i = 0; i + 1 < raw.length; i += 2) if (String(raw[i]).toLowerCase() === name) return String(raw[i + 1]).slice(0, 100);
+  return null;
 }
