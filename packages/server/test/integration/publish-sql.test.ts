@@ -190,10 +190,11 @@ describe('payhooks.publish_event', () => {
       ['a __proto__ key', {}, '{"__proto__":{"x":1},"id":"pay_1"}'],
       ['a constructor.prototype', {}, '{"constructor":{"prototype":{}},"id":"pay_1"}'],
       ['nested too deep', {}, pay({ metadata: {} }).replace(/}$/, `,"deep":${deep}}`)],
+      ['over the event size limit', {}, pay({ metadata: { note: 'x'.repeat(EVENT_MAX_BYTES) } })],
     ];
     for (const [what, args, objectText] of cases) {
       const http = await publishHttp(args, objectText);
-      expect(http.status, what).toBe(400);
+      expect(http.status, what).toBe(what === 'over the event size limit' ? 413 : 400);
       const r = await publishSql(args, objectText);
       expect('refused' in r, `${what}: the function published it`).toBe(true);
       const refused = (r as { refused: Refused }).refused;
