@@ -1,4 +1,5 @@
-import { bigint, boolean, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, unique } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
 
 /**
  * drizzle mirror of the numbered SQL migrations in ./migrations (the SQL is the source of
@@ -115,45 +116,70 @@ export const idempotencyKeys = pgTable(
   (t) => [primaryKey({ columns: [t.platformId, t.environment, t.key] })],
 );
 
-export const events = pgTable('events', {
-  id: text('id').primaryKey(),
-  platformId: text('platform_id').notNull(),
-  environment: text('environment').$type<Environment>().notNull(),
-  merchantId: text('merchant_id').notNull(),
-  type: text('type').notNull(),
-  body: text('body').notNull(),
-  idempotencyKey: text('idempotency_key'),
-  createdAt: ts('created_at').notNull(),
-  /** 0013: `data.object.id`, the resource the event is about (null for rows of earlier releases). */
-  objectId: text('object_id'),
-  /** 0018: the W3C traceparent of the span that published it (only while tracing). */
-  traceParent: text('trace_parent'),
-});
+export const events = pgTable(
+  'events',
+  {
+    id: text('id').notNull(),
+    platformId: text('platform_id').notNull(),
+    environment: text('environment').$type<Environment>().notNull(),
+    merchantId: text('merchant_id').notNull(),
+    type: text('type').notNull(),
+    body: text('body').notNull(),
+    idempotencyKey: text('idempotency_key'),
+    createdAt: ts('created_at').notNull(),
+    /** 0013: `data.object.id`, the resource the event is about (null for rows of earlier releases). */
+    objectId: text('object_id'),
+    /** 0018: the W3C traceparent of the span that published it (only while tracing). */
+    traceParent: text('trace_parent'),
+  },
+  // 0007: partitioned by week on created_at, which every key must hold; 0027 named the
+  // constraints after the table (they were 0007's `events_new_*`).
+  (t) => [
+    primaryKey({ name: 'events_pkey', columns: [t.id, t.createdAt] }),
+    index('events_tenant_idx').on(t.platformId, t.environment, t.createdAt.desc(), t.id.desc()),
+    index('events_object_idx').on(t.platformId, t.environment, t.objectId, t.createdAt.desc(), t.id.desc()),
+    index('events_type_idx').on(t.platformId, t.environment, t.type, t.createdAt.desc(), t.id.desc()),
+  ],
+);
 
 export type EventRow = typeof events.$inferSelect;
 
 export type DeliveryState = 'pending' | 'delivered' | 'failed_retrying' | 'exhausted' | 'cancelled';
 
-export const webhookDeliveries = pgTable('webhook_deliveries', {
-  id: text('id').primaryKey(),
-  eventId: text('event_id').notNull(),
-  endpointId: text('endpoint_id').notNull(),
-  platformId: text('platform_id').notNull(),
-  environment: text('environment').$type<Environment>().notNull(),
-  state: text('state').$type<DeliveryState>().notNull(),
-  attemptCount: integer('attempt_count').notNull(),
-  automaticAttempts: integer('automatic_attempts').notNull(),
-  nextAttemptAt: ts('next_attempt_at'),
-  lastAttemptAt: ts('last_attempt_at'),
-  createdAt: ts('created_at').notNull(),
-  updatedAt: ts('updated_at').notNull(),
-  /** 0003: 1, or 2 for the second delivery of a double-delivered event (spec 6.2 rule 5). */
-  copy: smallint('copy').notNull().default(1),
-  /** 0006: why a `cancelled` delivery ended (`endpoint_deleted`, `manual`). */
-  cancelReason: text('cancel_reason'),
-  /** 0013: its event's type, for the log's type filter. */
-  eventType: text('event_type'),
-});
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: text('id').notNull(),
+    eventId: text('event_id').notNull(),
+    endpointId: text('endpoint_id').notNull(),
+    platformId: text('platform_id').notNull(),
+    environment: text('environment').$type<Environment>().notNull(),
+    state: text('state').$type<DeliveryState>().notNull(),
+    attemptCount: integer('attempt_count').notNull(),
+    automaticAttempts: integer('automatic_attempts').notNull(),
+    nextAttemptAt: ts('next_attempt_at'),
+    lastAttemptAt: ts('last_attempt_at'),
+    createdAt: ts('created_at').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+    /** 0003: 1, or 2 for the second delivery of a double-delivered event (spec 6.2 rule 5). */
+    copy: smallint('copy').notNull().default(1),
+    /** 0006: why a `cancelled` delivery ended (`endpoint_deleted`, `manual`). */
+    cancelReason: text('cancel_reason'),
+    /** 0013: its event's type, for the log's type filter. */
+    eventType: text('event_type'),
+  },
+  // Every index of the table, with the reads that need it: decision record delivery-log-indexes.
+  (t) => [
+    primaryKey({ name: 'webhook_deliveries_pkey', columns: [t.id, t.createdAt] }),
+    unique('webhook_deliveries_event_endpoint_copy_key').on(t.eventId, t.endpointId, t.copy, t.createdAt),
+    index('webhook_deliveries_tenant_idx').on(t.platformId, t.environment, t.createdAt.desc(), t.id.desc()),
+    index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
+    index('webhook_deliveries_type_idx').on(t.platformId, t.environment, t.eventType, t.createdAt.desc(), t.id.desc()),
+    index('webhook_deliveries_state_idx')
+      .on(t.state, t.platformId, t.environment, t.createdAt.desc(), t.eventId.desc())
+      .where(sql`state <> 'delivered'`),
+  ],
+);
 
 /**
  * 0007: the work to do, one row per delivery with an attempt coming (see the migration). The
@@ -199,35 +225,42 @@ export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 
 export type AttemptTrigger = 'automatic' | 'manual';
 
-export const deliveryAttempts = pgTable('delivery_attempts', {
-  id: text('id').primaryKey(),
-  deliveryId: text('delivery_id').notNull(),
-  attemptNumber: integer('attempt_number').notNull(),
-  trigger: text('trigger').$type<AttemptTrigger>().notNull(),
-  succeeded: boolean('succeeded').notNull(),
-  startedAt: ts('started_at').notNull(),
-  durationMs: integer('duration_ms').notNull(),
-  statusCode: integer('status_code'),
-  responseBody: text('response_body'),
-  errorKind: text('error_kind'),
-  errorMessage: text('error_message'),
-  /** 0006: the worker that held the attempt (set on `interrupted` attempts). */
-  workerId: text('worker_id'),
-  /** 0007: the delivery's `created_at`, the partition key (an attempt leaves with its delivery's week). */
-  deliveryCreatedAt: ts('delivery_created_at').notNull(),
-  /** 0013: the Service-Signature header it was sent with (null when no request was made). */
-  requestSignature: text('request_signature'),
-  /** 0020: the kind of broker the attempt went to; null for an HTTP request. */
-  broker: text('broker').$type<'amqp' | 'nats'>(), // BrokerKind (endpoint-urls/broker-url.ts)
-  /** 0021: the traceparent the attempt was sent with (only while tracing). */
-  traceParent: text('trace_parent'),
-  /** 0023: the webhook-signature header it was sent with (Standard Webhooks endpoints only). */
-  requestWebhookSignature: text('request_webhook_signature'),
-  /** 0023: the endpoint's custom headers it was sent with, as JSON text (null: none). */
-  requestCustomHeaders: text('request_custom_headers'),
-  /** 0025: how long it waited for the endpoint's max_requests_per_second (null: no cap). */
-  rateLimitedMs: integer('rate_limited_ms'),
-});
+export const deliveryAttempts = pgTable(
+  'delivery_attempts',
+  {
+    id: text('id').notNull(),
+    deliveryId: text('delivery_id').notNull(),
+    attemptNumber: integer('attempt_number').notNull(),
+    trigger: text('trigger').$type<AttemptTrigger>().notNull(),
+    succeeded: boolean('succeeded').notNull(),
+    startedAt: ts('started_at').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    statusCode: integer('status_code'),
+    responseBody: text('response_body'),
+    errorKind: text('error_kind'),
+    errorMessage: text('error_message'),
+    /** 0006: the worker that held the attempt (set on `interrupted` attempts). */
+    workerId: text('worker_id'),
+    /** 0007: the delivery's `created_at`, the partition key (an attempt leaves with its delivery's week). */
+    deliveryCreatedAt: ts('delivery_created_at').notNull(),
+    /** 0013: the Service-Signature header it was sent with (null when no request was made). */
+    requestSignature: text('request_signature'),
+    /** 0020: the kind of broker the attempt went to; null for an HTTP request. */
+    broker: text('broker').$type<'amqp' | 'nats'>(), // BrokerKind (endpoint-urls/broker-url.ts)
+    /** 0021: the traceparent the attempt was sent with (only while tracing). */
+    traceParent: text('trace_parent'),
+    /** 0023: the webhook-signature header it was sent with (Standard Webhooks endpoints only). */
+    requestWebhookSignature: text('request_webhook_signature'),
+    /** 0023: the endpoint's custom headers it was sent with, as JSON text (null: none). */
+    requestCustomHeaders: text('request_custom_headers'),
+    /** 0025: how long it waited for the endpoint's max_requests_per_second (null: no cap). */
+    rateLimitedMs: integer('rate_limited_ms'),
+  },
+  (t) => [
+    primaryKey({ name: 'delivery_attempts_pkey', columns: [t.id, t.deliveryCreatedAt] }),
+    unique('delivery_attempts_delivery_attempt_number_key').on(t.deliveryId, t.attemptNumber, t.deliveryCreatedAt),
+  ],
+);
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;
 

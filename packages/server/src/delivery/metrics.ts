@@ -91,7 +91,8 @@ export class DeliveryMetrics {
       labelNames: ['state'],
       registers: [this.registry],
       async collect() {
-        // Index-only over webhook_deliveries_unfinished_idx (migration 0006): the backlog, never the history.
+        // Index-only over the pending and failed_retrying ranges of webhook_deliveries_state_idx
+        // (migration 0027; state leads it): the backlog, never the history.
         const rows = await database.query<{ state: string; n: string }>(
           `SELECT state, count(*) AS n FROM webhook_deliveries WHERE state IN ('pending', 'failed_retrying') GROUP BY state`,
           [],

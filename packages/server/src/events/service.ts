@@ -6,6 +6,9 @@ import { listPage, pageOf, type ListPage } from '../db/pagination.ts';
 import { AppError, notFound } from '../errors.ts';
 import type { Scope } from '../scope.ts';
 
+/** Every state but `delivered`: the rows of webhook_deliveries_state_idx. */
+const NOT_DELIVERED = ['pending', 'failed_retrying', 'exhausted', 'cancelled'] as const;
+
 const inScope = (scope: Scope) => and(eq(events.platformId, scope.platformId), eq(events.environment, scope.environment));
 
 /** Reading published events. Publishing is `publishEvent` (publish.ts), inside a transaction. */
@@ -62,10 +65,13 @@ export class EventService {
   }
 
   /**
-   * `delivery_success=false`, driven from the deliveries that are not delivered (a partial index,
-   * migration 0015) rather than from every event: after an outage a merchant with millions of
-   * delivered events reads only the few that are not. A delivery's `created_at` is its event's
-   * (both are written by one publish), so the deliveries' order and cursor are the events'.
+   * `delivery_success=false`, driven from the deliveries that are not delivered (the partial
+   * index webhook_deliveries_state_idx, migration 0027) rather than from every event: after an
+   * outage a merchant with millions of delivered events reads only the few that are not. A
+   * delivery's `created_at` is its event's (both are written by one publish), so the deliveries'
+   * order and cursor are the events'. The index leads with the state (the log's state filter and
+   * the backlog metrics read one state's range), so each unfinished state is read in order, a
+   * page at most, and the four are merged: no second index of the same rows to write at publish.
    */
   private async listUndelivered(
     scope: Scope,
@@ -87,17 +93,27 @@ export class EventService {
         throw new AppError('invalid_request', 'resource_missing', `starting_after: no such event '${options.startingAfter}'.`, {
           param: 'starting_after',
         });
-      cursor = sql` AND (d.created_at, d.event_id) < (${after.createdAt.toISOString()}::timestamptz, ${after.id}::text)`;
+      // The plain bound is implied; the index (…, created_at DESC, id DESC) takes it as its condition.
+      const t = after.createdAt.toISOString();
+      cursor = sql` AND d.created_at <= ${t}::timestamptz AND (d.created_at, d.event_id) < (${t}::timestamptz, ${after.id}::text)`;
     }
     const type = options.type ? sql` AND d.event_type = ${options.type}` : sql``;
     const gteBound = options.createdGte ? sql` AND d.created_at >= ${options.createdGte.toISOString()}::timestamptz` : sql``;
     const ltBound = options.createdLt ? sql` AND d.created_at < ${options.createdLt.toISOString()}::timestamptz` : sql``;
-    const result = await this.db.execute<{ body: string }>(sql`
-      SELECT e.body FROM (
-        SELECT DISTINCT d.created_at, d.event_id FROM webhook_deliveries d
-        WHERE d.platform_id = ${scope.platformId} AND d.environment = ${scope.environment} AND d.state <> 'delivered'
+    const byState = sql.join(
+      NOT_DELIVERED.map(
+        (state) => sql`(SELECT DISTINCT d.created_at, d.event_id FROM webhook_deliveries d
+        WHERE d.state = ${state} AND d.platform_id = ${scope.platformId} AND d.environment = ${scope.environment}
           ${type}${gteBound}${ltBound}${cursor}
         ORDER BY d.created_at DESC, d.event_id DESC
+        LIMIT ${options.limit + 1})`,
+      ),
+      sql` UNION ALL `,
+    );
+    const result = await this.db.execute<{ body: string }>(sql`
+      SELECT e.body FROM (
+        SELECT DISTINCT s.created_at, s.event_id FROM (${byState}) s
+        ORDER BY s.created_at DESC, s.event_id DESC
         LIMIT ${options.limit + 1}
       ) u JOIN events e ON e.id = u.event_id AND e.created_at = u.created_at
       ORDER BY u.created_at DESC, u.event_id DESC`);

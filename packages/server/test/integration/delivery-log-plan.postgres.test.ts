@@ -175,6 +175,7 @@ const logs: Array<[string, Filters]> = [
   ["the big endpoint's log (60 % of the history)", { endpointId: '' }],
   ["the small endpoint's log (2 % of the history, 3 % of its Platform's)", { endpointId: '' }],
   ['state exhausted (2 %)', { state: 'exhausted' }],
+  ['state failed_retrying (2 %)', { state: 'failed_retrying' }],
   ['state delivered (96 %)', { state: 'delivered' }],
   ['type payment.failed (20 %)', { type: 'payment.failed' }],
   ['type checkout_session.completed (1 %)', { type: 'checkout_session.completed' }],

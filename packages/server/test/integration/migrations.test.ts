@@ -96,6 +96,28 @@ describe('migrations', () => {
     }
   });
 
+  it("the partitioned tables' keys and indexes exist under the names schema.ts gives them, partitions carry their parent's names, and none keeps 0007's `_new`", async () => {
+    const constraints = await query(testDb.database, `SELECT conrelid::regclass::text AS rel, conname FROM pg_constraint`);
+    const indexes = await query(testDb.database, `SELECT tablename, indexname FROM pg_indexes WHERE schemaname = 'public'`);
+    const names = new Set([...constraints.map((r) => String(r.conname)), ...indexes.map((r) => String(r.indexname))]);
+    const partitioned = drizzleTables().filter((t) => ['events', 'webhook_deliveries', 'delivery_attempts'].includes(t.name));
+    expect(partitioned).toHaveLength(3);
+    for (const t of partitioned) {
+      for (const name of [
+        ...t.primaryKeys.map((k) => k.getName()),
+        ...t.uniqueConstraints.map((u) => u.getName()),
+        ...t.indexes.map((i) => i.config.name),
+      ]) {
+        if (name) expect(names.has(name), `${t.name}: ${name}`).toBe(true);
+      }
+    }
+    expect([...names].filter((n) => /(^|_)new_/.test(n) && /^(events|webhook_deliveries|delivery_attempts)/.test(n))).toEqual([]);
+    // Partitions carry the parent's CHECK and foreign keys under the parent's names.
+    const partitionFks = constraints.filter((r) => /^webhook_deliveries_p\d{8}$/.test(String(r.rel)) && /fkey$/.test(String(r.conname)));
+    expect(partitionFks.length).toBeGreaterThan(0);
+    for (const fk of partitionFks) expect(fk.conname).toBe('webhook_deliveries_endpoint_id_fkey');
+  });
+
   it('CHECK constraints refuse values outside the model', async () => {
     await query(testDb.database, `INSERT INTO platforms (id, name) VALUES ('plt_mig', 'm')`);
     await expect(
