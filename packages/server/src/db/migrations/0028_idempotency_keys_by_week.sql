@@ -135,8 +135,10 @@ BEGIN
     || ',"merchant_id":' || to_json(merchant_id)::text
     || ',"created_at":' || to_json(to_char(v_now AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))::text
     || ',"data":{"object":' || v_object || '}}';
-  IF octet_length(v_body) > 256 * 1024 THEN
-    PERFORM payhooks.refuse('body_too_large', NULL, 'The event is larger than 256 KiB.');
+  IF octet_length(v_body) > 262144 THEN
+    PERFORM payhooks.refuse('body_too_large', 'data.object', format(
+      'The event is %s bytes once serialised; an event is at most 262144 bytes (256 KiB). Put less in data.object: receivers fetch large details through the API.',
+      octet_length(v_body)));
   END IF;
 
   SELECT m.platform_id INTO v_platform FROM merchants m WHERE m.id = publish_event.merchant_id;
