@@ -18,6 +18,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/platforms/{platform_id}/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The Platform's ed25519 public keys (JWKS)
+         * @description The public keys of every endpoint of the Platform with asymmetric_signature on (live and sandbox), a rotated-out key until its overlap ends. A delivery's v1a= entries verify with one of them. No authentication: public keys only. Cache-Control: public, max-age=300; ETag, and 304 for If-None-Match.
+         */
+        get: operations["platformJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/listen/{id}": {
         parameters: {
             query?: never;
@@ -89,6 +109,26 @@ export interface paths {
          * @description The new whsec_ secret is returned only in this response; the previous one keeps signing until previous_secret_expires_at. Body: none, {} or {"expire_previous_in": seconds} (0 to 604800, default 86400 = 24 h; 0 stops the previous secret at once). Until then every attempt's Service-Signature carries one v1= per live secret, the new one first.
          */
         post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook_endpoints/{id}/rotate_signing_key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the ed25519 key pair
+         * @description For an endpoint with asymmetric_signature on: a new key pair signs from now on (the first v1a=), and the previous one keeps signing (a second v1a=) and stays in public_keys and the Platform JWKS until its expires_at. Body: none, {} or {"expire_previous_in": seconds} (0 to 604800, default 86400 = 24 h; 0 drops the previous key at once). No private key is ever returned.
+         */
+        post: operations["rotateWebhookEndpointSigningKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -368,6 +408,34 @@ export interface components {
          * @enum {string}
          */
         EnabledEventType: "*" | "payment.created" | "payment.requires_action" | "payment.under_review" | "payment.processing" | "payment.succeeded" | "payment.failed" | "payment.cancelled" | "payment.expired" | "checkout_session.completed" | "checkout_session.expired" | "webhook_endpoint.disabled";
+        /** @description An ed25519 public key that signs deliveries to the endpoint (v1a=). */
+        PublicKey: {
+            /** @enum {string} */
+            object: "public_key";
+            /** @description The JWK kid (RFC 7638 thumbprint). */
+            kid: string;
+            /** @description whpk_<base64 of the 32 key bytes>: what the receiver libraries take. */
+            public_key: string;
+            /** @description The public key as a JWK, as listed in the Platform JWKS document. */
+            jwk: {
+                /** @enum {string} */
+                kty: "OKP";
+                /** @enum {string} */
+                crv: "Ed25519";
+                /** @description base64url of the 32 public key bytes. */
+                x: string;
+                /** @description The RFC 7638 thumbprint of the key. */
+                kid: string;
+                /** @enum {string} */
+                use: "sig";
+                /** @enum {string} */
+                alg: "EdDSA";
+            };
+            /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+            created_at: string;
+            /** @description For a rotated-out key, when it stops signing (and leaves the JWKS); null for the current key. */
+            expires_at: string | null;
+        };
         /** @description A webhook endpoint: where and which events are delivered. Never carries its signing secret. */
         WebhookEndpoint: {
             /** @description Prefix we_ */
@@ -401,12 +469,20 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+            max_requests_per_second: number | null;
+            /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
+            paused_until: string | null;
             /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
             standard_webhooks: boolean;
             /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
             headers: {
                 [key: string]: string;
             };
+            /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
+            asymmetric_signature: boolean;
+            /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
+            public_keys: components["schemas"]["PublicKey"][];
         };
         /** @description A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it. */
         WebhookEndpointWithSecret: {
@@ -441,12 +517,20 @@ export interface components {
             delivery_order: "unordered" | "per_object";
             /** @description A broker URL was given with user:password@: they are stored encrypted and never shown (url omits them). */
             url_has_credentials: boolean;
+            /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+            max_requests_per_second: number | null;
+            /** @description The endpoint answered 429 or 503 with Retry-After: no automatic attempt is sent until then (at most an hour ahead); the failed attempt is retried on its schedule, or at this time if later. Null when not paused. */
+            paused_until: string | null;
             /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */
             standard_webhooks: boolean;
             /** @description Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none. */
             headers: {
                 [key: string]: string;
             };
+            /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
+            asymmetric_signature: boolean;
+            /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
+            public_keys: components["schemas"]["PublicKey"][];
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
             secret: string;
         };
@@ -486,6 +570,8 @@ export interface components {
             } & {
                 [key: string]: string;
             }) | null;
+            /** @description Milliseconds the attempt waited for the endpoint's max_requests_per_second before it was sent (0: it didn't wait); null when the endpoint had no cap. */
+            rate_limited_ms: number | null;
         };
         /** @description One event for one endpoint, with its attempt log. */
         WebhookDelivery: {
@@ -951,6 +1037,65 @@ export interface operations {
             431: components["responses"]["HeadersTooLarge"];
         };
     };
+    platformJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                platform_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JWK Set (RFC 7517). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "OKP",
+                     *           "crv": "Ed25519",
+                     *           "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "use": "sig",
+                     *           "alg": "EdDSA"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        keys: {
+                            /** @enum {string} */
+                            kty: "OKP";
+                            /** @enum {string} */
+                            crv: "Ed25519";
+                            x: string;
+                            kid: string;
+                            /** @enum {string} */
+                            use: "sig";
+                            /** @enum {string} */
+                            alg: "EdDSA";
+                        }[];
+                    };
+                };
+            };
+            /** @description Not modified: the If-None-Match ETag is current. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeadersTooLarge"];
+        };
+    };
     listenRelay: {
         parameters: {
             query?: never;
@@ -1037,7 +1182,27 @@ export interface operations {
                      *           "delivery_order": "unordered",
                      *           "url_has_credentials": false,
                      *           "standard_webhooks": false,
-                     *           "headers": {}
+                     *           "headers": {},
+                     *           "max_requests_per_second": null,
+                     *           "paused_until": null,
+                     *           "asymmetric_signature": true,
+                     *           "public_keys": [
+                     *             {
+                     *               "object": "public_key",
+                     *               "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *               "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *               "jwk": {
+                     *                 "kty": "OKP",
+                     *                 "crv": "Ed25519",
+                     *                 "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *                 "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *                 "use": "sig",
+                     *                 "alg": "EdDSA"
+                     *               },
+                     *               "created_at": "2026-01-31T12:00:00Z",
+                     *               "expires_at": null
+                     *             }
+                     *           ]
                      *         }
                      *       ],
                      *       "has_more": true
@@ -1094,6 +1259,10 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
+                    /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+                    max_requests_per_second?: number | null;
+                    /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
+                    asymmetric_signature?: boolean;
                 };
             };
         };
@@ -1136,6 +1305,26 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ],
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
@@ -1202,7 +1391,27 @@ export interface operations {
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
-                     *       "headers": {}
+                     *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1293,6 +1502,10 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     } | null;
+                    /** @description Most requests a second the endpoint is sent, across every worker (null, the default: no cap). Under a backlog deliveries wait for their turn (each attempt shows how long in rate_limited_ms); about 95% of the cap is used, so that varying network delays rarely make a second at the receiver see more than the cap (then one more request). Manual replays and resends are not held by it. */
+                    max_requests_per_second?: number | null;
+                    /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
+                    asymmetric_signature?: boolean;
                 };
             };
         };
@@ -1333,7 +1546,27 @@ export interface operations {
                      *       "delivery_order": "unordered",
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
-                     *       "headers": {}
+                     *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1415,10 +1648,130 @@ export interface operations {
                      *       "url_has_credentials": false,
                      *       "standard_webhooks": false,
                      *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ],
                      *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateWebhookEndpointSigningKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first successful response to this key is stored for 24 h and returned again (with `Idempotent-Replayed: true`) for the same request; the same key with a different request is a 409. 1 to 255 printable ASCII characters.
+                 * @example order-1234-create
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Seconds the previous secret keeps signing (default 86400). */
+                    expire_previous_in?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its new public key first in public_keys. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "we_3kT9xQ2mZ8pL4wR6",
+                     *       "object": "webhook_endpoint",
+                     *       "url": "https://shop.example/webhooks",
+                     *       "enabled_events": [
+                     *         "payment.succeeded",
+                     *         "payment.failed",
+                     *         "payment.expired",
+                     *         "checkout_session.completed"
+                     *       ],
+                     *       "description": "Order fulfilment",
+                     *       "metadata": {
+                     *         "team": "checkout"
+                     *       },
+                     *       "status": "enabled",
+                     *       "environment": "live",
+                     *       "created_at": "2026-01-31T12:00:00Z",
+                     *       "updated_at": "2026-01-31T12:00:00Z",
+                     *       "delivery_health": {
+                     *         "status": "healthy",
+                     *         "consecutive_timeouts": 0,
+                     *         "throttled_since": null
+                     *       },
+                     *       "disabled_reason": null,
+                     *       "disabled_at": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "delivery_order": "unordered",
+                     *       "url_has_credentials": false,
+                     *       "standard_webhooks": false,
+                     *       "headers": {},
+                     *       "max_requests_per_second": null,
+                     *       "paused_until": null,
+                     *       "asymmetric_signature": true,
+                     *       "public_keys": [
+                     *         {
+                     *           "object": "public_key",
+                     *           "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *           "public_key": "whpk_639C6Lqmc4UV1F+4W2EcO643SlbFAp3tJUWEJ49JvYc=",
+                     *           "jwk": {
+                     *             "kty": "OKP",
+                     *             "crv": "Ed25519",
+                     *             "x": "639C6Lqmc4UV1F-4W2EcO643SlbFAp3tJUWEJ49JvYc",
+                     *             "kid": "aMXEiZe5tb6QiIfEuzewjAonTwpGLqWtPNiGmzNnRxA",
+                     *             "use": "sig",
+                     *             "alg": "EdDSA"
+                     *           },
+                     *           "created_at": "2026-01-31T12:00:00Z",
+                     *           "expires_at": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -1496,7 +1849,8 @@ export interface operations {
                      *               },
                      *               "error_kind": null,
                      *               "error_message": null,
-                     *               "worker_id": null
+                     *               "worker_id": null,
+                     *               "rate_limited_ms": null
                      *             }
                      *           ]
                      *         }
@@ -1571,7 +1925,8 @@ export interface operations {
                      *           },
                      *           "error_kind": null,
                      *           "error_message": null,
-                     *           "worker_id": null
+                     *           "worker_id": null,
+                     *           "rate_limited_ms": null
                      *         }
                      *       ]
                      *     }

@@ -42,6 +42,7 @@ const EXPECTED_ROLES: Record<string, Role> = {
   'PATCH /portal/api/endpoints/:id': 'developer',
   'DELETE /portal/api/endpoints/:id': 'developer',
   'POST /portal/api/endpoints/:id/rotate_secret': 'developer',
+  'POST /portal/api/endpoints/:id/rotate_signing_key': 'developer',
   'POST /portal/api/endpoints/:id/test_event': 'developer',
   'GET /portal/api/endpoints/:id/bulk_replays/preview': 'developer',
   'POST /portal/api/endpoints/:id/bulk_replays': 'developer',
