@@ -68,8 +68,15 @@ export class ApiError extends Error {
 }
 
 let csrfToken = '';
+/**
+ * Which session a request was sent under: a new session (a new CSRF token) starts a new one. A
+ * 401 to a request of an earlier session, answered after the user signed in again (a slow read
+ * sent just before the old session ended), must not end the new one.
+ */
+let sessionGeneration = 0;
 /** Called whenever a session arrives, so later mutations carry its token. */
 export function setCsrfToken(token: string): void {
+  if (token !== csrfToken) sessionGeneration++;
   csrfToken = token;
 }
 
@@ -128,6 +135,7 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
   const bearer = sessionToken();
   if (bearer) headers.authorization = `Bearer ${bearer}`;
+  const generation = sessionGeneration;
   const res = await fetch(`/portal/api${path}`, {
     method,
     headers,
@@ -146,8 +154,8 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
     const error = new ApiError(res.status, e?.code ?? 'error', e?.message ?? `Request failed (${res.status}).`, e?.param);
     if (res.status === 401) {
       // Whatever the reason, a token the server refused is of no further use.
-      if (bearer) setSessionToken(null);
-      if ((SESSION_ENDED_CODES as readonly string[]).includes(error.code))
+      if (bearer && generation === sessionGeneration) setSessionToken(null);
+      if (generation === sessionGeneration && (SESSION_ENDED_CODES as readonly string[]).includes(error.code))
         onSessionEnded({ code: error.code, message: error.message, bearer: !!bearer });
     }
     if (res.status === 403 && (error.code === 'insufficient_role' || error.code === 'two_factor_setup_required'))
