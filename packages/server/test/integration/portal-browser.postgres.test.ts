@@ -1071,7 +1071,7 @@ describe('sessions that end, and the portal in the payment service’s frame, in
       release();
       await handedToPage;
       // Let the page take the late answer in (its fetch settles, then React renders).
-      await p.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))));
+      await p.evaluate(() => new Promise((resolve) => (globalThis as any).requestAnimationFrame(() => setTimeout(resolve, 0))));
       expect(await p.getByTestId('session-ended-reason').count()).toBe(0);
       await p.getByRole('link', { name: ep.url }).click({ timeout: 10_000 });
       await p.getByRole('heading', { name: ep.url }).waitFor({ timeout: 10_000 });
