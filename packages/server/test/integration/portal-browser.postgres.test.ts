@@ -1013,6 +1013,10 @@ describe('sessions that end, and the portal in the payment service’s frame, in
       await p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Endpoints', exact: true }).click();
       await p.getByRole('link', { name: ep.url }).click();
       await p.getByRole('heading', { name: ep.url }).waitFor();
+      // The page's own reads must be answered before the clock jumps: one still in flight would be
+      // the one to find the session idle, and the Refresh clicked below would be gone with the page.
+      await p.locator('section.log').getByText('No deliveries yet.').waitFor();
+      await p.waitForLoadState('networkidle');
       clock.advance(61_000);
       await p.locator('section.log').getByRole('button', { name: 'Refresh' }).click();
       await expectText(p.getByTestId('session-ended-reason'), 'Your session ended after 1 minutes without activity. Sign in again.');
