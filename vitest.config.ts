@@ -2,11 +2,41 @@ import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 // Three kinds of run: pure unit tests, the server's integration suite on real PostgreSQL,
-// and the same integration suite again on embedded PGlite (docs/architecture.md, Storage: one
-// suite on both). The receiver SDK's tests use real PostgreSQL and Redis themselves.
+// and again on embedded PGlite every integration file that exercises storage (docs/architecture.md,
+// Storage: one suite on both). The receiver SDK's tests use real PostgreSQL and Redis themselves.
 const integration = ['packages/server/test/integration/**/*.test.ts'];
 // Integration tests that never open a database: the PostgreSQL run is enough.
 const noDatabase = ['**/broker-connections.test.ts'];
+// Integration tests whose subject is above storage: they open a database because the service
+// needs one, but what they check happens before a statement is sent or after its answer came
+// back, through the same queries the rest of the suite runs on both databases. They run once,
+// on PostgreSQL (docs/decisions/embedded-database-test-scope.md).
+const aboveStorage = [
+  // The API's documents and the types generated from them.
+  '**/openapi-documents.test.ts',
+  '**/openapi-client.test.ts',
+  '**/portal-ui-types.test.ts',
+  // Requests refused before any statement: parsing, content types, field rules.
+  '**/http-input.test.ts',
+  '**/validation.test.ts',
+  // Where and how a request leaves: URL rules, forbidden targets, the proxy, deadlines, brokers.
+  '**/url-rules.test.ts',
+  '**/safe-targets.test.ts',
+  '**/egress-proxy.test.ts',
+  '**/sender-deadline.test.ts',
+  '**/broker-destinations.test.ts',
+  // Telemetry and log lines.
+  '**/tracing.test.ts',
+  '**/dev-logs.test.ts',
+  // Pages in Chromium, documents' snippets and the deploy example.
+  '**/checkout-browser.test.ts',
+  '**/webhooks-doc.test.ts',
+  '**/deploy-dashboard.test.ts',
+  // CLI commands over the queries the in-process tests cover; the embedded database's own CLI
+  // path (create, migrate, open, one process at a time, serve --dev) is cli.test.ts, on both.
+  '**/admin-list.test.ts',
+  '**/trigger.test.ts',
+];
 
 // The workspace packages' `@payhooks/source` export condition points at their TypeScript
 // sources, so tests run what is in src/ (never a stale dist/). Spawned `payhooks` processes run
@@ -44,7 +74,7 @@ export default defineConfig({
         test: {
           name: 'pglite',
           include: integration,
-          exclude: ['**/*.postgres.test.ts', ...noDatabase],
+          exclude: ['**/*.postgres.test.ts', ...noDatabase, ...aboveStorage],
           env: { PAYHOOKS_TEST_DB: 'pglite' },
           isolate: false,
         },
