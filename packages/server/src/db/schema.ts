@@ -256,10 +256,8 @@ export const deliveryAttempts = pgTable(
     /** 0025: how long it waited for the endpoint's max_requests_per_second (null: no cap). */
     rateLimitedMs: integer('rate_limited_ms'),
   },
-  (t) => [
-    primaryKey({ name: 'delivery_attempts_pkey', columns: [t.id, t.deliveryCreatedAt] }),
-    unique('delivery_attempts_delivery_attempt_number_key').on(t.deliveryId, t.attemptNumber, t.deliveryCreatedAt),
-  ],
+  // 0029: keyed by its delivery, the only way attempts are read; `id` is returned, never looked up.
+  (t) => [primaryKey({ name: 'delivery_attempts_pkey', columns: [t.deliveryId, t.attemptNumber, t.deliveryCreatedAt] })],
 );
 
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;

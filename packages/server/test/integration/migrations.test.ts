@@ -4,6 +4,7 @@ import { backend, createTestDatabase, type TestDatabase } from '../helpers/datab
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import * as schema from '../../src/db/schema.ts';
+import { attemptKeys, keyedByDelivery } from '../helpers/attempt-keys.ts';
 
 /** docs/architecture.md, Storage: numbered SQL migrations, applied at start and by `payhooks migrate`. */
 
@@ -116,6 +117,18 @@ describe('migrations', () => {
     const partitionFks = constraints.filter((r) => /^webhook_deliveries_p\d{8}$/.test(String(r.rel)) && /fkey$/.test(String(r.conname)));
     expect(partitionFks.length).toBeGreaterThan(0);
     for (const fk of partitionFks) expect(fk.conname).toBe('webhook_deliveries_endpoint_id_fkey');
+  });
+
+  it("delivery_attempts' primary key is (delivery_id, attempt_number, delivery_created_at) on the parent and every partition, each partition's under its own `_pkey` name, and no other key or index is left (0029)", async () => {
+    const keys = await attemptKeys(testDb.database);
+    expect(keys.map((k) => k.rel)).toEqual(expect.arrayContaining(['delivery_attempts', 'delivery_attempts_default']));
+    expect(keys.filter((k) => /^delivery_attempts_p\d{8}$/.test(k.rel)).length).toBeGreaterThanOrEqual(3);
+    expect(keys).toEqual(keys.map((k) => keyedByDelivery(k.rel)));
+    const [table] = drizzleTables().filter((t) => t.name === 'delivery_attempts');
+    expect(table!.primaryKeys.map((k) => [k.getName(), k.columns.map((c) => c.name).join(',')])).toEqual([
+      ['delivery_attempts_pkey', 'delivery_id,attempt_number,delivery_created_at'],
+    ]);
+    expect(table!.uniqueConstraints).toEqual([]);
   });
 
   it('CHECK constraints refuse values outside the model', async () => {
