@@ -19,7 +19,10 @@ export interface PublishResult {
 
 /** What `publishEvent` takes: an event, and the options of the payment flows, the sandbox and the portal. */
 export type PublishInput = EventInput & {
-  /** A second publish with the same key (per Platform and environment) returns the first event and writes nothing. */
+  /**
+   * A second publish with the same key (per Platform and environment) less than 7 days later returns the first event and
+   * writes nothing; two weeks on or later it may publish a new one (docs/decisions/event-key-window.md).
+   */
   idempotencyKey?: string | undefined;
   /** 2: double delivery (spec 6.2 rule 5), two deliveries of the same event to each endpoint. */
   copies?: 1 | 2 | undefined;
@@ -243,7 +246,7 @@ async function publishValid(to: Target, valid: Valid[], now: Date, traceparent: 
     }
   }
   if (deliveries > 0) to.wake();
-  if (replays.length > 0) await readReplays(to, replays, outcomes);
+  if (replays.length > 0) await readReplays(to, replays, now, outcomes);
   return deliveries;
 }
 
@@ -252,10 +255,15 @@ async function publishValid(to: Target, valid: Valid[], now: Date, traceparent: 
  * body in the statement joined every weekly partition of `events`, which made its generic plan
  * look too dear to be chosen).
  */
-async function readReplays(to: Target, replays: { v: Valid; platformId: string }[], outcomes: Outcomes): Promise<void> {
+async function readReplays(to: Target, replays: { v: Valid; platformId: string }[], now: Date, outcomes: Outcomes): Promise<void> {
   const found = await to.run<{ n: number; body: string }>(
     REPLAYED_SQL,
-    [replays.map((r) => r.platformId), replays.map((r) => r.v.input.environment), replays.map((r) => r.v.input.idempotencyKey ?? '')],
+    [
+      replays.map((r) => r.platformId),
+      replays.map((r) => r.v.input.environment),
+      replays.map((r) => r.v.input.idempotencyKey ?? ''),
+      weekStart(now),
+    ],
     'publish_events_replayed',
   );
   for (const { n, body } of found) {
@@ -318,10 +326,11 @@ interface PublishRow {
  * NOTIFY in the statement where the transaction can't send it after its commit (PGlite, a
  * savepoint; otherwise db/after-commit.ts sends it). The events' keys are inserted first, in the
  * order given, in its week's partition (and, in the week's last day, the next week's too:
- * migration 0028 says why that keeps a key unique across weeks), unless a kept event of an
- * earlier week holds it: ON CONFLICT DO NOTHING catches a key used before, a concurrent publish
- * and a second use within the batch (the first use winning), and an event is written only when
- * every row of its key was.
+ * migration 0028 says why that meets a publish on the other side of a Monday 00:00), unless
+ * an event of the previous week holds it (older weeks are not looked at: a key is unique for at
+ * least 7 days, docs/decisions/event-key-window.md): ON CONFLICT DO NOTHING catches a key used
+ * before, a concurrent publish and a second use within the batch (the first use winning), and
+ * an event is written only when every row of its key was.
  *
  *   $1 merchant ids, $2 environments, $3 types, $4 idempotency keys (null: none), $5 event ids,
  *   $6 bodies, $7 the resources' ids (`data.object.id`, null: none), $8 the one endpoint of a
@@ -367,11 +376,13 @@ WITH inp AS (
   WHERE inp.idem IS NOT NULL AND inp.platform_id IS NOT NULL AND (SELECT needed FROM need) <= cardinality($11::text[])
     -- The next week's row only in the week's last day (migration 0028).
     AND (w.week = $15::timestamptz OR $12::timestamptz >= $15::timestamptz + interval '144 hours')
-    -- A scalar subquery, not NOT EXISTS: the planner may turn NOT EXISTS into a hash anti-join
-    -- reading every older week's keys, and a generic plan keeps that choice as the weeks fill.
+    -- The key's main row of the previous week only (a key is unique for at least 7 days, not
+    -- while its event is kept: docs/decisions/event-key-window.md): one index probe in one
+    -- partition, pruned at the executor's start in a generic plan too, whatever the weeks kept.
+    -- A scalar subquery, not NOT EXISTS, which the planner may turn into a hash anti-join.
     AND (SELECT 1 FROM event_idempotency_keys o
          WHERE o.platform_id = inp.platform_id AND o.environment = inp.environment AND o.idempotency_key = inp.idem
-           AND o.week < $15::timestamptz AND o.event_created_at >= o.week
+           AND o.week = $15::timestamptz - interval '168 hours' AND o.event_created_at >= o.week
          LIMIT 1) IS NULL
   ORDER BY ${source === 'one' ? '' : 'inp.n, '}w.week
   ON CONFLICT DO NOTHING
@@ -537,12 +548,16 @@ const ranks = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1
 const objectId = (v: Valid): string | null => (typeof v.input.object.id === 'string' ? v.input.object.id : null);
 
 /**
- * The first event of each replayed key (`n`: its rank in the arrays). A key has a row in its
- * event's week, perhaps one in the next (and perhaps one pointing to no event: migration 0028),
- * all leading to the one event.
+ * The event each replayed key holds now (`n`: its rank in the arrays; $4: the Monday 00:00 UTC
+ * of now's week). A key has a row in its event's week, perhaps one in the next (and perhaps one
+ * pointing to no event: migration 0028). What made the publish a replay is in the previous week,
+ * this one or the next; and a key reused after its window (two weeks on) has a newer event
+ * while the older one is kept: the newest event of those three weeks is the answer.
  */
 const REPLAYED_SQL = `
 SELECT DISTINCT ON (r.n) r.n, e.body
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS r(platform_id, environment, idem, n)
 JOIN event_idempotency_keys k ON k.platform_id = r.platform_id AND k.environment = r.environment AND k.idempotency_key = r.idem
-JOIN events e ON e.id = k.event_id AND e.created_at = k.event_created_at`;
+ AND k.week >= $4::timestamptz - interval '168 hours' AND k.week <= $4::timestamptz + interval '168 hours'
+JOIN events e ON e.id = k.event_id AND e.created_at = k.event_created_at
+ORDER BY r.n, e.created_at DESC, e.id DESC`;

@@ -10,6 +10,8 @@ import { WAKE_CHANNEL } from '../../src/delivery/wake-channel.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import { until } from '../helpers/wait.ts';
+import { weekStart } from '../../src/db/retention.ts';
+import { publishEvent } from '../../src/events/publish.ts';
 
 /**
  * Issue 23 item 5: the outbox as a SQL function for payment cores in any language,
@@ -271,6 +273,42 @@ describe('payhooks.publish_event', () => {
     const viaHttp = await publishHttp({ idempotency_key: 'sql-key' }, text(payment()));
     expect(viaHttp.headers.get('idempotent-replayed')).toBe('true');
     expect(viaHttp.body.id).toBe((first as { ok: Published }).ok.id);
+  });
+
+  it('holds a key for the same window: last used in the previous week it replays; two weeks ago (its guard row last week) it makes a new event, which replays answer', async () => {
+    // The function reads the database's clock: the earlier uses are published by publishEvent
+    // at times before it, for a Platform with no endpoints (nothing to deliver).
+    const other = await svc.platform('SQL key window');
+    const DAY = 86_400_000;
+    const week = weekStart(new Date()).getTime();
+    const publishAt = (key: string, at: number) =>
+      svc.ctx.database.db.transaction((tx) =>
+        publishEvent(
+          tx,
+          { type: 'payment.succeeded', merchantId: other.merchant_id, environment: 'sandbox', object: payment(), idempotencyKey: key },
+          new Date(at),
+        ),
+      );
+    const sqlPublish = (key: string) =>
+      svc.ctx.database.query<Published>('SELECT * FROM payhooks.publish_event($1, $2, $3, $4::json, $5)', [
+        'payment.succeeded',
+        other.merchant_id,
+        'sandbox',
+        text(payment()),
+        key,
+      ]);
+
+    const lastWeek = await publishAt('sql-last-week', week - 3 * DAY);
+    expect(await sqlPublish('sql-last-week')).toMatchObject([{ id: lastWeek.event.id, replayed: true }]);
+
+    // Sunday of the week before last, 01:00: its main row then, its guard row in the previous week.
+    const old = await publishAt('sql-two-weeks', week - 8 * DAY + 3_600_000);
+    const [fresh] = await sqlPublish('sql-two-weeks');
+    expect(fresh).toMatchObject({ replayed: false });
+    expect(fresh!.id).not.toBe(old.event.id);
+    const replays = await sqlPublish('sql-two-weeks');
+    expect(replays).toMatchObject([{ id: fresh!.id, replayed: true }]);
+    expect(replays).toHaveLength(1);
   });
 
   it("is part of the caller's transaction: rolled back with it, and workers woken only once it commits", async () => {
