@@ -294,11 +294,15 @@ ORDER BY d.created_at, d.id, k`;
 
 /**
  * From the command line, into an existing migrated database:
- *   npx tsx bench/growth/seed.ts postgres://postgres@127.0.0.1:5432/mydb 5000000
+ *   npx tsx bench/growth/seed.ts postgres://postgres@127.0.0.1:5432/mydb 5000000 [weeks, 4 by default]
  */
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
-  const [url, deliveries] = process.argv.slice(2);
-  if (!url || !deliveries) throw new Error('usage: npx tsx bench/growth/seed.ts <database url> <deliveries>');
-  const seeded = await seedHistory(url, { deliveries: Number(deliveries), log: (l) => process.stderr.write(`${l}\n`) });
+  const [url, deliveries, weeks] = process.argv.slice(2);
+  if (!url || !deliveries) throw new Error('usage: npx tsx bench/growth/seed.ts <database url> <deliveries> [weeks]');
+  const seeded = await seedHistory(url, {
+    deliveries: Number(deliveries),
+    ...(weeks ? { weeks: Number(weeks) } : {}),
+    log: (l) => process.stderr.write(`${l}\n`),
+  });
   process.stdout.write(`${JSON.stringify({ ...seeded, endpoints: seeded.endpoints.length }, null, 2)}\n`);
 }

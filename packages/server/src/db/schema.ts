@@ -203,9 +203,10 @@ export const deliveryQueue = pgTable('delivery_queue', {
 });
 
 /**
- * 0007: an event's idempotency key, unique per tenant for as long as the event is kept. Outside
+ * 0007: an event's idempotency key, unique per tenant for at least 7 days (migration 0030: a
+ * publish looks at its own week and the previous one, never at every week kept). Outside
  * `events` because a unique index on a partitioned table must hold the partition key (it would
- * be unique within one week only). Purged with the event's week.
+ * be unique within one week only). Dropped with its week.
  */
 export const eventIdempotencyKeys = pgTable(
   'event_idempotency_keys',
