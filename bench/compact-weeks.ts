@@ -2,7 +2,7 @@
  * What rebuilding a closed week's indexes gains (docs/decisions/compact-closed-weeks.md), on a
  * seeded history, through the retention job itself.
  *
- *   createdb -h 127.0.0.1 -U postgres compact_weeks_bench
+ *   psql -h 127.0.0.1 -U postgres -c "CREATE DATABASE compact_weeks_bench"
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/compact_weeks_bench npm run -s payhooks -- migrate
  *   npx tsx bench/growth/seed.ts postgres://postgres@127.0.0.1:5432/compact_weeks_bench 1000000
  *   npx tsx bench/compact-weeks.ts postgres://postgres@127.0.0.1:5432/compact_weeks_bench
