@@ -155,7 +155,14 @@ export function createContext(options: {
     createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
     createExpiryJob: () => new ExpiryJob({ database, checkout, logger, intervalMs: config.expiryIntervalMs }),
     createRetentionJob: () =>
-      new RetentionJob({ database, clock, logger, retentionMs: config.retentionMs, auditRetentionMs: config.auditRetentionMs }),
+      new RetentionJob({
+        database,
+        clock,
+        logger,
+        retentionMs: config.retentionMs,
+        auditRetentionMs: config.auditRetentionMs,
+        retryScheduleMs: config.retryScheduleMs,
+      }),
     createAutoDisableJob: () =>
       new AutoDisableJob({
         database,

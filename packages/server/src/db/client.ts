@@ -36,6 +36,13 @@ export interface Database {
    */
   query<T = Record<string, unknown>>(text: string, params: unknown[], name?: string): Promise<T[]>;
   /**
+   * Runs `fn` on one connection held for its whole duration, each statement committing on its
+   * own (no transaction block): for statements that refuse one (REINDEX CONCURRENTLY) and for
+   * session state that must stay on that connection (a session-level advisory lock). On
+   * PostgreSQL the connection is closed afterwards, so that state never outlives `fn`.
+   */
+  autocommit<T>(fn: (run: (sqlText: string) => Promise<Record<string, unknown>[]>) => Promise<T>): Promise<T>;
+  /**
    * Calls `onNotify` on each NOTIFY on `channel`; resolves to an unsubscribe function. On
    * PostgreSQL it is also called (with '') after the listening connection came back from a
    * loss, since notifications sent meanwhile were not received.
@@ -139,6 +146,17 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
         throw err;
       } finally {
         client.release(broken as Error | undefined);
+      }
+    },
+    async autocommit(fn) {
+      const client = await pool.connect();
+      try {
+        return await fn(async (text) => (await client.query(text)).rows as Record<string, unknown>[]);
+      } finally {
+        // Closed, not returned to the pool: whatever the session set (settings, advisory locks,
+        // after a failure too) ends with it, and no later borrower inherits it. It serves the
+        // rare maintenance statement, so a new connection per use costs nothing that matters.
+        client.release(true);
       }
     },
     async query<T>(text: string, params: unknown[], name?: string) {
@@ -465,6 +483,10 @@ async function openPglite(dataDir: string | undefined, snapshot?: Blob): Promise
     db,
     async script(fn) {
       return client.transaction((tx) => fn(async (text) => ((await tx.exec(text)).at(-1)?.rows ?? []) as Record<string, unknown>[]));
+    },
+    // One connection in one process: nothing runs beside it to hold it for.
+    async autocommit(fn) {
+      return fn(async (text) => ((await client.exec(text)).at(-1)?.rows ?? []) as Record<string, unknown>[]);
     },
     async query<T>(text: string, params: unknown[], name?: string) {
       try {

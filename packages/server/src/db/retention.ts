@@ -3,6 +3,8 @@ import type { Database } from './client.ts';
 import type { Clock } from '../clock.ts';
 import { IDEMPOTENCY_WINDOW_MS } from '../idempotency-window.ts';
 import { PeriodicJob } from '../periodic-job.ts';
+import { RETRY_DELAYS_MS } from '@payhooks/contract';
+import { compactionCandidates, compactOneWeek, type Compaction, type CompactionFailure } from './compact-weeks.ts';
 
 /**
  * Retention (migrations 0007 and 0028): `events`, `webhook_deliveries`, `delivery_attempts` and
@@ -29,7 +31,10 @@ import { PeriodicJob } from '../periodic-job.ts';
  *    TRUNCATE (row triggers come from the parent; TRUNCATE triggers don't), and whole weeks
  *    past the window are dropped. Rows of the trail are never deleted one by one (its triggers
  *    refuse it): its DEFAULT partition, normally empty, is dropped and made anew once every row
- *    in it is past the window.
+ *    in it is past the window;
+ * 6. rebuilds the indexes of one partition of a closed week (its end older than the automatic
+ *    retry schedule plus a day), once: db/compact-weeks.ts. Outside a transaction (REINDEX
+ *    CONCURRENTLY refuses one), under the same advisory lock taken for the session.
  *
  * One process at a time: every step takes a transaction-level advisory lock with
  * `pg_try_advisory_xact_lock`; a process that doesn't get it stops its run (another is doing
@@ -70,6 +75,10 @@ export interface MaintenanceResult {
   /** Audit weeks created and dropped (YYYYMMDD of their Monday). */
   auditCreated: string[];
   auditDropped: string[];
+  /** The partition whose indexes were rebuilt (at most one per run), with their sizes before and after. */
+  compacted: Compaction[];
+  /** A rebuild that failed (lock timeout, disk, cancelled): retried at a later run. */
+  compactFailed: CompactionFailure[];
 }
 
 /** The audit trail's default window when a caller names none (PAYHOOKS_AUDIT_RETENTION's default). */
@@ -98,7 +107,13 @@ function isLockTimeout(err: unknown): boolean {
 
 export async function maintainPartitions(
   database: Database,
-  options: { now: Date; retentionMs: number; auditRetentionMs?: number | undefined },
+  options: {
+    now: Date;
+    retentionMs: number;
+    auditRetentionMs?: number | undefined;
+    /** The automatic retry schedule (PAYHOOKS_RETRY_SCHEDULE): a week is closed once it is over. */
+    retryScheduleMs?: readonly number[] | undefined;
+  },
 ): Promise<MaintenanceResult> {
   const result: MaintenanceResult = {
     ran: true,
@@ -111,6 +126,8 @@ export async function maintainPartitions(
     idempotencyKeysDeleted: 0,
     auditCreated: [],
     auditDropped: [],
+    compacted: [],
+    compactFailed: [],
   };
   const cutoff = new Date(options.now.getTime() - options.retentionMs);
 
@@ -189,6 +206,11 @@ export async function maintainPartitions(
       const queued = Number(busy?.n ?? 0);
       if (queued > 0) return { queued };
       for (const partition of partitionsOf(suffix)) await run(`DROP TABLE IF EXISTS ${partition}`);
+      await run(
+        `DELETE FROM compacted_weeks WHERE partition IN (${partitionsOf(suffix)
+          .map((p) => `'${p}'`)
+          .join(', ')})`,
+      );
       return { queued: 0 };
     });
     if (!outcome) continue;
@@ -277,6 +299,25 @@ export async function maintainPartitions(
     await run('CREATE TABLE audit_events_default PARTITION OF audit_events DEFAULT');
     await run(noTruncate('audit_events_default'));
   });
+  if (!result.ran) return result;
+
+  // 6. One partition of a closed week, its indexes rebuilt once.
+  const dropped = new Set(result.dropped);
+  const outcome = await compactOneWeek(
+    database,
+    compactionCandidates({
+      weeks: [...weeks].filter((w) => !dropped.has(w)),
+      partitionsOf,
+      now: options.now,
+      retryScheduleMs: options.retryScheduleMs ?? RETRY_DELAYS_MS,
+      dropCutoff: cutoff,
+    }),
+    LOCK_KEY,
+    options.now,
+  );
+  if (outcome.kind === 'busy') result.ran = false;
+  if (outcome.kind === 'compacted') result.compacted.push(outcome.compaction);
+  if (outcome.kind === 'failed') result.compactFailed.push(outcome.failure);
   return result;
 }
 
@@ -289,6 +330,7 @@ interface RetentionDeps {
   logger: Logger;
   retentionMs: number;
   auditRetentionMs?: number | undefined;
+  retryScheduleMs?: readonly number[] | undefined;
 }
 
 /** One maintenance run, logged: what changed, weeks kept for queued deliveries, lock give-ups. */
@@ -297,6 +339,7 @@ export async function runRetention(deps: RetentionDeps): Promise<MaintenanceResu
     now: deps.clock.now(),
     retentionMs: deps.retentionMs,
     auditRetentionMs: deps.auditRetentionMs,
+    retryScheduleMs: deps.retryScheduleMs,
   });
   const { logger } = deps;
   if (
@@ -306,7 +349,8 @@ export async function runRetention(deps: RetentionDeps): Promise<MaintenanceResu
     result.eventKeysDeleted ||
     result.idempotencyKeysDeleted ||
     result.auditCreated.length ||
-    result.auditDropped.length
+    result.auditDropped.length ||
+    result.compacted.length
   ) {
     logger.info(result, 'retention: partitions maintained');
   }
@@ -314,6 +358,12 @@ export async function runRetention(deps: RetentionDeps): Promise<MaintenanceResu
     logger.warn(
       { weeks: result.keptBusy },
       'retention: weeks past the window kept because deliveries in them still have attempts due or in flight; dropped once they finish',
+    );
+  }
+  if (result.compactFailed.length) {
+    logger.warn(
+      { partitions: result.compactFailed },
+      "retention: rebuilding a closed week's indexes failed; retrying at a later run (an interrupted rebuild's leftovers are dropped first)",
     );
   }
   if (result.lockTimeouts.length) {

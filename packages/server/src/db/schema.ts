@@ -449,3 +449,12 @@ export const bulkReplays = pgTable('bulk_replays', {
 });
 
 export type BulkReplayRow = typeof bulkReplays.$inferSelect;
+
+/** 0031: partitions whose indexes retention rebuilt once their week was closed (db/compact-weeks.ts). */
+export const compactedWeeks = pgTable('compacted_weeks', {
+  partition: text('partition').primaryKey(),
+  compactedAt: ts('compacted_at').notNull(),
+  indexBytesBefore: bigint('index_bytes_before', { mode: 'number' }).notNull(),
+  indexBytesAfter: bigint('index_bytes_after', { mode: 'number' }).notNull(),
+  durationMs: integer('duration_ms').notNull(),
+});
