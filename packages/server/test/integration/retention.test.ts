@@ -222,11 +222,11 @@ describe('retention (issue 10 item 3)', () => {
     expect(await keys()).toBe(0);
   });
 
-  it('an event idempotency key stays unique across weeks while its event is kept, and goes with it', async () => {
+  it('an event idempotency key stays unique into the next week (at least 7 days), and goes with its week', async () => {
     clock.set(Date.UTC(2025, 3, 14, 8));
     await job.runOnce();
     const a = await publish(svc.ctx, platform.merchant_id, { idempotencyKey: 'evt-key-1' });
-    clock.advance(14 * DAY); // two weeks later: another partition
+    clock.advance(7 * DAY); // a week later: the next partition, inside the key's window
     await job.runOnce();
     const b = await publish(svc.ctx, platform.merchant_id, { idempotencyKey: 'evt-key-1' });
     expect(b.replayed).toBe(true);
@@ -307,7 +307,7 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
       );
       // 200 events over the last ~40 weeks (and one far older), each with two deliveries and attempts.
       await run(`INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at)
-        SELECT 'evt_m' || g, 'plt_m', 'sandbox', 'mch_m', 'payment.succeeded', '{"n":' || g || '}', CASE WHEN g % 10 = 0 THEN 'key' || g END,
+        SELECT 'evt_m' || g, 'plt_m', 'sandbox', 'mch_m', 'payment.succeeded', '{"n":' || g || '}', CASE WHEN g % 10 = 0 OR g = 3 THEN 'key' || g END,
                CASE WHEN g = 0 THEN timestamptz '2019-05-01 00:00:00Z' ELSE now() - g * interval '33 hours' END
         FROM generate_series(0, 199) g`);
       // Mostly delivered; a few retrying (due), one leased by a worker, one parked (due_at NULL).
@@ -363,7 +363,7 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
     ).toBe(0);
     // The 2019 row is outside every week: the default partition holds it.
     expect(await count(db, `SELECT count(*) AS n FROM events_default`)).toBe(1);
-    expect(await count(db, `SELECT count(*) AS n FROM event_idempotency_keys`)).toBe(20);
+    expect(await count(db, `SELECT count(*) AS n FROM event_idempotency_keys`)).toBe(21);
     // The queue: the two with a due time (one still leased, lease kept); the parked one is not queued.
     const queued = await sql(
       db,
@@ -374,7 +374,8 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
       { delivery_id: 'whd_mevt_m2_1', lease_token: 'w_old:1', same_week: true },
     ]);
 
-    // Uniqueness as before: (event, endpoint, copy), and the event idempotency key per tenant.
+    // Uniqueness as before: (event, endpoint, copy), and the event idempotency key per tenant
+    // within its window (key3's event is 99 hours old; key150's, 206 days, is past any window).
     await expect(
       sql(
         db,
@@ -385,11 +386,19 @@ describe('migration 0007 on a database that already has rows (upgrading from 000
     const again = await db.db.transaction((tx) =>
       publishEvent(
         tx,
-        { type: 'payment.succeeded', merchantId: 'mch_m', environment: 'sandbox', object: payment(), idempotencyKey: 'key150' },
+        { type: 'payment.succeeded', merchantId: 'mch_m', environment: 'sandbox', object: payment(), idempotencyKey: 'key3' },
         new Date(),
       ),
     );
     expect(again.replayed).toBe(true);
-    expect(again.event).toEqual({ n: 150 });
+    expect(again.event).toEqual({ n: 3 });
+    const pastWindow = await db.db.transaction((tx) =>
+      publishEvent(
+        tx,
+        { type: 'payment.succeeded', merchantId: 'mch_m', environment: 'sandbox', object: payment(), idempotencyKey: 'key150' },
+        new Date(),
+      ),
+    );
+    expect(pastWindow.replayed).toBe(false);
   });
 });
