@@ -67,7 +67,13 @@ export async function startExample(
   });
   child.stdout!.on('data', (b: Buffer) => (output += b.toString()));
   child.stderr!.on('data', (b: Buffer) => (output += b.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Node may report the exit before it has read the last lines the process wrote (a worker's
+  // "stopped" line, say): stopped means exited and its output ended ('close'), or, should a
+  // process it started outlive it holding the pipes, exited and 10 s gone by.
+  const exited = new Promise<void>((resolve) => {
+    child.once('close', () => resolve());
+    child.once('exit', () => setTimeout(resolve, 10_000).unref());
+  });
   const baseUrl = `http://127.0.0.1:${options.port}`;
   const balance = async (account: string) => {
     const res = await fetch(`${baseUrl}/accounts/${encodeURIComponent(account)}/balance`);

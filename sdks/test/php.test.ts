@@ -135,7 +135,7 @@ describe('examples/receiver-php: the work after the answer, the worker, the ledg
   }, 150_000);
 
   afterAll(async () => {
-    await pool?.end();
+    if (pool && !pool.ended) await pool.end();
     await example?.stop();
     const admin = new pg.Client({ connectionString: ADMIN_URL });
     await admin.connect();
@@ -217,6 +217,8 @@ describe('examples/receiver-php: the work after the answer, the worker, the ledg
   });
 
   it('stops on SIGTERM: the web server and the worker end, the port is closed', async () => {
+    // Closed first: stopping drops the example's database, which would end its connections under it.
+    await pool.end();
     await example.stop();
     expect(example.output()).toContain('[payhooks-worker] stopped');
     await expect(fetch(`${example.baseUrl}/accounts/probe/balance`)).rejects.toThrow();
