@@ -118,6 +118,11 @@ function migratedPgTemplate(adminUrl: string): Promise<string> {
   return pgTemplate;
 }
 
+/** A PostgreSQL database of its own, already migrated (a copy of the run's template), dropped by `drop()`. */
+export async function createMigratedPgDatabase(adminUrl = ADMIN_URL): Promise<{ url: string; drop(): Promise<void> }> {
+  return createPgDatabase(adminUrl, undefined, await migratedPgTemplate(adminUrl));
+}
+
 let pgliteSnapshot: Promise<Blob> | undefined;
 
 /**

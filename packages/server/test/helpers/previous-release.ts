@@ -31,7 +31,7 @@ const git = async (...args: string[]) => (await run('git', args, { cwd: REPO }))
  *
  * Built cheaply: no `npm ci`. Its node_modules links every installed package of this checkout
  * except the workspace's own (@payhooks/*), which point to the worktree's packages; only
- * packages/contract and packages/server are compiled (tsc -b, emit only), and the migrations
+ * packages/contract and packages/server are compiled (JavaScript only), and the migrations
  * copied beside them. The portal is not built (the previous API answers 503 for its page;
  * nothing here needs it).
  */
@@ -54,9 +54,12 @@ export async function buildPreviousRelease(): Promise<PreviousRelease> {
   try {
     linkNodeModules(dir);
     const tsc = join(REPO, 'node_modules/typescript/bin/tsc');
-    // Emitted without type-checking (--noCheck): that release was type-checked when it was
-    // current, and checking it again was most of this build's CPU on a 2-core machine.
-    await run(process.execPath, [tsc, '-b', join(dir, 'packages/server/tsconfig.build.json'), '--noCheck'], { cwd: dir });
+    // JavaScript only: no type check (--noCheck; that release was type-checked when it was
+    // current) and no declaration files (nothing here compiles against them). Together they were
+    // most of this build's CPU on a 2-core machine (10.3 s of CPU with declarations, 7.3 s without).
+    const emitOnly = ['--noCheck', '--declaration', 'false', '--composite', 'false', '--incremental', 'false', '--tsBuildInfoFile', 'null'];
+    for (const pkg of ['contract', 'server'])
+      await run(process.execPath, [tsc, '-p', join(dir, `packages/${pkg}/tsconfig.build.json`), ...emitOnly], { cwd: dir });
     await run(process.execPath, [join(dir, 'packages/server/scripts/copy-assets.js')], { cwd: dir });
     return { commit, newest, bin: join(dir, 'packages/server/bin/payhooks.js'), remove };
   } catch (err) {

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { createPgDatabase } from './database.ts';
+import { createMigratedPgDatabase } from './database.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { createContext, type ServiceContext } from '../../src/context.ts';
 import { loadConfig } from '../../src/config.ts';
 import { systemClock } from '../../src/clock.ts';
@@ -22,9 +21,8 @@ export interface SharedPostgres {
 
 export async function sharedPostgres(): Promise<SharedPostgres> {
   const key = randomBytes(32);
-  const { url, drop } = await createPgDatabase();
+  const { url, drop } = await createMigratedPgDatabase();
   const database = await openDatabase({ databaseUrl: url });
-  await migrate(database);
   const config = loadConfig({}, { databaseUrl: url, allowPrivateUrls: true, logLevel: 'silent' });
   const ctx = createContext({ config, database, clock: systemClock, logger: pino({ level: 'silent' }), encryptionKey: key });
   return {

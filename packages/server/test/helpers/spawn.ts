@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { PAYHOOKS_BIN } from './cli.ts';
+import { PAYHOOKS_BIN, PAYHOOKS_NODE_OPTIONS } from './cli.ts';
 
 export interface Spawned {
   child: ChildProcess;
@@ -12,7 +12,7 @@ export interface Spawned {
 
 /** Runs `payhooks ...args` as a real process with `env` added to a clean environment; `bin`: another build's CLI. */
 export function spawnPayhooks(args: string[], env: Record<string, string>, bin = PAYHOOKS_BIN): Spawned {
-  const child = spawn(process.execPath, [bin, ...args], {
+  const child = spawn(process.execPath, [...PAYHOOKS_NODE_OPTIONS, bin, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

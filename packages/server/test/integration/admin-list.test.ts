@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backend, createPgDatabase } from '../helpers/database.ts';
+import { backend, createMigratedPgDatabase } from '../helpers/database.ts';
 import { killAllPayhooks, runPayhooks } from '../helpers/cli.ts';
 
 /**
@@ -19,7 +19,7 @@ let cleanup = async () => {};
 
 beforeAll(async () => {
   if (backend === 'postgres') {
-    const db = await createPgDatabase();
+    const db = await createMigratedPgDatabase();
     cleanup = db.drop;
     dbEnv = { DATABASE_URL: db.url, PAYHOOKS_ENCRYPTION_KEY: randomBytes(32).toString('hex') };
   } else {
@@ -44,7 +44,7 @@ describe(`payhooks admin list-platforms / list-keys on ${backend}`, () => {
   it(
     'an empty database lists nothing, and says how to create a Platform',
     async () => {
-      // The first command creates (and migrates) the database: the slowest spawn of the file.
+      // On PGlite the first command creates and migrates the data directory: the slowest spawn.
       expect(await ok(['admin', 'list-platforms'], 3 * RUN_TIMEOUT)).toContain('payhooks admin create-platform');
       expect(JSON.parse(await ok(['admin', 'list-keys', '--json']))).toEqual([]);
     },

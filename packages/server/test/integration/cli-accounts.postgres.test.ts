@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totpCode } from '../../src/accounts/two-factor.ts';
-import { createPgDatabase } from '../helpers/database.ts';
+import { createMigratedPgDatabase } from '../helpers/database.ts';
 import { killAllPayhooks, runPayhooks, startServe, type ServeProcess } from '../helpers/cli.ts';
 import { clientOf, portalRequest, portalSignIn, tokenOf } from '../helpers/portal.ts';
 
@@ -21,7 +21,7 @@ let server: ServeProcess;
 let platform: { platform_id: string; portal: { email: string; password: string } };
 
 beforeAll(async () => {
-  const db = await createPgDatabase();
+  const db = await createMigratedPgDatabase();
   drop = db.drop;
   env = { DATABASE_URL: db.url, PAYHOOKS_ENCRYPTION_KEY: randomBytes(32).toString('hex') };
   const created = await runPayhooks(['admin', 'create-platform', '--name', 'Ops Team', '--json'], env, TIMEOUT);

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPgDatabase } from '../helpers/database.ts';
+import { createMigratedPgDatabase } from '../helpers/database.ts';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.ts';
 import { spawnPayhooks, type Spawned } from '../helpers/spawn.ts';
 import { payment } from '../helpers/publish.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { createContext, type ServiceContext } from '../../src/context.ts';
 import { loadConfig } from '../../src/config.ts';
 import { ManualClock } from '../../src/clock.ts';
@@ -28,9 +27,8 @@ let receiver: TestReceiver;
 const spawned: Spawned[] = [];
 
 beforeAll(async () => {
-  ({ url: dbUrl, drop } = await createPgDatabase());
+  ({ url: dbUrl, drop } = await createMigratedPgDatabase());
   database = await openDatabase({ databaseUrl: dbUrl });
-  await migrate(database);
   const config = loadConfig(
     {},
     { databaseUrl: dbUrl, allowPrivateUrls: true, logLevel: 'silent', leaseMs: LEASE_MS, attemptTimeoutMs: 2000 },

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { freePort, until } from '../helpers/wait.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createPgDatabase } from '../helpers/database.ts';
+import { createMigratedPgDatabase } from '../helpers/database.ts';
 import { killAllPayhooks, runPayhooks, startServe, type ServeProcess } from '../helpers/cli.ts';
 
 /**
@@ -24,7 +24,7 @@ let dropDb = async () => {};
 let platform: { platform_id: string; keys: { sandbox: string; live: string }; portal: { email: string; password: string } };
 
 beforeAll(async () => {
-  const db = await createPgDatabase();
+  const db = await createMigratedPgDatabase();
   dropDb = db.drop;
   dbEnv = { DATABASE_URL: db.url, PAYHOOKS_ENCRYPTION_KEY: randomBytes(32).toString('hex') };
   const created = await runPayhooks(['admin', 'create-platform', '--name', 'Shared limit', '--json'], dbEnv, 80_000);
