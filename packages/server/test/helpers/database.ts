@@ -161,17 +161,14 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   let databaseUrl: string | undefined;
   let drop = async () => {};
   const migrated = options.migrate !== false;
-  let template: string | undefined;
   if (backend === 'postgres') {
-    template = migrated ? await migratedPgTemplate(ADMIN_URL) : undefined;
-    const created = await createPgDatabase(ADMIN_URL, undefined, template);
+    const created = migrated ? await createMigratedPgDatabase() : await createPgDatabase();
     databaseUrl = created.url;
     drop = created.drop;
   }
   // PGlite: a copy of the worker's one migrated database (see migratedPglite).
   const snapshot = backend === 'pglite' && migrated ? await migratedPglite() : undefined;
   const database = await openDatabase({ databaseUrl, dataDir: undefined, pgliteSnapshot: snapshot });
-  if (migrated && !snapshot && !template) await migrate(database);
   return {
     database,
     databaseUrl,
