@@ -1,7 +1,7 @@
 import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
 import ipaddr from 'ipaddr.js';
 import { ConfigError } from './errors.ts';
-import { DATABASE_URL_VARIABLE, parseDatabaseTargets } from './db/hosts.ts';
+import { DATABASE_URL_VARIABLE, parseDatabaseTargets } from './db/database-url.ts';
 
 /**
  * The one configuration schema. Every setting is an environment variable; `loadConfig` reads,

@@ -21,9 +21,8 @@ import { AutoDisableJob } from './endpoints/auto-disable.ts';
 import { PASSWORD_COST, type ScryptCost } from './accounts/passwords.ts';
 import { RetentionJob } from './db/retention.ts';
 import { AuditTrail } from './audit/trail.ts';
-import { SessionStore } from './accounts/sessions.ts';
-import { createAccounts, type Accounts } from './accounts/index.ts';
-import { smtpMailer } from './accounts/mailer.ts';
+import type { SessionStore } from './accounts/sessions.ts';
+import { openAccounts, type Accounts } from './accounts/index.ts';
 
 /**
  * Everything a request handler or worker needs, built once at start and passed down
@@ -85,11 +84,19 @@ export function createContext(options: {
   const secrets = new SecretBox(options.encryptionKey);
   const audit = new AuditTrail(logger, clock);
   const passwordCost = options.passwordCost ?? PASSWORD_COST;
-  const sessions = new SessionStore(database.db, () => clock.now(), {
-    idleMs: config.portalIdleTimeoutMs,
-    lifetimeMs: config.portalSessionLifetimeMs,
+  const {
+    accounts,
+    sessions,
+    close: closeAccounts,
+  } = openAccounts({
+    config,
+    db: database.db,
+    clock,
+    audit,
+    secrets,
+    passwordCost,
+    publicUrl: () => ctx.publicUrl ?? `http://${config.host}:${config.port}`,
   });
-  const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.smtpFrom) : null;
   const allowPrivate = config.dev || config.allowPrivateUrls;
   const urlPolicy = { allowHttp: config.dev || config.allowHttpUrls, allowPrivate };
   const sender = new Sender({
@@ -132,17 +139,7 @@ export function createContext(options: {
     passwordCost,
     audit,
     sessions,
-    accounts: createAccounts({
-      db: database.db,
-      clock,
-      audit,
-      secrets,
-      passwordCost,
-      sessions,
-      mailer,
-      passwordSignIn: config.portalPasswordSignIn,
-      publicUrl: () => ctx.publicUrl ?? `http://${config.host}:${config.port}`,
-    }),
+    accounts,
     endpoints: new EndpointService(database.db, secrets, urlPolicy, clock, audit),
     events: new EventService(database.db),
     deliveries,
@@ -178,7 +175,7 @@ export function createContext(options: {
     async close() {
       await ctx.bulkReplays.close(); // attempts in flight finish and are recorded first
       await sender.close();
-      mailer?.close();
+      closeAccounts();
     },
   };
   return ctx;

@@ -1,14 +1,8 @@
 import type { Logger } from 'pino';
-import { startTracing, stopTracing } from './telemetry/tracing.ts';
-import { createLogger } from './logging.ts';
-import { waitForDatabase } from './db/wait.ts';
-import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
-import { loadConfig, type Config } from './config.ts';
+import type { Config } from './config.ts';
 import { systemClock, type Clock } from './clock.ts';
-import { openDatabase, type Database } from './db/client.ts';
-import { migrate } from './db/migrate.ts';
-import { resolveEncryptionKey, SecretBox } from './security/encryption.ts';
-import { ConfigError } from './errors.ts';
+import type { Database } from './db/client.ts';
+import { openStore } from './store.ts';
 import { createContext, type ServiceContext } from './context.ts';
 
 export interface Runtime {
@@ -16,54 +10,9 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export { createLogger };
-
 /**
- * Pooled connections for a process running `workers` delivery loops: one per loop (its claim
- * or its batch write) plus headroom for the API and metrics; never fewer than 10. The wake-up
- * listener is one more connection, outside the pool.
- */
-export function poolSizeFor(workers: number): number {
-  return Math.max(10, workers + 5);
-}
-
-/** The schedule and deadline are the spec's (8); other values are for tests and sandboxes only. */
-export function warnAboutTestSettings(config: Config, logger: Logger): void {
-  const schedule = config.retryScheduleMs.join(',') !== RETRY_DELAYS_MS.join(',');
-  const deadline = config.attemptTimeoutMs !== ACK_DEADLINE_MS;
-  if (schedule || deadline) {
-    logger.warn(
-      { retryScheduleMs: config.retryScheduleMs, attemptTimeoutMs: config.attemptTimeoutMs },
-      'PAYHOOKS_RETRY_SCHEDULE / PAYHOOKS_ATTEMPT_TIMEOUT differ from the contract (spec 8: 1m,5m,30m,2h,12h,24h,24h and 10s); use them for tests and sandboxes only',
-    );
-  }
-}
-
-/**
- * A process whose PAYHOOKS_ENCRYPTION_KEY is not the one the stored signing secrets were
- * encrypted with can't sign anything: its worker would hold each delivery until the lease runs
- * out, again and again, and record nothing. One stored secret is decrypted at start to catch it.
- */
-async function checkEncryptionKey(database: Database, secrets: SecretBox): Promise<void> {
-  const [row] = await database.query<{ id: string; secret_ciphertext: string }>(
-    'SELECT id, secret_ciphertext FROM webhook_endpoints ORDER BY created_at DESC LIMIT 1',
-    [],
-    'check_encryption_key',
-  );
-  if (!row) return;
-  try {
-    secrets.decrypt(row.secret_ciphertext, row.id);
-  } catch {
-    throw new ConfigError(
-      'PAYHOOKS_ENCRYPTION_KEY is not the key the stored endpoint signing secrets were encrypted with, so no event could be signed. ' +
-        'Start every process with the same key as the process that created the endpoints (for the embedded database: the encryption.key file in the data directory).',
-    );
-  }
-}
-
-/**
- * Opens the database (PGlite or PostgreSQL), applies migrations, resolves the encryption key
- * and builds the service context: the start of every command that touches data.
+ * Opens the store (database, migrations, encryption key: store.ts) and builds the service
+ * context on it: the start of `serve` and `worker`.
  */
 export async function openRuntime(
   options: {
@@ -75,39 +24,19 @@ export async function openRuntime(
     workers?: number;
   } = {},
 ): Promise<Runtime> {
-  const config = options.config ?? loadConfig();
-  const logger = options.logger ?? createLogger(config);
-  // OTEL_* in the environment: traces through the OpenTelemetry SDK (telemetry/otel.ts); a bad
-  // OTEL_ setting stops the start here, before anything is opened.
-  if ((await startTracing()).enabled) logger.info('OpenTelemetry tracing on (OTEL_* settings)');
-  const encryptionKey = resolveEncryptionKey({
-    configured: config.encryptionKey,
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    dev: config.dev,
+  const store = await openStore(options);
+  const ctx = createContext({
+    config: store.config,
+    database: store.database,
+    clock: options.clock ?? systemClock,
+    logger: store.logger,
+    encryptionKey: store.encryptionKey,
   });
-  const database =
-    options.database ??
-    (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: poolSizeFor(options.workers ?? 1), logger }));
-  try {
-    if (!options.database) await waitForDatabase(database, { maxWaitMs: config.dbWaitMs, logger, url: config.databaseUrl });
-    if (options.migrate !== false) {
-      const applied = await migrate(database);
-      if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-    }
-    await checkEncryptionKey(database, new SecretBox(encryptionKey));
-  } catch (err) {
-    if (!options.database) await database.close();
-    throw err;
-  }
-  warnAboutTestSettings(config, logger);
-  const ctx = createContext({ config, database, clock: options.clock ?? systemClock, logger, encryptionKey });
   return {
     ctx,
     async close() {
       await ctx.close();
-      if (!options.database) await database.close();
-      await stopTracing();
+      await store.close();
     },
   };
 }

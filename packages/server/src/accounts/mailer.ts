@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 
 /** A message the portal mails: plain text only, so nothing in it is ever rendered as HTML. */
 export interface Mail {
@@ -22,13 +22,17 @@ const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
  * server offers it). A failure to send is reported to the caller, which still shows the link.
  */
 export function smtpMailer(url: string, from: string): Mailer {
-  const transport: Transporter = nodemailer.createTransport(url, { from });
+  // nodemailer is loaded on the first mail: most processes (and every admin command that mails
+  // nothing) never send one.
+  let transport: Promise<Transporter> | undefined;
+  const open = () => (transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(url, { from })));
   return {
     async send(mail) {
-      await transport.sendMail({ to: oneLine(mail.to), subject: oneLine(mail.subject), text: mail.text });
+      await (await open()).sendMail({ to: oneLine(mail.to), subject: oneLine(mail.subject), text: mail.text });
     },
     close() {
-      transport.close();
+      // A transport that never opened (nodemailer refused the URL) has nothing to close.
+      transport?.then((t) => t.close()).catch(() => {});
     },
   };
 }

@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { ManualClock, systemClock, type Clock } from '../../src/clock.ts';
 import { createContext, type ServiceContext } from '../../src/context.ts';
 import { buildApp } from '../../src/api/app.ts';
-import { createLogger } from '../../src/runtime.ts';
+import { createLogger } from '../../src/logging.ts';
 import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import type { Resolver } from '../../src/delivery/safe-lookup.ts';

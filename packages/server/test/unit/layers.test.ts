@@ -23,7 +23,7 @@ const LAYERS: readonly (readonly string[])[] = [
   // The domain: payments and endpoints publish events; accounts and devtools stand beside them.
   ['payments/', 'endpoints/', 'accounts/', 'devtools/'],
   ['tenancy/'],
-  ['context'],
+  ['context', 'store'],
   ['runtime'],
   ['api/'],
   ['cli/', 'index'],

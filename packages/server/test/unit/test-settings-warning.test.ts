@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { warnAboutTestSettings } from '../../src/runtime.ts';
+import { warnAboutTestSettings } from '../../src/store.ts';
 
 function capture() {
   const lines: string[] = [];
