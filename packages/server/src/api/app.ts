@@ -3,7 +3,7 @@ import { traceRequests } from './request-spans.ts';
 import { tracing } from '../telemetry/tracing.ts';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv } from 'ajv';
+import { serializerFactory, validatorCompiler } from './schema-compilers.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Scope } from '../scope.ts';
 import { AppError } from '../errors.ts';
@@ -67,11 +67,6 @@ export function routesOf(app: FastifyInstance): RouteInfo[] {
 // Management requests are small; anything bigger is refused with a 413 before parsing.
 export { API_BODY_LIMIT };
 
-/**
- * Bodies are validated strictly: no type coercion and no silent removal of unknown fields, so
- * `{"url": 5}` and typos are 400s that name the field. Query strings and path params are
- * strings on the wire, so they are coerced (`limit=10` -> 10).
- */
 /** Schemas referenced by name (`Type.Ref`): known to the validators, the serializers and the documents. */
 const SHARED_SCHEMAS = [
   ErrorSchema,
@@ -87,15 +82,6 @@ const SHARED_SCHEMAS = [
   EventSchema,
   AuditEventSchema,
 ];
-
-function validators() {
-  // `verbose`: errors carry the failing schema and value, so an enum error can name both.
-  const options = { allErrors: false, useDefaults: true, strict: false, verbose: true };
-  const body = new Ajv({ ...options, coerceTypes: false, removeAdditional: false });
-  const query = new Ajv({ ...options, coerceTypes: true, removeAdditional: false });
-  for (const ajv of [body, query]) ajv.addSchema(SHARED_SCHEMAS);
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? body : query).compile(schema);
-}
 
 /**
  * One log line per request, with what an operator looks for: method, path (never the query
@@ -138,6 +124,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     // without Host (Node's own check would answer an empty 400: requireHost below answers instead).
     clientErrorHandler,
     http: { requireHostHeader: false },
+    schemaController: { compilersFactory: { buildSerializer: serializerFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const routes: RouteInfo[] = [];
@@ -175,7 +162,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   // JSON bodies with lone surrogates or absurd nesting are 400s naming the field.
   installJsonBodyParser(app as unknown as FastifyInstance);
 
-  app.setValidatorCompiler(validators());
+  app.setValidatorCompiler(validatorCompiler(SHARED_SCHEMAS));
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((req, reply) => {
     const err = new AppError('not_found', 'route_not_found', `No route ${req.method} ${req.url.split('?')[0]}. See /api/v1/openapi.json.`);
