@@ -582,6 +582,11 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
 }
 
 /** Markdown rows for the configuration table of docs/operations.md. */
+/** Where `serve` listens, as a URL: the base of links when PAYHOOKS_PUBLIC_URL is unset and no server listens yet. */
+export function listenUrl(config: Pick<Config, 'host' | 'port'>): string {
+  return `http://${config.host}:${config.port}`;
+}
+
 export function settingsTable(): string {
   return SETTINGS.map(
     (s) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : s.default === '' ? '(none)' : `\`${s.default}\``} | ${s.doc} |`,

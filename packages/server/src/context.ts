@@ -1,6 +1,6 @@
 import type { ConnectionOptions } from 'node:tls';
 import type { Logger } from 'pino';
-import type { Config } from './config.ts';
+import { listenUrl, type Config } from './config.ts';
 import type { Clock } from './clock.ts';
 import type { Database } from './db/client.ts';
 import { SecretBox } from './security/encryption.ts';
@@ -95,7 +95,7 @@ export function createContext(options: {
     audit,
     secrets,
     passwordCost,
-    publicUrl: () => ctx.publicUrl ?? `http://${config.host}:${config.port}`,
+    publicUrl: () => ctx.publicUrl ?? listenUrl(config),
   });
   const allowPrivate = config.dev || config.allowPrivateUrls;
   const urlPolicy = { allowHttp: config.dev || config.allowHttpUrls, allowPrivate };
@@ -113,7 +113,7 @@ export function createContext(options: {
   const metrics = new DeliveryMetrics(database, clock);
   const payments = new PaymentService(database.db, clock);
   const checkout = new CheckoutService(database.db, clock, payments, {
-    publicUrl: () => ctx.publicUrl ?? `http://${config.host}:${config.port}`,
+    publicUrl: () => ctx.publicUrl ?? listenUrl(config),
     allowHttpLive: config.dev || config.allowHttpUrls,
   });
   const deliveries = new DeliveryService(

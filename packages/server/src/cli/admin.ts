@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { loadConfig } from '../config.ts';
+import { listenUrl, loadConfig, type Config } from '../config.ts';
 import { AppError, ConfigError } from '../errors.ts';
 import { openDatabase } from '../db/client.ts';
 import { migrate, migrationStatus } from '../db/migrate.ts';
@@ -11,7 +11,6 @@ import { AuditTrail } from '../audit/trail.ts';
 import { SecretBox } from '../security/encryption.ts';
 import { openAccounts, type Accounts } from '../accounts/index.ts';
 import { PASSWORD_COST, type ScryptCost } from '../accounts/passwords.ts';
-import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { createApiKey, createPlatform, listApiKeys, listPlatforms, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
 import { createPortalUser, findUserByEmail, listUsers, toPortalUser } from '../accounts/users.ts';
@@ -79,20 +78,22 @@ async function withAdmin<T>(fn: (ctx: AdminContext) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env, process.env.PAYHOOKS_LOG_LEVEL ? {} : { logLevel: 'warn' });
   const logger = createLogger(config, pino.destination({ fd: 2, sync: true }));
   const store = await openStore({ config, logger });
-  const clock = systemClock;
-  const audit = new AuditTrail(logger, clock);
-  const { accounts, close } = openAccounts({
+  const ctx = {
     config,
-    db: store.database.db,
-    clock,
-    audit,
-    secrets: new SecretBox(store.encryptionKey),
+    database: store.database,
+    clock: systemClock,
+    audit: new AuditTrail(logger, systemClock),
     passwordCost: PASSWORD_COST,
+  };
+  const { accounts, close } = openAccounts({
+    ...ctx,
+    db: store.database.db,
+    secrets: new SecretBox(store.encryptionKey),
     // As in the service context before the server listens: links point at where `serve` listens.
-    publicUrl: () => config.publicUrl ?? `http://${config.host}:${config.port}`,
+    publicUrl: () => config.publicUrl ?? listenUrl(config),
   });
   try {
-    return await fn({ config, database: store.database, clock, audit, accounts, passwordCost: PASSWORD_COST });
+    return await fn({ ...ctx, accounts });
   } finally {
     close();
     await store.close();

@@ -9,7 +9,8 @@ import * as schema from './schema.ts';
 import { ConfigError } from '../errors.ts';
 import { QueryError, statementName } from './faults.ts';
 import { CommitNotifier, collectAfterCommit, deferWakeUps, flushAfterCommit } from './after-commit.ts';
-import { HostSelector, parseDatabaseTargets, pointAt, type HostPort } from './hosts.ts';
+import { parseDatabaseTargets, type HostPort } from './database-url.ts';
+import { HostSelector, pointAt } from './hosts.ts';
 import { LazyBegin } from './lazy-begin.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;

@@ -1,6 +1,7 @@
 import { ConfigError } from '../errors.ts';
 import { dbErrorCode } from './faults.ts';
-import { DATABASE_URL_VARIABLE as URL_SETTING, describeHosts, parseDatabaseTargets } from './hosts.ts';
+import { DATABASE_URL_VARIABLE as URL_SETTING, parseDatabaseTargets } from './database-url.ts';
+import { describeHosts } from './hosts.ts';
 
 /** Host, port, user and database of a PostgreSQL URL: never its password. */
 export function describeTarget(url: string | undefined): { host: string; port: string; user: string; database: string } {

@@ -1,14 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 
-export {
-  DATABASE_URL_VARIABLE,
-  DatabaseUrlError,
-  parseDatabaseTargets,
-  type DatabaseTargets,
-  type HostPort,
-  type TargetSessionAttrs,
-} from './database-url.ts';
 import type { DatabaseTargets, HostPort, TargetSessionAttrs } from './database-url.ts';
 
 /**

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { resolveRelativeImport } from '../helpers/source-files.ts';
 
 /*
  * What a `payhooks` command loads before it does anything is what its static imports reach: a
@@ -13,13 +14,6 @@ const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 /** `import … from` and `export … from` that exist at run time (`import type` is erased). */
 const STATIC = /^\s*(?:import|export)\s+(?!type\s)(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
 
-function resolveLocal(from: string, spec: string): string | null {
-  const base = resolve(dirname(from), spec);
-  for (const candidate of [base, `${base}.ts`, join(base, 'index.ts')])
-    if (existsSync(candidate) && statSync(candidate).isFile()) return candidate;
-  return null;
-}
-
 /** Our files and the packages (by name) that loading `entry` loads. */
 function closure(entry: string): { files: Set<string>; packages: Set<string> } {
   const files = new Set<string>();
@@ -29,7 +23,7 @@ function closure(entry: string): { files: Set<string>; packages: Set<string> } {
     files.add(file);
     for (const [, spec] of readFileSync(file, 'utf8').matchAll(STATIC)) {
       if (spec!.startsWith('.')) {
-        const to = resolveLocal(file, spec!);
+        const to = resolveRelativeImport(file, spec!);
         if (to) visit(to);
       } else if (!spec!.startsWith('node:')) {
         packages.add(spec!.startsWith('@') ? spec!.split('/').slice(0, 2).join('/') : spec!.split('/')[0]!);

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { unreachable } from '../../src/db/connect-errors.ts';
 import { isUnavailable } from '../../src/db/faults.ts';
-import { NoSuitableHostError, parseDatabaseTargets, roundBackoffMs } from '../../src/db/hosts.ts';
+import { parseDatabaseTargets } from '../../src/db/database-url.ts';
+import { NoSuitableHostError, roundBackoffMs } from '../../src/db/hosts.ts';
 
 describe('DATABASE_URL with several hosts (libpq form)', () => {
   it('reads the hosts in order, their ports, and target_session_attrs, and hands node-postgres a one-host URL', () => {

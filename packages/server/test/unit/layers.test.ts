@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { resolveRelativeImport } from '../helpers/source-files.ts';
 
 /**
  * The server's folders import one way (docs/architecture.md, "Folders import one way"). Each
@@ -42,13 +43,6 @@ const nodeOf = (file: string) => {
   return parts.length > 1 ? `${parts[0]}/` : parts[0]!.replace(/\.tsx?$/, '');
 };
 
-function target(from: string, spec: string): string | null {
-  const base = resolve(dirname(from), spec);
-  for (const candidate of [base, `${base}.ts`, join(base, 'index.ts')])
-    if (existsSync(candidate) && statSync(candidate).isFile()) return candidate;
-  return null;
-}
-
 /** Every folder-to-folder import: `from -> to` with the file that makes it. */
 function imports(): Array<{ from: string; to: string; file: string }> {
   const out: Array<{ from: string; to: string; file: string }> = [];
@@ -56,7 +50,7 @@ function imports(): Array<{ from: string; to: string; file: string }> {
     /(?:import|export)\s+(?:type\s+)?(?:[^'"]*?\sfrom\s+)?['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
   for (const file of sources(SRC)) {
     for (const m of readFileSync(file, 'utf8').matchAll(pattern)) {
-      const to = target(file, (m[1] ?? m[2])!);
+      const to = resolveRelativeImport(file, (m[1] ?? m[2])!);
       if (!to?.startsWith(SRC)) continue;
       const [a, b] = [nodeOf(file), nodeOf(to)];
       if (a !== b) out.push({ from: a, to: b, file: relative(SRC, file) });
