@@ -1,5 +1,5 @@
 import type { Database } from '../db/client.ts';
-import type { EndpointStatus } from '../db/schema.ts';
+import type { DeliveryState, EndpointStatus } from '../db/schema.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
 
 /** A claimed delivery with everything needed to attempt it, from one statement. */
@@ -36,6 +36,11 @@ export interface ClaimedDelivery {
   endpoint_deleted: boolean;
   /** Taken over from an expired lease: an `interrupted` attempt was logged for the old holder. */
   interrupted: boolean;
+  /**
+   * When the interrupted attempt's lease was taken, if it was automatic (it then counts in
+   * `automatic_attempts`, and the schedule runs from it: schedule.ts `beforeAutomaticAttempt`), else null.
+   */
+  interrupted_automatic_at: Date | null;
   /** The endpoint's max_requests_per_second (rate-cap.ts), null when uncapped. */
   endpoint_rate: number | null;
   /** While a Retry-After pause runs (pause.ts), its end; else null. */
@@ -78,8 +83,10 @@ export interface ClaimedDelivery {
  *   claimed by a worker that never recorded an outcome: it may have died mid-attempt, after the
  *   receiver got the request. That attempt is logged as `interrupted` (no status code, the
  *   worker from the old token, started when its lease was taken; see interrupted.ts) and
- *   counted in `attempt_count` (`bumped`), not in the automatic budget. Only takeovers pay for
- *   this; a normal claim's row has no token and neither CTE writes anything.
+ *   counted in `attempt_count` (`bumped`), and, when it was automatic (not a manual replay's), in
+ *   the automatic budget of spec 8: the receiver may have had it, so it is one of the 8. The
+ *   worker then applies the schedule from it before sending (schedule.ts `beforeAutomaticAttempt`).
+ *   Only takeovers pay for this; a normal claim's row has no token and neither CTE writes anything.
  * - The final SELECT joins the stored event body and the endpoint (URL, encrypted secrets,
  *   status, whether it wants the Standard Webhooks headers, its custom headers, its rate cap, a
  *   Retry-After pause still running) so sending needs no further query.
@@ -148,21 +155,24 @@ WITH RECURSIVE platforms AS (
   RETURNING q.delivery_id AS id, q.delivery_created_at AS created_at, q.event_id, q.endpoint_id, q.platform_id,
             picked.prev_token, picked.prev_leased_at
 ), bumped AS (
-  -- Takeovers only: the interrupted attempt counts in attempt_count (a normal claim writes
-  -- nothing outside the queue).
+  -- Takeovers only: the interrupted attempt counts in attempt_count, and an automatic one in
+  -- the automatic budget too (a normal claim writes nothing outside the queue).
   UPDATE webhook_deliveries d
-  SET attempt_count = d.attempt_count + 1
+  SET attempt_count = d.attempt_count + 1,
+      automatic_attempts = d.automatic_attempts + CASE WHEN c.prev_token LIKE 'replay:%' THEN 0 ELSE 1 END
   FROM claimed c
   WHERE c.prev_token IS NOT NULL AND d.id = c.id AND d.created_at = c.created_at
-  RETURNING d.id, d.created_at, d.attempt_count, c.prev_token, c.prev_leased_at
+  RETURNING d.id, d.created_at, d.attempt_count, d.automatic_attempts, c.prev_token, c.prev_leased_at
 ), interrupted AS (
   ${interruptedAttemptsSql('bumped', '$1')}
 )
 -- Only what an attempt uses: every column is parsed (timestamps into Dates) and kept while the
 -- row waits, once per delivery.
 SELECT c.id, c.event_id, c.endpoint_id, c.platform_id,
-       coalesce(b.attempt_count, d.attempt_count) AS attempt_count, d.automatic_attempts,
+       coalesce(b.attempt_count, d.attempt_count) AS attempt_count,
+       coalesce(b.automatic_attempts, d.automatic_attempts) AS automatic_attempts,
        c.prev_token IS NOT NULL AS interrupted,
+       CASE WHEN c.prev_token NOT LIKE 'replay:%' THEN coalesce(c.prev_leased_at, $1) END AS interrupted_automatic_at,
        e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
        CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
        CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
@@ -226,6 +236,8 @@ function normalise(r: ClaimedDelivery): ClaimedDelivery {
   r.endpoint_deleted = bool(r.endpoint_deleted);
   r.endpoint_throttled = bool(r.endpoint_throttled);
   r.interrupted = bool(r.interrupted);
+  if (r.interrupted_automatic_at !== null && !(r.interrupted_automatic_at instanceof Date))
+    r.interrupted_automatic_at = new Date(r.interrupted_automatic_at);
   r.standard_webhooks = bool(r.standard_webhooks);
   if (r.endpoint_rate !== null) r.endpoint_rate = Number(r.endpoint_rate);
   return r;
@@ -259,5 +271,59 @@ export async function cancelClaims(database: Database, options: { ids: string[];
      FROM q WHERE d.id = q.delivery_id AND d.created_at = q.delivery_created_at AND d.state IN ('pending', 'failed_retrying')`,
     [options.ids, options.token, options.now],
     'cancel_claims',
+  );
+}
+
+/**
+ * Records the schedule's step for claimed rows that are not attempted now (schedule.ts
+ * `beforeAutomaticAttempt`): `exhausted` leaves the queue; a retry still ahead goes back to the
+ * queue, unleased, due then. No attempt is logged: nothing was sent. Rows whose lease the caller
+ * no longer holds are left alone, as in record.ts.
+ *
+ *   $1 ids, $2 states, $3 next attempt times (ms since the epoch, NULL when finished), $4 the
+ *   caller's lease token, $5 now
+ */
+const RESCHEDULE_SQL = `
+WITH v AS (
+  SELECT id, state, to_timestamp(next_attempt_ms / 1000) AS next_attempt_at
+  FROM unnest($1::text[], $2::text[], $3::float8[]) AS v(id, state, next_attempt_ms)
+), held AS (
+  SELECT v.id, v.state, v.next_attempt_at, q.delivery_created_at
+  FROM v CROSS JOIN LATERAL (
+    SELECT q.delivery_created_at FROM delivery_queue q
+    WHERE q.delivery_id = v.id AND q.lease_token = $4
+    LIMIT 1
+    FOR UPDATE
+  ) q
+), finished AS (
+  DELETE FROM delivery_queue q
+  WHERE q.delivery_id = ANY (ARRAY(SELECT id FROM held WHERE next_attempt_at IS NULL))
+), retried AS (
+  UPDATE delivery_queue q
+  SET due_at = h.next_attempt_at, lease_token = NULL, leased_at = NULL
+  FROM held h
+  WHERE q.delivery_id = ANY (ARRAY(SELECT id FROM held WHERE next_attempt_at IS NOT NULL)) AND q.delivery_id = h.id
+)
+UPDATE webhook_deliveries d
+SET state = h.state, next_attempt_at = h.next_attempt_at, updated_at = $5
+FROM held h
+WHERE d.id = h.id AND d.created_at = h.delivery_created_at`;
+
+export async function rescheduleClaims(
+  database: Database,
+  options: { steps: { id: string; state: DeliveryState; nextAttemptAt: Date | null }[]; token: string; now: Date },
+): Promise<void> {
+  if (options.steps.length === 0) return;
+  const { steps } = options;
+  await database.query(
+    RESCHEDULE_SQL,
+    [
+      steps.map((s) => s.id),
+      steps.map((s) => s.state),
+      steps.map((s) => (s.nextAttemptAt === null ? null : s.nextAttemptAt.getTime())),
+      options.token,
+      options.now,
+    ],
+    'reschedule_claims',
   );
 }

@@ -24,6 +24,29 @@ export function afterAutomaticAttempt(options: {
 }
 
 /**
+ * A claimed delivery before anything is sent. An automatic attempt interrupted by a worker that
+ * stopped (its lease taken over, interrupted.ts) may have reached the receiver, so it counts
+ * toward the 8 like any other automatic attempt, and the next one keeps the schedule's delay
+ * after it: never a 9th request, never a retry earlier than the schedule says.
+ *
+ * `automaticAttempts` already counts the interrupted attempt; `interruptedAt` is when its lease
+ * was taken (null: no automatic attempt was interrupted). Returns the step to record without a
+ * request (`exhausted`, or a retry still ahead), or null to attempt now.
+ */
+export function beforeAutomaticAttempt(options: {
+  automaticAttempts: number;
+  interruptedAt: Date | null;
+  delaysMs: readonly number[];
+  now: Date;
+}): Transition | null {
+  const { automaticAttempts, interruptedAt, delaysMs, now } = options;
+  if (automaticAttempts >= delaysMs.length + 1) return { state: 'exhausted', nextAttemptAt: null };
+  if (interruptedAt === null || automaticAttempts < 1) return null;
+  const due = new Date(interruptedAt.getTime() + delaysMs[automaticAttempts - 1]!);
+  return due > now ? { state: 'failed_retrying', nextAttemptAt: due } : null;
+}
+
+/**
  * A manual replay (spec 3.2, 8) is an extra attempt outside the automatic budget: a 2xx makes
  * the delivery `delivered` and cancels the remaining schedule; a failure leaves the state and
  * the schedule as they were (`failed_retrying` keeps its next retry, `exhausted` stays

@@ -208,8 +208,11 @@ WITH d AS (
     WHERE delivery_queue.lease_token IS NULL OR delivery_queue.due_at <= $7
   RETURNING delivery_id
 ), bumped AS (
+  -- An interrupted automatic attempt counts toward the 8 here too (claim.ts says why); the
+  -- worker's claim exhausts a delivery whose budget is spent without sending again.
   UPDATE webhook_deliveries d
-  SET attempt_count = d.attempt_count + 1
+  SET attempt_count = d.attempt_count + 1,
+      automatic_attempts = d.automatic_attempts + CASE WHEN f.prev_token LIKE 'replay:%' THEN 0 ELSE 1 END
   FROM free f
   WHERE f.prev_token IS NOT NULL AND d.id = f.id AND d.created_at = f.created_at
   RETURNING d.id, d.created_at, d.attempt_count, f.prev_token, f.prev_leased_at

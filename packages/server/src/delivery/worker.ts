@@ -3,11 +3,12 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/client.ts';
+import type { DeliveryState } from '../db/schema.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import { WAKE_CHANNEL } from './wake-channel.ts';
-import { cancelClaims, claimDue, releaseClaims, type ClaimedDelivery } from './claim.ts';
+import { cancelClaims, claimDue, releaseClaims, rescheduleClaims, type ClaimedDelivery } from './claim.ts';
 import { recordOutcomes, type Outcome } from './record.ts';
-import { afterAutomaticAttempt } from './schedule.ts';
+import { afterAutomaticAttempt, beforeAutomaticAttempt } from './schedule.ts';
 import type { AttemptResult, SendRequest } from './destinations/attempt.ts';
 import type { Sender } from './sender.ts';
 import { sendTraced } from './attempt-span.ts';
@@ -278,11 +279,21 @@ export class DeliveryWorker {
       excluded: saturated.length + fullPlatforms.length > 0,
     });
     const cancel: string[] = [];
+    const rescheduled: { id: string; state: DeliveryState; nextAttemptAt: Date | null }[] = [];
     let disabled = 0;
     let paused = 0;
     for (const row of rows) {
       if (row.interrupted) this.deps.metrics?.interrupted();
+      const step = row.endpoint_deleted
+        ? null
+        : beforeAutomaticAttempt({
+            automaticAttempts: row.automatic_attempts,
+            interruptedAt: row.interrupted_automatic_at,
+            delaysMs: this.deps.config.retryScheduleMs,
+            now,
+          });
       if (row.endpoint_deleted) cancel.push(row.id);
+      else if (step) rescheduled.push({ id: row.id, ...step });
       else if (row.endpoint_status !== 'enabled') {
         this.failWithoutRequest(row, token);
         disabled++;
@@ -294,7 +305,8 @@ export class DeliveryWorker {
       } else this.enqueue(row, token);
     }
     if (cancel.length) await cancelClaims(this.deps.database, { ids: cancel, token, now });
-    return rows.length - cancel.length - disabled - paused;
+    if (rescheduled.length) await rescheduleClaims(this.deps.database, { steps: rescheduled, token, now });
+    return rows.length - cancel.length - rescheduled.length - disabled - paused;
   }
 
   /**

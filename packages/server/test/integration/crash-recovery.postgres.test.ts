@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { createPlatform } from '../../src/tenancy/platforms.ts';
 import { publishEvent } from '../../src/events/publish.ts';
+import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '@payhooks/contract';
 
 /**
  * Real `payhooks worker` processes on PostgreSQL: one is SIGKILLed mid-attempt, and one serves
@@ -100,11 +101,19 @@ describe('a worker that dies mid-attempt', () => {
     const [held] = (await ctx.deliveries.list(scope, { limit: 10, endpointId: ep.id })).data;
     expect(held!.attempts, 'nothing was recorded by the dead worker').toHaveLength(0);
 
-    // Before the lease runs out nobody may take it; after, the takeover logs the lost attempt.
+    // Before the lease runs out nobody may take it; after, the takeover logs the lost attempt,
+    // and the retry keeps the schedule's first delay after it (spec 8): not sent yet.
     const survivor = ctx.createWorker();
     clock.set(Date.now() + 1000);
     expect(await survivor.drain()).toBe(0);
     clock.set(Date.now() + LEASE_MS + 1000);
+    expect(await survivor.drain()).toBe(0);
+    const [waiting] = (await ctx.deliveries.list(scope, { limit: 10, endpointId: ep.id })).data;
+    expect(waiting!.state).toBe('failed_retrying');
+    expect(waiting!.attempts.map((a) => a.error_kind)).toEqual(['interrupted']);
+    expect(Date.parse(waiting!.next_attempt_at!)).toBe(Date.parse(waiting!.attempts[0]!.started_at) + RETRY_DELAYS_MS[0]!);
+    expect(receiver.requests.filter((r) => r.path === '/crash')).toHaveLength(1);
+    clock.set(Date.parse(waiting!.next_attempt_at!) + 1000);
     expect(await survivor.drain()).toBe(1);
 
     const [after] = (await ctx.deliveries.list(scope, { limit: 10, endpointId: ep.id })).data;
@@ -128,6 +137,43 @@ describe('a worker that dies mid-attempt', () => {
     // The receiver got the event twice: the log now shows both.
     expect(receiver.requests.filter((r) => r.path === '/crash' && r.headers['service-event-id'] === event.id)).toHaveLength(2);
     expect(await ctx.metrics.registry.getSingleMetricAsString('payhooks_delivery_attempts_total')).toContain('error_kind="interrupted"');
+  });
+
+  it('spec 8: an interrupted attempt counts toward the 8: a worker killed during attempt 1, every later attempt failing, the receiver gets 8 requests in all before exhausted', async () => {
+    const { scope, ep, publish } = await setUp('/crash-8');
+    // The first request is held until the worker dies; every other one fails.
+    receiver.behave((req) =>
+      req.path === '/crash-8' && receiver.requests.filter((r) => r.path === '/crash-8').length === 1
+        ? { status: 500, delayMs: 60_000 }
+        : { status: 500 },
+    );
+    const w = worker();
+    await started(w);
+    const { event } = await publish();
+    const sent = () => receiver.requests.filter((r) => r.path === '/crash-8' && r.headers['service-event-id'] === event.id);
+    await receiver.waitFor(receiver.requests.length + 1);
+    w.child.kill('SIGKILL');
+    expect(await w.exited).toBe('SIGKILL');
+
+    // A day past each due time is past any delay of the schedule: each drain makes one attempt.
+    const survivor = ctx.createWorker();
+    let t = Date.now() + LEASE_MS + 1000;
+    let delivery = (await ctx.deliveries.list(scope, { limit: 10, endpointId: ep.id })).data[0]!;
+    for (let i = 0; i < 12 && delivery.state !== 'exhausted'; i++) {
+      clock.set(t);
+      await survivor.drain();
+      delivery = (await ctx.deliveries.list(scope, { limit: 10, endpointId: ep.id })).data[0]!;
+      t += 25 * 3_600_000;
+    }
+    expect(delivery.state).toBe('exhausted');
+    expect(delivery.attempts).toHaveLength(MAX_ATTEMPTS);
+    expect(delivery.attempts[0]).toMatchObject({ attempt_number: 1, trigger: 'automatic', error_kind: 'interrupted' });
+    expect(delivery.attempts.slice(1).every((a) => a.trigger === 'automatic' && a.status_code === 500)).toBe(true);
+    expect(sent()).toHaveLength(MAX_ATTEMPTS);
+    // Nothing more comes, however long we wait.
+    clock.set(t + 30 * 86_400_000);
+    expect(await survivor.drain()).toBe(0);
+    expect(sent()).toHaveLength(MAX_ATTEMPTS);
   });
 
   it('a normal claim, and a later one after the attempt was recorded, log no interrupted attempt', async () => {

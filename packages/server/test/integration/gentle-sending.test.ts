@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RETRY_DELAYS_MS } from '@payhooks/contract';
+import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '@payhooks/contract';
 import { ManualClock, startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type Behaviour, type TestReceiver } from '../helpers/receiver.ts';
 import { publish } from '../helpers/publish.ts';
@@ -167,6 +167,35 @@ describe('Retry-After pauses the endpoint (one database, two workers)', () => {
     clock.set(start + RETRY_DELAYS_MS[0]!);
     await a.drain();
     expect(at(receiver, '/gone')).toHaveLength(2);
+  });
+
+  it('spec 8: Retry-After never changes the count and moves a retry by at most an hour: answered 503 with Retry-After of a day every time, the receiver gets 8 requests, each retry at the later of its delay and the hour', async () => {
+    const { p, ids } = await setUp(['/always-busy']);
+    routes(receiver, { '/always-busy': () => ({ status: 503, headers: { 'Retry-After': '86400' } }) });
+    const ev = await publish(svc.ctx, p.merchant_id);
+    const seconds = (ms: number) => Math.floor(ms / 1000) * 1000;
+    let d = await deliveryOf(p, ev.event.id, ids['/always-busy']!);
+    for (let i = 0; i < 12 && d.state !== 'exhausted'; i++) {
+      const attemptAt = clock.now().getTime();
+      await a.drain();
+      d = await deliveryOf(p, ev.event.id, ids['/always-busy']!);
+      expect(d.attempts, `after drain ${i}`).toHaveLength(i + 1);
+      if (d.state === 'exhausted') break;
+      expect(d.state).toBe('failed_retrying');
+      // The later of the schedule's delay and the pause, itself capped at an hour after the answer.
+      const expected = attemptAt + Math.max(RETRY_DELAYS_MS[i]!, RETRY_AFTER_MAX_MS);
+      expect(Date.parse(d.next_attempt_at), `retry ${i + 1}`).toBe(seconds(expected));
+      expect(expected - attemptAt).toBeLessThanOrEqual(RETRY_DELAYS_MS[i]! + RETRY_AFTER_MAX_MS);
+      // Not a second early: the paused endpoint gets nothing before the retry is due.
+      clock.set(Date.parse(d.next_attempt_at) - 1000);
+      await b.drain();
+      expect(at(receiver, '/always-busy')).toHaveLength(i + 1);
+      clock.set(expected);
+    }
+    expect(d.state).toBe('exhausted');
+    expect(d.attempts).toHaveLength(MAX_ATTEMPTS);
+    expect(at(receiver, '/always-busy')).toHaveLength(MAX_ATTEMPTS);
+    expect(d.attempts.every((x: { status_code: number }) => x.status_code === 503)).toBe(true);
   });
 });
 

@@ -550,12 +550,20 @@ describe('interrupted attempts', () => {
     clock.set(leasedAt);
     expect((await claimAndDie('w_dead1')).map((r) => r.interrupted)).toEqual([false]);
 
-    // Within the lease nobody takes it; past it, the next claim logs the lost attempt.
+    // Within the lease nobody takes it; past it, the next claim logs the lost attempt, which
+    // counts as automatic attempt 2: the next one waits for the schedule's second delay after it.
     clock.advance(svc.ctx.config.leaseMs - 1000);
     expect(await worker.drain()).toBe(0);
     clock.advance(2000);
-    expect(await worker.drain()).toBe(1);
+    const delay = svc.ctx.config.retryScheduleMs[1]!;
+    expect(svc.ctx.config.leaseMs + 1000).toBeLessThan(delay);
+    expect(await worker.drain()).toBe(0);
     let [d] = await deliveriesOf(p, ep.id);
+    expect((d!.attempts as any[]).map((a) => a.error_kind)).toEqual(['http_status', 'interrupted']);
+    expect(d!.next_attempt_at).toBe(iso(leasedAt + delay));
+    clock.set(leasedAt + delay);
+    expect(await worker.drain()).toBe(1);
+    [d] = await deliveriesOf(p, ep.id);
     expect((d!.attempts as any[]).map((a) => [a.attempt_number, a.error_kind, a.status_code, a.worker_id])).toEqual([
       [1, 'http_status', 500, null],
       [2, 'interrupted', null, 'w_dead1'],
@@ -583,12 +591,13 @@ describe('interrupted attempts', () => {
       [4, 'interrupted', 'automatic', 'w_dead2'],
       [5, null, 'manual', null],
     ]);
-    // The automatic budget counts attempts with a known outcome only.
+    // spec 8: the automatic budget counts the interrupted automatic attempts too (the receiver
+    // may have had them), not the manual one.
     const [row] = await svc.ctx.database.query<{ automatic_attempts: number }>(
       'SELECT automatic_attempts FROM webhook_deliveries WHERE id = $1',
       [d!.id],
     );
-    expect(Number(row!.automatic_attempts)).toBe(2);
+    expect(Number(row!.automatic_attempts)).toBe(4);
     [d] = await deliveriesOf(p, ep.id);
     expect(d!.attempts).toHaveLength(5);
   });
