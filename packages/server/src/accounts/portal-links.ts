@@ -115,8 +115,9 @@ export class PortalLinks {
       await audit.record(
         tx,
         {
+          // The environment the link named: an embedded session's sign-in is that environment's entry.
           platformId: link.platformId,
-          environment: null,
+          environment: details.environment,
           actor: { type: 'embedded_user', id: details.user.id, email: details.user.email, name: details.user.name },
           origin,
         },

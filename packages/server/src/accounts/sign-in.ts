@@ -167,7 +167,8 @@ export class SignIn {
   async signOut(session: PortalSession, origin: RequestOrigin): Promise<void> {
     await this.deps.db.transaction(async (tx) => {
       await this.deps.sessions.destroy(session, tx);
-      await this.deps.audit.record(tx, sessionSubject(session, origin), {
+      const environment = session.kind === 'embedded' ? session.environment : null;
+      await this.deps.audit.record(tx, sessionSubject(session, origin, environment), {
         action: 'session.delete',
         resourceType: 'portal_session',
         resourceId: null,

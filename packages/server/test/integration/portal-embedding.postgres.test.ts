@@ -124,6 +124,57 @@ describe('opening the link', () => {
     expect((await live.call('GET', `/endpoints/${endpointOfA.body.id}`)).status).toBe(404);
   });
 
+  it("an embedded sandbox admin gets no more than its link named: no invitation (so no password account of its own, and no way to live), no team, and only sandbox's and Platform-wide audit entries", async () => {
+    const sandboxAdmin = await embeddedSignIn(svc.url, TOKEN, request({ role: 'admin', user: { id: 'dash_admin_1' } }));
+    // The attack: invite an admin from the embedded session, accept it, switch to live.
+    const invite = await sandboxAdmin.call('POST', '/invitations', { email: 'sneaky@attacker.example', role: 'admin' });
+    expect([invite.status, invite.body.error?.code]).toEqual([403, 'embedded_session_not_allowed']);
+    expect(invite.body.url).toBeUndefined();
+    expect(invite.body.error.message).toContain("payment service's dashboard");
+    for (const [method, path, body] of [
+      ['GET', '/invitations', undefined],
+      ['GET', '/users', undefined],
+      ['PATCH', '/users/usr_any', { role: 'viewer' }],
+      ['DELETE', '/users/usr_any', undefined],
+      ['DELETE', '/invitations/inv_any', undefined],
+    ] as const) {
+      const r = await sandboxAdmin.call(method, path, body);
+      expect([r.status, r.body.error?.code], `${method} ${path}`).toEqual([403, 'embedded_session_not_allowed']);
+    }
+    const [made] = await svc.ctx.database.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM account_tokens WHERE purpose = 'invitation' AND email = 'sneaky@attacker.example'`,
+      [],
+    );
+    expect(Number(made!.n)).toBe(0);
+    // A password admin of the same Platform still manages the team.
+    const standalone = await portalSignIn(svc.url, a.portal.email, a.portal.password);
+    expect((await standalone.call('GET', '/users')).status).toBe(200);
+
+    // The audit log: a live change and a live embedded sign-in are not the sandbox session's to read.
+    const liveEndpoint = await svc.api(a.keys.live, 'POST', '/api/v1/webhook_endpoints', {
+      url: 'https://a.example/live-only',
+      enabled_events: ['*'],
+    });
+    expect(liveEndpoint.status).toBe(201);
+    await embeddedSignIn(svc.url, TOKEN, request({ environment: 'live', role: 'admin', user: { id: 'dash_live_admin' } }));
+    await svc.api(a.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: 'https://a.example/sandbox', enabled_events: ['*'] });
+    const entries = (await sandboxAdmin.call('GET', '/audit_events?limit=100')).body.data as {
+      environment: string | null;
+      resource: { id: string | null };
+      actor: { id: string | null };
+    }[];
+    expect(entries.length).toBeGreaterThan(0);
+    expect(entries.filter((e) => e.environment === 'live')).toEqual([]);
+    expect(entries.map((e) => e.resource.id)).not.toContain(liveEndpoint.body.id);
+    expect(entries.map((e) => e.actor.id)).not.toContain('dash_live_admin');
+    expect(entries.some((e) => e.environment === 'sandbox')).toBe(true);
+    const askLive = await sandboxAdmin.call('GET', '/audit_events?environment=live');
+    expect([askLive.status, askLive.body.error.code]).toEqual([403, 'environment_locked']);
+    // A password admin reads both.
+    const all = (await standalone.call('GET', '/audit_events?limit=100')).body.data as { resource: { id: string | null } }[];
+    expect(all.map((e) => e.resource.id)).toContain(liveEndpoint.body.id);
+  });
+
   it('CSRF stays as strong: a request with the bearer token but without the CSRF token, or from another origin, is refused', async () => {
     const s = await embeddedSignIn(svc.url, TOKEN, request());
     const noCsrf = await s.call('POST', '/endpoints', { url: 'https://a.example/y', enabled_events: ['*'] }, { csrf: null });
@@ -160,7 +211,9 @@ describe('framing and password sign-in', () => {
       const s = await embeddedSignIn(embedOnly.url, TOKEN, { ...request(), merchant_id: p.merchant_id, role: 'admin' });
       expect(s.session.password_sign_in).toBe(false);
       const invite = await s.call('POST', '/invitations', { email: 'x@embed.example', role: 'viewer' });
-      expect([invite.status, invite.body.error.code]).toEqual([403, 'password_sign_in_disabled']);
+      expect([invite.status, invite.body.error.code]).toEqual([403, 'embedded_session_not_allowed']);
+      const inspect = await portalRequest(embedOnly.url, 'POST', '/invitation/inspect', { token: 'x' }, { origin: embedOnly.url });
+      expect([inspect.status, inspect.body.error.code]).toEqual([403, 'password_sign_in_disabled']);
     } finally {
       await embedOnly.close();
     }

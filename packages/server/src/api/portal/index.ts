@@ -31,6 +31,11 @@ declare module 'fastify' {
     role?: Role;
     /** Usable by a session that must still set up two-factor sign-in (the set-up itself, who am I, sign out). */
     beforeTwoFactorSetup?: boolean;
+    /**
+     * Our portal users' team (users, invitations): not for a session the payment service's link
+     * opened, which gets no more than its link named (docs/decisions/embedded-sessions-get-what-the-link-names.md).
+     */
+    passwordSessionOnly?: boolean;
   }
 }
 
@@ -103,6 +108,12 @@ async function portalScope(app: FastifyInstance, ctx: ServiceContext, options: P
             'Your team requires two-factor sign-in: set it up under Account before doing anything else.',
           );
         requireRole(session.role, config.role!);
+        if (config.passwordSessionOnly && session.kind === 'embedded')
+          throw new AppError(
+            'forbidden',
+            'embedded_session_not_allowed',
+            "Your payment service's dashboard manages who has access: a session opened from it can't see or change payhooks portal users or invitations.",
+          );
       });
       const limiter = new SignInLimiter(options.counters, ctx.secrets);
       await api.register(sessionRoutes(ctx, limiter));

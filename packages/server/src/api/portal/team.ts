@@ -39,7 +39,7 @@ export const teamRoutes =
     const { team, resets } = ctx.accounts;
     const subject = (req: Parameters<typeof requestOrigin>[0]) => sessionSubject(req.portalSession, requestOrigin(req));
 
-    app.get('/users', { config: { role: 'admin' } }, async (req) => ({
+    app.get('/users', { config: { role: 'admin', passwordSessionOnly: true } }, async (req) => ({
       object: 'list',
       data: await team.list(req.portalSession.platformId),
       has_more: false,
@@ -49,18 +49,18 @@ export const teamRoutes =
       '/users/:id',
       {
         schema: { params: IdParams, body: RoleBody },
-        config: { role: 'admin', audit: { action: 'portal_user.role_change', resource: 'portal_user' } },
+        config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'portal_user.role_change', resource: 'portal_user' } },
       },
       async (req) => team.changeRole(subject(req), req.params.id, req.body.role),
     );
 
     app.delete(
       '/users/:id',
-      { schema: { params: IdParams }, config: { role: 'admin', audit: { action: 'portal_user.remove', resource: 'portal_user' } } },
+      { schema: { params: IdParams }, config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'portal_user.remove', resource: 'portal_user' } } },
       async (req) => ({ ...(await team.remove(subject(req), req.params.id, req.portalSession)), deleted: true }),
     );
 
-    app.get('/invitations', { config: { role: 'admin' } }, async (req) => ({
+    app.get('/invitations', { config: { role: 'admin', passwordSessionOnly: true } }, async (req) => ({
       object: 'list',
       data: await team.invitations(req.portalSession.platformId),
       has_more: false,
@@ -68,13 +68,13 @@ export const teamRoutes =
 
     app.post(
       '/invitations',
-      { schema: { body: InviteBody }, config: { role: 'admin', audit: { action: 'portal_user.invite', resource: 'invitation' } } },
+      { schema: { body: InviteBody }, config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'portal_user.invite', resource: 'invitation' } } },
       async (req, reply) => reply.code(201).send(await team.invite(subject(req), req.body.email, req.body.role)),
     );
 
     app.delete(
       '/invitations/:id',
-      { schema: { params: IdParams }, config: { role: 'admin', audit: { action: 'invitation.revoke', resource: 'invitation' } } },
+      { schema: { params: IdParams }, config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'invitation.revoke', resource: 'invitation' } } },
       async (req) => ({ ...(await team.revokeInvitation(subject(req), req.params.id)), deleted: true }),
     );
 
