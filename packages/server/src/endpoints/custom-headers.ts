@@ -107,3 +107,14 @@ export function validateCustomHeaders(input: Record<string, string> | null): Rec
     );
   return Object.fromEntries(entries);
 }
+
+/**
+ * Custom headers as the audit trail, operational events and roles that can't edit the endpoint
+ * see them: the names, each value redacted (a merchant's header often carries a credential for
+ * their receiver, e.g. Authorization).
+ */
+export function redactHeaderValues(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(headers).map((name) => [name, REDACTED]));
+}
+
+export const REDACTED = '[redacted]';

@@ -22,7 +22,7 @@ import { cancelEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/
 import { setEndpointOrdering } from '../delivery/ordering.ts';
 import { AppError } from '../errors.ts';
 import type { AuditTrail } from '../audit/trail.ts';
-import { validateCustomHeaders } from './custom-headers.ts';
+import { redactHeaderValues, validateCustomHeaders } from './custom-headers.ts';
 import type { Ed25519Jwk } from '@payhooks/contract';
 import { generateSigningKeyPair, jwkOf, whpkOf } from '../security/signing-key-pairs.ts';
 
@@ -249,7 +249,7 @@ export class EndpointService {
         metadata: created.metadata,
         delivery_order: created.delivery_order,
         standard_webhooks: created.standard_webhooks,
-        headers: auditedHeaders(created.headers),
+        headers: redactHeaderValues(created.headers),
         max_requests_per_second: created.max_requests_per_second,
         asymmetric_signature: created.asymmetric_signature,
       },
@@ -520,22 +520,14 @@ function changedFields(before: WebhookEndpoint, after: WebhookEndpoint): Record<
     'asymmetric_signature',
   ] as const) {
     if (JSON.stringify(before[key]) !== JSON.stringify(after[key]))
-      out[key] = key === 'headers' ? auditedHeaders(after.headers) : after[key];
+      out[key] = key === 'headers' ? redactHeaderValues(after.headers) : after[key];
   }
   return out;
 }
 
-/**
- * Custom headers as the audit trail and operational events keep them: the names, each value
- * redacted (a merchant's header often carries a credential for their receiver, e.g. Authorization).
- */
-function auditedHeaders(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.keys(headers).map((name) => [name, '[redacted]']));
-}
-
 /** The endpoint for an operational event (webhook_endpoint.*), its headers' values redacted. */
 export function withRedactedHeaders(endpoint: WebhookEndpoint): WebhookEndpoint {
-  return { ...endpoint, headers: auditedHeaders(endpoint.headers) };
+  return { ...endpoint, headers: redactHeaderValues(endpoint.headers) };
 }
 
 /** Stripe's metadata semantics on update: keys merge; a key set to "" is removed. */

@@ -3,7 +3,7 @@ import { signPayload, parseSignatureHeader } from '@payhooks/contract';
 import { startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type Received, type TestReceiver } from '../helpers/receiver.ts';
 import { publish } from '../helpers/publish.ts';
-import { portalSignIn } from '../helpers/portal.ts';
+import { inviteAndAccept, portalSignIn } from '../helpers/portal.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import { MAX_CUSTOM_HEADERS, MAX_CUSTOM_HEADER_BYTES } from '../../src/endpoints/custom-headers.ts';
@@ -131,7 +131,48 @@ describe('custom headers on an endpoint', () => {
     });
   });
 
-  it('the portal sets them like the API, and they are the same for a portal viewer', async () => {
+  it("a portal viewer sees the headers' names but never their values, in the endpoint and in each attempt's request headers; a developer sees them in full", async () => {
+    const credential = 'Bearer viewer-must-not-see-0123456789';
+    const admin = await portalSignIn(svc.url, p.portal.email, p.portal.password);
+    const viewer = await inviteAndAccept(svc.url, admin, `viewer-${Date.now()}@headers.example`, 'viewer');
+    const developer = await inviteAndAccept(svc.url, admin, `dev-${Date.now()}@headers.example`, 'developer');
+    const created = await admin.call('POST', '/endpoints', {
+      url: at('/viewer-headers'),
+      enabled_events: ['*'],
+      headers: { Authorization: credential, 'X-Shop': 'eu' },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect((await sendOne('/viewer-headers')).headers.authorization).toBe(credential);
+    const id = created.body.id as string;
+    const deliveries = await viewer.call('GET', `/deliveries?endpoint_id=${id}`);
+    const deliveryId = deliveries.body.data[0].id as string;
+
+    const seen = {
+      endpoint: await viewer.call('GET', `/endpoints/${id}`),
+      list: await viewer.call('GET', '/endpoints?limit=100'),
+      deliveries,
+      delivery: await viewer.call('GET', `/deliveries/${deliveryId}`),
+    };
+    for (const [what, r] of Object.entries(seen)) {
+      expect(r.status, what).toBe(200);
+      expect(r.text, what).not.toContain('viewer-must-not-see');
+    }
+    expect(seen.endpoint.body.headers).toEqual({ Authorization: '[redacted]', 'X-Shop': '[redacted]' });
+    expect(seen.list.body.data.find((e: { id: string }) => e.id === id).headers).toEqual({
+      Authorization: '[redacted]',
+      'X-Shop': '[redacted]',
+    });
+    const sent = seen.delivery.body.attempts[0].request_headers;
+    expect(sent).toMatchObject({ Authorization: '[redacted]', 'X-Shop': '[redacted]', 'Content-Type': 'application/json' });
+    expect(sent['Service-Signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(seen.deliveries.body.data[0].last_attempt.request_headers.Authorization).toBe('[redacted]');
+
+    // Roles that can edit the endpoint see what they set.
+    expect((await developer.call('GET', `/endpoints/${id}`)).body.headers).toEqual({ Authorization: credential, 'X-Shop': 'eu' });
+    expect((await developer.call('GET', `/deliveries/${deliveryId}`)).body.attempts[0].request_headers.Authorization).toBe(credential);
+  });
+
+  it('the portal sets them like the API', async () => {
     const portal = await portalSignIn(svc.url, p.portal.email, p.portal.password);
     const created = await portal.call('POST', '/endpoints', {
       url: at('/portal-headers'),

@@ -6,6 +6,8 @@ import { scopeOf } from '../../accounts/sessions.ts';
 import { requestOrigin } from '../request-origin.ts';
 import type { Scope } from '../../scope.ts';
 import { IdParams } from './ids.ts';
+import { attemptAsSeenBy } from './redaction.ts';
+import type { Role } from '../../accounts/roles.ts';
 import { Type } from '@sinclair/typebox';
 import { DeliveryFilters, deliveryFilters } from '../v1/webhook-deliveries.ts';
 
@@ -53,6 +55,7 @@ export const deliveryRoutes =
   async (app) => {
     app.get('/deliveries', { schema: { querystring: PortalDeliveriesQuery }, config: { role: 'viewer' } }, async (req) => {
       const scope = scopeOf(req.portalSession, requestOrigin(req));
+      const role = req.portalSession.role;
       const page = await ctx.deliveries.list(scope, { ...deliveryFilters(req.query), objectId: req.query.object_id });
       const l = await labels(ctx, scope, [...new Set(page.data.map((d) => d.event_id))], [...new Set(page.data.map((d) => d.endpoint_id))]);
       return {
@@ -62,13 +65,14 @@ export const deliveryRoutes =
           ...d,
           event_type: l.types.get(d.event_id) ?? null,
           endpoint_url: l.endpoints.get(d.endpoint_id)?.url ?? null,
-          last_attempt: attempts.at(-1) ?? null,
+          last_attempt: attemptAsSeenBy(role, attempts.at(-1) ?? null),
         })),
       };
     });
 
-    const detail = async (scope: Scope, id: string) => {
-      const delivery = await ctx.deliveries.get(scope, id);
+    const detail = async (scope: Scope, id: string, role: Role) => {
+      const got = await ctx.deliveries.get(scope, id);
+      const delivery = { ...got, attempts: got.attempts.map((a) => attemptAsSeenBy(role, a)) };
       const [body, l] = await Promise.all([
         ctx.events.getBody(scope, delivery.event_id),
         labels(ctx, scope, [delivery.event_id], [delivery.endpoint_id]),
@@ -85,7 +89,7 @@ export const deliveryRoutes =
     };
 
     app.get('/deliveries/:id', { schema: { params: IdParams }, config: { role: 'viewer' } }, async (req) =>
-      detail(scopeOf(req.portalSession, requestOrigin(req)), req.params.id),
+      detail(scopeOf(req.portalSession, requestOrigin(req)), req.params.id, req.portalSession.role),
     );
 
     app.post(
@@ -97,7 +101,7 @@ export const deliveryRoutes =
       async (req) => {
         const scope = scopeOf(req.portalSession, requestOrigin(req));
         await ctx.deliveries.replay(scope, req.params.id);
-        return detail(scope, req.params.id);
+        return detail(scope, req.params.id, req.portalSession.role);
       },
     );
 
@@ -110,7 +114,7 @@ export const deliveryRoutes =
       async (req) => {
         const scope = scopeOf(req.portalSession, requestOrigin(req));
         await ctx.deliveries.resend(scope, req.params.id);
-        return detail(scope, req.params.id);
+        return detail(scope, req.params.id, req.portalSession.role);
       },
     );
 
@@ -124,7 +128,7 @@ export const deliveryRoutes =
       async (req) => {
         const scope = scopeOf(req.portalSession, requestOrigin(req));
         await ctx.deliveries.cancel(scope, req.params.id);
-        return detail(scope, req.params.id);
+        return detail(scope, req.params.id, req.portalSession.role);
       },
     );
   };

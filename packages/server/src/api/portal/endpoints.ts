@@ -16,6 +16,7 @@ import {
   StandardWebhooks,
   rotateParameters,
 } from '../v1/webhook-endpoints.ts';
+import { endpointAsSeenBy } from './redaction.ts';
 
 const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 });
 const Url = Type.String({ minLength: 1, maxLength: 2048 });
@@ -81,7 +82,8 @@ export const endpointRoutes =
         page.data.map((e) => e.id),
         ctx.clock.now(),
       );
-      return { ...page, data: page.data.map((e) => ({ ...e, stats: stats.get(e.id) })) };
+      const role = req.portalSession.role;
+      return { ...page, data: page.data.map((e) => ({ ...endpointAsSeenBy(role, e), stats: stats.get(e.id) })) };
     });
 
     app.post(
@@ -100,7 +102,7 @@ export const endpointRoutes =
       const scope = scopeOf(req.portalSession, requestOrigin(req));
       const endpoint = await ctx.endpoints.get(scope, endpointId(req.params.id));
       const stats = await endpointStats(ctx.database, scope, [endpoint.id], ctx.clock.now());
-      return { ...endpoint, stats: stats.get(endpoint.id) };
+      return { ...endpointAsSeenBy(req.portalSession.role, endpoint), stats: stats.get(endpoint.id) };
     });
 
     app.patch(

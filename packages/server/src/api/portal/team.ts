@@ -56,7 +56,10 @@ export const teamRoutes =
 
     app.delete(
       '/users/:id',
-      { schema: { params: IdParams }, config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'portal_user.remove', resource: 'portal_user' } } },
+      {
+        schema: { params: IdParams },
+        config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'portal_user.remove', resource: 'portal_user' } },
+      },
       async (req) => ({ ...(await team.remove(subject(req), req.params.id, req.portalSession)), deleted: true }),
     );
 
@@ -68,13 +71,19 @@ export const teamRoutes =
 
     app.post(
       '/invitations',
-      { schema: { body: InviteBody }, config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'portal_user.invite', resource: 'invitation' } } },
+      {
+        schema: { body: InviteBody },
+        config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'portal_user.invite', resource: 'invitation' } },
+      },
       async (req, reply) => reply.code(201).send(await team.invite(subject(req), req.body.email, req.body.role)),
     );
 
     app.delete(
       '/invitations/:id',
-      { schema: { params: IdParams }, config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'invitation.revoke', resource: 'invitation' } } },
+      {
+        schema: { params: IdParams },
+        config: { role: 'admin', passwordSessionOnly: true, audit: { action: 'invitation.revoke', resource: 'invitation' } },
+      },
       async (req) => ({ ...(await team.revokeInvitation(subject(req), req.params.id)), deleted: true }),
     );
 
