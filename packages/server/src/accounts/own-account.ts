@@ -6,6 +6,7 @@ import type { RequestOrigin } from '../scope.ts';
 import { type AccountDeps, requirePasswordSession, sessionSubject } from './deps.ts';
 import { checkNewPassword, hashPassword, verifyPassword } from './passwords.ts';
 import type { PortalSession } from './sessions.ts';
+import { endOpenTokens } from './tokens.ts';
 import { hashRecoveryCode, newRecoveryCodes, newTotpSecret, totpAad, totpUri, verifyTotp } from './two-factor.ts';
 import { findUserById } from './users.ts';
 
@@ -71,8 +72,10 @@ export class OwnAccount {
     const hash = await hashPassword(next, this.deps.passwordCost);
     await this.deps.db.transaction(async (tx) => {
       await tx.update(portalUsers).set({ passwordHash: hash, passwordChangedAt: this.deps.clock.now() }).where(eq(portalUsers.id, user.id));
-      // Anyone else signed in with the old password is signed out; this session goes on.
+      // Anyone else signed in with the old password is signed out; this session goes on. A reset
+      // link issued before the change would undo it: it ends too.
       await this.deps.sessions.destroyForUser(user.id, tx, session);
+      await endOpenTokens(tx, 'password_reset', user.id, this.deps.clock.now());
       await this.deps.audit.record(tx, sessionSubject(session, origin), {
         action: 'portal_user.password_change',
         resourceType: 'portal_user',

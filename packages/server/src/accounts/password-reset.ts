@@ -6,7 +6,7 @@ import type { RequestOrigin } from '../scope.ts';
 import { type AccountDeps, portalLink, requirePasswordSignIn } from './deps.ts';
 import { clearTwoFactor } from './own-account.ts';
 import { checkNewPassword, hashPassword } from './passwords.ts';
-import { issueToken, peekToken, useToken } from './tokens.ts';
+import { endOpenTokens, issueToken, peekToken, useToken } from './tokens.ts';
 import { findUserByEmail, findUserById } from './users.ts';
 
 /** A reset link works once, for an hour. */
@@ -15,7 +15,8 @@ export const PASSWORD_RESET_TTL_MS = 3_600_000;
 /**
  * An operator resets a user's password from the CLI (`payhooks admin reset-password`): a
  * single-use link, printed (and mailed when SMTP is set), where the user chooses a new password.
- * Completing it ends every session of the user; two-factor sign-in, if on, stays on (the
+ * Completing it ends every session of the user and every other open reset link of theirs (so do
+ * a newer link and a password change under Account); two-factor sign-in, if on, stays on (the
  * operator resets it separately, `payhooks admin reset-two-factor`, for a lost device).
  */
 export class PasswordResets {
@@ -37,6 +38,8 @@ export class PasswordResets {
     requirePasswordSignIn(this.deps);
     const user = await this.userByEmail(email);
     const { token, row } = await this.deps.db.transaction(async (tx) => {
+      // A newer link ends the older ones: only the last one handed out works.
+      await endOpenTokens(tx, 'password_reset', user.id, this.deps.clock.now());
       const issued = await issueToken(tx, {
         purpose: 'password_reset',
         platformId: user.platformId,
@@ -85,6 +88,7 @@ export class PasswordResets {
     const hash = await hashPassword(password, passwordCost);
     await db.transaction(async (tx) => {
       if (!(await useToken(tx, 'password_reset', token, clock.now()))) throw resetInvalid();
+      await endOpenTokens(tx, 'password_reset', user.id, clock.now());
       await tx.update(portalUsers).set({ passwordHash: hash, passwordChangedAt: clock.now() }).where(eq(portalUsers.id, user.id));
       await sessions.destroyForUser(user.id, tx);
       await audit.record(

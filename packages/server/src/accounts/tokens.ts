@@ -104,3 +104,14 @@ export async function countAttempt(q: Queryable, token: string, max: number, now
     .returning({ attempts: accountTokens.attempts });
   return row?.attempts ?? max;
 }
+
+/**
+ * Ends a user's open tokens of `purpose` (marks them used): a password reset link stops working
+ * once a newer one is issued, any reset completes, or the user changes their password.
+ */
+export async function endOpenTokens(q: Queryable, purpose: TokenPurpose, userId: string, now: Date): Promise<void> {
+  await q
+    .update(accountTokens)
+    .set({ usedAt: now })
+    .where(and(eq(accountTokens.purpose, purpose), eq(accountTokens.userId, userId), isNull(accountTokens.usedAt)));
+}

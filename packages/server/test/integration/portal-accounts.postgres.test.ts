@@ -168,6 +168,34 @@ describe('passwords', () => {
     expect((await post('/password_reset', { token, password: 'chosen again later' })).status).toBe(401);
     expect((await post('/session', { email: 'forgetful@team.example', password: 'chosen after reset' })).status).toBe(200);
   });
+
+  it('a reset link ends when a newer one is issued, when another completes, and when the user changes the password', async () => {
+    // Few requests: the reset form and sign-in share per-address limits with the tests below.
+    const user = await inviteAndAccept(svc.url, admin, 'twice@team.example', 'viewer');
+    const issue = async () =>
+      tokenOf((await svc.ctx.accounts.resets.issue('twice@team.example', { actor: { type: 'operator', id: 'ops' } })).url);
+    const refused = async (token: string, what: string) => {
+      const r = await post('/password_reset', { token, password: `set by an old link ${what}` });
+      expect([r.status, r.body.error?.code], what).toEqual([401, 'password_reset_invalid']);
+    };
+
+    // A link issued, then the password changed under Account: the link is dead.
+    const early = await issue();
+    const changed = await user.call('PUT', '/account/password', { current_password: PASSWORD, new_password: 'changed under account' });
+    expect(changed.status, changed.text).toBe(200);
+    await refused(early, 'after a password change');
+
+    // The attack: link 1, link 2, complete link 2; link 1 must not set a password afterwards.
+    const first = await issue();
+    const second = await issue();
+    expect((await post('/password_reset', { token: second, password: 'chosen with link two' })).status).toBe(200);
+    await refused(first, 'after a newer link completed');
+    // Superseded without any completion: a newer link ends the one before it at once.
+    const third = await issue();
+    await issue();
+    await refused(third, 'superseded by a newer link');
+    expect((await post('/session', { email: 'twice@team.example', password: 'chosen with link two' })).status).toBe(200);
+  });
 });
 
 describe('two-factor sign-in (RFC 6238)', () => {
