@@ -5,7 +5,10 @@ import { createLogger } from './logging.ts';
 import { waitForDatabase } from './db/wait.ts';
 import { loadConfig, type Config } from './config.ts';
 import { openDatabase, type Database } from './db/client.ts';
-import { migrate } from './db/migrate.ts';
+import { migrate, migrationStatus } from './db/migrate.ts';
+import { dbErrorCode } from './db/faults.ts';
+
+const INSUFFICIENT_PRIVILEGE = '42501';
 import { resolveEncryptionKey, SecretBox } from './security/encryption.ts';
 import { ConfigError } from './errors.ts';
 
@@ -67,6 +70,26 @@ async function checkEncryptionKey(database: Database, secrets: SecretBox): Promi
   }
 }
 
+/**
+ * Applies pending migrations. Looked up first, so a process connected as the runtime role (which
+ * may not create tables: db/roles.ts) starts when there is nothing to apply, and says what to do
+ * when there is.
+ */
+async function migrateIfPending(database: Database, logger: Logger): Promise<void> {
+  const { pending } = await migrationStatus(database);
+  if (pending.length === 0) return;
+  try {
+    const applied = await migrate(database);
+    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  } catch (err) {
+    if (dbErrorCode(err) === INSUFFICIENT_PRIVILEGE)
+      throw new ConfigError(
+        `Migrations are pending (${pending.join(', ')}) and DATABASE_URL's role may not apply them: run \`payhooks migrate\` as the database owner, then \`payhooks admin runtime-role NAME\` again to grant this role the new tables.`,
+      );
+    throw err;
+  }
+}
+
 /** Opens the database (PGlite or PostgreSQL), applies migrations and resolves the encryption key. */
 export async function openStore(
   options: {
@@ -95,10 +118,7 @@ export async function openStore(
     (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: poolSizeFor(options.workers ?? 1), logger }));
   try {
     if (!options.database) await waitForDatabase(database, { maxWaitMs: config.dbWaitMs, logger, url: config.databaseUrl });
-    if (options.migrate !== false) {
-      const applied = await migrate(database);
-      if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-    }
+    if (options.migrate !== false) await migrateIfPending(database, logger);
     await checkEncryptionKey(database, new SecretBox(encryptionKey));
   } catch (err) {
     if (!options.database) await database.close();

@@ -115,7 +115,22 @@ export function buildCli(): Command {
       (await import('./check-receiver.ts')).checkReceiverCommand(url, opts),
     );
 
+  program
+    .command('maintain')
+    .description(
+      "run the hourly partition maintenance once (weeks ahead, retention, a closed week's index rebuild) as the tables' owner; for a service that runs as a runtime role (serve and worker do it themselves otherwise)",
+    )
+    .action(async () => (await import('./maintenance.ts')).maintainCommand());
+
   const admin = program.command('admin').description('operator commands');
+  admin
+    .command('runtime-role')
+    .description(
+      "create the PostgreSQL role serve and worker should run as (only the grants they need; the audit trail's triggers bind it), or update its grants after migrate; run as the owner",
+    )
+    .argument('<name>', 'the role, e.g. payhooks_runtime')
+    .option('--check', 'change nothing: report what is wrong with the role (exit 1) or that it is right (exit 0)')
+    .action(async (name: string, opts: { check?: boolean }) => (await import('./maintenance.ts')).runtimeRoleCommand(name, opts));
   admin
     .command('create-platform')
     .description('create a Platform with one merchant, a sandbox key and a live key (keys are printed once)')

@@ -52,7 +52,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
   await worker?.start();
   // The sweeps beside the workers (expiry, auto-disable, retention) run wherever workers do.
-  const jobs = worker ? startBackgroundJobs(ctx) : null;
+  const jobs = worker ? startBackgroundJobs(ctx, runtime) : null;
   onStopSignal(ctx.logger, async () => {
     await app.close(); // stop taking requests first
     await jobs?.stop();

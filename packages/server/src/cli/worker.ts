@@ -18,7 +18,7 @@ export async function workerCommand(options: { processes?: string }): Promise<vo
   const runtime = await openRuntime({ config: cfg, workers: count });
   const workers = Array.from({ length: count }, () => runtime.ctx.createWorker());
   await Promise.all(workers.map((w) => w.start()));
-  const jobs = startBackgroundJobs(runtime.ctx);
+  const jobs = startBackgroundJobs(runtime.ctx, runtime);
   // Attempt counters live in this process: without a listener they could not be scraped.
   const metrics = cfg.metricsPort === undefined ? null : await startMetricsServer(runtime.ctx, { host: cfg.host, port: cfg.metricsPort });
   onStopSignal(runtime.ctx.logger, async () => {

@@ -68,9 +68,12 @@ ALTER TABLE platforms
 
 -- 5. The audit trail: who changed what, when, from where, and how it ended. Partitioned by week
 --    like the delivery log; retention drops whole weeks (db/retention.ts). Rows are never
---    changed or deleted: the triggers below refuse UPDATE, DELETE and TRUNCATE for every role,
---    the table's owner and superusers included. Dropping a week's partition is not a row
---    operation and is how retention removes it.
+--    changed or deleted: the triggers below refuse UPDATE, DELETE and TRUNCATE to any role that
+--    is neither the table's owner nor a superuser. The owner can disable, drop or bypass them
+--    (ALTER TABLE ... DISABLE TRIGGER, DETACH PARTITION, DROP TABLE) and a superuser can also
+--    skip them (session_replication_role): the service runs as a runtime role for that reason
+--    (db/roles.ts). Dropping a week's partition is not a row operation and is how retention
+--    removes it.
 CREATE TABLE audit_events (
   id             text NOT NULL,
   created_at     timestamptz NOT NULL,
