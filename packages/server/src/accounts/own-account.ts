@@ -8,7 +8,7 @@ import { checkNewPassword, hashPassword, verifyPassword } from './passwords.ts';
 import type { PortalSession } from './sessions.ts';
 import { endOpenTokens } from './tokens.ts';
 import { hashRecoveryCode, newRecoveryCodes, newTotpSecret, totpAad, totpUri, verifyTotp } from './two-factor.ts';
-import { findUserById } from './users.ts';
+import { checkPasswordNotReused, findUserById } from './users.ts';
 
 export interface AccountView {
   object: 'account';
@@ -69,6 +69,7 @@ export class OwnAccount {
     const user = await this.user(session);
     await this.checkPassword(user, current, 'current_password');
     checkNewPassword(next, user.email, 'new_password');
+    await checkPasswordNotReused(this.deps.db, user.email, next, user.id, this.deps.passwordCost, 'new_password');
     const hash = await hashPassword(next, this.deps.passwordCost);
     await this.deps.db.transaction(async (tx) => {
       await tx.update(portalUsers).set({ passwordHash: hash, passwordChangedAt: this.deps.clock.now() }).where(eq(portalUsers.id, user.id));

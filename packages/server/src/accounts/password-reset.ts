@@ -7,7 +7,7 @@ import { type AccountDeps, portalLink, requirePasswordSignIn } from './deps.ts';
 import { clearTwoFactor } from './own-account.ts';
 import { checkNewPassword, hashPassword } from './passwords.ts';
 import { endOpenTokens, issueToken, peekToken, useToken } from './tokens.ts';
-import { findUserByEmail, findUserById } from './users.ts';
+import { checkPasswordNotReused, findUserById, userByEmail } from './users.ts';
 
 /** A reset link works once, for an hour. */
 export const PASSWORD_RESET_TTL_MS = 3_600_000;
@@ -22,21 +22,13 @@ export const PASSWORD_RESET_TTL_MS = 3_600_000;
 export class PasswordResets {
   constructor(private readonly deps: AccountDeps) {}
 
-  private async userByEmail(email: string) {
-    const user = await findUserByEmail(this.deps.db, email);
-    if (!user)
-      throw new AppError('not_found', 'resource_missing', `No portal user with the email ${email.trim().toLowerCase()}.`, {
-        param: 'email',
-      });
-    return user;
-  }
-
   async issue(
     email: string,
     by: Omit<AuditSubject, 'platformId' | 'environment'>,
+    platformId?: string,
   ): Promise<{ url: string; expires_at: string; emailed: boolean; user_id: string }> {
     requirePasswordSignIn(this.deps);
-    const user = await this.userByEmail(email);
+    const user = await userByEmail(this.deps.db, email, platformId);
     const { token, row } = await this.deps.db.transaction(async (tx) => {
       // A newer link ends the older ones: only the last one handed out works.
       await endOpenTokens(tx, 'password_reset', user.id, this.deps.clock.now());
@@ -85,6 +77,7 @@ export class PasswordResets {
     const user = open?.userId ? await findUserById(db, open.userId) : undefined;
     if (!open || !user) throw resetInvalid();
     checkNewPassword(password, user.email);
+    await checkPasswordNotReused(db, user.email, password, user.id, passwordCost);
     const hash = await hashPassword(password, passwordCost);
     await db.transaction(async (tx) => {
       if (!(await useToken(tx, 'password_reset', token, clock.now()))) throw resetInvalid();
@@ -106,8 +99,12 @@ export class PasswordResets {
   }
 
   /** `payhooks admin reset-two-factor`: for a user who lost both their device and their recovery codes. */
-  async resetTwoFactor(email: string, by: Omit<AuditSubject, 'platformId' | 'environment'>): Promise<{ user_id: string }> {
-    const user = await this.userByEmail(email);
+  async resetTwoFactor(
+    email: string,
+    by: Omit<AuditSubject, 'platformId' | 'environment'>,
+    platformId?: string,
+  ): Promise<{ user_id: string }> {
+    const user = await userByEmail(this.deps.db, email, platformId);
     await this.deps.db.transaction(async (tx) => {
       await clearTwoFactor(tx, user.id);
       await this.deps.sessions.destroyForUser(user.id, tx);

@@ -8,7 +8,7 @@ import { decoyHash, verifyPassword } from './passwords.ts';
 import type { PortalSession } from './sessions.ts';
 import { countAttempt, issueToken, peekToken, useToken } from './tokens.ts';
 import { hashRecoveryCode, isRecoveryCode, totpAad, verifyTotp } from './two-factor.ts';
-import { findUserByEmail, findUserById } from './users.ts';
+import { findUserById, findUsersByEmail } from './users.ts';
 
 /** A two-factor challenge lasts five minutes and allows five wrong codes. */
 export const TWO_FACTOR_CHALLENGE_TTL_MS = 5 * 60_000;
@@ -31,25 +31,33 @@ export class SignIn {
   async password(email: string, password: string, origin: RequestOrigin): Promise<SignInResult> {
     requirePasswordSignIn(this.deps);
     const { db, clock, audit, passwordCost } = this.deps;
-    const user = await findUserByEmail(db, email);
-    // An unknown email costs the same scrypt as a wrong password, and gets the same answer.
-    const ok = await verifyPassword(password, user?.passwordHash ?? (await decoyHash(passwordCost)));
-    if (!user) throw invalidCredentials();
-    const subject = {
-      platformId: user.platformId,
-      environment: null,
-      actor: { type: 'user' as const, id: user.id, email: user.email, name: user.name },
-      origin,
-    };
-    if (!ok) {
-      await audit.record(db, subject, {
-        action: 'session.create',
-        resourceType: 'portal_session',
-        resourceId: null,
-        outcome: 'failed',
-        errorCode: 'invalid_credentials',
-        changes: { method: 'password' },
-      });
+    // One account per Platform the email is on (migration 0032); the password says which. Every
+    // one is checked, so the time doesn't say which matched; an unknown email costs the same
+    // scrypt as a wrong password, and gets the same answer. Passwords differ between an email's
+    // accounts (users.ts checkPasswordNotReused); were two alike, the oldest wins.
+    const accounts = await findUsersByEmail(db, email);
+    let user: (typeof accounts)[number] | undefined;
+    if (accounts.length === 0) await verifyPassword(password, await decoyHash(passwordCost));
+    for (const account of accounts) if ((await verifyPassword(password, account.passwordHash)) && !user) user = account;
+    if (!user) {
+      for (const account of accounts)
+        await audit.record(
+          db,
+          {
+            platformId: account.platformId,
+            environment: null,
+            actor: { type: 'user' as const, id: account.id, email: account.email, name: account.name },
+            origin,
+          },
+          {
+            action: 'session.create',
+            resourceType: 'portal_session',
+            resourceId: null,
+            outcome: 'failed',
+            errorCode: 'invalid_credentials',
+            changes: { method: 'password' },
+          },
+        );
       throw invalidCredentials();
     }
     if (user.totpEnabledAt) {

@@ -9,7 +9,7 @@ import { checkNewPassword } from './passwords.ts';
 import type { Role } from './roles.ts';
 import type { PortalSession } from './sessions.ts';
 import { issueToken, peekToken, useToken } from './tokens.ts';
-import { createPortalUser, findUserByEmail, listUsers, normaliseEmail, toPortalUser, type PortalUser } from './users.ts';
+import { checkPasswordNotReused, createPortalUser, findMember, listUsers, normaliseEmail, toPortalUser, type PortalUser } from './users.ts';
 
 /** An invitation link works once, for a week. */
 export const INVITATION_TTL_MS = 7 * 86_400_000;
@@ -71,8 +71,10 @@ export class Team {
     requirePasswordSignIn(this.deps);
     const { db, clock, audit, mailer } = this.deps;
     const email = normaliseEmail(rawEmail);
-    if (await findUserByEmail(db, email))
-      throw new AppError('conflict', 'email_taken', `A portal user with the email ${email} already exists.`, { param: 'email' });
+    // Only this Platform's team is looked at: whether the address has an account on another
+    // Platform is none of this admin's business, and it may join this team as well (migration 0032).
+    if (await findMember(db, subject.platformId, email))
+      throw new AppError('conflict', 'email_taken', `${email} is already on your team.`, { param: 'email' });
     const { token, row, platformName } = await db.transaction(async (tx) => {
       // A new invitation for the same address replaces an open one.
       await tx
@@ -166,6 +168,7 @@ export class Team {
     const open = await peekToken(db, 'invitation', token, clock.now());
     if (!open) throw invitationInvalid();
     checkNewPassword(input.password, open.email!);
+    await checkPasswordNotReused(db, open.email!, input.password, null, passwordCost);
     return db.transaction(async (tx) => {
       const invitation = await useToken(tx, 'invitation', token, clock.now());
       if (!invitation) throw invitationInvalid();

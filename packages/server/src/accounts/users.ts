@@ -1,9 +1,9 @@
-import { asc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Queryable } from '../db/client.ts';
 import { portalUsers, type PortalUserRow } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { generatePassword, hashPassword, PASSWORD_COST, type ScryptCost } from './passwords.ts';
+import { decoyHash, generatePassword, hashPassword, PASSWORD_COST, verifyPassword, type ScryptCost } from './passwords.ts';
 import type { Role } from './roles.ts';
 
 /** A portal user as created: the password is in clear here and nowhere else, ever. */
@@ -62,8 +62,9 @@ export function normaliseName(raw: string | null | undefined): string | null {
 
 /**
  * Creates a portal user of `platformId` with a generated password (or `password`: the
- * development demo user, or one chosen when accepting an invitation). Emails are unique across
- * the installation: a second user with the same address is a 409 `email_taken`.
+ * development demo user, or one chosen when accepting an invitation). An email has at most one
+ * account per Platform (a second on the same Platform is a 409 `email_taken`); the same person
+ * may have an account on another Platform (migration 0032).
  */
 export async function createPortalUser(
   db: Queryable,
@@ -71,8 +72,8 @@ export async function createPortalUser(
   cost: ScryptCost = PASSWORD_COST,
 ): Promise<CreatedPortalUser> {
   const email = normaliseEmail(input.email);
-  if (await findUserByEmail(db, email)) {
-    throw new AppError('conflict', 'email_taken', `A portal user with the email ${email} already exists.`, { param: 'email' });
+  if (await findMember(db, input.platformId, email)) {
+    throw new AppError('conflict', 'email_taken', `${email} is already on this Platform's team.`, { param: 'email' });
   }
   const password = input.password ?? generatePassword();
   const id = newId('portalUser');
@@ -87,12 +88,75 @@ export async function createPortalUser(
   return { id, platform_id: input.platformId, email, role: input.role, password };
 }
 
-export async function findUserByEmail(db: Queryable, email: string): Promise<PortalUserRow | undefined> {
+/** Every account of an email, one per Platform at most, oldest first. */
+export async function findUsersByEmail(db: Queryable, email: string): Promise<PortalUserRow[]> {
+  return db
+    .select()
+    .from(portalUsers)
+    .where(eq(sql`lower(${portalUsers.email})`, email.trim().toLowerCase()))
+    .orderBy(asc(portalUsers.createdAt), asc(portalUsers.id));
+}
+
+/** The account of an email on one Platform. */
+export async function findMember(db: Queryable, platformId: string, email: string): Promise<PortalUserRow | undefined> {
   const [row] = await db
     .select()
     .from(portalUsers)
-    .where(eq(sql`lower(${portalUsers.email})`, email.trim().toLowerCase()));
+    .where(and(eq(portalUsers.platformId, platformId), eq(sql`lower(${portalUsers.email})`, email.trim().toLowerCase())));
   return row;
+}
+
+/**
+ * The one account an operator names by email at the CLI: with `platformId`, that Platform's;
+ * without, the email's only account. 404 when there is none, 409 `email_ambiguous` when the email
+ * has accounts on several Platforms and none was named.
+ */
+export async function userByEmail(db: Queryable, email: string, platformId?: string): Promise<PortalUserRow> {
+  const all = await findUsersByEmail(db, email);
+  const rows = platformId === undefined ? all : all.filter((u) => u.platformId === platformId);
+  const shown = email.trim().toLowerCase();
+  if (rows.length === 0)
+    throw new AppError(
+      'not_found',
+      'resource_missing',
+      `No portal user with the email ${shown}${platformId === undefined ? '' : ` on ${platformId}`}.`,
+      { param: 'email' },
+    );
+  if (rows.length > 1)
+    throw new AppError(
+      'conflict',
+      'email_ambiguous',
+      `${shown} has an account on several Platforms (${rows.map((u) => u.platformId).join(', ')}): name one with --platform.`,
+      { param: 'platform' },
+    );
+  return rows[0]!;
+}
+
+/**
+ * Refuses a new password that already opens another account of the same email (another
+ * Platform's): sign-in picks the account by its password. Only someone who knows that account's
+ * password learns it exists, which sign-in would tell them anyway. Always at least one scrypt, so
+ * an email with no other account takes as long as one with one.
+ */
+export async function checkPasswordNotReused(
+  db: Queryable,
+  email: string,
+  password: string,
+  exceptUserId: string | null,
+  cost: ScryptCost,
+  param = 'password',
+): Promise<void> {
+  const others = (await findUsersByEmail(db, email)).filter((u) => u.id !== exceptUserId);
+  const hashes = others.length ? others.map((u) => u.passwordHash) : [await decoyHash(cost)];
+  let reused = false;
+  for (const hash of hashes) if ((await verifyPassword(password, hash)) && others.length) reused = true;
+  if (reused)
+    throw new AppError(
+      'invalid_request',
+      'password_reused',
+      'You already use this password for your payhooks account on another team: choose a different one, so that signing in with it opens the right team.',
+      { param },
+    );
 }
 
 export async function findUserById(db: Queryable, id: string): Promise<PortalUserRow | undefined> {

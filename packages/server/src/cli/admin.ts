@@ -13,7 +13,7 @@ import { openAccounts, type Accounts } from '../accounts/index.ts';
 import { PASSWORD_COST, type ScryptCost } from '../accounts/passwords.ts';
 import type { Database } from '../db/client.ts';
 import { createApiKey, createPlatform, listApiKeys, listPlatforms, platformExists, revokeApiKey } from '../tenancy/platforms.ts';
-import { createPortalUser, findUserByEmail, listUsers, toPortalUser } from '../accounts/users.ts';
+import { createPortalUser, listUsers, toPortalUser, userByEmail } from '../accounts/users.ts';
 import { hostname, userInfo } from 'node:os';
 import { isRole, ROLES, type Role } from '../accounts/roles.ts';
 import type { AuditedBy } from '../tenancy/platforms.ts';
@@ -193,17 +193,14 @@ export async function inviteCommand(opts: { platform: string; email: string; rol
     );
 }
 
-async function userOf(ctx: AdminContext, email: string) {
-  const user = await findUserByEmail(ctx.database.db, email);
-  if (!user) throw new ConfigError(`No portal user with the email ${email.trim().toLowerCase()}.`);
-  return user;
-}
+/** The account named by email, and by Platform when the email has accounts on several. */
+const userOf = (ctx: AdminContext, email: string, platform?: string) => asConfigError(() => userByEmail(ctx.database.db, email, platform));
 
 /** `admin set-role`: the user's next request runs with the new role. */
-export async function setRoleCommand(opts: { email: string; role: string }): Promise<void> {
+export async function setRoleCommand(opts: { email: string; role: string; platform?: string }): Promise<void> {
   const chosen = role(opts.role, 'viewer');
   const user = await withAdmin(async (ctx) => {
-    const target = await userOf(ctx, opts.email);
+    const target = await userOf(ctx, opts.email, opts.platform);
     const { by } = operator(ctx);
     return asConfigError(() =>
       ctx.accounts.team.changeRole({ ...by, platformId: target.platformId, environment: null }, target.id, chosen),
@@ -213,9 +210,9 @@ export async function setRoleCommand(opts: { email: string; role: string }): Pro
 }
 
 /** `admin remove-user`: the user and every session of theirs end at once. */
-export async function removeUserCommand(opts: { email: string }): Promise<void> {
+export async function removeUserCommand(opts: { email: string; platform?: string }): Promise<void> {
   const user = await withAdmin(async (ctx) => {
-    const target = await userOf(ctx, opts.email);
+    const target = await userOf(ctx, opts.email, opts.platform);
     const { by } = operator(ctx);
     return asConfigError(() => ctx.accounts.team.remove({ ...by, platformId: target.platformId, environment: null }, target.id));
   });
@@ -223,9 +220,9 @@ export async function removeUserCommand(opts: { email: string }): Promise<void> 
 }
 
 /** `admin reset-password`: a single-use link (an hour) where the user chooses a new password. */
-export async function resetPasswordCommand(opts: { email: string; json?: boolean }): Promise<void> {
+export async function resetPasswordCommand(opts: { email: string; platform?: string; json?: boolean }): Promise<void> {
   const { reset, note } = await withAdmin(async (ctx) => ({
-    reset: await asConfigError(() => ctx.accounts.resets.issue(opts.email, operator(ctx).by)),
+    reset: await asConfigError(() => ctx.accounts.resets.issue(opts.email, operator(ctx).by, opts.platform)),
     note: linkNote(ctx),
   }));
   if (opts.json) process.stdout.write(`${JSON.stringify(reset)}\n`);
@@ -236,8 +233,8 @@ export async function resetPasswordCommand(opts: { email: string; json?: boolean
 }
 
 /** `admin reset-two-factor`: two-factor sign-in off for a user who lost their device and recovery codes. */
-export async function resetTwoFactorCommand(opts: { email: string }): Promise<void> {
-  await withAdmin(async (ctx) => asConfigError(() => ctx.accounts.resets.resetTwoFactor(opts.email, operator(ctx).by)));
+export async function resetTwoFactorCommand(opts: { email: string; platform?: string }): Promise<void> {
+  await withAdmin(async (ctx) => asConfigError(() => ctx.accounts.resets.resetTwoFactor(opts.email, operator(ctx).by, opts.platform)));
   process.stdout.write(`two-factor sign-in is off for ${opts.email.trim().toLowerCase()}; their sessions have ended\n`);
 }
 

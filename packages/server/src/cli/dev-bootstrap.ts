@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceContext } from '../context.ts';
 import { createPlatform, platformExists, type CreatedPlatform } from '../tenancy/platforms.ts';
-import { createPortalUser, findUserByEmail } from '../accounts/users.ts';
+import { createPortalUser, findUsersByEmail } from '../accounts/users.ts';
 
 /** The demo portal user's email in development mode (when free). */
 export const DEV_PORTAL_EMAIL = 'demo@payhooks.local';
@@ -23,9 +23,10 @@ export async function ensureDevPlatform(ctx: ServiceContext): Promise<{ platform
       const user = await createPortalUser(ctx.database.db, {
         platformId: saved.platform_id,
         role: 'admin',
-        email: (await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL))
-          ? `demo+${saved.platform_id.toLowerCase()}@payhooks.local`
-          : DEV_PORTAL_EMAIL,
+        email:
+          (await findUsersByEmail(ctx.database.db, DEV_PORTAL_EMAIL)).length > 0
+            ? `demo+${saved.platform_id.toLowerCase()}@payhooks.local`
+            : DEV_PORTAL_EMAIL,
       });
       const upgraded = { ...saved, portal: { email: user.email, password: user.password } };
       writeFileSync(file, `${JSON.stringify(upgraded, null, 2)}\n`, { mode: 0o600 });
@@ -33,7 +34,7 @@ export async function ensureDevPlatform(ctx: ServiceContext): Promise<{ platform
     }
   }
   // A database kept from an earlier data dir may hold the demo email already: then the default one.
-  const free = !(await findUserByEmail(ctx.database.db, DEV_PORTAL_EMAIL));
+  const free = (await findUsersByEmail(ctx.database.db, DEV_PORTAL_EMAIL)).length === 0;
   const platform = await createPlatform(ctx.database.db, 'Demo Platform', free ? { portalEmail: DEV_PORTAL_EMAIL } : {});
   mkdirSync(ctx.config.dataDir, { recursive: true });
   writeFileSync(file, `${JSON.stringify(platform, null, 2)}\n`, { mode: 0o600 });

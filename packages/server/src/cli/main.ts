@@ -171,26 +171,30 @@ export function buildCli(): Command {
     .command('set-role')
     .description("change a portal user's role (applies at their next request; a Platform keeps at least one admin)")
     .requiredOption('--email <email>', "the user's email")
+    .option('--platform <id>', 'the Platform (plt_…) when the email has accounts on several')
     .addOption(roleOption().makeOptionMandatory())
-    .action(async (opts: { email: string; role: string }) => (await import('./admin.ts')).setRoleCommand(opts));
+    .action(async (opts: { email: string; role: string; platform?: string }) => (await import('./admin.ts')).setRoleCommand(opts));
   admin
     .command('remove-user')
     .description('remove a portal user; their sessions end at once')
     .requiredOption('--email <email>', "the user's email")
-    .action(async (opts: { email: string }) => (await import('./admin.ts')).removeUserCommand(opts));
+    .option('--platform <id>', 'the Platform (plt_…) when the email has accounts on several')
+    .action(async (opts: { email: string; platform?: string }) => (await import('./admin.ts')).removeUserCommand(opts));
   admin
     .command('reset-password')
     .description('print a single-use link (an hour) where a portal user chooses a new password; their sessions end when they do')
     .requiredOption('--email <email>', "the user's email")
+    .option('--platform <id>', 'the Platform (plt_…) when the email has accounts on several')
     .option('--json', 'print one JSON object')
-    .action(async (opts: { email: string; json?: boolean }) => (await import('./admin.ts')).resetPasswordCommand(opts));
+    .action(async (opts: { email: string; platform?: string; json?: boolean }) => (await import('./admin.ts')).resetPasswordCommand(opts));
   admin
     .command('reset-two-factor')
     .description(
       'turn two-factor sign-in off for a user who lost their device and recovery codes (they set it up again at next sign-in if required)',
     )
     .requiredOption('--email <email>', "the user's email")
-    .action(async (opts: { email: string }) => (await import('./admin.ts')).resetTwoFactorCommand(opts));
+    .option('--platform <id>', 'the Platform (plt_…) when the email has accounts on several')
+    .action(async (opts: { email: string; platform?: string }) => (await import('./admin.ts')).resetTwoFactorCommand(opts));
   admin
     .command('create-key')
     .description('create another API key for a Platform (printed once)')

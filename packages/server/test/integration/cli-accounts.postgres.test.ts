@@ -129,6 +129,19 @@ describe('payhooks admin account commands', () => {
     expect(trail.body.data[0].origin.user_agent).toMatch(/^payhooks-cli on /);
   }, 180_000);
 
+  it('an email with accounts on two Platforms: a command naming it by email alone exits 1 asking for --platform, and acts on the one --platform names', async () => {
+    const second = JSON.parse(await run(['create-platform', '--name', 'Second team', '--email', 'both@ops.example', '--json']));
+    const first = JSON.parse(await run(['create-platform', '--name', 'First team', '--email', 'both@ops.example', '--json']));
+    const ambiguous = await runPayhooks(['admin', 'reset-password', '--email', 'both@ops.example'], env, TIMEOUT);
+    expect(ambiguous.code).toBe(1);
+    expect(ambiguous.stderr).toContain('has an account on several Platforms');
+    expect(ambiguous.stderr).toContain('--platform');
+    const named = JSON.parse(await run(['reset-password', '--email', 'both@ops.example', '--platform', second.platform_id, '--json']));
+    const [owner] = JSON.parse(await run(['list-users', '--platform', second.platform_id, '--json']));
+    expect(named.user_id).toBe(owner.id);
+    expect(first.platform_id).not.toBe(second.platform_id);
+  });
+
   it('a bad role, an unknown email or removing the last admin exits 1 with one line saying why', async () => {
     const badRole = await runPayhooks(['admin', 'set-role', '--email', platform.portal.email, '--role', 'owner'], env, TIMEOUT);
     expect(badRole.code).toBe(1);

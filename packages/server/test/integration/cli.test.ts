@@ -113,7 +113,7 @@ describe(`payhooks CLI on ${backend}`, () => {
         password: expect.stringMatching(/^[0-9A-Za-z]{20}$/),
       });
       const taken = await runPayhooks(['admin', 'create-user', '--platform', platform.platform_id, '--email', 'ops@acme.example'], dbEnv);
-      expectCleanFailure(taken, 'ops@acme.example', 'already exists');
+      expectCleanFailure(taken, 'ops@acme.example', "is already on this Platform's team");
       const noPlatform = await runPayhooks(['admin', 'create-user', '--platform', 'plt_nope', '--email', 'x@acme.example'], dbEnv);
       expectCleanFailure(noPlatform, 'plt_nope');
     },

@@ -60,6 +60,8 @@ let clock: ManualClock;
 let admin: PortalClient;
 let platform: Awaited<ReturnType<TestService['platform']>>;
 const PASSWORD = 'a long enough password';
+/** Another client address (the test trusts its proxy): the tests below keep their own sign-in allowance. */
+const otherAddress = { 'x-forwarded-for': '198.51.100.77' };
 
 beforeAll(async () => {
   smtp = await startSmtp();
@@ -127,6 +129,40 @@ describe('invitations', () => {
     expect([taken.status, taken.body.error.code]).toEqual([409, 'email_taken']);
   });
 
+  it("an admin learns nothing about other Platforms' users: inviting one's email answers as for an unknown one, and accepting makes a separate account on this team", async () => {
+    const other = await svc.platform('Other team');
+    const victim = other.portal.email;
+    const unknown = `nobody-yet-${Date.now()}@other.example`;
+    const toVictim = await admin.call('POST', '/invitations', { email: victim, role: 'viewer' });
+    const toUnknown = await admin.call('POST', '/invitations', { email: unknown, role: 'viewer' });
+    expect([toVictim.status, toUnknown.status]).toEqual([201, 201]);
+    expect(Object.keys(toVictim.body).sort()).toEqual(Object.keys(toUnknown.body).sort());
+    expect(toVictim.body).toMatchObject({ object: 'invitation', email: victim, role: 'viewer', emailed: true });
+    // Accepting (by whoever holds the link) goes the same way for both.
+    const [a, b] = [
+      await post('/invitation/accept', { token: tokenOf(toVictim.body.url), password: 'chosen on this team 1' }, otherAddress),
+      await post('/invitation/accept', { token: tokenOf(toUnknown.body.url), password: 'chosen on this team 2' }, otherAddress),
+    ];
+    expect([a.status, b.status], a.text + b.text).toEqual([200, 200]);
+    expect(a.body.platform.id).toBe(platform.platform_id);
+    // Two accounts for the victim's email now, one per Platform, each opened by its own password.
+    const here = await post('/session', { email: victim, password: 'chosen on this team 1' }, otherAddress);
+    expect(here.body.platform?.id).toBe(platform.platform_id);
+    const there = await post('/session', { email: victim, password: other.portal.password }, otherAddress);
+    expect(there.body.platform?.id).toBe(other.platform_id);
+    // The same email is on this team now: a second invitation is the one refusal, about this team.
+    const again = await admin.call('POST', '/invitations', { email: victim, role: 'viewer' });
+    expect([again.status, again.body.error.code]).toEqual([409, 'email_taken']);
+    expect(again.body.error.message).toContain('already on your team');
+  });
+
+  it("an email's accounts on two Platforms can't share a password (sign-in picks the account by it)", async () => {
+    const other = await svc.platform('Third team');
+    const invited = await admin.call('POST', '/invitations', { email: other.portal.email, role: 'viewer' });
+    const reused = await post('/invitation/accept', { token: tokenOf(invited.body.url), password: other.portal.password }, otherAddress);
+    expect([reused.status, reused.body.error.code, reused.body.error.param]).toEqual([400, 'password_reused', 'password']);
+  });
+
   it('an invitation expires after a week', async () => {
     const invited = await admin.call('POST', '/invitations', { email: 'late@team.example', role: 'viewer' });
     clock.advance(7 * 86_400_000 + 1000);
@@ -175,7 +211,7 @@ describe('passwords', () => {
     const issue = async () =>
       tokenOf((await svc.ctx.accounts.resets.issue('twice@team.example', { actor: { type: 'operator', id: 'ops' } })).url);
     const refused = async (token: string, what: string) => {
-      const r = await post('/password_reset', { token, password: `set by an old link ${what}` });
+      const r = await post('/password_reset', { token, password: `set by an old link ${what}` }, otherAddress);
       expect([r.status, r.body.error?.code], what).toEqual([401, 'password_reset_invalid']);
     };
 
@@ -188,13 +224,13 @@ describe('passwords', () => {
     // The attack: link 1, link 2, complete link 2; link 1 must not set a password afterwards.
     const first = await issue();
     const second = await issue();
-    expect((await post('/password_reset', { token: second, password: 'chosen with link two' })).status).toBe(200);
+    expect((await post('/password_reset', { token: second, password: 'chosen with link two' }, otherAddress)).status).toBe(200);
     await refused(first, 'after a newer link completed');
     // Superseded without any completion: a newer link ends the one before it at once.
     const third = await issue();
     await issue();
     await refused(third, 'superseded by a newer link');
-    expect((await post('/session', { email: 'twice@team.example', password: 'chosen with link two' })).status).toBe(200);
+    expect((await post('/session', { email: 'twice@team.example', password: 'chosen with link two' }, otherAddress)).status).toBe(200);
   });
 });
 
