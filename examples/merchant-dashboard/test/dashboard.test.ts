@@ -82,7 +82,9 @@ afterAll(async () => {
 });
 
 async function signInToDashboard(email: string, password: string): Promise<Page> {
-  const page = await (await browser.newContext()).newPage();
+  // Tall enough that the outer page never scrolls: the frame grows and shrinks with its content,
+  // and a scroll between finding a link and clicking it would move the click off it.
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 3000 } })).newPage();
   await page.goto(`${dashboardUrl}/login`);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
@@ -176,6 +178,9 @@ describe('examples/merchant-dashboard: payhooks as the Webhooks tab of a payment
     await row.waitFor();
     expect(await row.innerText()).toContain('ana@dashboard.example');
     expect(await row.innerText()).toContain('dash_usr_ana');
+    // Her session is Sandbox's: the log says so and offers no Live filter (the server refuses it).
+    expect(await frame.getByText('Every change in Sandbox and every Platform-wide one').count()).toBe(1);
+    expect(await frame.getByLabel('Environment').count()).toBe(0);
     const api = await svc.api(platform.keys.sandbox, 'GET', `/api/v1/audit_events?actor_id=dash_usr_ana&action=webhook_delivery.replay`);
     expect(api.body.data).toHaveLength(1);
     expect(api.body.data[0]).toMatchObject({

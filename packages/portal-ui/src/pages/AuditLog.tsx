@@ -2,6 +2,7 @@ import { Fragment, useCallback, useEffect, useState, type FormEvent } from 'reac
 import { api, type AuditEvent } from '../api.ts';
 import { auditQuery, NO_FILTERS, type Filters } from '../audit-filter.ts';
 import { latestOnly } from '../latest.ts';
+import { useSession } from '../session.tsx';
 import { CopyId, Crumbs, ErrorBox, Loading, ScrollTable, Time } from '../ui.tsx';
 
 /** Actions the trail records, offered as suggestions in the Action filter (any text is accepted). */
@@ -45,6 +46,9 @@ const ACTOR_TYPES: Record<AuditEvent['actor']['type'], string> = {
 
 /** `/audit` (admins): who changed what in this Platform, when, from where, and how it ended; newest first. */
 export function AuditLog() {
+  const { session } = useSession();
+  // An embedded session reads its own environment's entries and the Platform-wide ones only.
+  const locked = session.environment_locked;
   const [draft, setDraft] = useState<Filters>(NO_FILTERS);
   const [filters, setFilters] = useState<Filters>(NO_FILTERS);
   const [rows, setRows] = useState<AuditEvent[] | null>(null);
@@ -106,7 +110,11 @@ export function AuditLog() {
           Refresh
         </button>
       </div>
-      <p className="muted">Every change in your Platform, in both environments, and every refused attempt: newest first.</p>
+      <p className="muted">
+        {locked
+          ? `Every change in ${session.environment === 'live' ? 'Live' : 'Sandbox'} and every Platform-wide one (settings, team, sign-ins), and every refused attempt: newest first.`
+          : 'Every change in your Platform, in both environments, and every refused attempt: newest first.'}
+      </p>
       <form className="filters audit-filters" onSubmit={apply} aria-label="Filter the audit log">
         <label className="inline">
           Actor id
@@ -145,14 +153,16 @@ export function AuditLog() {
             <option value="denied">Denied</option>
           </select>
         </label>
-        <label className="inline">
-          Environment
-          <select value={draft.environment} onChange={(e) => set({ environment: e.target.value as Filters['environment'] })}>
-            <option value="">Both</option>
-            <option value="sandbox">Sandbox</option>
-            <option value="live">Live</option>
-          </select>
-        </label>
+        {!locked && (
+          <label className="inline">
+            Environment
+            <select value={draft.environment} onChange={(e) => set({ environment: e.target.value as Filters['environment'] })}>
+              <option value="">Both</option>
+              <option value="sandbox">Sandbox</option>
+              <option value="live">Live</option>
+            </select>
+          </label>
+        )}
         <label className="inline">
           From
           <input type="date" value={draft.from} onChange={(e) => set({ from: e.target.value })} />

@@ -106,7 +106,10 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
   it('a worker killed with SIGKILL mid-flight loses nothing: its leases expire and another worker finishes the work', async () => {
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 30 }));
     try {
-      const a = worker({ PAYHOOKS_LEASE: '6s', PAYHOOKS_ATTEMPT_TIMEOUT: '2s' });
+      // The dead worker's attempts count as attempt 1 (spec 8): the takeover sends each retry the
+      // schedule's first delay after the lease was taken, here a second rather than a minute.
+      const fast = { PAYHOOKS_LEASE: '6s', PAYHOOKS_ATTEMPT_TIMEOUT: '2s', PAYHOOKS_RETRY_SCHEDULE: '1s,1s,1s,1s,1s,1s,1s' };
+      const a = worker(fast);
       await a.waitFor('payhooks workers started');
       const p = await setUp(receiver, 5, 100);
       await receiver.waitFor(100);
@@ -117,7 +120,7 @@ describe('workers on one PostgreSQL (spec 3.2 at scale)', () => {
         [p.platform_id],
       );
       expect(Number(leased!.n)).toBeGreaterThan(0); // the dead worker held work
-      const b = worker({ PAYHOOKS_LEASE: '6s', PAYHOOKS_ATTEMPT_TIMEOUT: '2s' });
+      const b = worker(fast);
       await until(async () => (await states(p.platform_id)).delivered === 500, {
         timeout: 60_000,
         interval: 200,
