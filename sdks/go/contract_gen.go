@@ -19,6 +19,8 @@ var EventTypes = []string{
 	"checkout_session.completed",
 	"checkout_session.expired",
 	"webhook_endpoint.disabled",
+	"webhook_endpoint.failing",
+	"webhook_endpoint.recovered",
 }
 
 // The receiver tables' default names, and the key of the advisory lock taken while creating them:

@@ -14,11 +14,15 @@ export const RESOURCE_EVENT_TYPES = [
 
 /**
  * Operational types: about the merchant's webhook setup itself, emitted by the service.
- * `webhook_endpoint.disabled`: an endpoint was disabled because its deliveries kept failing;
- * `data.object` is the endpoint (never its secret). Sent to the Platform's other endpoints of
- * that environment subscribed to it (or to `*`); not part of the live minimum subscription.
+ * `data.object` is the endpoint (never its secret), with its `health`. Sent to the Platform's
+ * other endpoints of that environment subscribed to them (or to `*`); not part of the live
+ * minimum subscription.
+ * - `webhook_endpoint.failing`: every attempt has failed for a while; sent again as a warning at
+ *   half and at 90 % of the auto-disable window (`health.warning` 50 or 90, `health.disables_at`).
+ * - `webhook_endpoint.disabled`: disabled because its deliveries kept failing.
+ * - `webhook_endpoint.recovered`: the first 2xx after it was failing.
  */
-export const OPERATIONAL_EVENT_TYPES = ['webhook_endpoint.disabled'] as const;
+export const OPERATIONAL_EVENT_TYPES = ['webhook_endpoint.disabled', 'webhook_endpoint.failing', 'webhook_endpoint.recovered'] as const;
 
 /**
  * The event-type catalog (spec 6.1 plus the operational types). The catalog grows additively

@@ -46,6 +46,16 @@ export function StatusBadge({ status, reason = null }: { status: 'enabled' | 'di
   );
 }
 
+/** An endpoint's health (failing, recovered); nothing while it is healthy or disabled (the status says so). */
+export function HealthBadge({ health }: { health: { state: string; warning: number | null } }) {
+  if (health.state !== 'failing' && health.state !== 'recovered') return null;
+  return (
+    <span className={`badge health-${health.state}`} data-testid="health-badge">
+      {health.state === 'recovered' ? 'Recovered' : 'Failing'}
+    </span>
+  );
+}
+
 /** Attempts per hour over the last 24 h: green for succeeded, red for failed, as an inline SVG. */
 export function SuccessChart({ stats }: { stats: Stats }) {
   const max = Math.max(1, ...stats.hourly.map((h) => h.attempts));

@@ -52,6 +52,10 @@ export interface Config {
   expiryIntervalMs: number;
   /** How long every delivery to an endpoint must fail before it is disabled, ms; 0 = never. */
   autoDisableAfterMs: number;
+  /** An endpoint is `failing` once its attempts have all failed for this long (endpoints/health.ts). */
+  healthFailingAfterMs: number;
+  /** ... and at least this many of them failed. */
+  healthFailingAttempts: number;
   /** How long events, deliveries and attempts are kept, ms (at least 7 days; db/retention.ts). */
   retentionMs: number;
   /** Port of `payhooks worker`'s Prometheus listener (`/metrics`); undefined = none. */
@@ -436,6 +440,24 @@ export const SETTINGS = [
     default: '5d',
     doc: 'Disable an endpoint whose deliveries have all failed for this long (at least 10 failed attempts, no 2xx), with `disabled_reason: "failing"`; its deliveries stay on their schedule, each attempt failing without a request (`endpoint_disabled`) until it is enabled again. `0` turns auto-disable off.',
     parse: (raw: string, env: string) => (raw.trim() === '0' ? 0 : durationIn(1000, 365 * 86_400_000)(raw, env)),
+  },
+  {
+    key: 'healthFailingAfterMs',
+    env: 'PAYHOOKS_HEALTH_FAILING_AFTER',
+    default: '15m',
+    doc: "An endpoint's health turns `failing` (and `webhook_endpoint.failing` is sent) once every attempt has failed for this long, with at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them; warnings follow at half and at 90 % of PAYHOOKS_AUTO_DISABLE_AFTER.",
+    parse: durationIn(60_000, 30 * 86_400_000),
+  },
+  {
+    key: 'healthFailingAttempts',
+    env: 'PAYHOOKS_HEALTH_FAILING_ATTEMPTS',
+    default: '3',
+    doc: 'Failed attempts (and no 2xx) an endpoint needs, besides PAYHOOKS_HEALTH_FAILING_AFTER, before its health turns `failing`.',
+    parse: (raw: string, env: string) => {
+      const n = Number(raw);
+      if (!Number.isInteger(n) || n < 1 || n > 1000) throw new ConfigError(`${env} must be a whole number from 1 to 1000 (got '${raw}').`);
+      return n;
+    },
   },
   {
     key: 'retentionMs',

@@ -169,8 +169,18 @@ export function createContext(options: {
         metrics,
         windowMs: config.autoDisableAfterMs,
         scheduleMs: config.retryScheduleMs.reduce((a, b) => a + b, 0),
-        // A minute at most past the window; short windows (tests, sandboxes) are swept more often.
-        intervalMs: Math.max(1000, Math.min(60_000, Math.floor(config.autoDisableAfterMs / 10))),
+        failingAfterMs: config.healthFailingAfterMs,
+        failingAttempts: config.healthFailingAttempts,
+        // A minute at most past the window (or the failing threshold); short windows (tests,
+        // sandboxes) are swept more often.
+        intervalMs: Math.max(
+          1000,
+          Math.min(
+            60_000,
+            Math.floor((config.autoDisableAfterMs || config.healthFailingAfterMs) / 10),
+            Math.floor(config.healthFailingAfterMs / 10),
+          ),
+        ),
       }),
     async close() {
       await ctx.bulkReplays.close(); // attempts in flight finish and are recorded first

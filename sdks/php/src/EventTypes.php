@@ -24,6 +24,8 @@ final class EventTypes
     public const CHECKOUT_SESSION_COMPLETED = 'checkout_session.completed';
     public const CHECKOUT_SESSION_EXPIRED = 'checkout_session.expired';
     public const WEBHOOK_ENDPOINT_DISABLED = 'webhook_endpoint.disabled';
+    public const WEBHOOK_ENDPOINT_FAILING = 'webhook_endpoint.failing';
+    public const WEBHOOK_ENDPOINT_RECOVERED = 'webhook_endpoint.recovered';
 
     public const ALL = [
         self::PAYMENT_CREATED,
@@ -37,6 +39,8 @@ final class EventTypes
         self::CHECKOUT_SESSION_COMPLETED,
         self::CHECKOUT_SESSION_EXPIRED,
         self::WEBHOOK_ENDPOINT_DISABLED,
+        self::WEBHOOK_ENDPOINT_FAILING,
+        self::WEBHOOK_ENDPOINT_RECOVERED,
     ];
 
     /** The statuses a Payment (`data.object` of payment.* events) can have. */

@@ -642,12 +642,12 @@ export interface components {
          * @description An event type of the catalog. The catalog grows over time: a receiver acknowledges and ignores types it does not handle.
          * @enum {string}
          */
-        EventType: "payment.created" | "payment.requires_action" | "payment.under_review" | "payment.processing" | "payment.succeeded" | "payment.failed" | "payment.cancelled" | "payment.expired" | "checkout_session.completed" | "checkout_session.expired" | "webhook_endpoint.disabled";
+        EventType: "payment.created" | "payment.requires_action" | "payment.under_review" | "payment.processing" | "payment.succeeded" | "payment.failed" | "payment.cancelled" | "payment.expired" | "checkout_session.completed" | "checkout_session.expired" | "webhook_endpoint.disabled" | "webhook_endpoint.failing" | "webhook_endpoint.recovered";
         /**
          * @description '*' (every type, including types added later) or an event type of the catalog.
          * @enum {string}
          */
-        EnabledEventType: "*" | "payment.created" | "payment.requires_action" | "payment.under_review" | "payment.processing" | "payment.succeeded" | "payment.failed" | "payment.cancelled" | "payment.expired" | "checkout_session.completed" | "checkout_session.expired" | "webhook_endpoint.disabled";
+        EnabledEventType: "*" | "payment.created" | "payment.requires_action" | "payment.under_review" | "payment.processing" | "payment.succeeded" | "payment.failed" | "payment.cancelled" | "payment.expired" | "checkout_session.completed" | "checkout_session.expired" | "webhook_endpoint.disabled" | "webhook_endpoint.failing" | "webhook_endpoint.recovered";
         /** @description An ed25519 public key that signs deliveries to the endpoint (v1a=). */
         PublicKey: {
             /** @enum {string} */
@@ -721,6 +721,16 @@ export interface components {
             };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
+            /** @description failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered. */
+            health: {
+                state: "healthy" | "failing" | "disabled" | "recovered";
+                /** @description When it entered this state (healthy: its last recovery, or its creation). UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+                since: string;
+                /** @description While failing: 50 or 90 once its failures have lasted that share (%) of the auto-disable window (PAYHOOKS_AUTO_DISABLE_AFTER); null otherwise. */
+                warning: 50 | 90 | null;
+                /** @description While failing: when it will be disabled if no delivery succeeds (null when auto-disable is off). */
+                disables_at: string | null;
+            };
             /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
             public_keys: components["schemas"]["PublicKey"][];
         };
@@ -769,6 +779,16 @@ export interface components {
             };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
+            /** @description failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered. */
+            health: {
+                state: "healthy" | "failing" | "disabled" | "recovered";
+                /** @description When it entered this state (healthy: its last recovery, or its creation). UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+                since: string;
+                /** @description While failing: 50 or 90 once its failures have lasted that share (%) of the auto-disable window (PAYHOOKS_AUTO_DISABLE_AFTER); null otherwise. */
+                warning: 50 | 90 | null;
+                /** @description While failing: when it will be disabled if no delivery succeeds (null when auto-disable is off). */
+                disables_at: string | null;
+            };
             /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
             public_keys: components["schemas"]["PublicKey"][];
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */
@@ -1795,7 +1815,9 @@ export interface operations {
                      *         "payment.expired",
                      *         "checkout_session.completed",
                      *         "checkout_session.expired",
-                     *         "webhook_endpoint.disabled"
+                     *         "webhook_endpoint.disabled",
+                     *         "webhook_endpoint.failing",
+                     *         "webhook_endpoint.recovered"
                      *       ],
                      *       "wildcard": "*",
                      *       "required_live_event_types": [
@@ -1876,6 +1898,12 @@ export interface operations {
                      *           "headers": {},
                      *           "max_requests_per_second": null,
                      *           "paused_until": null,
+                     *           "health": {
+                     *             "state": "healthy",
+                     *             "since": "2026-01-31T12:00:00Z",
+                     *             "warning": null,
+                     *             "disables_at": null
+                     *           },
                      *           "asymmetric_signature": true,
                      *           "public_keys": [
                      *             {
@@ -2006,6 +2034,12 @@ export interface operations {
                      *       "headers": {},
                      *       "max_requests_per_second": null,
                      *       "paused_until": null,
+                     *       "health": {
+                     *         "state": "healthy",
+                     *         "since": "2026-01-31T12:00:00Z",
+                     *         "warning": null,
+                     *         "disables_at": null
+                     *       },
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2092,6 +2126,12 @@ export interface operations {
                      *       "headers": {},
                      *       "max_requests_per_second": null,
                      *       "paused_until": null,
+                     *       "health": {
+                     *         "state": "healthy",
+                     *         "since": "2026-01-31T12:00:00Z",
+                     *         "warning": null,
+                     *         "disables_at": null
+                     *       },
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2263,6 +2303,12 @@ export interface operations {
                      *       "headers": {},
                      *       "max_requests_per_second": null,
                      *       "paused_until": null,
+                     *       "health": {
+                     *         "state": "healthy",
+                     *         "since": "2026-01-31T12:00:00Z",
+                     *         "warning": null,
+                     *         "disables_at": null
+                     *       },
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2356,6 +2402,12 @@ export interface operations {
                      *       "headers": {},
                      *       "max_requests_per_second": null,
                      *       "paused_until": null,
+                     *       "health": {
+                     *         "state": "healthy",
+                     *         "since": "2026-01-31T12:00:00Z",
+                     *         "warning": null,
+                     *         "disables_at": null
+                     *       },
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2448,6 +2500,12 @@ export interface operations {
                      *       "headers": {},
                      *       "max_requests_per_second": null,
                      *       "paused_until": null,
+                     *       "health": {
+                     *         "state": "healthy",
+                     *         "since": "2026-01-31T12:00:00Z",
+                     *         "warning": null,
+                     *         "disables_at": null
+                     *       },
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {

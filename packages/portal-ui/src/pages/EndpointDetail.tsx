@@ -8,7 +8,7 @@ import { formatHeaderLines, parseHeaderLines } from '../header-lines.ts';
 import { latestOnly } from '../latest.ts';
 import { Link, navigate } from '../router.tsx';
 import { useSession } from '../session.tsx';
-import { Confirm, Crumbs, CopyId, ErrorBox, Loading, Notice, ScrollTable, StatusBadge, SuccessChart, Time } from '../ui.tsx';
+import { Confirm, Crumbs, CopyId, ErrorBox, HealthBadge, Loading, Notice, ScrollTable, StatusBadge, SuccessChart, Time } from '../ui.tsx';
 
 /** Reads after Send test event: 10 at 1 s, then 22 at 5 s (about two minutes). */
 const TEST_EVENT_POLLS = 32;
@@ -95,8 +95,8 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         <div className="grow">
           <h1 className="url-title">{endpoint.url}</h1>
           <p className="meta">
-            <StatusBadge status={endpoint.status} reason={endpoint.disabled_reason} /> <CopyId id={endpoint.id} label="endpoint id" /> ·
-            created <Time iso={endpoint.created_at} />
+            <StatusBadge status={endpoint.status} reason={endpoint.disabled_reason} /> <HealthBadge health={endpoint.health} />{' '}
+            <CopyId id={endpoint.id} label="endpoint id" /> · created <Time iso={endpoint.created_at} />
           </p>
           {endpoint.description && <p>{endpoint.description}</p>}
           {endpoint.url_has_credentials && (
@@ -133,6 +133,26 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         </div>
       </div>
 
+      {endpoint.health.state === 'failing' && (
+        <Notice kind="warning">
+          <span data-testid="health-failing">
+            Failing since <Time iso={endpoint.health.since} />: every attempt since then has failed.{' '}
+            {endpoint.health.disables_at ? (
+              <>
+                If nothing succeeds, it will be disabled automatically <Time iso={endpoint.health.disables_at} />
+                {endpoint.health.warning ? ` (${endpoint.health.warning}% of the way there)` : ''}.{' '}
+              </>
+            ) : null}
+            The attempts below say what your receiver answered; once it answers 2xx again, the endpoint recovers by itself.
+          </span>
+        </Notice>
+      )}
+      {endpoint.health.state === 'recovered' && (
+        <p className="muted small" data-testid="health-recovered">
+          Recovered <Time iso={endpoint.health.since} />: a delivery succeeded after a run of failures. Replay what failed meanwhile with
+          “Recover after an outage” below.
+        </p>
+      )}
       {endpoint.disabled_reason === 'failing' && (
         <Notice kind="warning">
           Disabled automatically <Time iso={endpoint.disabled_at} />: every delivery to it failed for days. New events are not sent to it,

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'react';
 import { api, type Endpoint } from '../api.ts';
 import { Link } from '../router.tsx';
 import { useSession } from '../session.tsx';
-import { Crumbs, ErrorBox, Loading, StatusBadge, SuccessChart, ScrollTable } from '../ui.tsx';
+import { Crumbs, ErrorBox, HealthBadge, Loading, StatusBadge, SuccessChart, ScrollTable } from '../ui.tsx';
 
 export function EndpointList() {
   const [cursors, setCursors] = useState<string[]>([]);
@@ -59,7 +59,7 @@ export function EndpointList() {
                     {e.description && <div className="muted small">{e.description}</div>}
                   </td>
                   <td>
-                    <StatusBadge status={e.status} reason={e.disabled_reason} />
+                    <StatusBadge status={e.status} reason={e.disabled_reason} /> <HealthBadge health={e.health} />
                   </td>
                   <td className="hide-sm">
                     <div className="types-cell">

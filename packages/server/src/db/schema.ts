@@ -94,7 +94,16 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   previousSigningPublicKey: text('previous_signing_public_key'),
   previousSigningKeyCreatedAt: ts('previous_signing_key_created_at'),
   previousSigningKeyExpiresAt: ts('previous_signing_key_expires_at'),
+  /** 0033: the health the merchant sees (endpoints/health.ts); disabled is `status`. */
+  healthState: text('health_state').$type<HealthState>().notNull().default('healthy'),
+  healthChangedAt: ts('health_changed_at'),
+  /** 0033: the last warning announced before auto-disable: 0, 50 or 90 (% of the window). */
+  healthWarned: integer('health_warned').notNull().default(0),
+  /** 0033: when auto-disable will disable it if nothing succeeds (set while failing; null when off). */
+  healthDisablesAt: ts('health_disables_at'),
 });
+
+export type HealthState = 'healthy' | 'failing' | 'recovered';
 
 export type DeliveryOrder = 'unordered' | 'per_object';
 

@@ -9,13 +9,17 @@ import { publishEvent } from '../events/publish.ts';
 import type { DeliveryMetrics } from '../delivery/metrics.ts';
 import { PeriodicJob } from '../periodic-job.ts';
 import type { AuditTrail } from '../audit/trail.ts';
+import { sweepEndpointHealth, type HealthSweepDeps } from './health-sweep.ts';
+
+const DEFAULT_FAILING_AFTER_MS = 15 * 60_000;
+const DEFAULT_FAILING_ATTEMPTS = 3;
 
 /** Failed attempts an endpoint needs within the window before it is disabled. */
 export const AUTO_DISABLE_MIN_FAILURES = 10;
 /** Endpoints examined per sweep; the rest wait for the next one. */
 const SWEEP_LIMIT = 100;
 
-export interface AutoDisableDeps {
+export interface AutoDisableDeps extends Partial<Pick<HealthSweepDeps, 'failingAfterMs' | 'failingAttempts'>> {
   database: Database;
   clock: Clock;
   logger: Logger;
@@ -141,43 +145,36 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
 }
 
 /**
- * Runs the sweep every `intervalMs` beside the delivery workers (not at all when the window is 0).
- * Its first run also puts back on their schedule the deliveries an earlier release parked on
- * endpoints that are still disabled (delivery/parking.ts), whatever the window.
+ * Runs the sweep every `intervalMs` beside the delivery workers: endpoint health first
+ * (endpoints/health-sweep.ts: failing, warnings, recovered; also when auto-disable is off), then
+ * auto-disable (not when the window is 0). Its first run also puts back on their schedule the
+ * deliveries an earlier release parked on endpoints that are still disabled (delivery/parking.ts).
  */
 export class AutoDisableJob extends PeriodicJob {
   private requeued = false;
-  private requeueOnly: Promise<void> | null = null;
 
   constructor(private readonly deps: AutoDisableDeps & { intervalMs: number }) {
     super(
       deps.intervalMs,
-      async () => {
-        await this.requeueOnce();
-        await disableFailingEndpoints(deps);
-      },
-      (err) => deps.logger.error({ err }, 'auto-disable sweep failed; retrying at the next interval'),
+      () => this.runOnce(),
+      (err) => deps.logger.error({ err }, 'endpoint health and auto-disable sweep failed; retrying at the next interval'),
     );
+  }
+
+  /** One sweep, now (the timer's, and tests' with a ManualClock). */
+  async runOnce(): Promise<void> {
+    await this.requeueOnce();
+    await sweepEndpointHealth({
+      ...this.deps,
+      failingAfterMs: this.deps.failingAfterMs ?? DEFAULT_FAILING_AFTER_MS,
+      failingAttempts: this.deps.failingAttempts ?? DEFAULT_FAILING_ATTEMPTS,
+    });
+    await disableFailingEndpoints(this.deps);
   }
 
   private async requeueOnce(): Promise<void> {
     if (this.requeued) return;
     await this.deps.database.db.transaction((tx) => requeueParkedDeliveries(tx, this.deps.clock.now()));
     this.requeued = true;
-  }
-
-  override start(): void {
-    if (this.deps.windowMs > 0) {
-      super.start();
-      return;
-    }
-    // Auto-disable off: only the one-time requeue runs.
-    this.requeueOnly ??= this.requeueOnce().catch((err) =>
-      this.deps.logger.error({ err }, 'putting parked deliveries back on their schedule failed; they run when their endpoint is enabled'),
-    );
-  }
-
-  override async stop(): Promise<void> {
-    await Promise.all([super.stop(), this.requeueOnly]);
   }
 }

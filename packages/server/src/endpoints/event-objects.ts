@@ -13,9 +13,11 @@ export function validateEndpointFamilyObject(type: EventType, o: Record<string, 
     throw invalid('data.object.object', `A ${type} event carries a webhook endpoint: data.object.object must be 'webhook_endpoint'.`);
   if (typeof o.id !== 'string' || !/^we_[A-Za-z0-9]+$/.test(o.id))
     throw invalid('data.object.id', 'data.object.id must be a webhook endpoint id (we_…).');
-  if (type === 'webhook_endpoint.disabled' && o.status !== 'disabled')
+  // What data.object.status must be (as payhooks.event_types says for the SQL publish).
+  const want = type === 'webhook_endpoint.disabled' ? 'disabled' : 'enabled';
+  if (o.status !== want)
     throw invalid(
       'data.object.status',
-      `A ${type} event carries a disabled endpoint; data.object.status is ${JSON.stringify(o.status ?? null)}.`,
+      `A ${type} event carries ${want === 'disabled' ? 'a disabled' : 'an enabled'} endpoint; data.object.status is ${JSON.stringify(o.status ?? null)}.`,
     );
 }

@@ -23,6 +23,7 @@ import { setEndpointOrdering } from '../delivery/ordering.ts';
 import { AppError } from '../errors.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { redactHeaderValues, validateCustomHeaders } from './custom-headers.ts';
+import { healthOf, type EndpointHealth } from './health.ts';
 import type { Ed25519Jwk } from '@payhooks/contract';
 import { generateSigningKeyPair, jwkOf, whpkOf } from '../security/signing-key-pairs.ts';
 
@@ -64,6 +65,8 @@ export interface WebhookEndpoint {
   asymmetric_signature: boolean;
   /** The public keys that sign (new first; two during a rotation's overlap); empty while the flag is off. */
   public_keys: PublicKey[];
+  /** What the merchant should know about its deliveries: healthy, failing (with warnings), disabled, recovered. */
+  health: EndpointHealth;
 }
 
 /** One public key of an endpoint: the JWK (as in the Platform's JWKS document) and the `whpk_` form. */
@@ -172,6 +175,7 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     paused_until: row.pausedUntil && row.pausedUntil > now ? formatEventTimestamp(row.pausedUntil) : null,
     asymmetric_signature: row.asymmetricSignature,
     public_keys: livePublicKeys(row, now),
+    health: healthOf(row, now),
   };
 }
 

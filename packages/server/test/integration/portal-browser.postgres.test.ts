@@ -259,6 +259,32 @@ describe('Merchant Portal in Chromium', () => {
     expect(await page.evaluate(() => (globalThis as any).marker)).toBe('card'); // no full reload
   });
 
+  it('a failing endpoint says since when and when auto-disable will act, in its list and on its page; a recovered one says so', async () => {
+    const ep = await endpointOfA('health', { status: 200, body: 'ok' });
+    const since = new Date(Date.now() - 3 * 3_600_000);
+    // The state the health sweep leaves (endpoint-health.test.ts drives it there on the clock).
+    await svc.ctx.database.query(
+      `UPDATE webhook_endpoints SET failing_since = $2, health_state = 'failing', health_changed_at = $2, health_warned = 50,
+         health_disables_at = $3 WHERE id = $1`,
+      [ep.id, since, new Date(since.getTime() + 5 * 86_400_000)],
+    );
+    await page.goto(`${svc.url}/portal/webhooks/endpoints`);
+    await page.locator('tr', { hasText: ep.url }).getByTestId('health-badge').getByText('Failing').waitFor();
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    const notice = page.getByTestId('health-failing');
+    await expectText(notice, 'Failing since');
+    await expectText(notice, 'it will be disabled automatically');
+    await expectText(notice, '(50% of the way there)');
+    await svc.ctx.database.query(
+      `UPDATE webhook_endpoints SET failing_since = NULL, health_state = 'recovered', health_changed_at = now(), health_warned = 0,
+         health_disables_at = NULL WHERE id = $1`,
+      [ep.id],
+    );
+    await page.reload();
+    await expectText(page.getByTestId('health-recovered'), 'Recovered');
+    expect(await page.getByTestId('health-failing').count()).toBe(0);
+  });
+
   it('a read of the log that answers after a newer one is not shown: the rows are those of the filter chosen last', async () => {
     const ep = await endpointOfA('overtaken', { status: 200 });
     await publish(svc.ctx, a.merchant_id);

@@ -17,6 +17,8 @@ module Payhooks
     checkout_session.completed
     checkout_session.expired
     webhook_endpoint.disabled
+    webhook_endpoint.failing
+    webhook_endpoint.recovered
   ].freeze
 
   # The receiver's tables, the same in every payhooks receiver library: their default names, the

@@ -65,6 +65,7 @@ const endpoint = {
   headers: {},
   max_requests_per_second: null,
   paused_until: null,
+  health: { state: 'healthy', since: AT, warning: null, disables_at: null },
   asymmetric_signature: true,
   public_keys: [
     {

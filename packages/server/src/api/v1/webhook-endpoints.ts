@@ -111,6 +111,25 @@ const endpointProperties = {
     description: 'Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none.',
   }),
   asymmetric_signature: AsymmetricSignature,
+  health: Type.Object(
+    {
+      state: Type.Union([Type.Literal('healthy'), Type.Literal('failing'), Type.Literal('disabled'), Type.Literal('recovered')]),
+      since: Type.String({
+        description: 'When it entered this state (healthy: its last recovery, or its creation). UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ',
+      }),
+      warning: Type.Union([Type.Literal(50), Type.Literal(90), Type.Null()], {
+        description:
+          'While failing: 50 or 90 once its failures have lasted that share (%) of the auto-disable window (PAYHOOKS_AUTO_DISABLE_AFTER); null otherwise.',
+      }),
+      disables_at: Type.Union([Timestamp, Type.Null()], {
+        description: 'While failing: when it will be disabled if no delivery succeeds (null when auto-disable is off).',
+      }),
+    },
+    {
+      description:
+        'failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered.',
+    },
+  ),
   public_keys: Type.Array(Type.Ref(PublicKeySchema), {
     description:
       'The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json.',

@@ -24,5 +24,7 @@ public final class EventTypes {
           "payment.expired",
           "checkout_session.completed",
           "checkout_session.expired",
-          "webhook_endpoint.disabled");
+          "webhook_endpoint.disabled",
+          "webhook_endpoint.failing",
+          "webhook_endpoint.recovered");
 }

@@ -1,0 +1,171 @@
+import { and, asc, eq, isNull, lt, ne } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { EventType } from '@payhooks/contract';
+import type { Clock } from '../clock.ts';
+import type { Database, Tx } from '../db/client.ts';
+import { merchants, webhookEndpoints as w, type WebhookEndpointRow } from '../db/schema.ts';
+import { publishEvent } from '../events/publish.ts';
+import { toApiEndpoint, withRedactedHeaders } from './service.ts';
+import { warningFor } from './health.ts';
+
+/** Endpoints moved per step of a sweep; the rest wait for the next one. */
+const SWEEP_LIMIT = 100;
+
+export interface HealthSweepDeps {
+  database: Database;
+  clock: Clock;
+  logger: Logger;
+  /** PAYHOOKS_AUTO_DISABLE_AFTER (0: off, and no warnings). */
+  windowMs: number;
+  /** PAYHOOKS_HEALTH_FAILING_AFTER and PAYHOOKS_HEALTH_FAILING_ATTEMPTS. */
+  failingAfterMs: number;
+  failingAttempts: number;
+  /** The retry schedule's length: how far back a delivery attempted in a failure run may have been created. */
+  scheduleMs: number;
+}
+
+export interface HealthChanges {
+  failing: string[];
+  warned: string[];
+  recovered: string[];
+}
+
+/**
+ * One pass over the endpoints whose health changes (endpoints/health.ts), each change made by a
+ * conditional UPDATE that only one of several sweeping workers wins, and announced by it once as
+ * an operational event in the same transaction:
+ * - `failing`: `failing_since` (kept by the recording statement: the first failure after a 2xx,
+ *   cleared by any 2xx) older than the threshold, with enough failed attempts since and none
+ *   succeeded; `webhook_endpoint.failing`.
+ * - warnings: a failing endpoint whose failures reached half, then 90 %, of the auto-disable
+ *   window; `webhook_endpoint.failing` again, with `health.warning` and `health.disables_at`.
+ * - `recovered`: a failing endpoint whose `failing_since` a 2xx has cleared;
+ *   `webhook_endpoint.recovered`.
+ */
+export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<HealthChanges> {
+  const now = deps.clock.now();
+  const changes: HealthChanges = { failing: [], warned: [], recovered: [] };
+  const disablesAt = (since: Date) => (deps.windowMs > 0 ? new Date(since.getTime() + deps.windowMs) : null);
+
+  // Newly failing: through the partial index on failing_since (endpoints failing right now).
+  const candidates = await deps.database.query<{ id: string; failing_since: Date | string }>(
+    `SELECT id, failing_since FROM webhook_endpoints
+     WHERE failing_since IS NOT NULL AND failing_since <= $1 AND health_state <> 'failing'
+       AND status = 'enabled' AND deleted_at IS NULL
+     ORDER BY failing_since LIMIT ${SWEEP_LIMIT}`,
+    [new Date(now.getTime() - deps.failingAfterMs)],
+    'health_failing_candidates',
+  );
+  for (const c of candidates) {
+    const since = new Date(c.failing_since);
+    // Attempts since the run of failures began (as auto-disable counts them: interrupted ones
+    // have no known outcome and don't count).
+    const [count] = await deps.database.query<{ failed: number; succeeded: number }>(
+      `SELECT count(*) FILTER (WHERE NOT a.succeeded AND a.error_kind IS DISTINCT FROM 'interrupted')::int AS failed,
+              count(*) FILTER (WHERE a.succeeded)::int AS succeeded
+       FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id AND a.delivery_created_at = d.created_at
+       WHERE d.endpoint_id = $1 AND d.created_at >= $2 AND a.started_at >= $3`,
+      [c.id, new Date(since.getTime() - deps.scheduleMs), since],
+      'health_failing_count',
+    );
+    if (!count || Number(count.failed) < deps.failingAttempts || Number(count.succeeded) > 0) continue;
+    const warning = warningFor(now.getTime() - since.getTime(), deps.windowMs);
+    const moved = await announce(deps, 'webhook_endpoint.failing', now, (tx) =>
+      tx
+        .update(w)
+        .set({ healthState: 'failing', healthChangedAt: since, healthWarned: warning, healthDisablesAt: disablesAt(since) })
+        .where(and(eq(w.id, c.id), eq(w.failingSince, since), ne(w.healthState, 'failing'), eq(w.status, 'enabled'), isNull(w.deletedAt)))
+        .returning(),
+    );
+    if (moved) changes.failing.push(moved.id);
+  }
+
+  // Warnings: failing endpoints whose failures reached half or 90 % of the window.
+  if (deps.windowMs > 0) {
+    const due = await deps.database.query<{ id: string; failing_since: Date | string; health_warned: number }>(
+      `SELECT id, failing_since, health_warned FROM webhook_endpoints
+       WHERE health_state = 'failing' AND failing_since IS NOT NULL AND failing_since <= $1
+         AND status = 'enabled' AND deleted_at IS NULL
+       ORDER BY failing_since LIMIT ${SWEEP_LIMIT}`,
+      [new Date(now.getTime() - 0.5 * deps.windowMs)],
+      'health_warning_candidates',
+    );
+    for (const c of due) {
+      const since = new Date(c.failing_since);
+      const warning = warningFor(now.getTime() - since.getTime(), deps.windowMs);
+      if (warning <= Number(c.health_warned)) continue;
+      const moved = await announce(deps, 'webhook_endpoint.failing', now, (tx) =>
+        tx
+          .update(w)
+          .set({ healthWarned: warning, healthDisablesAt: disablesAt(since) })
+          .where(
+            and(
+              eq(w.id, c.id),
+              eq(w.healthState, 'failing'),
+              eq(w.failingSince, since),
+              lt(w.healthWarned, warning),
+              eq(w.status, 'enabled'),
+            ),
+          )
+          .returning(),
+      );
+      if (moved) changes.warned.push(moved.id);
+    }
+  }
+
+  // Recovered: a 2xx cleared failing_since (manual replays count: they are answers too).
+  const healed = await deps.database.query<{ id: string }>(
+    `SELECT id FROM webhook_endpoints WHERE health_state = 'failing' AND failing_since IS NULL AND deleted_at IS NULL LIMIT ${SWEEP_LIMIT}`,
+    [],
+    'health_recovered_candidates',
+  );
+  for (const c of healed) {
+    const moved = await announce(deps, 'webhook_endpoint.recovered', now, (tx) =>
+      tx
+        .update(w)
+        .set({ healthState: 'recovered', healthChangedAt: now, healthWarned: 0, healthDisablesAt: null })
+        .where(and(eq(w.id, c.id), eq(w.healthState, 'failing'), isNull(w.failingSince)))
+        .returning(),
+    );
+    if (moved) changes.recovered.push(moved.id);
+  }
+  return changes;
+}
+
+/**
+ * Makes one change (`update` returns the row it moved, or nothing when another worker got there
+ * first or the endpoint changed meanwhile) and publishes its event in the same transaction.
+ */
+async function announce(
+  deps: HealthSweepDeps,
+  type: EventType,
+  now: Date,
+  update: (tx: Tx) => Promise<WebhookEndpointRow[]>,
+): Promise<WebhookEndpointRow | null> {
+  return deps.database.db.transaction(async (tx) => {
+    const [row] = await update(tx);
+    if (!row) return null;
+    const [merchant] = await tx
+      .select({ id: merchants.id })
+      .from(merchants)
+      .where(eq(merchants.platformId, row.platformId))
+      .orderBy(asc(merchants.createdAt), asc(merchants.id))
+      .limit(1);
+    if (merchant)
+      await publishEvent(
+        tx,
+        // The endpoint as the API shows it, its custom headers' values redacted (they often carry
+        // a credential, and this event goes to other endpoints).
+        { type, merchantId: merchant.id, environment: row.environment, object: { ...withRedactedHeaders(toApiEndpoint(row, now)) } },
+        now,
+      );
+    const health = toApiEndpoint(row, now).health;
+    deps.logger.warn(
+      { endpoint: row.id, platform: row.platformId, environment: row.environment, health },
+      type === 'webhook_endpoint.recovered'
+        ? 'webhook endpoint recovered: a delivery succeeded after it was failing'
+        : `webhook endpoint failing${health.warning ? ` (${health.warning} % of the way to auto-disable, at ${health.disables_at})` : ''}`,
+    );
+    return row;
+  });
+}
