@@ -251,6 +251,8 @@ export const api = {
       current_password: current,
       new_password: next,
     } satisfies Body<'portalChangePassword'>),
+  setHealthMail: (on: boolean) =>
+    call<Ok<'portalSetHealthMail'>>('PUT', '/account/health_mail', { health_mail: on } satisfies Body<'portalSetHealthMail'>),
   startTwoFactor: () => call<TwoFactorSetup>('POST', '/account/two_factor/setup'),
   enableTwoFactor: (code: string) =>
     call<RecoveryCodes>('POST', '/account/two_factor/enable', { code } satisfies Body<'portalEnableTwoFactor'>),

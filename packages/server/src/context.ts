@@ -18,6 +18,7 @@ import { PaymentService } from './payments/service.ts';
 import { CheckoutService } from './payments/checkout.ts';
 import { ExpiryJob } from './payments/expiry.ts';
 import { AutoDisableJob } from './endpoints/auto-disable.ts';
+import { sendHealthMail } from './alerts/health-mail.ts';
 import { PASSWORD_COST, type ScryptCost } from './accounts/passwords.ts';
 import { RetentionJob } from './db/retention.ts';
 import { AuditTrail } from './audit/trail.ts';
@@ -87,6 +88,7 @@ export function createContext(options: {
   const {
     accounts,
     sessions,
+    mailer,
     close: closeAccounts,
   } = openAccounts({
     config,
@@ -171,6 +173,7 @@ export function createContext(options: {
         scheduleMs: config.retryScheduleMs.reduce((a, b) => a + b, 0),
         failingAfterMs: config.healthFailingAfterMs,
         failingAttempts: config.healthFailingAttempts,
+        afterSweep: () => sendHealthMail({ database, clock, logger, mailer, secrets, publicUrl: () => ctx.publicUrl ?? listenUrl(config) }),
         // A minute at most past the window (or the failing threshold); short windows (tests,
         // sandboxes) are swept more often.
         intervalMs: Math.max(

@@ -40,6 +40,7 @@ function idByte(): number {
 /** Prefixes of the server's own objects, which no receiver sees (the contract's are above them). */
 const SERVER_ID_PREFIX = {
   auditEvent: 'aud_',
+  healthNotice: 'hn_',
   portalUser: 'usr_',
 } as const;
 

@@ -536,6 +536,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/portal/api/account/health_mail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Turn mail about the Platform's endpoint health on or off for yourself (developers and admins get it) */
+        put: operations["portalSetHealthMail"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/portal/api/account/two_factor/setup": {
         parameters: {
             query?: never;
@@ -3281,6 +3298,14 @@ export interface operations {
                      *         "name": "string",
                      *         "logo": "string",
                      *         "mode": "light"
+                     *       },
+                     *       "alerts": {
+                     *         "mail_live": true,
+                     *         "mail_sandbox": true,
+                     *         "emails": [
+                     *           "string"
+                     *         ],
+                     *         "endpoint_link_template": "string"
                      *       }
                      *     }
                      */
@@ -3300,6 +3325,16 @@ export interface operations {
                             logo: string | null;
                             /** @enum {string} */
                             mode: "light" | "dark" | "auto";
+                        };
+                        /** @description Mail about endpoint health. */
+                        alerts: {
+                            /** @description Mail the team when a live endpoint starts failing, is warned, disabled or recovers (default on). */
+                            mail_live: boolean;
+                            /** @description The same for sandbox endpoints (default off). */
+                            mail_sandbox: boolean;
+                            /** @description More recipients than the developers and admins (at most 20). */
+                            emails: string[];
+                            endpoint_link_template: string | null;
                         };
                     };
                 };
@@ -3325,6 +3360,12 @@ export interface operations {
                     display_name?: string | null;
                     require_two_factor?: boolean;
                     asymmetric_signature_default?: boolean;
+                    alerts?: {
+                        mail_live?: boolean;
+                        mail_sandbox?: boolean;
+                        emails?: string[];
+                        endpoint_link_template?: string | null;
+                    };
                     theme?: {
                         accent_color?: string | null;
                         name?: string | null;
@@ -3353,6 +3394,14 @@ export interface operations {
                      *         "name": "string",
                      *         "logo": "string",
                      *         "mode": "light"
+                     *       },
+                     *       "alerts": {
+                     *         "mail_live": true,
+                     *         "mail_sandbox": true,
+                     *         "emails": [
+                     *           "string"
+                     *         ],
+                     *         "endpoint_link_template": "string"
                      *       }
                      *     }
                      */
@@ -3372,6 +3421,16 @@ export interface operations {
                             logo: string | null;
                             /** @enum {string} */
                             mode: "light" | "dark" | "auto";
+                        };
+                        /** @description Mail about endpoint health. */
+                        alerts: {
+                            /** @description Mail the team when a live endpoint starts failing, is warned, disabled or recovers (default on). */
+                            mail_live: boolean;
+                            /** @description The same for sandbox endpoints (default off). */
+                            mail_sandbox: boolean;
+                            /** @description More recipients than the developers and admins (at most 20). */
+                            emails: string[];
+                            endpoint_link_template: string | null;
                         };
                     };
                 };
@@ -4009,7 +4068,8 @@ export interface operations {
                      *         "required": true,
                      *         "recovery_codes_left": 0
                      *       },
-                     *       "password_changed_at": "string"
+                     *       "password_changed_at": "string",
+                     *       "health_mail": true
                      *     }
                      */
                     "application/json": {
@@ -4026,6 +4086,8 @@ export interface operations {
                             recovery_codes_left: number;
                         };
                         password_changed_at: string | null;
+                        /** @description Mail about the Platform's endpoint health (developers and admins). */
+                        health_mail: boolean;
                     };
                 };
             };
@@ -4071,7 +4133,8 @@ export interface operations {
                      *         "required": true,
                      *         "recovery_codes_left": 0
                      *       },
-                     *       "password_changed_at": "string"
+                     *       "password_changed_at": "string",
+                     *       "health_mail": true
                      *     }
                      */
                     "application/json": {
@@ -4088,6 +4151,8 @@ export interface operations {
                             recovery_codes_left: number;
                         };
                         password_changed_at: string | null;
+                        /** @description Mail about the Platform's endpoint health (developers and admins). */
+                        health_mail: boolean;
                     };
                 };
             };
@@ -4098,6 +4163,73 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalSetHealthMail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    health_mail: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "account",
+                     *       "id": "string",
+                     *       "email": "string",
+                     *       "name": "string",
+                     *       "role": "viewer",
+                     *       "two_factor": {
+                     *         "enabled": true,
+                     *         "required": true,
+                     *         "recovery_codes_left": 0
+                     *       },
+                     *       "password_changed_at": "string",
+                     *       "health_mail": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "account";
+                        id: string;
+                        email: string;
+                        name: string | null;
+                        /** @enum {string} */
+                        role: "viewer" | "developer" | "admin";
+                        two_factor: {
+                            enabled: boolean;
+                            required: boolean;
+                            recovery_codes_left: number;
+                        };
+                        password_changed_at: string | null;
+                        /** @description Mail about the Platform's endpoint health (developers and admins). */
+                        health_mail: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4226,7 +4358,8 @@ export interface operations {
                      *         "required": true,
                      *         "recovery_codes_left": 0
                      *       },
-                     *       "password_changed_at": "string"
+                     *       "password_changed_at": "string",
+                     *       "health_mail": true
                      *     }
                      */
                     "application/json": {
@@ -4243,6 +4376,8 @@ export interface operations {
                             recovery_codes_left: number;
                         };
                         password_changed_at: string | null;
+                        /** @description Mail about the Platform's endpoint health (developers and admins). */
+                        health_mail: boolean;
                     };
                 };
             };

@@ -55,7 +55,41 @@ export function AccountPage() {
           if (setupRequired && next.two_factor.enabled) refresh();
         }}
       />
+      {!setupRequired && account.role !== 'viewer' && <HealthMail account={account} onChange={setAccount} />}
       {!setupRequired && <PasswordForm onChanged={setAccount} />}
+    </section>
+  );
+}
+
+/** Mail when one of the Platform's endpoints starts failing, is about to be disabled, is disabled or recovers. */
+function HealthMail({ account, onChange }: { account: Account; onChange: (a: Account) => void }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const toggle = async (on: boolean) => {
+    setBusy(true);
+    setError(null);
+    try {
+      onChange(await api.setHealthMail(on));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section className="card" aria-labelledby="health-mail-title">
+      <h2 id="health-mail-title">Endpoint health mail</h2>
+      <label className="inline">
+        <input
+          type="checkbox"
+          checked={account.health_mail}
+          disabled={busy}
+          onChange={(e) => void toggle(e.target.checked)}
+          data-testid="health-mail"
+        />{' '}
+        Mail me when an endpoint starts failing, is about to be disabled, is disabled or recovers
+      </label>
+      <ErrorBox error={error} />
     </section>
   );
 }

@@ -40,6 +40,9 @@ export function Settings() {
   const [requireTwoFactor, setRequireTwoFactor] = useState(false);
   const [asymmetricDefault, setAsymmetricDefault] = useState(false);
   const [theme, setTheme] = useState<Theme>(session.theme);
+  const [mailLive, setMailLive] = useState(true);
+  const [mailSandbox, setMailSandbox] = useState(false);
+  const [alertEmails, setAlertEmails] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [logoError, setLogoError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
@@ -51,6 +54,9 @@ export function Settings() {
     setRequireTwoFactor(s.require_two_factor);
     setAsymmetricDefault(s.asymmetric_signature_default);
     setTheme(s.theme);
+    setMailLive(s.alerts.mail_live);
+    setMailSandbox(s.alerts.mail_sandbox);
+    setAlertEmails(s.alerts.emails.join('\n'));
   }, []);
   useEffect(() => {
     api.settings().then(show, setError);
@@ -75,6 +81,15 @@ export function Settings() {
     if (theme.logo !== s.theme.logo) t.logo = theme.logo;
     if (theme.mode !== s.theme.mode) t.mode = theme.mode;
     if (Object.keys(t).length) c.theme = t;
+    const a: NonNullable<SettingsChange['alerts']> = {};
+    if (mailLive !== s.alerts.mail_live) a.mail_live = mailLive;
+    if (mailSandbox !== s.alerts.mail_sandbox) a.mail_sandbox = mailSandbox;
+    const emails = alertEmails
+      .split(/[\s,]+/)
+      .map((x) => x.trim())
+      .filter(Boolean);
+    if (emails.join(',') !== s.alerts.emails.join(',')) a.emails = emails;
+    if (Object.keys(a).length) c.alerts = a;
     return c;
   };
 
@@ -152,6 +167,24 @@ export function Settings() {
           <p className="muted small">
             Endpoints added from now on (unless added with it off) also carry a signature receivers verify with a public key, listed in your
             Platform’s JWKS document at <code>/platforms/{session.platform.id}/jwks.json</code>. Existing endpoints keep their setting.
+          </p>
+        </div>
+
+        <div className="card form">
+          <h2>Endpoint health mail</h2>
+          <label className="check">
+            <input type="checkbox" checked={mailLive} onChange={(e) => edit(() => setMailLive(e.target.checked))} /> Mail the team about
+            live endpoints
+          </label>
+          <label className="check">
+            <input type="checkbox" checked={mailSandbox} onChange={(e) => edit(() => setMailSandbox(e.target.checked))} /> Mail the team
+            about sandbox endpoints
+          </label>
+          <label htmlFor="alert-emails">Also mail these addresses (one a line)</label>
+          <textarea id="alert-emails" rows={3} value={alertEmails} onChange={(e) => edit(() => setAlertEmails(e.target.value))} />
+          <p className="muted small">
+            When an endpoint starts failing, is about to be disabled, is disabled or recovers, its developers and admins get one mail (each
+            can turn it off under Account), and so do these addresses.
           </p>
         </div>
 

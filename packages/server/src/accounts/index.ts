@@ -4,7 +4,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import type { AccountDeps } from './deps.ts';
-import { smtpMailer } from './mailer.ts';
+import { smtpMailer, type Mailer } from './mailer.ts';
 import { OwnAccount } from './own-account.ts';
 import { PasswordResets } from './password-reset.ts';
 import type { ScryptCost } from './passwords.ts';
@@ -47,7 +47,7 @@ export function openAccounts(options: {
   secrets: SecretBox;
   passwordCost: ScryptCost;
   publicUrl: () => string;
-}): { accounts: Accounts; sessions: SessionStore; close(): void } {
+}): { accounts: Accounts; sessions: SessionStore; mailer: Mailer | null; close(): void } {
   const { config, db, clock } = options;
   const sessions = new SessionStore(db, () => clock.now(), {
     idleMs: config.portalIdleTimeoutMs,
@@ -65,5 +65,5 @@ export function openAccounts(options: {
     passwordSignIn: config.portalPasswordSignIn,
     publicUrl: options.publicUrl,
   });
-  return { accounts, sessions, close: () => mailer?.close() };
+  return { accounts, sessions, mailer, close: () => mailer?.close() };
 }

@@ -5,6 +5,8 @@ export interface Mail {
   to: string;
   subject: string;
   text: string;
+  /** Extra headers of our own making (List-Unsubscribe); each value kept to one line. */
+  headers?: Record<string, string>;
 }
 
 export interface Mailer {
@@ -28,7 +30,13 @@ export function smtpMailer(url: string, from: string): Mailer {
   const open = () => (transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(url, { from })));
   return {
     async send(mail) {
-      await (await open()).sendMail({ to: oneLine(mail.to), subject: oneLine(mail.subject), text: mail.text });
+      const headers = mail.headers ? Object.fromEntries(Object.entries(mail.headers).map(([k, v]) => [k, oneLine(v)])) : undefined;
+      await (await open()).sendMail({
+        to: oneLine(mail.to),
+        subject: oneLine(mail.subject),
+        text: mail.text,
+        ...(headers ? { headers } : {}),
+      });
     },
     close() {
       // A transport that never opened (nodemailer refused the URL) has nothing to close.

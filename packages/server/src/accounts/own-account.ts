@@ -18,6 +18,8 @@ export interface AccountView {
   role: PortalUserRow['role'];
   two_factor: { enabled: boolean; required: boolean; recovery_codes_left: number };
   password_changed_at: string | null;
+  /** Mail about the Platform's endpoint health (developers and admins; alerts/health-mail.ts). */
+  health_mail: boolean;
 }
 
 /**
@@ -62,7 +64,22 @@ export class OwnAccount {
         recovery_codes_left: Number(left?.n ?? 0),
       },
       password_changed_at: user.passwordChangedAt?.toISOString() ?? null,
+      health_mail: user.healthMail,
     };
+  }
+
+  /** Mail about the Platform's endpoint health to this user (developers and admins get it; on by default). */
+  async setHealthMail(session: PortalSession, on: boolean, origin: RequestOrigin): Promise<void> {
+    const user = await this.user(session);
+    await this.deps.db.transaction(async (tx) => {
+      await tx.update(portalUsers).set({ healthMail: on }).where(eq(portalUsers.id, user.id));
+      await this.deps.audit.record(tx, sessionSubject(session, origin), {
+        action: 'portal_user.health_mail',
+        resourceType: 'portal_user',
+        resourceId: user.id,
+        changes: { health_mail: on },
+      });
+    });
   }
 
   async changePassword(session: PortalSession, current: string, next: string, origin: RequestOrigin): Promise<void> {

@@ -42,6 +42,8 @@ import { API_BODY_LIMIT } from './body-limit.ts';
 import { installAuditOfFailures, requireAuditDeclaration, type RouteAudit } from './audit-hook.ts';
 import { AuditEventSchema, auditEventRoutes } from './v1/audit-events.ts';
 import { internalPortalSessionRoutes } from './internal/portal-sessions.ts';
+import { internalAlertSettingsRoutes } from './internal/alert-settings.ts';
+import { emailUnsubscribeRoutes } from './email-unsubscribe.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -244,10 +246,12 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
       await internal.register(internalEventBatchRoutes(ctx));
       await internal.register(internalPaymentRoutes(ctx));
       await internal.register(internalPortalSessionRoutes(ctx));
+      await internal.register(internalAlertSettingsRoutes(ctx));
     },
     { prefix: '/internal/v1' },
   );
   await app.register(faviconRoutes);
+  await app.register(emailUnsubscribeRoutes(ctx));
   await app.register(
     jwksRoutes(
       ctx,

@@ -17,7 +17,23 @@ export const platforms = pgTable('platforms', {
   portalTheme: jsonb('portal_theme').$type<Record<string, unknown>>().notNull().default({}),
   /** 0024: new endpoints sign with ed25519 too unless created with `asymmetric_signature: false`. */
   asymmetricSignatureDefault: boolean('asymmetric_signature_default').notNull().default(false),
+  /** 0034: health mail per environment, extra addresses, the payment service's endpoint link (alerts/settings.ts). */
+  alertSettings: jsonb('alert_settings').$type<Record<string, unknown>>().notNull().default({}),
 });
+
+/** 0034: an endpoint's health change, to be mailed once (alerts/health-mail.ts). */
+export const healthNotices = pgTable('health_notices', {
+  id: text('id').primaryKey(),
+  platformId: text('platform_id').notNull(),
+  environment: text('environment').$type<Environment>().notNull(),
+  endpointId: text('endpoint_id').notNull(),
+  kind: text('kind').$type<HealthNoticeKind>().notNull(),
+  warning: integer('warning'),
+  createdAt: ts('created_at').notNull(),
+  sentAt: ts('sent_at'),
+});
+
+export type HealthNoticeKind = 'failing' | 'warning' | 'disabled' | 'recovered';
 
 export const merchants = pgTable('merchants', {
   id: text('id').primaryKey(),
@@ -351,6 +367,8 @@ export const portalUsers = pgTable('portal_users', {
   /** 0022: the last TOTP time step accepted (each code works once). */
   totpLastStep: bigint('totp_last_step', { mode: 'number' }),
   passwordChangedAt: ts('password_changed_at'),
+  /** 0034: health mail about the Platform's endpoints (alerts/health-mail.ts); off: none to this user. */
+  healthMail: boolean('health_mail').notNull().default(true),
 });
 
 /** 0022: recovery codes, by SHA-256. */

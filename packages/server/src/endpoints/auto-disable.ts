@@ -10,6 +10,7 @@ import type { DeliveryMetrics } from '../delivery/metrics.ts';
 import { PeriodicJob } from '../periodic-job.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { sweepEndpointHealth, type HealthSweepDeps } from './health-sweep.ts';
+import { recordHealthNotice } from './health-notices.ts';
 
 const DEFAULT_FAILING_AFTER_MS = 15 * 60_000;
 const DEFAULT_FAILING_ATTEMPTS = 3;
@@ -20,6 +21,8 @@ export const AUTO_DISABLE_MIN_FAILURES = 10;
 const SWEEP_LIMIT = 100;
 
 export interface AutoDisableDeps extends Partial<Pick<HealthSweepDeps, 'failingAfterMs' | 'failingAttempts'>> {
+  /** Runs after each sweep: the health mail (alerts/health-mail.ts, wired by the context). */
+  afterSweep?: (() => Promise<unknown>) | undefined;
   database: Database;
   clock: Clock;
   logger: Logger;
@@ -89,6 +92,7 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
         )
         .returning();
       if (!updated) return null; // another worker got there first, or it recovered meanwhile
+      await recordHealthNotice(tx, updated, 'disabled', now);
       await deps.audit.record(
         tx,
         { platformId: updated.platformId, environment: updated.environment, actor: { type: 'system', id: 'auto_disable' } },
@@ -170,6 +174,7 @@ export class AutoDisableJob extends PeriodicJob {
       failingAttempts: this.deps.failingAttempts ?? DEFAULT_FAILING_ATTEMPTS,
     });
     await disableFailingEndpoints(this.deps);
+    await this.deps.afterSweep?.();
   }
 
   private async requeueOnce(): Promise<void> {

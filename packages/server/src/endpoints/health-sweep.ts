@@ -1,9 +1,10 @@
-import { and, asc, eq, isNull, lt, ne } from 'drizzle-orm';
+import { and, asc, eq, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { EventType } from '@payhooks/contract';
 import type { Clock } from '../clock.ts';
 import type { Database, Tx } from '../db/client.ts';
-import { merchants, webhookEndpoints as w, type WebhookEndpointRow } from '../db/schema.ts';
+import { merchants, webhookEndpoints as w, type HealthNoticeKind, type WebhookEndpointRow } from '../db/schema.ts';
+import { recordHealthNotice } from './health-notices.ts';
 import { publishEvent } from '../events/publish.ts';
 import { toApiEndpoint, withRedactedHeaders } from './service.ts';
 import { warningFor } from './health.ts';
@@ -70,7 +71,7 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
     );
     if (!count || Number(count.failed) < deps.failingAttempts || Number(count.succeeded) > 0) continue;
     const warning = warningFor(now.getTime() - since.getTime(), deps.windowMs);
-    const moved = await announce(deps, 'webhook_endpoint.failing', now, (tx) =>
+    const moved = await announce(deps, 'webhook_endpoint.failing', 'failing', now, (tx) =>
       tx
         .update(w)
         .set({ healthState: 'failing', healthChangedAt: since, healthWarned: warning, healthDisablesAt: disablesAt(since) })
@@ -94,7 +95,7 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
       const since = new Date(c.failing_since);
       const warning = warningFor(now.getTime() - since.getTime(), deps.windowMs);
       if (warning <= Number(c.health_warned)) continue;
-      const moved = await announce(deps, 'webhook_endpoint.failing', now, (tx) =>
+      const moved = await announce(deps, 'webhook_endpoint.failing', 'warning', now, (tx) =>
         tx
           .update(w)
           .set({ healthWarned: warning, healthDisablesAt: disablesAt(since) })
@@ -120,7 +121,7 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
     'health_recovered_candidates',
   );
   for (const c of healed) {
-    const moved = await announce(deps, 'webhook_endpoint.recovered', now, (tx) =>
+    const moved = await announce(deps, 'webhook_endpoint.recovered', 'recovered', now, (tx) =>
       tx
         .update(w)
         .set({ healthState: 'recovered', healthChangedAt: now, healthWarned: 0, healthDisablesAt: null })
@@ -139,26 +140,33 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
 async function announce(
   deps: HealthSweepDeps,
   type: EventType,
+  kind: HealthNoticeKind,
   now: Date,
   update: (tx: Tx) => Promise<WebhookEndpointRow[]>,
 ): Promise<WebhookEndpointRow | null> {
   return deps.database.db.transaction(async (tx) => {
     const [row] = await update(tx);
     if (!row) return null;
+    await recordHealthNotice(tx, row, kind, now);
     const [merchant] = await tx
       .select({ id: merchants.id })
       .from(merchants)
       .where(eq(merchants.platformId, row.platformId))
       .orderBy(asc(merchants.createdAt), asc(merchants.id))
       .limit(1);
-    if (merchant)
-      await publishEvent(
+    if (merchant) {
+      const { event } = await publishEvent(
         tx,
         // The endpoint as the API shows it, its custom headers' values redacted (they often carry
         // a credential, and this event goes to other endpoints).
         { type, merchantId: merchant.id, environment: row.environment, object: { ...withRedactedHeaders(toApiEndpoint(row, now)) } },
         now,
       );
+      // Not to the endpoint it is about: a failing endpoint would only fail it too.
+      await tx.execute(sql`WITH d AS (
+          DELETE FROM webhook_deliveries WHERE event_id = ${event.id} AND endpoint_id = ${row.id} AND created_at = ${now} RETURNING id
+        ) DELETE FROM delivery_queue WHERE delivery_id IN (SELECT id FROM d)`);
+    }
     const health = toApiEndpoint(row, now).health;
     deps.logger.warn(
       { endpoint: row.id, platform: row.platformId, environment: row.environment, health },

@@ -3,6 +3,7 @@ import type { AuditTrail, PlatformSubject } from '../audit/trail.ts';
 import type { Db } from '../db/client.ts';
 import { merchants, platforms } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
+import { alertSettingsOf, mergeAlertSettings, type AlertSettings } from '../alerts/settings.ts';
 
 /**
  * How the portal looks inside the payment service's portal: its accent colour, the name or logo
@@ -29,6 +30,8 @@ export interface PlatformSettings {
   /** Endpoints created without `asymmetric_signature` sign with ed25519 too; existing endpoints keep theirs. */
   asymmetric_signature_default: boolean;
   theme: PortalTheme;
+  /** Mail about endpoint health (alerts/settings.ts). */
+  alerts: AlertSettings;
 }
 
 export interface SettingsChange {
@@ -36,6 +39,7 @@ export interface SettingsChange {
   require_two_factor?: boolean | undefined;
   asymmetric_signature_default?: boolean | undefined;
   theme?: Partial<Record<keyof PortalTheme, unknown>> | undefined;
+  alerts?: Partial<Record<keyof AlertSettings, unknown>> | undefined;
 }
 
 export const DISPLAY_NAME_MAX = 100;
@@ -111,6 +115,7 @@ async function rows(db: Db, platformId: string) {
       requireTwoFactor: platforms.requireTwoFactor,
       asymmetricSignatureDefault: platforms.asymmetricSignatureDefault,
       theme: platforms.portalTheme,
+      alerts: platforms.alertSettings,
     })
     .from(merchants)
     .innerJoin(platforms, eq(platforms.id, merchants.platformId))
@@ -128,6 +133,7 @@ const view = (r: Awaited<ReturnType<typeof rows>>): PlatformSettings => ({
   require_two_factor: r.requireTwoFactor,
   asymmetric_signature_default: r.asymmetricSignatureDefault,
   theme: themeOf(r.theme),
+  alerts: alertSettingsOf(r.alerts),
 });
 
 export async function getPlatformSettings(db: Db, platformId: string): Promise<PlatformSettings> {
@@ -150,6 +156,7 @@ export async function updatePlatformSettings(
     requireTwoFactor: change.require_two_factor ?? current.requireTwoFactor,
     asymmetricSignatureDefault: change.asymmetric_signature_default ?? current.asymmetricSignatureDefault,
     theme: mergeTheme(themeOf(current.theme), change.theme),
+    alerts: mergeAlertSettings(alertSettingsOf(current.alerts), change.alerts),
   };
   const changes: Record<string, unknown> = {};
   if (next.displayName !== current.displayName) changes.display_name = next.displayName;
@@ -162,6 +169,9 @@ export async function updatePlatformSettings(
     if (next.theme[key] !== before[key])
       changes[`theme.${key}`] = key === 'logo' && next.theme.logo ? `(${next.theme.logo.length} characters)` : next.theme[key];
   }
+  const alertsBefore = alertSettingsOf(current.alerts);
+  for (const key of Object.keys(next.alerts) as (keyof AlertSettings)[])
+    if (JSON.stringify(next.alerts[key]) !== JSON.stringify(alertsBefore[key])) changes[`alerts.${key}`] = next.alerts[key];
   await db.transaction(async (tx) => {
     await tx.update(merchants).set({ displayName: next.displayName }).where(eq(merchants.id, current.merchantId));
     await tx
@@ -170,6 +180,7 @@ export async function updatePlatformSettings(
         requireTwoFactor: next.requireTwoFactor,
         asymmetricSignatureDefault: next.asymmetricSignatureDefault,
         portalTheme: next.theme as unknown as Record<string, unknown>,
+        alertSettings: next.alerts as unknown as Record<string, unknown>,
       })
       .where(eq(platforms.id, subject.platformId));
     await audit.record(tx, subject, { action: 'settings.update', resourceType: 'platform', resourceId: subject.platformId, changes });
@@ -180,6 +191,7 @@ export async function updatePlatformSettings(
     requireTwoFactor: next.requireTwoFactor,
     asymmetricSignatureDefault: next.asymmetricSignatureDefault,
     theme: next.theme as unknown as Record<string, unknown>,
+    alerts: next.alerts as unknown as Record<string, unknown>,
   });
 }
 

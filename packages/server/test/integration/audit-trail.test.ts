@@ -15,6 +15,7 @@ import {
   type PortalClient,
 } from '../helpers/portal.ts';
 import { publish } from '../helpers/publish.ts';
+import { unsubscribeUrl } from '../../src/alerts/unsubscribe.ts';
 
 /**
  * The audit trail is complete: every route that changes something (read from the app's own
@@ -244,6 +245,21 @@ const RECIPES: Record<string, () => Promise<Called>> = {
       current_password: 'a long enough password',
       new_password: 'a brand new password',
     }),
+  'PUT /portal/api/account/health_mail': async () =>
+    (await newUser('developer')).call('PUT', '/account/health_mail', { health_mail: false }),
+  'PUT /internal/v1/platforms/:platform_id/alert_settings': () =>
+    internalCall(svc.url, TOKEN, 'PUT', `/platforms/${p.platform_id}/alert_settings`, { mail_sandbox: true }),
+  // A health mail's one-click unsubscribe link (RFC 8058), as a mail client posts it.
+  'POST /email/unsubscribe': async () => {
+    const user = await newUser('developer');
+    const link = unsubscribeUrl(svc.ctx.secrets, svc.url, { user: user.session.user.id });
+    const res = await fetch(link, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+    });
+    return { status: res.status, headers: res.headers, text: await res.text() };
+  },
   'POST /portal/api/account/two_factor/setup': async () => (await newUser('viewer')).call('POST', '/account/two_factor/setup'),
   'POST /portal/api/account/two_factor/enable': async () => {
     const user = await newUser('viewer');

@@ -117,6 +117,7 @@ describe('the OpenAPI documents', () => {
       '/internal/v1/events/batch',
       '/internal/v1/openapi.json',
       '/internal/v1/payments/{id}/transitions',
+      '/internal/v1/platforms/{platform_id}/alert_settings',
       '/internal/v1/portal_sessions',
       '/metrics',
       '/readyz',

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SMTPServer } from 'smtp-server';
-import type { AddressInfo } from 'node:net';
 import { SIGN_IN_LIMITS } from '../../src/api/portal/sign-in-limits.ts';
 import { TWO_FACTOR_MAX_ATTEMPTS } from '../../src/accounts/sign-in.ts';
 import { totpCode, TOTP_PERIOD_S } from '../../src/accounts/two-factor.ts';
 import { ManualClock, startService, type TestService } from '../helpers/service.ts';
 import { clientOf, inviteAndAccept, portalRequest, portalSignIn, tokenOf, type PortalClient } from '../helpers/portal.ts';
+import { startSmtp } from '../helpers/smtp.ts';
 
 /**
  * Accounts of the standalone portal: invitations (mailed through a real SMTP server on this
@@ -17,39 +16,6 @@ import { clientOf, inviteAndAccept, portalRequest, portalSignIn, tokenOf, type P
  * audit-trail.test.ts (its completeness test calls each changing route for real), which is what
  * the second backend adds; starting more embedded databases here cost 10 s each.
  */
-
-interface Mail {
-  to: string;
-  raw: string;
-}
-
-/** A real SMTP server (npm's smtp-server) on 127.0.0.1:0 that requires a login and keeps every message. */
-async function startSmtp(): Promise<{ url: string; mails: Mail[]; close(): Promise<void> }> {
-  const mails: Mail[] = [];
-  const server = new SMTPServer({
-    disabledCommands: ['STARTTLS'],
-    allowInsecureAuth: true,
-    onAuth(auth, _session, callback) {
-      if (auth.username === 'mailer' && auth.password === 'mail-secret') callback(null, { user: 'mailer' });
-      else callback(new Error('bad login'));
-    },
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
-        mails.push({ to: session.envelope.rcptTo.map((r) => r.address).join(','), raw: Buffer.concat(chunks).toString('utf8') });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.server.address() as AddressInfo).port;
-  return {
-    url: `smtp://mailer:mail-secret@127.0.0.1:${port}`,
-    mails,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 /** The text of a mail's body, with quoted-printable soft line breaks joined. */
 const bodyOf = (raw: string) => raw.replace(/=\r?\n/g, '').replace(/=3D/g, '=');

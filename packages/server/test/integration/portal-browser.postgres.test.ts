@@ -959,6 +959,31 @@ describe('accounts, roles, the audit log and the theme in Chromium', () => {
     });
   });
 
+  it('Settings turns the health mail on for sandbox and adds an alert address; Account turns it off for oneself', async () => {
+    await page.goto(`${svc.url}/portal/settings`);
+    await page.getByLabel('Mail the team about sandbox endpoints').check();
+    await page.getByLabel('Also mail these addresses (one a line)').fill('OnCall@acme.example\nops@acme.example');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expectText(page.getByRole('status'), 'Saved');
+    const settings = await (await adminOfA()).call('GET', '/settings');
+    expect(settings.body.alerts).toMatchObject({
+      mail_live: true,
+      mail_sandbox: true,
+      emails: ['oncall@acme.example', 'ops@acme.example'],
+    });
+    await page.goto(`${svc.url}/portal/account`);
+    const box = page.getByTestId('health-mail');
+    await box.waitFor();
+    expect(await box.isChecked()).toBe(true);
+    // The box follows the server's answer, not the click.
+    await box.click();
+    await expect.poll(async () => (await (await adminOfA()).call('GET', '/account')).body.health_mail).toBe(false);
+    await expect.poll(() => box.isChecked()).toBe(false);
+    await box.click();
+    await expect.poll(async () => (await (await adminOfA()).call('GET', '/account')).body.health_mail).toBe(true);
+    await expect.poll(() => box.isChecked()).toBe(true);
+  });
+
   it("Settings: the theme's accent colour colours the primary buttons at once, dark mode sets data-theme on <html>, and the brand name replaces the Platform's", async () => {
     try {
       await page.goto(`${svc.url}/portal/settings`);

@@ -63,6 +63,7 @@ const EXPECTED_ROLES: Record<string, Role> = {
   'DELETE /portal/api/invitations/:id': 'admin',
   'GET /portal/api/account': 'viewer',
   'PUT /portal/api/account/password': 'viewer',
+  'PUT /portal/api/account/health_mail': 'viewer',
   'POST /portal/api/account/two_factor/setup': 'viewer',
   'POST /portal/api/account/two_factor/enable': 'viewer',
   'DELETE /portal/api/account/two_factor': 'viewer',

@@ -23,6 +23,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['events/'],
   // The domain: payments and endpoints publish events; accounts and devtools stand beside them.
   ['payments/', 'endpoints/', 'accounts/', 'devtools/'],
+  // Mail about endpoint health: the endpoints' notices, sent to the accounts' team.
+  ['alerts/'],
   ['tenancy/'],
   ['context', 'store'],
   ['runtime'],

@@ -106,6 +106,7 @@ const Account = obj({
   role: Role,
   two_factor: obj({ enabled: { type: 'boolean' }, required: { type: 'boolean' }, recovery_codes_left: { type: 'integer', minimum: 0 } }),
   password_changed_at: nullable({ type: 'string' }),
+  health_mail: { type: 'boolean', description: "Mail about the Platform's endpoint health (developers and admins)." },
 });
 const RecoveryCodes = json(
   'Ten single-use recovery codes, shown only here: each signs in once in place of a code from the app.',
@@ -138,6 +139,21 @@ const PlatformSettings = obj({
     description: 'New endpoints created without asymmetric_signature sign with ed25519 too (existing endpoints keep theirs).',
   },
   theme: Theme,
+  alerts: obj(
+    {
+      mail_live: {
+        type: 'boolean',
+        description: 'Mail the team when a live endpoint starts failing, is warned, disabled or recovers (default on).',
+      },
+      mail_sandbox: { type: 'boolean', description: 'The same for sandbox endpoints (default off).' },
+      emails: { type: 'array', items: { type: 'string' }, description: 'More recipients than the developers and admins (at most 20).' },
+      endpoint_link_template: nullable({
+        type: 'string',
+        description: "The endpoint's page in the payment service's portal, with {endpoint_id}; null links to payhooks' portal.",
+      }),
+    },
+    { description: 'Mail about endpoint health.' },
+  ),
 });
 const Labels = { event_type: nullable(ref('EventType')), endpoint_url: nullable({ type: 'string' }) };
 const { attempts: _attempts, ...deliveryFields } = DeliverySchema.properties as Record<string, Schema>;
@@ -385,6 +401,11 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
     401: error,
     429: error,
   }),
+  'PUT /portal/api/account/health_mail': portal(
+    'portalSetHealthMail',
+    "Turn mail about the Platform's endpoint health on or off for yourself (developers and admins get it)",
+    { 200: json('The account.', Account) },
+  ),
   'POST /portal/api/account/two_factor/setup': portal('portalStartTwoFactor', 'Start setting up two-factor sign-in', {
     200: json(
       'The secret to add to an authenticator app (as text or as the otpauth URI, a QR code); not in use until confirmed.',
@@ -480,13 +501,15 @@ const OVERLAID = /^\/(portal\/api\/(?!openapi\.json$)|listen\/)/;
 
 /**
  * The browser pages: the hosted checkout page with its form posts and stylesheet, the
- * portal's page and assets, and the favicon. They are HTML, redirects and files for a browser, not an API, so
+ * portal's page and assets, the favicon, and a health mail's unsubscribe link (a page, and the
+ * one-click POST of RFC 8058 that mail clients make). They are HTML, redirects and files for a browser, not an API, so
  * neither document lists them (docs/decisions/openapi-documents.md); every other route is in one of the two.
  */
 export const isBrowserPage = (url: string) =>
   url.startsWith('/checkout/') ||
   url === '/favicon.svg' ||
   url === '/favicon.ico' ||
+  url === '/email/unsubscribe' ||
   ((url === '/portal' || url.startsWith('/portal/')) && !url.startsWith('/portal/api/'));
 
 /**

@@ -9,6 +9,7 @@ const PasswordChange = Type.Object(
   { additionalProperties: false },
 );
 const CodeBody = Type.Object({ code: Type.String({ minLength: 1, maxLength: 20 }) }, { additionalProperties: false });
+const HealthMailBody = Type.Object({ health_mail: Type.Boolean() }, { additionalProperties: false });
 const PasswordBody = Type.Object({ password: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false });
 
 /**
@@ -34,6 +35,18 @@ export const accountRoutes =
       async (req) => {
         await byEmail(req);
         await own.changePassword(req.portalSession, req.body.current_password, req.body.new_password, requestOrigin(req));
+        return own.view(req.portalSession);
+      },
+    );
+
+    app.put(
+      '/account/health_mail',
+      {
+        schema: { body: HealthMailBody },
+        config: { role: 'viewer', audit: { action: 'portal_user.health_mail', resource: 'portal_user' } },
+      },
+      async (req) => {
+        await own.setHealthMail(req.portalSession, req.body.health_mail, requestOrigin(req));
         return own.view(req.portalSession);
       },
     );

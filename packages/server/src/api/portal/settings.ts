@@ -11,6 +11,17 @@ const SettingsBody = Type.Object(
     display_name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
     require_two_factor: Type.Optional(Type.Boolean()),
     asymmetric_signature_default: Type.Optional(Type.Boolean()),
+    alerts: Type.Optional(
+      Type.Object(
+        {
+          mail_live: Type.Optional(Type.Boolean()),
+          mail_sandbox: Type.Optional(Type.Boolean()),
+          emails: Type.Optional(Type.Array(Type.String({ maxLength: 254 }), { maxItems: 20 })),
+          endpoint_link_template: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     theme: Type.Optional(
       Type.Object(
         {
