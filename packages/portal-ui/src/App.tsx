@@ -28,6 +28,7 @@ import { WebhooksOverview } from './pages/WebhooksOverview.tsx';
 import { Settings } from './pages/Settings.tsx';
 import { Team } from './pages/Team.tsx';
 import { AuditLog } from './pages/AuditLog.tsx';
+import { EventTypes } from './pages/EventTypes.tsx';
 import { AccountPage } from './pages/Account.tsx';
 import { InvitationPage } from './pages/Invitation.tsx';
 import { ResetPasswordPage } from './pages/ResetPassword.tsx';
@@ -200,11 +201,16 @@ function navItems(session: Session, path: string, embedded: boolean): NavItem[] 
   if (session.needs_two_factor_setup) return [account];
   const items: NavItem[] = [];
   if (embedded) {
-    items.push({ to: '/webhooks/endpoints', label: 'Endpoints', current: path.startsWith('/webhooks') });
+    items.push({
+      to: '/webhooks/endpoints',
+      label: 'Endpoints',
+      current: path.startsWith('/webhooks') && path !== '/webhooks/event-types',
+    });
   } else {
     items.push({ to: '/webhooks', label: 'Webhooks', current: path === '/webhooks' });
     items.push({ to: '/webhooks/endpoints', label: 'Endpoints', current: path.startsWith('/webhooks/endpoints'), sub: true });
   }
+  items.push({ to: '/webhooks/event-types', label: 'Event types', current: path === '/webhooks/event-types', sub: !embedded });
   if (admin) items.push({ to: '/audit', label: 'Audit log', current: path === '/audit' });
   if (admin && session.password_sign_in && !embedded) items.push({ to: '/team', label: 'Team', current: path === '/team' });
   if (admin) items.push({ to: '/settings', label: 'Settings', current: path === '/settings' });
@@ -377,6 +383,7 @@ function Route({ path, session }: { path: string; session: Session }) {
   if (path === '/' || path === '/webhooks/') return <Redirect to="/webhooks" />;
   if (path === '/webhooks') return <WebhooksOverview key={key} />;
   if (path === '/webhooks/endpoints') return <EndpointList key={key} />;
+  if (path === '/webhooks/event-types') return <EventTypes key={key} />;
   if (path === '/settings') return at('admin') ? <Settings /> : <NotAvailable title="Settings">{needs('admin', session)}</NotAvailable>;
   if (path === '/audit') return at('admin') ? <AuditLog /> : <NotAvailable title="Audit log">{needs('admin', session)}</NotAvailable>;
   if (path === '/team') {

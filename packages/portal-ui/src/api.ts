@@ -38,6 +38,7 @@ export type BulkReplayPreview = Ok<'portalPreviewBulkReplay'>;
 export type ShopSettings = Ok<'portalSettings'>;
 export type SettingsChange = Body<'portalUpdateSettings'>;
 export type TestEvent = Ok<'portalSendTestEvent', 201>;
+export type EventTypeEntry = Ok<'portalEventTypes'>['data'][number];
 export type TeamUser = Ok<'portalListUsers'>['data'][number];
 export type Invitation = Ok<'portalListInvitations'>['data'][number];
 /** A new invitation: with its link (shown once) and whether it was emailed. */
@@ -211,7 +212,9 @@ export const api = {
     }),
   rotateSigningKey: (endpointId: string, expirePreviousIn: number) =>
     call<Endpoint>('POST', `/endpoints/${id(endpointId)}/rotate_signing_key`, { expire_previous_in: expirePreviousIn }),
-  sendTestEvent: (endpointId: string) => call<TestEvent>('POST', `/endpoints/${id(endpointId)}/test_event`),
+  sendTestEvent: (endpointId: string, type?: string) =>
+    call<TestEvent>('POST', `/endpoints/${id(endpointId)}/test_event`, type ? { type } : undefined),
+  eventTypes: () => call<Ok<'portalEventTypes'>>('GET', '/event_types'),
   bulkReplayPreview: (endpointId: string, since: string) =>
     call<BulkReplayPreview>('GET', `/endpoints/${id(endpointId)}/bulk_replays/preview${qs({ since })}`),
   bulkReplay: (endpointId: string, since: string) => call<BulkReplay>('POST', `/endpoints/${id(endpointId)}/bulk_replays`, { since }),

@@ -185,7 +185,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a test event to a sandbox endpoint */
+        /** Send a test event (or an example of a payment event type) to a sandbox endpoint */
         post: operations["portalSendTestEvent"];
         delete?: never;
         options?: never;
@@ -323,6 +323,23 @@ export interface paths {
         put?: never;
         /** Cancel an unfinished delivery: no more attempts (409 delivery_in_flight while one is in flight, delivery_not_cancellable once finished) */
         post: operations["portalCancelDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/event_types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The event catalog: each type, when it is sent, its JSON Schema and an example */
+        get: operations["portalEventTypes"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3220,6 +3237,68 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    portalEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The catalog. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "event_type",
+                     *           "type": "payment.succeeded",
+                     *           "description": "string",
+                     *           "sent_when": "string",
+                     *           "schema": {},
+                     *           "example": {},
+                     *           "sendable": true
+                     *         }
+                     *       ],
+                     *       "has_more": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: {
+                            /** @enum {string} */
+                            object: "event_type";
+                            type: components["schemas"]["EventType"];
+                            description: string;
+                            sent_when: string;
+                            schema: {
+                                [key: string]: unknown;
+                            };
+                            example: {
+                                [key: string]: unknown;
+                            };
+                            /** @description "Send example" can send a real sandbox event of this type. */
+                            sendable: boolean;
+                        }[];
+                        has_more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

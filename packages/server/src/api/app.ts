@@ -22,6 +22,7 @@ import { EnabledEventTypeSchema, EventSchema, EventTypeSchema } from './v1/event
 import { openApiRoutes, SECURITY_SCHEMES } from './openapi/routes.ts';
 import { documentRoute } from './openapi/overlays.ts';
 import { eventRoutes } from './v1/events.ts';
+import { eventTypeRoutes } from './v1/event-types.ts';
 import { internalEventRoutes } from './internal/events.ts';
 import { internalEventBatchRoutes } from './internal/event-batches.ts';
 import { internalPaymentRoutes } from './internal/payments.ts';
@@ -285,6 +286,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
       await v1.register(webhookEndpointRoutes(ctx));
       await v1.register(webhookDeliveryRoutes(ctx));
       await v1.register(eventRoutes(ctx));
+      await v1.register(eventTypeRoutes);
       await v1.register(paymentRoutes(ctx));
       await v1.register(checkoutSessionRoutes(ctx));
       await v1.register(sandboxRoutes(ctx));

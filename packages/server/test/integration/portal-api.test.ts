@@ -471,6 +471,8 @@ describe('portal delivery log filters, request headers, bulk replay preview and 
       require_two_factor: false,
       asymmetric_signature_default: false,
       theme: { accent_color: null, name: null, logo: null, mode: 'auto' },
+      // Health mail: live on, sandbox off, no extra address, links to payhooks' portal.
+      alerts: { mail_live: true, mail_sandbox: false, emails: [], endpoint_link_template: null },
     };
     expect(initial.body).toEqual({ object: 'platform_settings', display_name: null, platform_name: 'Platform A', ...defaults });
     const set = await portalA.call('PUT', '/settings', { display_name: '  Acme Coffee  ' });

@@ -285,6 +285,26 @@ describe('Merchant Portal in Chromium', () => {
     expect(await page.getByTestId('health-failing').count()).toBe(0);
   });
 
+  it('Event types lists every type with when it is sent, its example and schema; Send example delivers a real payment.failed to the chosen endpoint', async () => {
+    const ep = await endpointOfA('examples', { status: 200, body: 'ok' }, ['payment.succeeded']);
+    await page.goto(`${svc.url}/portal/webhooks/event-types`);
+    const failed = page.locator('article[data-type="payment.failed"]');
+    await expectText(failed, 'Sent when: The payment moved to failed.');
+    expect(await page.locator('article.event-type').count()).toBe(13);
+    await failed.locator('summary', { hasText: 'Example' }).click();
+    await expectText(failed.locator('pre').first(), '"type": "payment.failed"');
+    await page.getByLabel('Send examples to').selectOption(ep.id);
+    await failed.getByRole('button', { name: 'Send example to this endpoint' }).click();
+    await expectText(page.getByTestId('example-sent'), 'Sent a payment.failed example');
+    await drainUntil(svc.ctx, worker, scopeA(), ep.id, 'delivered');
+    const delivered = (await svc.ctx.deliveries.list(scopeA(), { limit: 5, endpointId: ep.id })).data;
+    expect(delivered).toHaveLength(1);
+    const event = await svc.ctx.events.getBody(scopeA(), delivered[0]!.event_id);
+    expect(JSON.parse(event)).toMatchObject({ type: 'payment.failed', data: { object: { status: 'failed', metadata: { test: 'true' } } } });
+    // Operational types can't be sent as an example: no button.
+    expect(await page.locator('article[data-type="webhook_endpoint.failing"]').getByRole('button').count()).toBe(0);
+  });
+
   it('a read of the log that answers after a newer one is not shown: the rows are those of the filter chosen last', async () => {
     const ep = await endpointOfA('overtaken', { status: 200 });
     await publish(svc.ctx, a.merchant_id);
@@ -832,7 +852,7 @@ describe('accounts, roles, the audit log and the theme in Chromium', () => {
       const main = p.getByRole('navigation', { name: 'Main' });
       await main.getByRole('link', { name: 'Endpoints', exact: true }).waitFor();
       // A developer: no admin pages in the nav.
-      expect(await main.getByRole('link').allInnerTexts()).toEqual(['Webhooks', 'Endpoints', 'Account']);
+      expect(await main.getByRole('link').allInnerTexts()).toEqual(['Webhooks', 'Endpoints', 'Event types', 'Account']);
 
       await p.getByRole('button', { name: 'Sign out' }).click();
       await signInAs(p, email, PASSWORD);
@@ -926,6 +946,7 @@ describe('accounts, roles, the audit log and the theme in Chromium', () => {
       expect(await p.getByRole('navigation', { name: 'Main' }).getByRole('link').allInnerTexts()).toEqual([
         'Webhooks',
         'Endpoints',
+        'Event types',
         'Account',
       ]);
     } finally {
@@ -1101,6 +1122,7 @@ describe('sessions that end, and the portal in the payment service’s frame, in
       await expectText(frame.locator('.embed-head'), 'Framed Platform');
       expect(await frame.getByRole('navigation', { name: 'Sections' }).getByRole('link').allInnerTexts()).toEqual([
         'Endpoints',
+        'Event types',
         'Audit log',
         'Settings',
       ]);

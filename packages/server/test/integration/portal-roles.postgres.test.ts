@@ -52,6 +52,7 @@ const EXPECTED_ROLES: Record<string, Role> = {
   'POST /portal/api/deliveries/:id/replay': 'developer',
   'POST /portal/api/deliveries/:id/resend': 'developer',
   'POST /portal/api/deliveries/:id/cancel': 'developer',
+  'GET /portal/api/event_types': 'viewer',
   'GET /portal/api/events/:id': 'viewer',
   'GET /portal/api/settings': 'admin',
   'PUT /portal/api/settings': 'admin',

@@ -282,19 +282,23 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
       },
     },
   ),
-  'POST /portal/api/endpoints/:id/test_event': portal('portalSendTestEvent', 'Send a test event to a sandbox endpoint', {
-    201: json(
-      'The test event, its delivery, and the sandbox payment behind it (retrievable with GET /api/v1/payments/{id}).',
-      obj({
-        object: { type: 'string', const: 'test_event' },
-        event_id: { type: 'string' },
-        type: ref('EventType'),
-        delivery_id: { type: 'string' },
-        payment_id: { type: 'string' },
-      }),
-    ),
-    409: error,
-  }),
+  'POST /portal/api/endpoints/:id/test_event': portal(
+    'portalSendTestEvent',
+    'Send a test event (or an example of a payment event type) to a sandbox endpoint',
+    {
+      201: json(
+        'The test event, its delivery, and the sandbox payment behind it (retrievable with GET /api/v1/payments/{id}).',
+        obj({
+          object: { type: 'string', const: 'test_event' },
+          event_id: { type: 'string' },
+          type: ref('EventType'),
+          delivery_id: { type: 'string' },
+          payment_id: { type: 'string' },
+        }),
+      ),
+      409: error,
+    },
+  ),
   'POST /portal/api/endpoints/:id/bulk_replays': portal('portalStartBulkReplay', 'Replay every failed delivery since a time', {
     202: json('The job, started.', BulkReplay),
     409: error,
@@ -453,6 +457,31 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
     {
       200: DeliveryDetail,
       409: error,
+    },
+  ),
+  'GET /portal/api/event_types': portal(
+    'portalEventTypes',
+    'The event catalog: each type, when it is sent, its JSON Schema and an example',
+    {
+      200: json(
+        'The catalog.',
+        obj({
+          object: { type: 'string', const: 'list' },
+          data: {
+            type: 'array',
+            items: obj({
+              object: { type: 'string', const: 'event_type' },
+              type: ref('EventType'),
+              description: { type: 'string' },
+              sent_when: { type: 'string' },
+              schema: { type: 'object', additionalProperties: true },
+              example: { type: 'object', additionalProperties: true },
+              sendable: { type: 'boolean', description: '"Send example" can send a real sandbox event of this type.' },
+            }),
+          },
+          has_more: { type: 'boolean' },
+        }),
+      ),
     },
   ),
   'GET /portal/api/events/:id': portal('portalRetrieveEvent', 'An event with its stored body', {

@@ -163,7 +163,13 @@ export const endpointRoutes =
         config: { role: 'developer', audit: { action: 'webhook_endpoint.test_event', resource: 'webhook_endpoint' } },
       },
       async (req, reply) => {
-        const sent = await sendTestEvent(ctx, scopeOf(req.portalSession, requestOrigin(req)), endpointId(req.params.id));
+        // No body (Send test event), or {type} (Send example): read here, so a POST without a body stays valid.
+        const type = (req.body as { type?: unknown } | null | undefined)?.type;
+        if (type !== undefined && typeof type !== 'string')
+          throw new AppError('invalid_request', 'example_type_unsupported', "Invalid 'type': send an event type such as payment.failed.", {
+            param: 'type',
+          });
+        const sent = await sendTestEvent(ctx, scopeOf(req.portalSession, requestOrigin(req)), endpointId(req.params.id), type);
         return reply.code(201).send({
           object: 'test_event',
           event_id: sent.event.id,

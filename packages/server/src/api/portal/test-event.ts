@@ -2,6 +2,7 @@ import type { WebhookEvent } from '@payhooks/contract';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { toPayment, type Payment } from '../../payments/objects.ts';
+import type { PaymentStatus } from '../../payments/state-machine.ts';
 import type { Scope } from '../../scope.ts';
 
 /**
@@ -14,11 +15,37 @@ import type { Scope } from '../../scope.ts';
  * delivered to none, so a test sends one delivery. It is signed, retried and logged exactly like a
  * real one, which is the point of testing.
  */
+/**
+ * The statuses a test payment goes through, after `created`, for an example of each payment
+ * event ("Send example" on the Event types page): the state machine's shortest way there. The
+ * last one's event is the one sent.
+ */
+const PATHS: Record<string, PaymentStatus[]> = {
+  'payment.created': [],
+  'payment.requires_action': ['requires_action'],
+  'payment.under_review': ['under_review'],
+  'payment.processing': ['processing'],
+  'payment.succeeded': ['processing', 'succeeded'],
+  'payment.failed': ['processing', 'failed'],
+  'payment.cancelled': ['cancelled'],
+  'payment.expired': ['expired'],
+};
+export const SENDABLE_EXAMPLE_TYPES = Object.keys(PATHS);
+
 export async function sendTestEvent(
   ctx: ServiceContext,
   scope: Scope,
   endpointId: string,
+  type = 'payment.succeeded',
 ): Promise<{ event: WebhookEvent; delivery_id: string | null; payment: Payment }> {
+  const path = PATHS[type];
+  if (!path)
+    throw new AppError(
+      'invalid_request',
+      'example_type_unsupported',
+      `An example can be sent of the payment events (${SENDABLE_EXAMPLE_TYPES.join(', ')}); a ${type} event comes from its own change (see the event types page).`,
+      { param: 'type' },
+    );
   const endpoint = await ctx.endpoints.getRow(scope, endpointId); // 404 outside the scope
   if (scope.environment !== 'sandbox') {
     throw new AppError(
@@ -33,13 +60,17 @@ export async function sendTestEvent(
   let event: WebhookEvent | undefined;
   const row = await ctx.database.db.transaction(async (tx) => {
     const created = await ctx.payments.create(scope, { amount: '10.00', asset_code: 'USDC.ETH', metadata: { test: 'true' } }, tx, {
-      onlyEndpointId: null,
+      onlyEndpointId: path.length === 0 ? endpointId : null,
     });
-    const processing = await ctx.payments.transitionLocked(tx, created, 'processing', { onlyEndpointId: null });
-    const succeeded = await ctx.payments.transitionLocked(tx, processing, 'succeeded', {
-      onlyEndpointId: endpointId,
-      onPublished: (published) => (event = published.event),
-    });
+    let succeeded = created;
+    for (const [i, status] of path.entries()) {
+      const last = i === path.length - 1;
+      succeeded = await ctx.payments.transitionLocked(tx, succeeded, status, {
+        onlyEndpointId: last ? endpointId : null,
+        onPublished: last ? (published) => (event = published.event) : undefined,
+      });
+    }
+
     await ctx.audit.record(tx, scope, {
       action: 'webhook_endpoint.test_event',
       resourceType: 'webhook_endpoint',
@@ -48,6 +79,8 @@ export async function sendTestEvent(
     });
     return succeeded;
   });
+  // payment.created is published by create itself: found by the payment it is about.
+  event ??= (await ctx.events.list(scope, { limit: 1, objectId: row.id, type: 'payment.created' })).data[0];
   const deliveries = await ctx.deliveries.list(scope, { limit: 1, eventId: event!.id });
   return { event: event!, delivery_id: deliveries.data[0]?.id ?? null, payment: toPayment(row) };
 }
