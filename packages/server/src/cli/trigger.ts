@@ -3,6 +3,7 @@ import { RESOURCE_EVENT_TYPES, isEventType, type EventType } from '@payhooks/con
 
 const triggerable: ReadonlySet<string> = new Set(RESOURCE_EVENT_TYPES);
 import { ConfigError } from '../errors.ts';
+import { EXAMPLE_PATHS } from '../payments/state-machine.ts';
 
 /**
  * `payhooks trigger <event-type>`: makes a running payhooks emit an event type for real, over
@@ -112,17 +113,6 @@ async function submitHostedForm(sessionUrl: string, action: 'pay' | 'fail'): Pro
 const NEW_PAYMENT = { amount: '25.00', asset_code: 'USDC.ETH' };
 const SESSION = { ...NEW_PAYMENT, success_url: 'https://example.com/checkout/success', cancel_url: 'https://example.com/checkout/cancel' };
 
-/** The sandbox transitions after `created` that emit each payment type. */
-const PAYMENT_PATHS: Record<string, string[]> = {
-  'payment.created': [],
-  'payment.requires_action': ['requires_action'],
-  'payment.under_review': ['under_review'],
-  'payment.processing': ['processing'],
-  'payment.succeeded': ['processing', 'succeeded'],
-  'payment.failed': ['processing', 'failed'],
-  'payment.expired': ['expired'],
-};
-
 export async function runTrigger(type: string, options: TriggerOptions, log: (line: string) => void): Promise<TriggerResult> {
   if (!isEventType(type)) throw new ConfigError(`'${type}' is not an event type. Types: ${RESOURCE_EVENT_TYPES.join(', ')}.`);
   // Operational types (webhook_endpoint.*) come from the service's own decisions, not from a payment.
@@ -162,7 +152,7 @@ export async function runTrigger(type: string, options: TriggerOptions, log: (li
         await api.post(`/api/v1/payments/${payment.id}/cancel`);
         log(`cancelled payment ${payment.id}`);
       } else {
-        for (const status of PAYMENT_PATHS[type]!) {
+        for (const status of EXAMPLE_PATHS[type]!) {
           await api.post(`/api/v1/sandbox/payments/${payment.id}/simulate`, { status });
           log(`moved payment ${payment.id} to ${status}`);
         }

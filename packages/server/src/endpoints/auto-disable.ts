@@ -11,6 +11,7 @@ import { PeriodicJob } from '../periodic-job.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { sweepEndpointHealth, type HealthSweepDeps } from './health-sweep.ts';
 import { recordHealthNotice } from './health-notices.ts';
+import { failureRunCounts } from './failure-run.ts';
 
 const DEFAULT_FAILING_AFTER_MS = 15 * 60_000;
 const DEFAULT_FAILING_ATTEMPTS = 3;
@@ -66,18 +67,8 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
   const disabled: string[] = [];
   for (const c of candidates) {
     const since = c.failingSince!;
-    // Attempts since the run of failures began, through the endpoint's deliveries created within
-    // the retry schedule before it (older ones can only add manual replays: undercounting them
-    // never disables early). `interrupted` attempts have no known outcome and don't count.
-    const [count] = await deps.database.query<{ failed: number; succeeded: number }>(
-      `SELECT count(*) FILTER (WHERE NOT a.succeeded AND a.error_kind IS DISTINCT FROM 'interrupted')::int AS failed,
-              count(*) FILTER (WHERE a.succeeded)::int AS succeeded
-       FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id AND a.delivery_created_at = d.created_at
-       WHERE d.endpoint_id = $1 AND d.created_at >= $2 AND a.started_at >= $3`,
-      [c.id, new Date(since.getTime() - deps.scheduleMs), since],
-      'auto_disable_count',
-    );
-    if (!count || Number(count.failed) < AUTO_DISABLE_MIN_FAILURES || Number(count.succeeded) > 0) continue;
+    const count = await failureRunCounts(deps.database, c.id, since, deps.scheduleMs);
+    if (count.failed < AUTO_DISABLE_MIN_FAILURES || count.succeeded > 0) continue;
     const row = await db.transaction(async (tx) => {
       const [updated] = await tx
         .update(webhookEndpoints)

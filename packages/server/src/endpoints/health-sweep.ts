@@ -8,6 +8,7 @@ import { recordHealthNotice } from './health-notices.ts';
 import { publishEvent } from '../events/publish.ts';
 import { toApiEndpoint, withRedactedHeaders } from './service.ts';
 import { warningFor } from './health.ts';
+import { failureRunCounts } from './failure-run.ts';
 
 /** Endpoints moved per step of a sweep; the rest wait for the next one. */
 const SWEEP_LIMIT = 100;
@@ -59,17 +60,8 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
   );
   for (const c of candidates) {
     const since = new Date(c.failing_since);
-    // Attempts since the run of failures began (as auto-disable counts them: interrupted ones
-    // have no known outcome and don't count).
-    const [count] = await deps.database.query<{ failed: number; succeeded: number }>(
-      `SELECT count(*) FILTER (WHERE NOT a.succeeded AND a.error_kind IS DISTINCT FROM 'interrupted')::int AS failed,
-              count(*) FILTER (WHERE a.succeeded)::int AS succeeded
-       FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id AND a.delivery_created_at = d.created_at
-       WHERE d.endpoint_id = $1 AND d.created_at >= $2 AND a.started_at >= $3`,
-      [c.id, new Date(since.getTime() - deps.scheduleMs), since],
-      'health_failing_count',
-    );
-    if (!count || Number(count.failed) < deps.failingAttempts || Number(count.succeeded) > 0) continue;
+    const count = await failureRunCounts(deps.database, c.id, since, deps.scheduleMs);
+    if (count.failed < deps.failingAttempts || count.succeeded > 0) continue;
     const warning = warningFor(now.getTime() - since.getTime(), deps.windowMs);
     const moved = await announce(deps, 'webhook_endpoint.failing', 'failing', now, (tx) =>
       tx

@@ -67,3 +67,18 @@ export const SESSION_EVENT_STATUS = {
   'checkout_session.completed': 'complete',
   'checkout_session.expired': 'expired',
 } as const satisfies Partial<Record<EventType, SessionStatus>>;
+
+/**
+ * The statuses a sandbox payment goes through after `created` to emit each payment type: the
+ * state machine's shortest way there (`payhooks trigger`, and the portal's "Send example").
+ */
+export const EXAMPLE_PATHS: Readonly<Record<string, readonly PaymentStatus[]>> = {
+  'payment.created': [],
+  'payment.requires_action': ['requires_action'],
+  'payment.under_review': ['under_review'],
+  'payment.processing': ['processing'],
+  'payment.succeeded': ['processing', 'succeeded'],
+  'payment.failed': ['processing', 'failed'],
+  'payment.cancelled': ['cancelled'],
+  'payment.expired': ['expired'],
+};

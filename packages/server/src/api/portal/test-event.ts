@@ -2,7 +2,7 @@ import type { WebhookEvent } from '@payhooks/contract';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { toPayment, type Payment } from '../../payments/objects.ts';
-import type { PaymentStatus } from '../../payments/state-machine.ts';
+import { EXAMPLE_PATHS } from '../../payments/state-machine.ts';
 import type { Scope } from '../../scope.ts';
 
 /**
@@ -15,22 +15,8 @@ import type { Scope } from '../../scope.ts';
  * delivered to none, so a test sends one delivery. It is signed, retried and logged exactly like a
  * real one, which is the point of testing.
  */
-/**
- * The statuses a test payment goes through, after `created`, for an example of each payment
- * event ("Send example" on the Event types page): the state machine's shortest way there. The
- * last one's event is the one sent.
- */
-const PATHS: Record<string, PaymentStatus[]> = {
-  'payment.created': [],
-  'payment.requires_action': ['requires_action'],
-  'payment.under_review': ['under_review'],
-  'payment.processing': ['processing'],
-  'payment.succeeded': ['processing', 'succeeded'],
-  'payment.failed': ['processing', 'failed'],
-  'payment.cancelled': ['cancelled'],
-  'payment.expired': ['expired'],
-};
-export const SENDABLE_EXAMPLE_TYPES = Object.keys(PATHS);
+/** Types "Send example" sends: the payment events, each from a sandbox payment moved to its status. */
+export const SENDABLE_EXAMPLE_TYPES = Object.keys(EXAMPLE_PATHS);
 
 export async function sendTestEvent(
   ctx: ServiceContext,
@@ -38,7 +24,7 @@ export async function sendTestEvent(
   endpointId: string,
   type = 'payment.succeeded',
 ): Promise<{ event: WebhookEvent; delivery_id: string | null; payment: Payment }> {
-  const path = PATHS[type];
+  const path = EXAMPLE_PATHS[type];
   if (!path)
     throw new AppError(
       'invalid_request',
