@@ -17,7 +17,7 @@ import { openDatabase } from '../../server/src/db/client.ts';
 import { migrate } from '../../server/src/db/migrate.ts';
 import { createContext } from '../../server/src/context.ts';
 import { buildApp } from '../../server/src/api/app.ts';
-import { createLogger } from '../../server/src/runtime.ts';
+import { createLogger } from '../../server/src/logging.ts';
 import { createPlatform } from '../../server/src/tenancy/platforms.ts';
 import { publishEvent } from '../../server/src/events/publish.ts';
 import { launchBrowser } from '../../server/test/helpers/browser.ts';
@@ -185,6 +185,24 @@ await shoot(1280, 'bulk-replay-confirm', async (page) => {
   await page.getByRole('button', { name: 'Replay all failed since…' }).click();
   await page.getByRole('alertdialog').waitFor();
   await page.getByRole('alertdialog').scrollIntoViewIfNeeded();
+});
+// The ledger's failures as the health sweep leaves them after 2.6 days: failing, warned at 50 %.
+const failingSince = new Date(Date.now() - 2.6 * 86_400_000);
+await database.query(
+  `UPDATE webhook_endpoints SET failing_since = $2, health_state = 'failing', health_changed_at = $2, health_warned = 50,
+     health_disables_at = $3 WHERE id = $1`,
+  [ledger.id, failingSince, new Date(failingSince.getTime() + 5 * 86_400_000)],
+);
+await shoot(1280, 'endpoint-failing', async (page) => {
+  await signIn(page);
+  await page.goto(`${url}/portal/webhooks/endpoints/${ledger.id}`);
+  await page.getByTestId('health-failing').waitFor();
+});
+await shoot(1280, 'event-types', async (page) => {
+  await signIn(page);
+  await page.goto(`${url}/portal/webhooks/event-types`);
+  await page.locator('article[data-type="payment.succeeded"] summary', { hasText: 'Example' }).click();
+  await page.evaluate(() => window.scrollTo(0, 0));
 });
 await shoot(1280, 'settings', async (page) => {
   await signIn(page);
