@@ -1,4 +1,4 @@
-import { and, eq } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { AuditTrail } from '../audit/trail.ts';
 import type { Db } from '../db/client.ts';
 import { platforms, portalUsers } from '../db/schema.ts';
@@ -75,7 +75,7 @@ export async function unsubscribe(
     const [platform] = await tx
       .select({ alerts: platforms.alertSettings })
       .from(platforms)
-      .where(and(eq(platforms.id, who.platformId)))
+      .where(eq(platforms.id, who.platformId))
       .for('update');
     if (!platform) return { email: who.email };
     const settings = alertSettingsOf(platform.alerts);

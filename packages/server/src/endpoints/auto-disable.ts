@@ -2,26 +2,22 @@ import { and, asc, eq, isNotNull, lte, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/client.ts';
-import { merchants, webhookEndpoints } from '../db/schema.ts';
-import { toApiEndpoint, withRedactedHeaders } from './service.ts';
+import { webhookEndpoints } from '../db/schema.ts';
 import { requeueParkedDeliveries } from '../delivery/parking.ts';
-import { publishEvent } from '../events/publish.ts';
 import type { DeliveryMetrics } from '../delivery/metrics.ts';
 import { PeriodicJob } from '../periodic-job.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { sweepEndpointHealth, type HealthSweepDeps } from './health-sweep.ts';
 import { recordHealthNotice } from './health-notices.ts';
+import { publishEndpointEvent } from './endpoint-events.ts';
 import { failureRunCounts } from './failure-run.ts';
-
-const DEFAULT_FAILING_AFTER_MS = 15 * 60_000;
-const DEFAULT_FAILING_ATTEMPTS = 3;
 
 /** Failed attempts an endpoint needs within the window before it is disabled. */
 export const AUTO_DISABLE_MIN_FAILURES = 10;
 /** Endpoints examined per sweep; the rest wait for the next one. */
 const SWEEP_LIMIT = 100;
 
-export interface AutoDisableDeps extends Partial<Pick<HealthSweepDeps, 'failingAfterMs' | 'failingAttempts'>> {
+export interface AutoDisableDeps {
   /** Runs after each sweep: the health mail (alerts/health-mail.ts, wired by the context). */
   afterSweep?: (() => Promise<unknown>) | undefined;
   database: Database;
@@ -99,27 +95,7 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
           },
         },
       );
-      // Events belong to a merchant; an endpoint belongs to the Platform: its first merchant.
-      const [merchant] = await tx
-        .select({ id: merchants.id })
-        .from(merchants)
-        .where(eq(merchants.platformId, updated.platformId))
-        .orderBy(asc(merchants.createdAt), asc(merchants.id))
-        .limit(1);
-      if (merchant) {
-        await publishEvent(
-          tx,
-          {
-            type: 'webhook_endpoint.disabled',
-            merchantId: merchant.id,
-            environment: updated.environment,
-            // The endpoint as the API shows it, but its custom headers' values redacted: they often
-            // carry a credential for its receiver, and this event goes to other endpoints.
-            object: { ...withRedactedHeaders(toApiEndpoint(updated, now)) },
-          },
-          now,
-        );
-      }
+      await publishEndpointEvent(tx, 'webhook_endpoint.disabled', updated, now);
       return updated;
     });
     if (!row) continue;
@@ -148,7 +124,9 @@ export async function disableFailingEndpoints(deps: AutoDisableDeps): Promise<st
 export class AutoDisableJob extends PeriodicJob {
   private requeued = false;
 
-  constructor(private readonly deps: AutoDisableDeps & { intervalMs: number }) {
+  constructor(
+    private readonly deps: AutoDisableDeps & Pick<HealthSweepDeps, 'failingAfterMs' | 'failingAttempts'> & { intervalMs: number },
+  ) {
     super(
       deps.intervalMs,
       () => this.runOnce(),
@@ -159,11 +137,7 @@ export class AutoDisableJob extends PeriodicJob {
   /** One sweep, now (the timer's, and tests' with a ManualClock). */
   async runOnce(): Promise<void> {
     await this.requeueOnce();
-    await sweepEndpointHealth({
-      ...this.deps,
-      failingAfterMs: this.deps.failingAfterMs ?? DEFAULT_FAILING_AFTER_MS,
-      failingAttempts: this.deps.failingAttempts ?? DEFAULT_FAILING_ATTEMPTS,
-    });
+    await sweepEndpointHealth(this.deps);
     await disableFailingEndpoints(this.deps);
     await this.deps.afterSweep?.();
   }

@@ -1,12 +1,11 @@
-import { and, asc, eq, isNull, lt, ne, sql } from 'drizzle-orm';
+import { and, eq, isNull, lt, ne } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { EventType } from '@payhooks/contract';
 import type { Clock } from '../clock.ts';
 import type { Database, Tx } from '../db/client.ts';
-import { merchants, webhookEndpoints as w, type HealthNoticeKind, type WebhookEndpointRow } from '../db/schema.ts';
+import { webhookEndpoints as w, type HealthNoticeKind, type WebhookEndpointRow } from '../db/schema.ts';
 import { recordHealthNotice } from './health-notices.ts';
-import { publishEvent } from '../events/publish.ts';
-import { toApiEndpoint, withRedactedHeaders } from './service.ts';
+import { publishEndpointEvent } from './endpoint-events.ts';
 import { warningFor } from './health.ts';
 import { failureRunCounts } from './failure-run.ts';
 
@@ -127,7 +126,8 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
 
 /**
  * Makes one change (`update` returns the row it moved, or nothing when another worker got there
- * first or the endpoint changed meanwhile) and publishes its event in the same transaction.
+ * first or the endpoint changed meanwhile), notes it for the mail and publishes its event, in one
+ * transaction.
  */
 async function announce(
   deps: HealthSweepDeps,
@@ -140,26 +140,7 @@ async function announce(
     const [row] = await update(tx);
     if (!row) return null;
     await recordHealthNotice(tx, row, kind, now);
-    const [merchant] = await tx
-      .select({ id: merchants.id })
-      .from(merchants)
-      .where(eq(merchants.platformId, row.platformId))
-      .orderBy(asc(merchants.createdAt), asc(merchants.id))
-      .limit(1);
-    if (merchant) {
-      const { event } = await publishEvent(
-        tx,
-        // The endpoint as the API shows it, its custom headers' values redacted (they often carry
-        // a credential, and this event goes to other endpoints).
-        { type, merchantId: merchant.id, environment: row.environment, object: { ...withRedactedHeaders(toApiEndpoint(row, now)) } },
-        now,
-      );
-      // Not to the endpoint it is about: a failing endpoint would only fail it too.
-      await tx.execute(sql`WITH d AS (
-          DELETE FROM webhook_deliveries WHERE event_id = ${event.id} AND endpoint_id = ${row.id} AND created_at = ${now} RETURNING id
-        ) DELETE FROM delivery_queue WHERE delivery_id IN (SELECT id FROM d)`);
-    }
-    const health = toApiEndpoint(row, now).health;
+    const { health } = await publishEndpointEvent(tx, type, row, now);
     deps.logger.warn(
       { endpoint: row.id, platform: row.platformId, environment: row.environment, health },
       type === 'webhook_endpoint.recovered'
