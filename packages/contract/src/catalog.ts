@@ -15,8 +15,9 @@ export const RESOURCE_EVENT_TYPES = [
 /**
  * Operational types: about the merchant's webhook setup itself, emitted by the service.
  * `data.object` is the endpoint (never its secret), with its `health`. Sent to the Platform's
- * other endpoints of that environment subscribed to them (or to `*`); not part of the live
- * minimum subscription.
+ * other endpoints of that environment subscribed to them (or to `*`), and to the payment
+ * service's operator endpoints (with the endpoint's `platform_id`); not part of the live minimum
+ * subscription.
  * - `webhook_endpoint.failing`: every attempt has failed for a while; sent again as a warning at
  *   half and at 90 % of the auto-disable window (`health.warning` 50 or 90, `health.disables_at`).
  * - `webhook_endpoint.disabled`: disabled because its deliveries kept failing.

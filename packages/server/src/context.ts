@@ -5,6 +5,7 @@ import type { Clock } from './clock.ts';
 import type { Database } from './db/client.ts';
 import { SecretBox } from './security/encryption.ts';
 import { EndpointService } from './endpoints/service.ts';
+import { OperatorEndpoints } from './tenancy/operator-endpoints.ts';
 import { EventService } from './events/service.ts';
 import { DeliveryService } from './delivery/service.ts';
 import { logAttempt } from './delivery/attempt-log.ts';
@@ -44,6 +45,8 @@ export interface ServiceContext {
   /** Sign-in, the payment service's portal links, the team, one's own account, password resets. */
   accounts: Accounts;
   endpoints: EndpointService;
+  /** The payment service's own endpoints for endpoint health events (internal API). */
+  operatorEndpoints: OperatorEndpoints;
   events: EventService;
   deliveries: DeliveryService;
   /** "Replay all failed since…" jobs of the portal (in this process). */
@@ -132,6 +135,7 @@ export function createContext(options: {
   // Several processes share one PostgreSQL: the cap on manual attempts per endpoint is theirs
   // together (api/app.ts moves it to Redis when PAYHOOKS_REDIS_URL is set).
   if (database.kind === 'postgres') deliveries.shareManualGate(new PostgresSlots(database), logger);
+  const endpoints = new EndpointService(database.db, secrets, urlPolicy, clock, audit);
   const ctx: ServiceContext = {
     config,
     database,
@@ -142,7 +146,8 @@ export function createContext(options: {
     audit,
     sessions,
     accounts,
-    endpoints: new EndpointService(database.db, secrets, urlPolicy, clock, audit),
+    endpoints,
+    operatorEndpoints: new OperatorEndpoints(database.db, endpoints, clock),
     events: new EventService(database.db),
     deliveries,
     bulkReplays: new BulkReplays(database, deliveries, () => clock.now(), audit),

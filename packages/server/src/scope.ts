@@ -34,3 +34,14 @@ export interface Scope {
   /** Set for HTTP requests; absent for the CLI and background jobs. */
   origin?: RequestOrigin | undefined;
 }
+
+/**
+ * The reserved Platform that holds operator endpoints (migration 0035, tenancy/operator-endpoints.ts).
+ * Its ids are not of the generated form (24 base62 characters), so no generated id meets them.
+ * It has no API key and no portal user, and `platformExists` denies it, so no merchant-facing
+ * read or write reaches it; only the internal API's operator routes do.
+ */
+export const OPERATOR_PLATFORM_ID = 'plt_operator';
+export const OPERATOR_MERCHANT_ID = 'mch_operator';
+
+export const isOperatorPlatform = (platformId: string): boolean => platformId === OPERATOR_PLATFORM_ID;

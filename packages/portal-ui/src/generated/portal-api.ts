@@ -765,6 +765,8 @@ export interface components {
                 /** @description While failing: when it will be disabled if no delivery succeeds (null when auto-disable is off). */
                 disables_at: string | null;
             };
+            /** @description Only in events sent to an operator endpoint: the Platform whose endpoint this is. On an operator endpoint as the internal API shows it: the Platform it hears about (null: every Platform's). */
+            platform_id?: string | null;
             /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
             public_keys: components["schemas"]["PublicKey"][];
         };
@@ -823,6 +825,8 @@ export interface components {
                 /** @description While failing: when it will be disabled if no delivery succeeds (null when auto-disable is off). */
                 disables_at: string | null;
             };
+            /** @description Only in events sent to an operator endpoint: the Platform whose endpoint this is. On an operator endpoint as the internal API shows it: the Platform it hears about (null: every Platform's). */
+            platform_id?: string | null;
             /** @description The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json. */
             public_keys: components["schemas"]["PublicKey"][];
             /** @description whsec_ signing secret. Returned only in this response (spec 2.3, 4.1 rule 2). */

@@ -1,7 +1,7 @@
 import { asc, eq } from 'drizzle-orm';
 import { merchants, platforms, type Environment, type ExternalUser } from '../db/schema.ts';
 import { AppError, notFound } from '../errors.ts';
-import type { RequestOrigin } from '../scope.ts';
+import { isOperatorPlatform, type RequestOrigin } from '../scope.ts';
 import { portalLink, type AccountDeps } from './deps.ts';
 import type { Role } from './roles.ts';
 import type { PortalSession } from './sessions.ts';
@@ -57,7 +57,7 @@ export class PortalLinks {
       .from(merchants)
       .where(eq(merchants.id, input.merchant_id))
       .orderBy(asc(merchants.id));
-    if (!merchant) throw notFound('merchant', input.merchant_id, 'merchant_id');
+    if (!merchant || isOperatorPlatform(merchant.platformId)) throw notFound('merchant', input.merchant_id, 'merchant_id');
     const user: ExternalUser = { id: input.user.id, email: input.user.email ?? null, name: input.user.name ?? null };
     const details = { environment: input.environment, user, return_url: returnUrl(input.return_url), merchant_id: input.merchant_id };
     return db.transaction(async (tx) => {

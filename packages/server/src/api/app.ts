@@ -44,6 +44,7 @@ import { installAuditOfFailures, requireAuditDeclaration, type RouteAudit } from
 import { AuditEventSchema, auditEventRoutes } from './v1/audit-events.ts';
 import { internalPortalSessionRoutes } from './internal/portal-sessions.ts';
 import { internalAlertSettingsRoutes } from './internal/alert-settings.ts';
+import { internalOperatorEndpointRoutes } from './internal/operator-endpoints.ts';
 import { emailUnsubscribeRoutes } from './email-unsubscribe.ts';
 
 declare module 'fastify' {
@@ -248,6 +249,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
       await internal.register(internalPaymentRoutes(ctx));
       await internal.register(internalPortalSessionRoutes(ctx));
       await internal.register(internalAlertSettingsRoutes(ctx));
+      await internal.register(internalOperatorEndpointRoutes(ctx));
     },
     { prefix: '/internal/v1' },
   );

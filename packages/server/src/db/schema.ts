@@ -121,6 +121,12 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
 
 export type HealthState = 'healthy' | 'failing' | 'recovered';
 
+/** 0035: an operator endpoint (of the reserved operator Platform) and the Platform it watches (null: all). */
+export const operatorEndpoints = pgTable('operator_endpoints', {
+  endpointId: text('endpoint_id').primaryKey(),
+  platformId: text('platform_id'),
+});
+
 export type DeliveryOrder = 'unordered' | 'per_object';
 
 export type DisabledReason = 'manual' | 'failing';

@@ -1,5 +1,6 @@
 import { type EventType, eventFamily } from '@payhooks/contract';
 import { AppError } from '../errors.ts';
+import { OPERATOR_MERCHANT_ID } from '../scope.ts';
 
 const invalid = (param: string, message: string) => new AppError('invalid_request', 'parameter_invalid', message, { param });
 
@@ -20,4 +21,14 @@ export function validateEndpointFamilyObject(type: EventType, o: Record<string, 
       'data.object.status',
       `A ${type} event carries ${want === 'disabled' ? 'a disabled' : 'an enabled'} endpoint; data.object.status is ${JSON.stringify(o.status ?? null)}.`,
     );
+}
+
+/**
+ * The operator Platform's merchant publishes only health events to operator endpoints
+ * (endpoints/endpoint-events.ts): the internal API answers it as the unknown merchant it is to
+ * every other caller, so nothing else reaches the payment service's own alerting endpoints.
+ */
+export function refuseOperatorMerchant(merchantId: string, param: string): void {
+  if (merchantId === OPERATOR_MERCHANT_ID)
+    throw new AppError('invalid_request', 'resource_missing', `No such merchant: '${merchantId}'.`, { param });
 }

@@ -15,7 +15,7 @@ import { newId, newSigningSecret } from '../ids.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import { validateEndpointUrl, type UrlPolicy } from '../security/url-policy.ts';
 import { brokerIdentity, credentialsAad, encodeCredentials } from '../endpoint-urls/broker-url.ts';
-import type { Scope } from '../scope.ts';
+import { isOperatorPlatform, type Scope } from '../scope.ts';
 import type { Clock } from '../clock.ts';
 import { validateEnabledEvents } from './enabled-events.ts';
 import { cancelEndpointDeliveries, resumeEndpointDeliveries } from '../delivery/parking.ts';
@@ -179,6 +179,8 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
   };
 }
 
+const kindOf = (scope: Scope) => (isOperatorPlatform(scope.platformId) ? 'operator' : 'merchant');
+
 /** Rows of this scope that are not deleted. Every read and write below starts here. */
 const inScope = (scope: Scope) =>
   and(
@@ -208,7 +210,7 @@ export class EndpointService {
 
   private async createIn(db: Queryable, scope: Scope, input: CreateEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
     const { url, credentials } = validateEndpointUrl(input.url, scope.environment, this.urlPolicy);
-    const enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment);
+    const enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment, kindOf(scope));
     const headers = input.headers === undefined ? null : validateCustomHeaders(input.headers);
     const id = newId('webhookEndpoint');
     const secret = newSigningSecret();
@@ -306,7 +308,8 @@ export class EndpointService {
         if (credentials) changes.urlCredentialsCiphertext = this.secrets.encrypt(encodeCredentials(credentials), credentialsAad(id));
         else if (brokerIdentity(url) !== brokerIdentity(current.url)) changes.urlCredentialsCiphertext = null;
       }
-      if (input.enabled_events !== undefined) changes.enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment);
+      if (input.enabled_events !== undefined)
+        changes.enabledEvents = validateEnabledEvents(input.enabled_events, scope.environment, kindOf(scope));
       if (input.description !== undefined) changes.description = input.description;
       if (input.metadata !== undefined) changes.metadata = mergeMetadata(current.metadata, input.metadata);
       if (input.delivery_order !== undefined) changes.deliveryOrder = input.delivery_order;

@@ -1,4 +1,5 @@
-import { and, asc, count, eq, isNull, or } from 'drizzle-orm';
+import { and, asc, count, eq, isNull, ne, or } from 'drizzle-orm';
+import { OPERATOR_PLATFORM_ID, isOperatorPlatform } from '../scope.ts';
 import { apiKeys, merchants, platforms, type Environment } from '../db/schema.ts';
 import type { Db, Queryable } from '../db/client.ts';
 import { newId } from '../ids.ts';
@@ -99,7 +100,9 @@ export async function createApiKey(db: Queryable, platformId: string, environmen
   return created;
 }
 
+/** False for the reserved operator Platform too: only the internal API's operator routes reach it. */
 export async function platformExists(db: Queryable, platformId: string): Promise<boolean> {
+  if (isOperatorPlatform(platformId)) return false;
   const rows = await db.select({ id: platforms.id }).from(platforms).where(eq(platforms.id, platformId));
   return rows.length > 0;
 }
@@ -146,6 +149,7 @@ export async function listPlatforms(db: Queryable): Promise<PlatformSummary[]> {
   const rows = await db
     .select({ id: platforms.id, name: platforms.name, createdAt: platforms.createdAt })
     .from(platforms)
+    .where(ne(platforms.id, OPERATOR_PLATFORM_ID))
     .orderBy(asc(platforms.createdAt), asc(platforms.id));
   const counts = await db
     .select({ platformId: apiKeys.platformId, environment: apiKeys.environment, n: count() })

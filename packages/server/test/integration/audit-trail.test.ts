@@ -60,6 +60,12 @@ async function entriesOf(requestId: string | null) {
 const key = () => p.keys.sandbox;
 const api = (method: string, path: string, body?: unknown) => svc.api(key(), method, path, body);
 
+async function operatorEndpoint(): Promise<string> {
+  const r = await internalCall(svc.url, TOKEN, 'POST', '/operator_endpoints', { url: `${receiver.url}/ops`, environment: 'sandbox' });
+  expect(r.status, r.text).toBe(201);
+  return r.body.id;
+}
+
 async function newEndpoint(extra: Record<string, unknown> = {}): Promise<string> {
   const r = await api('POST', '/api/v1/webhook_endpoints', { url: `${receiver.url}/hook`, enabled_events: ['*'], ...extra });
   expect(r.status).toBe(201);
@@ -249,6 +255,15 @@ const RECIPES: Record<string, () => Promise<Called>> = {
     (await newUser('developer')).call('PUT', '/account/health_mail', { health_mail: false }),
   'PUT /internal/v1/platforms/:platform_id/alert_settings': () =>
     internalCall(svc.url, TOKEN, 'PUT', `/platforms/${p.platform_id}/alert_settings`, { mail_sandbox: true }),
+  // Operator endpoints: their entries are the operator Platform's (the payment service's own).
+  'POST /internal/v1/operator_endpoints': () =>
+    internalCall(svc.url, TOKEN, 'POST', '/operator_endpoints', { url: `${receiver.url}/ops`, environment: 'sandbox' }),
+  'PATCH /internal/v1/operator_endpoints/:id': async () =>
+    internalCall(svc.url, TOKEN, 'PATCH', `/operator_endpoints/${await operatorEndpoint()}`, { description: 'Pager' }),
+  'POST /internal/v1/operator_endpoints/:id/rotate_secret': async () =>
+    internalCall(svc.url, TOKEN, 'POST', `/operator_endpoints/${await operatorEndpoint()}/rotate_secret`),
+  'DELETE /internal/v1/operator_endpoints/:id': async () =>
+    internalCall(svc.url, TOKEN, 'DELETE', `/operator_endpoints/${await operatorEndpoint()}`),
   // A health mail's one-click unsubscribe link (RFC 8058), as a mail client posts it.
   'POST /email/unsubscribe': async () => {
     const user = await newUser('developer');
@@ -291,10 +306,11 @@ describe('the audit trail is complete', () => {
       expect(res.status, `${name}: ${res.text ?? JSON.stringify(res.body)}`).toBeLessThan(400);
       const entries = await entriesOf(res.headers.get('request-id'));
       expect(entries.length, `${name} wrote no audit entry`).toBeGreaterThan(0);
-      // The entry is in the Platform's trail, a success, and about the resource the route declares.
+      // The entry is in the Platform's trail (the operator's, for its endpoints), a success, and
+      // about the resource the route declares.
       for (const e of entries) {
         expect(e.outcome, name).toBe('succeeded');
-        expect(e.platform_id, name).toBe(p.platform_id);
+        expect(e.platform_id, name).toBe(route.url.startsWith('/internal/v1/operator_endpoints') ? 'plt_operator' : p.platform_id);
       }
       expect(
         entries.some((e) => e.action.startsWith(`${audit.resource}.`) || e.action === audit.action),

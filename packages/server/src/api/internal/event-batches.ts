@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { PUBLISH_BATCH_MAX, publishEventsAlone, type BatchEventInput, type BatchOutcome } from '../../events/publish.ts';
-import { validateEndpointFamilyObject } from '../../endpoints/event-objects.ts';
+import { validateEndpointFamilyObject, refuseOperatorMerchant } from '../../endpoints/event-objects.ts';
 import { validatePaymentFamilyObject } from '../../payments/event-objects.ts';
 import { ErrorSchema } from '../v1/schemas.ts';
 import { EventSchema } from '../v1/event-schemas.ts';
@@ -104,6 +104,7 @@ export const internalEventBatchRoutes =
           try {
             validatePaymentFamilyObject(b.type as EventType, b.data.object);
             validateEndpointFamilyObject(b.type as EventType, b.data.object);
+            refuseOperatorMerchant(b.merchant_id, `events[${index}][merchant_id]`);
           } catch (err) {
             if (!(err instanceof AppError)) throw err;
             refused.set(index, err);

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { PublishCoalescer } from '../../events/publish-coalescer.ts';
-import { validateEndpointFamilyObject } from '../../endpoints/event-objects.ts';
+import { validateEndpointFamilyObject, refuseOperatorMerchant } from '../../endpoints/event-objects.ts';
 import { validatePaymentFamilyObject } from '../../payments/event-objects.ts';
 import { EventSchema, EventTypeSchema } from '../v1/event-schemas.ts';
 import { asStored } from '../v1/events.ts';
@@ -80,6 +80,7 @@ export const internalEventRoutes =
         const type = b.type as EventType; // the schema's enum is the catalog
         validatePaymentFamilyObject(type, b.data.object);
         validateEndpointFamilyObject(type, b.data.object);
+        refuseOperatorMerchant(b.merchant_id, 'merchant_id');
         const result = await publisher.publish({
           type: b.type,
           merchantId: b.merchant_id,

@@ -9,18 +9,18 @@ import { ListOf, ListQuery, Metadata, Timestamp, errorResponses } from './schema
 import { EnabledEventTypeSchema } from './event-schemas.ts';
 import { IdempotencyHeaders, idempotentResponse } from './payment-schemas.ts';
 
-const EnabledEvents = Type.Array(Type.Ref(EnabledEventTypeSchema), {
+export const EnabledEvents = Type.Array(Type.Ref(EnabledEventTypeSchema), {
   minItems: 1,
   maxItems: 100,
   description: 'Event types to deliver to this endpoint, or ["*"] for every type.',
 });
-const Url = Type.String({
+export const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
   description:
     'Absolute http(s) URL; live endpoints need https. Or a message broker: amqps://user:password@host/vhost?exchange=…&routing_key=… (RabbitMQ, an exchange you declared) or tls://user:password@host?subject=… (NATS JetStream); live endpoints need amqps or tls. Credentials are stored encrypted and never shown again.',
 });
-const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
+export const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
 export const DeliveryOrder = Type.Union([Type.Literal('unordered'), Type.Literal('per_object')], {
   description:
     'unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up.',
@@ -130,6 +130,12 @@ const endpointProperties = {
         'failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered.',
     },
   ),
+  platform_id: Type.Optional(
+    Type.Union([Type.String(), Type.Null()], {
+      description:
+        "Only in events sent to an operator endpoint: the Platform whose endpoint this is. On an operator endpoint as the internal API shows it: the Platform it hears about (null: every Platform's).",
+    }),
+  ),
   public_keys: Type.Array(Type.Ref(PublicKeySchema), {
     description:
       'The ed25519 public keys that sign, new first (two during a rotation overlap); empty while asymmetric_signature is false. Also in GET /platforms/{platform_id}/jwks.json.',
@@ -151,7 +157,7 @@ export const CreatedEndpointSchema = Type.Object(
     description: 'A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it.',
   },
 );
-const CreatedEndpoint = Type.Ref(CreatedEndpointSchema);
+export const CreatedEndpoint = Type.Ref(CreatedEndpointSchema);
 
 /** The rotate body, for the document only (rotateParameters checks it: no body at all is fine). */
 export const RotateBody = Type.Object(
@@ -224,14 +230,14 @@ export function rotateParameters(body: unknown, action = 'rotate_secret'): { exp
   return { expire_previous_in: value };
 }
 
-const EndpointIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false });
+export const EndpointIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }, { additionalProperties: false });
 
 /**
  * A path id that can't be an endpoint id (wrong prefix, stray characters, NUL) is answered
  * exactly like an unknown one: 404, no query. Only ids the service could have made reach it.
  */
 const ENDPOINT_ID = /^we_[0-9A-Za-z]{1,64}$/;
-function endpointId(id: string): string {
+export function endpointId(id: string): string {
   if (!ENDPOINT_ID.test(id)) throw notFound('webhook endpoint', id);
   return id;
 }
