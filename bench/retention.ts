@@ -28,6 +28,7 @@ import { openDatabase, type Database } from '../packages/server/src/db/client.ts
 import { listMigrations, migrate } from '../packages/server/src/db/migrate.ts';
 import { claimDue } from '../packages/server/src/delivery/claim.ts';
 import { recordOutcomes } from '../packages/server/src/delivery/record.ts';
+import { AttemptStats } from '../packages/server/src/delivery/attempt-stats.ts';
 import { maintainPartitions, weekStart } from '../packages/server/src/db/retention.ts';
 import { createPgDatabase } from '../packages/server/test/helpers/database.ts';
 
@@ -279,6 +280,7 @@ async function hotPath(db: Database, label: string): Promise<Samples> {
       db,
       rows.map((r) => ({
         deliveryId: r.id,
+        endpointId: r.endpoint_id,
         token,
         trigger: 'automatic' as const,
         state: 'delivered' as const,
@@ -294,6 +296,7 @@ async function hotPath(db: Database, label: string): Promise<Samples> {
         },
       })),
       new Date(),
+      new AttemptStats(),
     );
     if (i >= 20) records.push(performance.now() - t0);
   }

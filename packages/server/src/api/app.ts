@@ -45,6 +45,7 @@ import { AuditEventSchema, auditEventRoutes } from './v1/audit-events.ts';
 import { internalPortalSessionRoutes } from './internal/portal-sessions.ts';
 import { internalAlertSettingsRoutes } from './internal/alert-settings.ts';
 import { internalOperatorEndpointRoutes } from './internal/operator-endpoints.ts';
+import { StatsSchema, webhookStatsRoutes } from './v1/webhook-stats.ts';
 import { emailUnsubscribeRoutes } from './email-unsubscribe.ts';
 
 declare module 'fastify' {
@@ -85,6 +86,7 @@ const SHARED_SCHEMAS = [
   CheckoutSessionSchema,
   EventSchema,
   AuditEventSchema,
+  StatsSchema,
 ];
 
 /**
@@ -286,6 +288,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
         await perKey(req);
       });
       await v1.register(webhookEndpointRoutes(ctx));
+      await v1.register(webhookStatsRoutes(ctx));
       await v1.register(webhookDeliveryRoutes(ctx));
       await v1.register(eventRoutes(ctx));
       await v1.register(eventTypeRoutes);

@@ -25,7 +25,8 @@ import { compactionCandidates, compactOneWeek, type Compaction, type CompactionF
  * 4. deletes API `Idempotency-Key` records older than their 24 h window (by their index on
  *    `created_at`: only the expired ones are read). Event idempotency keys need no step: they
  *    leave with their week (step 2) or with the default partitions (step 3), so a run with
- *    nothing to drop reads no kept row;
+ *    nothing to drop reads no kept row; and endpoint stats buckets past their window (hours
+ *    after 8 days, days after `retentionMs`), by their index on (period, start);
  * 5. the audit trail (`audit_events`, migration 0022), partitioned by the same weeks but kept for
  *    its own window (`auditRetentionMs`): weeks ahead are created with the trigger that refuses
  *    TRUNCATE (row triggers come from the parent; TRUNCATE triggers don't), and whole weeks
@@ -49,6 +50,8 @@ export const WEEK_MS = 7 * 86_400_000;
 /** How long a maintenance step may wait for a table lock before giving up until the next run. */
 export const DDL_LOCK_TIMEOUT_MS = 500;
 const LOCK_KEY = 727275;
+/** Hourly endpoint stats are kept 8 days (delivery/stats.ts reads 7 at most). */
+const STATS_HOURS_KEPT_MS = 8 * 86_400_000;
 const TABLES = [
   { name: 'delivery_attempts', key: 'delivery_created_at' },
   { name: 'webhook_deliveries', key: 'created_at' },
@@ -72,6 +75,8 @@ export interface MaintenanceResult {
   /** Event idempotency keys deleted from their default partition (normally none: keys leave with their week). */
   eventKeysDeleted: number;
   idempotencyKeysDeleted: number;
+  /** Endpoint stats buckets past their window (hours after 8 days, days after the retention window). */
+  statsDeleted: number;
   /** Audit weeks created and dropped (YYYYMMDD of their Monday). */
   auditCreated: string[];
   auditDropped: string[];
@@ -124,6 +129,7 @@ export async function maintainPartitions(
     defaultRowsDeleted: 0,
     eventKeysDeleted: 0,
     idempotencyKeysDeleted: 0,
+    statsDeleted: 0,
     auditCreated: [],
     auditDropped: [],
     compacted: [],
@@ -253,6 +259,18 @@ export async function maintainPartitions(
     return { api: Number(api?.n ?? 0) };
   });
   result.idempotencyKeysDeleted = keys?.api ?? 0;
+
+  // 4b. Endpoint stats (delivery/attempt-stats.ts): hours after 8 days, days after the window.
+  const stats = await step('endpoint stats', async (run) => {
+    const [n] = await run(`WITH s AS (
+        DELETE FROM endpoint_stats
+        WHERE (period = 'hour' AND start < ${lit(new Date(options.now.getTime() - STATS_HOURS_KEPT_MS))})
+           OR (period = 'day' AND start < ${lit(new Date(options.now.getTime() - options.retentionMs))})
+        RETURNING 1)
+      SELECT count(*) AS n FROM s`);
+    return Number(n?.n ?? 0);
+  });
+  result.statsDeleted = stats ?? 0;
 
   // 5. The audit trail.
   const auditCutoff = new Date(options.now.getTime() - (options.auditRetentionMs ?? DEFAULT_AUDIT_RETENTION_MS));

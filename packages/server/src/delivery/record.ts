@@ -4,9 +4,12 @@ import { newId } from '../ids.ts';
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { AttemptResult } from './destinations/attempt.ts';
 import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
+import type { AttemptStats } from './attempt-stats.ts';
 
 export interface Outcome {
   deliveryId: string;
+  /** The delivery's endpoint: the attempt is counted in its stats (attempt-stats.ts). */
+  endpointId: string;
   token: string;
   trigger: AttemptTrigger;
   state: DeliveryState;
@@ -162,8 +165,17 @@ export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
   return [...literals.slice(0, 13), now, THROTTLE_AFTER_TIMEOUTS, ...literals.slice(13)];
 }
 
-export async function recordOutcomes(database: Database, outcomes: Outcome[], now: Date): Promise<RecordedAttempt[]> {
+/**
+ * Records the outcomes (RECORD_SQL) and counts those recorded in `stats`, for the caller to
+ * flush: an outcome dropped for a lost lease is neither logged nor counted.
+ */
+export async function recordOutcomes(database: Database, outcomes: Outcome[], now: Date, stats: AttemptStats): Promise<RecordedAttempt[]> {
   if (outcomes.length === 0) return [];
   const rows = await database.query<RecordedAttempt>(RECORD_SQL, recordParams(outcomes, now), 'record_outcomes');
+  if (rows.length === outcomes.length) for (const o of outcomes) stats.add(o.endpointId, o.result);
+  else {
+    const recorded = new Set(rows.map((r) => r.delivery_id));
+    for (const o of outcomes) if (recorded.has(o.deliveryId)) stats.add(o.endpointId, o.result);
+  }
   return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
 }

@@ -25,6 +25,7 @@ import type { Clock } from '../clock.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import type { Scope } from '../scope.ts';
 import { recordOutcomes } from './record.ts';
+import { AttemptStats } from './attempt-stats.ts';
 import { cancelDelivery } from './cancel.ts';
 import type { AttemptLogEntry } from './attempt-log.ts';
 import { queueStateOf, type WaitingFor } from './ordering.ts';
@@ -539,11 +540,26 @@ export class DeliveryService {
         nextAttemptAt: next.nextAttemptAt,
         trigger: 'manual',
       });
+      const stats = new AttemptStats();
       await recordOutcomes(
         this.database,
-        [{ deliveryId: id, token, trigger: 'manual', state: next.state, nextAttemptAt: next.nextAttemptAt, result }],
+        [
+          {
+            deliveryId: id,
+            endpointId: row.endpoint_id,
+            token,
+            trigger: 'manual',
+            state: next.state,
+            nextAttemptAt: next.nextAttemptAt,
+            result,
+          },
+        ],
         this.clock.now(),
+        stats,
       );
+      // A manual attempt counts in the endpoint's stats at once. Should the database fail
+      // between the two statements, only this attempt's count is lost: the log holds it.
+      await stats.flush(this.database).catch(() => {});
     } catch (err) {
       await release(row.next_attempt_at).catch(() => {});
       throw err;

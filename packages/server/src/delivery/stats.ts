@@ -1,5 +1,229 @@
 import type { Database } from '../db/client.ts';
+import { AppError } from '../errors.ts';
 import type { Scope } from '../scope.ts';
+import { formatEventTimestamp } from '@payhooks/contract';
+import { FAILURE_KINDS, LATENCY_BUCKETS, PERIOD_MS, percentile, type FailureKind, type StatsPeriod } from './attempt-stats.ts';
+
+/** Answer times of a bucket: null when no attempt got an answer. */
+export interface Latency {
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+}
+
+export interface StatsTotals {
+  attempts: number;
+  successes: number;
+  failures: Record<FailureKind, number>;
+  latency_ms: Latency;
+}
+
+export interface StatsPoint extends StatsTotals {
+  /** The bucket's start (UTC, its hour or its day). */
+  start: string;
+}
+
+export interface StatsSeries {
+  granularity: StatsPeriod;
+  from: string;
+  until: string;
+  totals: StatsTotals;
+  /** Every bucket of the range, oldest first, with zeros where nothing was attempted. */
+  data: StatsPoint[];
+}
+
+export interface StatsRange {
+  granularity: StatsPeriod;
+  from: Date;
+  until: Date;
+}
+
+/** Hourly buckets are kept this long (db/retention.ts), and an hourly range is at most this wide. */
+export const HOURLY_KEPT_MS = 8 * 86_400_000;
+export const MAX_HOURLY_RANGE_MS = 7 * 86_400_000;
+/** A daily range is at most this wide (and days are kept for the retention window). */
+export const MAX_DAILY_RANGE_MS = 400 * 86_400_000;
+
+const floorTo = (t: number, period: StatsPeriod) => Math.floor(t / PERIOD_MS[period]) * PERIOD_MS[period];
+
+/**
+ * The buckets a request asks for: `until` (exclusive) defaults to the end of the current bucket,
+ * `from` to 24 hours (hourly) or 30 days (daily) before it; both are rounded down to a bucket's
+ * start. Ranges wider than 7 days of hours, or hours older than they are kept, are refused with
+ * what to ask instead.
+ */
+export function statsRange(
+  q: { granularity?: StatsPeriod | undefined; from?: Date | undefined; until?: Date | undefined },
+  now: Date,
+): StatsRange {
+  const granularity = q.granularity ?? 'hour';
+  const period = PERIOD_MS[granularity];
+  const until = q.until ? floorTo(q.until.getTime() + period - 1, granularity) : floorTo(now.getTime(), granularity) + period;
+  const from = q.from ? floorTo(q.from.getTime(), granularity) : until - (granularity === 'hour' ? 24 : 30) * period;
+  if (from >= until)
+    throw new AppError('invalid_request', 'parameter_invalid', "'from' must be before 'until' (at least one bucket apart).", {
+      param: 'from',
+    });
+  const max = granularity === 'hour' ? MAX_HOURLY_RANGE_MS : MAX_DAILY_RANGE_MS;
+  if (until - from > max)
+    throw new AppError(
+      'invalid_request',
+      'parameter_invalid',
+      granularity === 'hour'
+        ? 'An hourly range covers at most 7 days: narrow it, or ask granularity=day.'
+        : 'A daily range covers at most 400 days: narrow it.',
+      { param: 'from' },
+    );
+  if (granularity === 'hour' && from < floorTo(now.getTime(), 'hour') - HOURLY_KEPT_MS)
+    throw new AppError('invalid_request', 'parameter_invalid', 'Hourly stats are kept for 8 days: ask a later from, or granularity=day.', {
+      param: 'from',
+    });
+  return { granularity, from: new Date(from), until: new Date(until) };
+}
+
+interface Row {
+  endpoint_id: string;
+  start: Date | string;
+  attempts: number;
+  successes: number;
+  failed_timeout: number;
+  failed_connection: number;
+  failed_tls: number;
+  failed_http_4xx: number;
+  failed_http_429: number;
+  failed_http_5xx: number;
+  failed_disabled: number;
+  failed_other: number;
+  latency: number[] | string;
+}
+
+const COLUMNS = `endpoint_id, start, attempts, successes, failed_timeout, failed_connection, failed_tls, failed_http_4xx,
+  failed_http_429, failed_http_5xx, failed_disabled, failed_other, latency`;
+
+/** One endpoint's buckets, by its primary key. */
+const ENDPOINT_SQL = `SELECT ${COLUMNS} FROM endpoint_stats
+WHERE endpoint_id = $1 AND period = $2 AND start >= $3 AND start < $4 AND platform_id = $5 AND environment = $6`;
+
+/** Every endpoint's buckets of one Platform and environment (endpoint_stats_platform_idx). */
+const PLATFORM_SQL = `SELECT ${COLUMNS} FROM endpoint_stats
+WHERE platform_id = $1 AND environment = $2 AND period = $3 AND start >= $4 AND start < $5`;
+
+/** A bucket's counts while they are summed: the histogram stays whole until the percentiles. */
+interface Sum {
+  attempts: number;
+  successes: number;
+  failed: number[];
+  latency: number[];
+}
+
+const emptySum = (): Sum => ({
+  attempts: 0,
+  successes: 0,
+  failed: new Array<number>(FAILURE_KINDS.length).fill(0),
+  latency: new Array<number>(LATENCY_BUCKETS).fill(0),
+});
+
+/** PGlite returns arrays; node-postgres too, but a driver may hand the text form. */
+const histogramOf = (v: number[] | string): number[] =>
+  typeof v === 'string' ? v.replace(/[{}]/g, '').split(',').map(Number) : v.map(Number);
+
+function addRow(into: Sum, r: Row): void {
+  into.attempts += Number(r.attempts);
+  into.successes += Number(r.successes);
+  const failed = [
+    r.failed_timeout,
+    r.failed_connection,
+    r.failed_tls,
+    r.failed_http_4xx,
+    r.failed_http_429,
+    r.failed_http_5xx,
+    r.failed_disabled,
+    r.failed_other,
+  ];
+  for (let i = 0; i < failed.length; i++) into.failed[i]! += Number(failed[i]);
+  const h = histogramOf(r.latency);
+  for (let i = 0; i < LATENCY_BUCKETS; i++) into.latency[i]! += h[i] ?? 0;
+}
+
+function addSum(into: Sum, s: Sum): void {
+  into.attempts += s.attempts;
+  into.successes += s.successes;
+  for (let i = 0; i < s.failed.length; i++) into.failed[i]! += s.failed[i]!;
+  for (let i = 0; i < LATENCY_BUCKETS; i++) into.latency[i]! += s.latency[i]!;
+}
+
+function totalsOf(s: Sum): StatsTotals {
+  return {
+    attempts: s.attempts,
+    successes: s.successes,
+    failures: Object.fromEntries(FAILURE_KINDS.map((k, i) => [k, s.failed[i]!])) as Record<FailureKind, number>,
+    latency_ms: { p50: percentile(s.latency, 0.5), p95: percentile(s.latency, 0.95), p99: percentile(s.latency, 0.99) },
+  };
+}
+
+const startMs = (v: Date | string) => (v instanceof Date ? v : new Date(v)).getTime();
+
+/** Sums rows into every bucket of the range (zeros where none) and the range's totals. */
+function seriesOf(rows: Row[], range: StatsRange): { series: StatsSeries; perEndpoint: Map<string, Sum> } {
+  const step = PERIOD_MS[range.granularity];
+  const buckets = new Map<number, Sum>();
+  for (let t = range.from.getTime(); t < range.until.getTime(); t += step) buckets.set(t, emptySum());
+  const perEndpoint = new Map<string, Sum>();
+  for (const r of rows) {
+    const bucket = buckets.get(startMs(r.start));
+    if (bucket) addRow(bucket, r);
+    let e = perEndpoint.get(r.endpoint_id);
+    if (!e) {
+      e = emptySum();
+      perEndpoint.set(r.endpoint_id, e);
+    }
+    addRow(e, r);
+  }
+  const all = emptySum();
+  const data: StatsPoint[] = [];
+  for (const [t, s] of buckets) {
+    addSum(all, s);
+    data.push({ start: formatEventTimestamp(new Date(t)), ...totalsOf(s) });
+  }
+  return {
+    series: {
+      granularity: range.granularity,
+      from: formatEventTimestamp(range.from),
+      until: formatEventTimestamp(range.until),
+      totals: totalsOf(all),
+      data,
+    },
+    perEndpoint,
+  };
+}
+
+/** One endpoint's stats over the range (the caller has checked the endpoint is the scope's). */
+export async function endpointSeries(database: Database, scope: Scope, endpointId: string, range: StatsRange): Promise<StatsSeries> {
+  const rows = await database.query<Row>(
+    ENDPOINT_SQL,
+    [endpointId, range.granularity, range.from, range.until, scope.platformId, scope.environment],
+    'endpoint_stats_one',
+  );
+  return seriesOf(rows, range).series;
+}
+
+/** The Platform's stats in the scope's environment over the range, and each endpoint's totals. */
+export async function platformSeries(
+  database: Database,
+  scope: Scope,
+  range: StatsRange,
+): Promise<StatsSeries & { endpoints: Array<{ endpoint_id: string } & StatsTotals> }> {
+  const rows = await database.query<Row>(
+    PLATFORM_SQL,
+    [scope.platformId, scope.environment, range.granularity, range.from, range.until],
+    'endpoint_stats_platform',
+  );
+  const { series, perEndpoint } = seriesOf(rows, range);
+  const endpoints = [...perEndpoint]
+    .map(([endpoint_id, s]) => ({ endpoint_id, ...totalsOf(s) }))
+    .sort((a, b) => b.attempts - a.attempts || (a.endpoint_id < b.endpoint_id ? -1 : 1));
+  return { ...series, endpoints };
+}
 
 /** Attempts of the last 24 hours for one endpoint, overall and per hour (oldest hour first). */
 export interface EndpointStats {
@@ -7,27 +231,14 @@ export interface EndpointStats {
   succeeded: number;
   /** succeeded / attempts, or null with no attempts. */
   success_rate: number | null;
-  /** 24 buckets of one hour each, index 23 = the last hour. */
+  /** 24 buckets of one hour each, index 23 = the current hour. */
   hourly: Array<{ attempts: number; succeeded: number }>;
 }
 
 /**
- * Counts attempts (automatic and manual) by endpoint and hour over the last 24 h. Scoped by the
- * deliveries' Platform and environment like every other read. The join reaches attempts through
- * their delivery's index; a portal page asks for at most one page of endpoints at a time.
+ * The portal list's 24-hour figure per endpoint, from the same hourly buckets: the current hour
+ * and the 23 before it. One statement for a page of endpoints.
  */
-const STATS_SQL = `
-SELECT d.endpoint_id,
-       LEAST(23, GREATEST(0, 23 - floor(extract(epoch FROM ($4::timestamptz - a.started_at)) / 3600)))::int AS bucket,
-       count(*)::int AS attempts,
-       (count(*) FILTER (WHERE a.succeeded))::int AS succeeded
-FROM webhook_deliveries d
-JOIN delivery_attempts a ON a.delivery_id = d.id AND a.delivery_created_at = d.created_at
-WHERE d.platform_id = $1 AND d.environment = $2 AND d.endpoint_id = ANY($3::text[])
-  AND a.started_at > $4::timestamptz - interval '24 hours'
-  AND (d.last_attempt_at IS NULL OR d.last_attempt_at > $4::timestamptz - interval '24 hours')
-GROUP BY 1, 2`;
-
 export async function endpointStats(
   database: Database,
   scope: Scope,
@@ -43,19 +254,22 @@ export async function endpointStats(
       hourly: Array.from({ length: 24 }, () => ({ attempts: 0, succeeded: 0 })),
     });
   if (endpointIds.length === 0) return out;
-  const rows = await database.query<{ endpoint_id: string; bucket: number; attempts: number; succeeded: number }>(STATS_SQL, [
-    scope.platformId,
-    scope.environment,
-    endpointIds,
-    now,
-  ]);
+  const until = floorTo(now.getTime(), 'hour') + PERIOD_MS.hour;
+  const from = until - 24 * PERIOD_MS.hour;
+  const rows = await database.query<{ endpoint_id: string; start: Date | string; attempts: number; successes: number }>(
+    `SELECT endpoint_id, start, attempts, successes FROM endpoint_stats
+     WHERE endpoint_id = ANY($1::text[]) AND period = 'hour' AND start >= $2 AND start < $3 AND platform_id = $4 AND environment = $5`,
+    [endpointIds, new Date(from), new Date(until), scope.platformId, scope.environment],
+    'endpoint_stats_24h',
+  );
   for (const r of rows) {
     const s = out.get(r.endpoint_id)!;
-    const b = s.hourly[Number(r.bucket)]!;
+    const b = s.hourly[Math.round((startMs(r.start) - from) / PERIOD_MS.hour)];
+    if (!b) continue;
     b.attempts += Number(r.attempts);
-    b.succeeded += Number(r.succeeded);
+    b.succeeded += Number(r.successes);
     s.attempts += Number(r.attempts);
-    s.succeeded += Number(r.succeeded);
+    s.succeeded += Number(r.successes);
   }
   for (const s of out.values()) s.success_rate = s.attempts === 0 ? null : s.succeeded / s.attempts;
   return out;

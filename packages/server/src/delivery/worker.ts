@@ -8,6 +8,7 @@ import type { SecretBox } from '../security/encryption.ts';
 import { WAKE_CHANNEL } from './wake-channel.ts';
 import { cancelClaims, claimDue, releaseClaims, rescheduleClaims, type ClaimedDelivery } from './claim.ts';
 import { recordOutcomes, type Outcome } from './record.ts';
+import { AttemptStats } from './attempt-stats.ts';
 import { afterAutomaticAttempt, beforeAutomaticAttempt } from './schedule.ts';
 import type { AttemptResult, SendRequest } from './destinations/attempt.ts';
 import type { Sender } from './sender.ts';
@@ -71,6 +72,12 @@ const RECORD_BATCH = 200;
  * machine, and with it the latency tail (bench/README.md, history).
  */
 const RECORD_DELAY_MS = 20;
+/**
+ * How often a busy worker adds its counted attempts to the endpoints' stats (attempt-stats.ts):
+ * one statement per flush, whatever the rate; what a crash can lose (the delivery log keeps
+ * every attempt regardless).
+ */
+const STATS_FLUSH_MS = 5_000;
 
 /**
  * A delivery worker: claims due deliveries in batches, sends them with a per-endpoint cap on
@@ -137,6 +144,10 @@ export class DeliveryWorker {
   /** queue-vacuum.ts: when this worker last started a VACUUM of the queue (performance.now()). */
   private lastVacuumAt = Number.NEGATIVE_INFINITY;
   private vacuuming = false;
+  /** Recorded attempts counted for the endpoints' stats, flushed every STATS_FLUSH_MS (attempt-stats.ts). */
+  private readonly stats = new AttemptStats();
+  private lastStatsFlushAt = performance.now();
+  private flushingStats: Promise<void> | null = null;
 
   /** Claims this worker has made (each one statement), for the benchmark and tests. */
   get claims(): number {
@@ -170,6 +181,7 @@ export class DeliveryWorker {
     await Promise.all([...this.settled]);
     await this.outcomes.flushAll();
     await Promise.all([...this.recording]);
+    await this.flushStats();
     await this.unlisten?.().catch(() => {});
     await this.unlistenPauses?.().catch(() => {});
     this.unlisten = null;
@@ -185,7 +197,10 @@ export class DeliveryWorker {
       while (this.inFlight + this.waiting > 0) await Promise.all([...this.settled]);
       await this.outcomes.flushAll();
       await Promise.all([...this.recording]);
-      if (claimed === 0) return total;
+      if (claimed === 0) {
+        await this.flushStats();
+        return total;
+      }
     }
   }
 
@@ -218,6 +233,7 @@ export class DeliveryWorker {
           this.deps.logger.error({ err }, 'claiming deliveries failed; retrying every poll interval and on reconnect');
         else this.deps.logger.debug({ err, failures: this.claimFailures }, 'claiming deliveries failed again');
       }
+      this.maybeFlushStats();
       if (full && this.running) continue; // more may be due right now
       await new Promise<void>((resolve) => {
         if (this.woken || !this.running) return resolve();
@@ -686,6 +702,7 @@ export class DeliveryWorker {
       });
     this.outcomes.add({
       deliveryId: row.id,
+      endpointId: row.endpoint_id,
       token,
       trigger: 'automatic',
       state: next.state,
@@ -713,6 +730,30 @@ export class DeliveryWorker {
       });
   }
 
+  /**
+   * Adds the counted attempts to the endpoints' stats once STATS_FLUSH_MS have passed since the
+   * last flush: after a recorded batch, and at each turn of the claim loop (at least every poll
+   * interval), so an idle worker's last counts go too. Never awaited by the hot path.
+   */
+  private maybeFlushStats(): void {
+    if (this.flushingStats || this.stats.waiting === 0 || performance.now() - this.lastStatsFlushAt < STATS_FLUSH_MS) return;
+    void this.flushStats();
+  }
+
+  /** Writes every counted attempt now (draining, stopping); a failure keeps them for the next flush. */
+  private async flushStats(): Promise<void> {
+    while (this.flushingStats) await this.flushingStats;
+    if (this.stats.waiting === 0) return;
+    this.lastStatsFlushAt = performance.now();
+    this.flushingStats = this.stats
+      .flush(this.deps.database)
+      .catch((err: unknown) => this.deps.logger.warn({ err }, "writing endpoints' stats failed; the counts are kept for the next flush"))
+      .finally(() => {
+        this.flushingStats = null;
+      });
+    await this.flushingStats;
+  }
+
   /** One batch of outcomes, retried until the database takes it (or the worker is stopping). */
   private async writeOutcomes(batch: Outcome[]): Promise<void> {
     for (let failures = 0; ; failures++) {
@@ -720,10 +761,11 @@ export class DeliveryWorker {
         const written = await traced(
           'record',
           { root: true, attributes: { 'payhooks.record.outcomes': batch.length } },
-          () => recordOutcomes(this.deps.database, batch, this.deps.clock.now()),
+          () => recordOutcomes(this.deps.database, batch, this.deps.clock.now(), this.stats),
           (w) => ({ 'payhooks.record.written': w.length }),
         );
         this.maybeVacuumQueue();
+        this.maybeFlushStats();
         if (written.length < batch.length) {
           const ok = new Set(written.map((w) => w.delivery_id));
           const lost = batch.filter((o) => !ok.has(o.deliveryId)).map((o) => o.deliveryId);

@@ -135,6 +135,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook_endpoints/{id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An endpoint's attempts, successes, failures by kind and answer times, per hour or per day */
+        get: operations["retrieveWebhookEndpointStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook_stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Platform's summary in this environment: every endpoint together, and each endpoint's totals */
+        get: operations["retrieveWebhookStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook_deliveries": {
         parameters: {
             query?: never;
@@ -759,6 +793,96 @@ export interface components {
                 user_agent: string | null;
                 request_id: string | null;
             };
+        };
+        /** @description Delivery health over time: attempts, successes, failures by kind and answer times, per hour or per day. Counted as attempts are recorded; reading costs the buckets, not the history. */
+        WebhookStats: {
+            /** @enum {string} */
+            object: "webhook_stats";
+            /** @description The endpoint; null for the Platform's summary. */
+            endpoint_id: string | null;
+            /** @enum {string} */
+            environment: "live" | "sandbox";
+            /** @enum {string} */
+            granularity: "hour" | "day";
+            /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+            from: string;
+            /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+            until: string;
+            /** @description The whole range. */
+            totals: {
+                /** @description Attempts made, automatic and manual (an interrupted attempt, whose outcome is unknown, is not counted). */
+                attempts: number;
+                /** @description Attempts answered 2xx (or confirmed by the broker). */
+                successes: number;
+                /** @description Failed attempts by kind: timeout; connection (refused, reset, DNS, a forbidden address); tls; http_4xx (but 429); http_429; http_5xx; endpoint_disabled (no request: the endpoint was disabled); other (3xx, a broker refusal, anything else). */
+                failures: {
+                    timeout: number;
+                    connection: number;
+                    tls: number;
+                    http_4xx: number;
+                    http_429: number;
+                    http_5xx: number;
+                    endpoint_disabled: number;
+                    other: number;
+                };
+                /** @description Answer time percentiles in milliseconds, of the attempts that got an answer (within 9 %: they are read from a histogram); null when none did. */
+                latency_ms: {
+                    p50: number | null;
+                    p95: number | null;
+                    p99: number | null;
+                };
+            };
+            /** @description Every bucket of the range, oldest first (UTC hours or days), zeros where nothing was attempted. */
+            data: {
+                /** @description UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+                start: string;
+                /** @description Attempts made, automatic and manual (an interrupted attempt, whose outcome is unknown, is not counted). */
+                attempts: number;
+                /** @description Attempts answered 2xx (or confirmed by the broker). */
+                successes: number;
+                /** @description Failed attempts by kind: timeout; connection (refused, reset, DNS, a forbidden address); tls; http_4xx (but 429); http_429; http_5xx; endpoint_disabled (no request: the endpoint was disabled); other (3xx, a broker refusal, anything else). */
+                failures: {
+                    timeout: number;
+                    connection: number;
+                    tls: number;
+                    http_4xx: number;
+                    http_429: number;
+                    http_5xx: number;
+                    endpoint_disabled: number;
+                    other: number;
+                };
+                /** @description Answer time percentiles in milliseconds, of the attempts that got an answer (within 9 %: they are read from a histogram); null when none did. */
+                latency_ms: {
+                    p50: number | null;
+                    p95: number | null;
+                    p99: number | null;
+                };
+            }[];
+            /** @description Platform summary only: each endpoint's totals over the range, most attempts first (endpoints without attempts are left out). */
+            endpoints?: {
+                endpoint_id: string;
+                /** @description Attempts made, automatic and manual (an interrupted attempt, whose outcome is unknown, is not counted). */
+                attempts: number;
+                /** @description Attempts answered 2xx (or confirmed by the broker). */
+                successes: number;
+                /** @description Failed attempts by kind: timeout; connection (refused, reset, DNS, a forbidden address); tls; http_4xx (but 429); http_429; http_5xx; endpoint_disabled (no request: the endpoint was disabled); other (3xx, a broker refusal, anything else). */
+                failures: {
+                    timeout: number;
+                    connection: number;
+                    tls: number;
+                    http_4xx: number;
+                    http_429: number;
+                    http_5xx: number;
+                    endpoint_disabled: number;
+                    other: number;
+                };
+                /** @description Answer time percentiles in milliseconds, of the attempts that got an answer (within 9 %: they are read from a histogram); null when none did. */
+                latency_ms: {
+                    p50: number | null;
+                    p95: number | null;
+                    p99: number | null;
+                };
+            }[];
         };
     };
     responses: {
@@ -1858,6 +1982,219 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    retrieveWebhookEndpointStats: {
+        parameters: {
+            query?: {
+                /** @description Start (YYYY-MM-DDThh:mm:ssZ, rounded down to its bucket). Default: 24 hours (hour) or 30 days (day) before until. */
+                from?: string;
+                /** @description End, exclusive (rounded up to a bucket boundary). Default: the end of the current hour or day. */
+                until?: string;
+                /** @description hour (kept 8 days, at most 7 per request) or day (kept for the retention window, at most 400 per request). Default hour. */
+                granularity?: "hour" | "day";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint's stats over the range. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "webhook_stats",
+                     *       "endpoint_id": "we_3kT9xQ2mZ8pL4wR6",
+                     *       "environment": "live",
+                     *       "granularity": "hour",
+                     *       "from": "2026-01-31T11:00:00Z",
+                     *       "until": "2026-01-31T13:00:00Z",
+                     *       "totals": {
+                     *         "attempts": 123,
+                     *         "successes": 120,
+                     *         "failures": {
+                     *           "timeout": 1,
+                     *           "connection": 0,
+                     *           "tls": 0,
+                     *           "http_4xx": 0,
+                     *           "http_429": 0,
+                     *           "http_5xx": 2,
+                     *           "endpoint_disabled": 0,
+                     *           "other": 0
+                     *         },
+                     *         "latency_ms": {
+                     *           "p50": 84,
+                     *           "p95": 310,
+                     *           "p99": 1130
+                     *         }
+                     *       },
+                     *       "data": [
+                     *         {
+                     *           "start": "2026-01-31T11:00:00Z",
+                     *           "attempts": 60,
+                     *           "successes": 60,
+                     *           "failures": {
+                     *             "timeout": 0,
+                     *             "connection": 0,
+                     *             "tls": 0,
+                     *             "http_4xx": 0,
+                     *             "http_429": 0,
+                     *             "http_5xx": 0,
+                     *             "endpoint_disabled": 0,
+                     *             "other": 0
+                     *           },
+                     *           "latency_ms": {
+                     *             "p50": 80,
+                     *             "p95": 240,
+                     *             "p99": 400
+                     *           }
+                     *         },
+                     *         {
+                     *           "start": "2026-01-31T12:00:00Z",
+                     *           "attempts": 63,
+                     *           "successes": 60,
+                     *           "failures": {
+                     *             "timeout": 1,
+                     *             "connection": 0,
+                     *             "tls": 0,
+                     *             "http_4xx": 0,
+                     *             "http_429": 0,
+                     *             "http_5xx": 2,
+                     *             "endpoint_disabled": 0,
+                     *             "other": 0
+                     *           },
+                     *           "latency_ms": {
+                     *             "p50": 88,
+                     *             "p95": 340,
+                     *             "p99": 1130
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    retrieveWebhookStats: {
+        parameters: {
+            query?: {
+                /** @description Start (YYYY-MM-DDThh:mm:ssZ, rounded down to its bucket). Default: 24 hours (hour) or 30 days (day) before until. */
+                from?: string;
+                /** @description End, exclusive (rounded up to a bucket boundary). Default: the end of the current hour or day. */
+                until?: string;
+                /** @description hour (kept 8 days, at most 7 per request) or day (kept for the retention window, at most 400 per request). Default hour. */
+                granularity?: "hour" | "day";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Platform's stats over the range. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "webhook_stats",
+                     *       "endpoint_id": "we_3kT9xQ2mZ8pL4wR6",
+                     *       "environment": "live",
+                     *       "granularity": "hour",
+                     *       "from": "2026-01-31T11:00:00Z",
+                     *       "until": "2026-01-31T13:00:00Z",
+                     *       "totals": {
+                     *         "attempts": 123,
+                     *         "successes": 120,
+                     *         "failures": {
+                     *           "timeout": 1,
+                     *           "connection": 0,
+                     *           "tls": 0,
+                     *           "http_4xx": 0,
+                     *           "http_429": 0,
+                     *           "http_5xx": 2,
+                     *           "endpoint_disabled": 0,
+                     *           "other": 0
+                     *         },
+                     *         "latency_ms": {
+                     *           "p50": 84,
+                     *           "p95": 310,
+                     *           "p99": 1130
+                     *         }
+                     *       },
+                     *       "data": [
+                     *         {
+                     *           "start": "2026-01-31T11:00:00Z",
+                     *           "attempts": 60,
+                     *           "successes": 60,
+                     *           "failures": {
+                     *             "timeout": 0,
+                     *             "connection": 0,
+                     *             "tls": 0,
+                     *             "http_4xx": 0,
+                     *             "http_429": 0,
+                     *             "http_5xx": 0,
+                     *             "endpoint_disabled": 0,
+                     *             "other": 0
+                     *           },
+                     *           "latency_ms": {
+                     *             "p50": 80,
+                     *             "p95": 240,
+                     *             "p99": 400
+                     *           }
+                     *         },
+                     *         {
+                     *           "start": "2026-01-31T12:00:00Z",
+                     *           "attempts": 63,
+                     *           "successes": 60,
+                     *           "failures": {
+                     *             "timeout": 1,
+                     *             "connection": 0,
+                     *             "tls": 0,
+                     *             "http_4xx": 0,
+                     *             "http_429": 0,
+                     *             "http_5xx": 2,
+                     *             "endpoint_disabled": 0,
+                     *             "other": 0
+                     *           },
+                     *           "latency_ms": {
+                     *             "p50": 88,
+                     *             "p95": 340,
+                     *             "p99": 1130
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];

@@ -5,6 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { attemptKeys, keyedByDelivery } from '../helpers/attempt-keys.ts';
 import { claimDue } from '../../src/delivery/claim.ts';
 import { recordOutcomes } from '../../src/delivery/record.ts';
+import { AttemptStats } from '../../src/delivery/attempt-stats.ts';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import type { Database } from '../../src/db/client.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
@@ -116,6 +117,7 @@ describe('attempts keyed by their delivery on a running service', () => {
       svc.ctx.database,
       rows.map((r) => ({
         deliveryId: r.id,
+        endpointId: r.endpoint_id,
         token: 'tok',
         trigger: 'automatic' as const,
         state: succeeded ? ('delivered' as const) : ('failed_retrying' as const),
@@ -131,6 +133,7 @@ describe('attempts keyed by their delivery on a running service', () => {
         },
       })),
       now,
+      new AttemptStats(),
     );
     expect(recorded).toHaveLength(rows.length);
     return rows.length;

@@ -3,6 +3,7 @@ import { startService, type TestService } from '../helpers/service.ts';
 import { publish } from '../helpers/publish.ts';
 import { claimDue, type ClaimedDelivery } from '../../src/delivery/claim.ts';
 import { recordOutcomes, type Outcome } from '../../src/delivery/record.ts';
+import { AttemptStats } from '../../src/delivery/attempt-stats.ts';
 import { THROTTLE_AFTER_TIMEOUTS } from '../../src/delivery/fairness.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 
@@ -57,6 +58,7 @@ async function record(rows: ClaimedDelivery[], answer: (row: ClaimedDelivery) =>
     const a = answer(row);
     return {
       deliveryId: row.id,
+      endpointId: row.endpoint_id,
       token: `tok-${clock}`,
       trigger: 'automatic',
       state: a === 200 ? 'delivered' : 'failed_retrying',
@@ -72,7 +74,7 @@ async function record(rows: ClaimedDelivery[], answer: (row: ClaimedDelivery) =>
       },
     };
   });
-  const recorded = await recordOutcomes(svc.ctx.database, outcomes, now);
+  const recorded = await recordOutcomes(svc.ctx.database, outcomes, now, new AttemptStats());
   expect(recorded).toHaveLength(rows.length);
 }
 

@@ -39,6 +39,8 @@ const EXPECTED_ROLES: Record<string, Role> = {
   'GET /portal/api/endpoints': 'viewer',
   'POST /portal/api/endpoints': 'developer',
   'GET /portal/api/endpoints/:id': 'viewer',
+  'GET /portal/api/endpoints/:id/stats': 'viewer',
+  'GET /portal/api/stats': 'viewer',
   'PATCH /portal/api/endpoints/:id': 'developer',
   'DELETE /portal/api/endpoints/:id': 'developer',
   'POST /portal/api/endpoints/:id/rotate_secret': 'developer',

@@ -123,6 +123,7 @@ describe.each(['force_generic_plan', 'force_custom_plan'] as const)('with %s', (
         const retry = i % 5 === 0;
         return {
           deliveryId: r.id,
+          endpointId: 'we_plan',
           token,
           trigger: 'automatic',
           state: retry ? 'failed_retrying' : 'delivered',

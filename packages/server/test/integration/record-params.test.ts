@@ -3,6 +3,7 @@ import { startService, type TestService } from '../helpers/service.ts';
 import { publish } from '../helpers/publish.ts';
 import { claimDue } from '../../src/delivery/claim.ts';
 import { recordOutcomes, type Outcome } from '../../src/delivery/record.ts';
+import { AttemptStats } from '../../src/delivery/attempt-stats.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 
 /**
@@ -44,6 +45,7 @@ it('spec 2.4: an attempt is logged with its start, duration, answer and headers 
   const bodies = ['ok', 'a "quoted" \\ body\nwith a newline, {braces} and ✓', '\u0000nul'];
   const outcomes: Outcome[] = rows.map((row, i) => ({
     deliveryId: row.id,
+    endpointId: row.endpoint_id,
     token: 'tok-exact',
     trigger: 'automatic',
     state: next[i] ? 'failed_retrying' : 'exhausted',
@@ -59,7 +61,7 @@ it('spec 2.4: an attempt is logged with its start, duration, answer and headers 
       requestSignature: `t=1790000000,v1=${String(i).repeat(64)}`,
     },
   }));
-  expect(await recordOutcomes(svc.ctx.database, outcomes, now)).toHaveLength(3);
+  expect(await recordOutcomes(svc.ctx.database, outcomes, now, new AttemptStats())).toHaveLength(3);
 
   const logged = await svc.ctx.database.query<{
     delivery_id: string;

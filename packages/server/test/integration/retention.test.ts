@@ -4,6 +4,7 @@ import { publish, payment } from '../helpers/publish.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { claimDue } from '../../src/delivery/claim.ts';
 import { recordOutcomes } from '../../src/delivery/record.ts';
+import { AttemptStats } from '../../src/delivery/attempt-stats.ts';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import { publishEvent } from '../../src/events/publish.ts';
 import type { Database } from '../../src/db/client.ts';
@@ -63,6 +64,7 @@ async function attemptDue(
       const o = outcome(r.event_id, r.endpoint_id);
       return {
         deliveryId: r.id,
+        endpointId: r.endpoint_id,
         token: 'tok',
         trigger: 'automatic' as const,
         state: o.state,
@@ -79,6 +81,7 @@ async function attemptDue(
       };
     }),
     now,
+    new AttemptStats(),
   );
   expect(recorded).toHaveLength(rows.length);
   return rows.length;

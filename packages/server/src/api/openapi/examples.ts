@@ -148,6 +148,27 @@ const auditEvent = {
   origin: { ip: '203.0.113.7', user_agent: 'Mozilla/5.0 (X11; Linux x86_64)', request_id: 'req_7Yp2Kd9Qm4Xw1Vb6' },
 };
 
+const failures = { timeout: 1, connection: 0, tls: 0, http_4xx: 0, http_429: 0, http_5xx: 2, endpoint_disabled: 0, other: 0 };
+const stats = {
+  object: 'webhook_stats',
+  endpoint_id: endpoint.id,
+  environment: 'live',
+  granularity: 'hour',
+  from: '2026-01-31T11:00:00Z',
+  until: '2026-01-31T13:00:00Z',
+  totals: { attempts: 123, successes: 120, failures, latency_ms: { p50: 84, p95: 310, p99: 1130 } },
+  data: [
+    {
+      start: '2026-01-31T11:00:00Z',
+      attempts: 60,
+      successes: 60,
+      failures: { ...failures, timeout: 0, http_5xx: 0 },
+      latency_ms: { p50: 80, p95: 240, p99: 400 },
+    },
+    { start: '2026-01-31T12:00:00Z', attempts: 63, successes: 60, failures, latency_ms: { p50: 88, p95: 340, p99: 1130 } },
+  ],
+};
+
 /** By component name (`#/components/schemas/<name>`). */
 export const COMPONENT_EXAMPLES: Record<string, unknown> = {
   Payment: payment,
@@ -160,6 +181,7 @@ export const COMPONENT_EXAMPLES: Record<string, unknown> = {
   EventType: 'payment.succeeded',
   EnabledEventType: 'payment.succeeded',
   AuditEvent: auditEvent,
+  WebhookStats: stats,
 };
 
 type Schema = Record<string, unknown>;

@@ -247,6 +247,14 @@ export const DOCUMENTED_ROUTES: Record<string, Schema> = {
   'GET /portal/api/endpoints/:id': portal('portalRetrieveEndpoint', 'Retrieve an endpoint with its statistics', {
     200: json('The endpoint.', EndpointWithStats),
   }),
+  'GET /portal/api/endpoints/:id/stats': portal('portalEndpointStats', "An endpoint's health over time (the endpoint page's charts)", {
+    200: json("The endpoint's stats.", ref('WebhookStats')),
+    400: error,
+  }),
+  'GET /portal/api/stats': portal('portalStats', "Every endpoint's health over time (the overview's charts)", {
+    200: json("The Platform's stats in the session's environment.", ref('WebhookStats')),
+    400: error,
+  }),
   'PATCH /portal/api/endpoints/:id': portal('portalUpdateEndpoint', 'Update an endpoint', {
     200: json('The updated endpoint.', ref('WebhookEndpoint')),
     409: error,

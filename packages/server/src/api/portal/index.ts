@@ -8,6 +8,7 @@ import { sessionSubject } from '../../accounts/deps.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { deliveryRoutes } from './deliveries.ts';
 import { endpointRoutes } from './endpoints.ts';
+import { statsRoutes } from './stats.ts';
 import { eventRoutes } from './events.ts';
 import { checkCsrf, checkOrigin, isMutation, securityHeaders, sessionToken } from './security.ts';
 import { sessionRoutes } from './session.ts';
@@ -118,6 +119,7 @@ async function portalScope(app: FastifyInstance, ctx: ServiceContext, options: P
       const limiter = new SignInLimiter(options.counters, ctx.secrets);
       await api.register(sessionRoutes(ctx, limiter));
       await api.register(endpointRoutes(ctx));
+      await api.register(statsRoutes(ctx));
       await api.register(deliveryRoutes(ctx));
       await api.register(eventRoutes(ctx));
       await api.register(settingsRoutes(ctx));
