@@ -39,6 +39,9 @@ export type ShopSettings = Ok<'portalSettings'>;
 export type SettingsChange = Body<'portalUpdateSettings'>;
 export type TestEvent = Ok<'portalSendTestEvent', 201>;
 export type EventTypeEntry = Ok<'portalEventTypes'>['data'][number];
+/** Health over time: an endpoint's or the Platform's buckets (the charts' data). */
+export type WebhookStats = Ok<'portalStats'>;
+export type StatsQuery = NonNullable<operations['portalStats']['parameters']['query']>;
 export type TeamUser = Ok<'portalListUsers'>['data'][number];
 export type Invitation = Ok<'portalListInvitations'>['data'][number];
 /** A new invitation: with its link (shown once) and whether it was emailed. */
@@ -181,7 +184,8 @@ export const api = {
   signOut: () => call<Ok<'portalSignOut'>>('DELETE', '/session'),
   switchEnvironment: (environment: Environment) => call<Session>('PUT', '/session/environment', { environment }),
   catalog: () => call<Catalog>('GET', '/catalog'),
-  endpoints: (startingAfter?: string) => call<Page<Endpoint>>('GET', `/endpoints${qs({ limit: 20, starting_after: startingAfter })}`),
+  endpoints: (startingAfter?: string, limit = 20) =>
+    call<Page<Endpoint>>('GET', `/endpoints${qs({ limit, starting_after: startingAfter })}`),
   endpoint: (endpointId: string) => call<Endpoint>('GET', `/endpoints/${id(endpointId)}`),
   createEndpoint: (input: {
     url: string;
@@ -215,6 +219,8 @@ export const api = {
   sendTestEvent: (endpointId: string, type?: string) =>
     call<TestEvent>('POST', `/endpoints/${id(endpointId)}/test_event`, type ? { type } : undefined),
   eventTypes: () => call<Ok<'portalEventTypes'>>('GET', '/event_types'),
+  stats: (query: StatsQuery) => call<WebhookStats>('GET', `/stats${qs(query)}`),
+  endpointStats: (endpointId: string, query: StatsQuery) => call<WebhookStats>('GET', `/endpoints/${id(endpointId)}/stats${qs(query)}`),
   bulkReplayPreview: (endpointId: string, since: string) =>
     call<BulkReplayPreview>('GET', `/endpoints/${id(endpointId)}/bulk_replays/preview${qs({ since })}`),
   bulkReplay: (endpointId: string, since: string) => call<BulkReplay>('POST', `/endpoints/${id(endpointId)}/bulk_replays`, { since }),

@@ -4,6 +4,7 @@ import { takeSecret } from '../created-secret.ts';
 import { DeliveryLog } from '../DeliveryLog.tsx';
 import { EndpointOptions } from '../EndpointOptions.tsx';
 import { EventTypePicker } from '../EventTypePicker.tsx';
+import { LazyStatsPanel } from '../LazyStats.tsx';
 import { formatHeaderLines, parseHeaderLines } from '../header-lines.ts';
 import { latestOnly } from '../latest.ts';
 import { Link, navigate } from '../router.tsx';
@@ -330,6 +331,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
         </div>
       </div>
 
+      <LazyStatsPanel key={refreshKey} endpointId={id} />
       {developer && <BulkReplayForm endpointId={id} onProgress={refresh} />}
       <DeliveryLog endpointId={id} refreshKey={refreshKey} />
     </>

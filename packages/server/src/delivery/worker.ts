@@ -731,12 +731,16 @@ export class DeliveryWorker {
   }
 
   /**
-   * Adds the counted attempts to the endpoints' stats once STATS_FLUSH_MS have passed since the
-   * last flush: after a recorded batch, and at each turn of the claim loop (at least every poll
-   * interval), so an idle worker's last counts go too. Never awaited by the hot path.
+   * Adds the counted attempts to the endpoints' stats: after a recorded batch and at each turn of
+   * the claim loop (at least every poll interval), once STATS_FLUSH_MS have passed since the last
+   * flush, or at once when nothing is in flight (a quiet worker: a merchant's test event shows in
+   * the charts as soon as it is logged; a busy one keeps to one statement per interval). Never
+   * awaited by the hot path.
    */
   private maybeFlushStats(): void {
-    if (this.flushingStats || this.stats.waiting === 0 || performance.now() - this.lastStatsFlushAt < STATS_FLUSH_MS) return;
+    if (this.flushingStats || this.stats.waiting === 0) return;
+    const quiet = this.inFlight === 0 && this.waiting === 0 && this.outcomes.waiting === 0;
+    if (!quiet && performance.now() - this.lastStatsFlushAt < STATS_FLUSH_MS) return;
     void this.flushStats();
   }
 

@@ -305,6 +305,52 @@ describe('Merchant Portal in Chromium', () => {
     expect(await page.locator('article[data-type="webhook_endpoint.failing"]').getByRole('button').count()).toBe(0);
   });
 
+  it("charts: an endpoint's attempts by outcome and answer times, each with its table; the overview ranks every endpoint; the period switches to days", async () => {
+    const up = await endpointOfA('charts-up', { status: 200, body: 'ok' }, ['payment.succeeded']);
+    const down = await endpointOfA('charts-down', { status: 503, body: 'maintenance' }, ['payment.succeeded']);
+    for (let i = 0; i < 3; i++) await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), up.id, 'delivered', 3);
+    await drainUntil(svc.ctx, worker, scopeA(), down.id, 'exhausted', 3);
+    const api = (await svc.api(a.keys.sandbox, 'GET', `/api/v1/webhook_endpoints/${down.id}/stats`)).body;
+    expect(api.totals.failures.http_5xx).toBeGreaterThanOrEqual(3);
+
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${down.id}`);
+    const panel = page.getByTestId('stats-panel');
+    await expectText(panel.getByTestId('stats-summary'), `${api.totals.attempts} attempts, 0% succeeded`);
+    // Drawn by the chart library: bars for the 5xx answers, a legend naming them, lines of answer times.
+    await page.getByTestId('attempts-chart').locator('.recharts-bar-rectangle path').first().waitFor({ state: 'attached' });
+    await expectText(page.getByTestId('attempts-chart').locator('.recharts-legend-wrapper'), '5xx');
+    await page.getByTestId('latency-chart').locator('.recharts-line path').first().waitFor({ state: 'attached' });
+    // The table behind the chart holds the API's numbers, bucket by bucket.
+    await page.getByText('Table of attempts').click();
+    const table = page.getByTestId('attempts-table');
+    expect(await table.locator('tbody tr').count()).toBe(24);
+    const last = api.data.at(-1);
+    const cells = await table.locator('tbody tr').last().locator('td').allInnerTexts();
+    expect(cells.slice(0, 2)).toEqual([String(last.attempts), String(last.successes)]);
+    expect(cells[2]).toBe(String(last.failures.http_5xx));
+    await page.getByText('Table of answer times').click();
+    const p50 = await page.getByTestId('latency-table').locator('tbody tr').last().locator('td').first().innerText();
+    expect(p50).toBe(`${last.latency_ms.p50} ms`);
+    // By day: one row per day of the last 30.
+    await panel.getByLabel('Period').selectOption('30d');
+    await page.waitForFunction(
+      () => (globalThis as any).document.querySelectorAll('[data-testid="attempts-table"] tbody tr').length === 30,
+    );
+
+    // The overview: every endpoint, the failing one first, linked to its page.
+    await page.goto(`${svc.url}/portal/webhooks`);
+    const byEndpoint = page.getByTestId('endpoint-health-table');
+    await byEndpoint.locator(`tr[data-endpoint-id="${down.id}"]`).waitFor();
+    await expectText(byEndpoint.locator(`tr[data-endpoint-id="${down.id}"]`), '5xx');
+    await expectText(byEndpoint.locator(`tr[data-endpoint-id="${up.id}"]`), '100%');
+    const order = await byEndpoint.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-endpoint-id')));
+    expect(order.indexOf(down.id)).toBeLessThan(order.indexOf(up.id));
+    await byEndpoint.getByRole('link', { name: down.url }).click();
+    await page.getByTestId('stats-panel').waitFor();
+    expect(cspViolations).toEqual([]);
+  });
+
   it('a read of the log that answers after a newer one is not shown: the rows are those of the filter chosen last', async () => {
     const ep = await endpointOfA('overtaken', { status: 200 });
     await publish(svc.ctx, a.merchant_id);
