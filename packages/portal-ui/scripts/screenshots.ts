@@ -20,6 +20,7 @@ import { buildApp } from '../../server/src/api/app.ts';
 import { createLogger } from '../../server/src/logging.ts';
 import { createPlatform } from '../../server/src/tenancy/platforms.ts';
 import { publishEvent } from '../../server/src/events/publish.ts';
+import { AttemptStats } from '../../server/src/delivery/attempt-stats.ts';
 import { launchBrowser } from '../../server/test/helpers/browser.ts';
 import { internalCall, inviteAndAccept, portalSignIn } from '../../server/test/helpers/portal.ts';
 
@@ -82,7 +83,7 @@ const scope = {
 };
 const healthy = await receiver(() => ({ status: 200, body: '{"received":true}' }));
 const failing = await receiver(() => ({ status: 500, body: '{"error":"database unavailable"}' }));
-await ctx.endpoints.create(scope, {
+const shop = await ctx.endpoints.create(scope, {
   url: healthy.url,
   enabled_events: ['payment.succeeded', 'payment.failed', 'payment.expired', 'checkout_session.completed'],
   description: 'Order fulfilment',
@@ -118,6 +119,31 @@ for (let i = 0; i < 100; i++) {
   if (page.data.length === 6) break;
   await new Promise((r) => setTimeout(r, 200));
 }
+
+// A week of history for the charts (the demo database is new): counted the way workers count
+// recorded attempts. The shop endpoint answers in 40-300 ms; the ledger went down 20 hours ago
+// (500s, then timeouts once its database stopped answering at all).
+const history = new AttemptStats();
+const HOUR_MS = 3_600_000;
+const thisHour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS;
+let seed = 7;
+const random = () => {
+  seed = (seed * 1103515245 + 12345) % 2 ** 31;
+  return seed / 2 ** 31;
+};
+for (let h = 7 * 24 - 1; h >= 1; h--) {
+  const start = thisHour - h * HOUR_MS;
+  const busy = 0.5 + 0.5 * Math.sin(((new Date(start).getUTCHours() - 8) / 24) * 2 * Math.PI);
+  for (let i = 0; i < 10 + Math.round(40 * busy); i++) {
+    const startedAt = new Date(start + Math.floor(random() * HOUR_MS));
+    const ms = Math.round(40 + random() ** 3 * 260);
+    history.add(shop.id, { succeeded: true, statusCode: 200, errorKind: null, startedAt, durationMs: ms });
+    if (h > 20) history.add(ledger.id, { succeeded: true, statusCode: 200, errorKind: null, startedAt, durationMs: ms + 30 });
+    else if (h > 12) history.add(ledger.id, { succeeded: false, statusCode: 500, errorKind: 'http_status', startedAt, durationMs: 25 });
+    else history.add(ledger.id, { succeeded: false, statusCode: null, errorKind: 'timeout', startedAt, durationMs: 30_000 });
+  }
+}
+await history.flush(database);
 
 const browser = await launchBrowser();
 // One browser context for the Platform's admin: signed in once (sign-in is rate-limited per
@@ -198,6 +224,22 @@ await shoot(1280, 'endpoint-failing', async (page) => {
   await page.goto(`${url}/portal/webhooks/endpoints/${ledger.id}`);
   await page.getByTestId('health-failing').waitFor();
 });
+await shoot(1280, 'endpoint-health-charts', async (page) => {
+  await signIn(page);
+  await page.goto(`${url}/portal/webhooks/endpoints/${ledger.id}`);
+  await page.getByTestId('attempts-chart').locator('.recharts-bar-rectangle path').first().waitFor({ state: 'attached' });
+  await page.getByTestId('stats-panel').scrollIntoViewIfNeeded();
+  await page.evaluate(() =>
+    window.scrollBy(0, (document.querySelector('[data-testid="stats-panel"]') as HTMLElement).getBoundingClientRect().top - 16),
+  );
+});
+await shoot(1280, 'webhooks-overview', async (page) => {
+  await signIn(page);
+  await page.goto(`${url}/portal/webhooks`);
+  await page.getByTestId('stats-panel').getByLabel('Period').selectOption('7d');
+  await page.getByTestId('endpoint-health-table').waitFor();
+  await page.getByTestId('attempts-chart').locator('.recharts-bar-rectangle path').first().waitFor({ state: 'attached' });
+});
 await shoot(1280, 'event-types', async (page) => {
   await signIn(page);
   await page.goto(`${url}/portal/webhooks/event-types`);
@@ -251,6 +293,7 @@ await shoot(390, 'mobile-delivery-log', async (page) => {
   await signIn(page);
   await page.goto(`${url}/portal/webhooks`);
   await page.locator('[data-delivery-id]').first().waitFor();
+  await page.locator('section.log').scrollIntoViewIfNeeded();
 });
 // The hosted checkout page a customer sees: desktop, phone, and after a failed payment.
 const checkoutSession = (description: string) =>

@@ -20,6 +20,8 @@ const KINDS: Array<{ key: FailureKind; label: string; color: string }> = [
   { key: 'other', label: 'Other', color: '#3c4656' },
 ];
 const OK_COLOR = '#137333';
+/** The attempts chart's legend in the stacking order: Succeeded, then the kinds as listed. */
+const legendOrder = (item: { dataKey?: unknown }) => (item.dataKey === 'successes' ? -1 : KINDS.findIndex((k) => k.key === item.dataKey));
 
 export type Period = '24h' | '7d' | '30d';
 const PERIODS: Array<{ value: Period; label: string }> = [
@@ -123,7 +125,7 @@ export function StatsPanel({ endpointId, onStats }: { endpointId?: string; onSta
                   <XAxis dataKey="label" tick={{ fontSize: 11 }} minTickGap={24} />
                   <YAxis allowDecimals={false} tick={{ fontSize: 11 }} width={40} />
                   <Tooltip />
-                  <Legend />
+                  <Legend itemSorter={legendOrder} />
                   <Bar dataKey="successes" name="Succeeded" stackId="a" fill={OK_COLOR} isAnimationActive={false} />
                   {shown.map((k) => (
                     <Bar key={k.key} dataKey={k.key} name={k.label} stackId="a" fill={k.color} isAnimationActive={false} />
@@ -175,9 +177,9 @@ export function StatsPanel({ endpointId, onStats }: { endpointId?: string; onSta
                   <YAxis tick={{ fontSize: 11 }} width={48} />
                   <Tooltip />
                   <Legend />
-                  <Line dataKey="p50" name="p50" stroke="#1a73e8" dot={false} connectNulls isAnimationActive={false} />
-                  <Line dataKey="p95" name="p95" stroke="#e8710a" dot={false} connectNulls isAnimationActive={false} />
-                  <Line dataKey="p99" name="p99" stroke="#b3261e" dot={false} connectNulls isAnimationActive={false} />
+                  <Line dataKey="p50" name="p50" stroke="#1a73e8" dot={false} isAnimationActive={false} />
+                  <Line dataKey="p95" name="p95" stroke="#e8710a" dot={false} isAnimationActive={false} />
+                  <Line dataKey="p99" name="p99" stroke="#b3261e" dot={false} isAnimationActive={false} />
                 </LineChart>
               </ResponsiveContainer>
             </div>
