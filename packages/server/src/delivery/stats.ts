@@ -101,11 +101,11 @@ const COLUMNS = `endpoint_id, start, attempts, successes, failed_timeout, failed
   failed_http_429, failed_http_5xx, failed_disabled, failed_other, latency`;
 
 /** One endpoint's buckets, by its primary key. */
-const ENDPOINT_SQL = `SELECT ${COLUMNS} FROM endpoint_stats
+export const ENDPOINT_SQL = `SELECT ${COLUMNS} FROM endpoint_stats
 WHERE endpoint_id = $1 AND period = $2 AND start >= $3 AND start < $4 AND platform_id = $5 AND environment = $6`;
 
 /** Every endpoint's buckets of one Platform and environment (endpoint_stats_platform_idx). */
-const PLATFORM_SQL = `SELECT ${COLUMNS} FROM endpoint_stats
+export const PLATFORM_SQL = `SELECT ${COLUMNS} FROM endpoint_stats
 WHERE platform_id = $1 AND environment = $2 AND period = $3 AND start >= $4 AND start < $5`;
 
 /** A bucket's counts while they are summed: the histogram stays whole until the percentiles. */
