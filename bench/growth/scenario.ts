@@ -10,7 +10,9 @@
  *    and a deep page (the 51st page of 100, or the last one a shorter history has) by endpoint
  *    (the busiest endpoint; an endpoint of the Platform with the smallest share) and by Platform
  *    (the largest and the smallest); the events list by type, by object, by `delivery_success=
- *    false` and by a day's `created` range;
+ *    false` and by a day's `created` range; the endpoint stats (an endpoint's last 24 hours, 7 days
+ *    by hour and 30 days by day; the largest Platform's 24 hours and 30 days), on a stats table
+ *    at its steady size (each endpoint's 8 days of hours and 30 days);
  * 3. one-event publishing in-process (`publishEvent`, one per transaction, 8 at a time, to a
  *    Platform of its own with one endpoint), without and with an idempotency key, alternated;
  * 4. a backlog drain: 200 events x 100 endpoints published by the publisher process, then one
@@ -51,6 +53,8 @@ export interface GrowthSize {
   /** Median ms of one request; `depth`: rows before the page. */
   log: Record<string, { first_ms: number; deep_ms: number; depth: number }>;
   events_list_ms: Record<string, number>;
+  /** Median ms of a stats read (GET /webhook_endpoints/{id}/stats, GET /webhook_stats). */
+  stats_ms: Record<string, number>;
   publish_per_s: { plain: number; keyed: number };
   drain_per_s: number;
   retention_ms: { nothing_to_drop: number; drop_oldest_week: number; dropped: string[] };
@@ -78,6 +82,7 @@ async function oneSize(env: Env, size: number, timeoutMs: number): Promise<Growt
     try {
       const log = await logReads(env, database, db.url, seeded);
       const events_list_ms = await eventReads(database, db.url, seeded);
+      const stats_ms = await statsReads(database, db.url, seeded);
       const publish_per_s = await publishRates(database);
       const drain_per_s = await drain(env, db, timeoutMs);
       const retention_ms = await retention(database, seeded);
@@ -95,6 +100,7 @@ async function oneSize(env: Env, size: number, timeoutMs: number): Promise<Growt
         bytes_per_delivery: Math.round(bytes / seeded.deliveries),
         log,
         events_list_ms,
+        stats_ms,
         publish_per_s,
         drain_per_s,
         retention_ms,
@@ -207,6 +213,47 @@ async function eventReads(database: Database, url: string, seeded: SeedResult): 
   }
 }
 
+/**
+ * The stats table as it stands once a deployment has run for a while: every endpoint's hours of
+ * the last 8 days and days of the 30-day window, with a few attempts and answer times each (what
+ * a read costs depends on the buckets, not on their counts). Then the reads the portal makes.
+ */
+async function statsReads(database: Database, url: string, seeded: SeedResult): Promise<Record<string, number>> {
+  const HOUR = 3_600_000;
+  const now = Math.floor(Date.now() / HOUR) * HOUR;
+  for (const e of seeded.endpoints)
+    await database.query(
+      `INSERT INTO endpoint_stats (endpoint_id, period, start, platform_id, environment, attempts, successes, failed_timeout,
+         failed_connection, failed_tls, failed_http_4xx, failed_http_429, failed_http_5xx, failed_disabled, failed_other, latency)
+       SELECT $1, p.period, p.start, $2, $3, 40, 38, 1, 0, 0, 0, 0, 1, 0, 0,
+              array_fill(0, ARRAY[22]) || ARRAY[12, 15, 8, 3] || array_fill(0, ARRAY[38])
+       FROM (SELECT 'hour' AS period, to_timestamp(($4::float8 - h * ${HOUR}) / 1000) AS start FROM generate_series(0, 8 * 24 - 1) AS h
+             UNION ALL
+             SELECT 'day', to_timestamp((floor($4::float8 / ${DAY}) * ${DAY} - d * ${DAY}::float8) / 1000) FROM generate_series(0, 29) AS d) p`,
+      [e.id, e.platformId, e.environment, now],
+    );
+  await database.query('ANALYZE endpoint_stats', []);
+  const a = await api(database, url);
+  try {
+    const largest = seeded.platforms[0]!;
+    const busiest = seeded.endpoints.find((e) => e.platformId === largest.id && e.environment === 'live')!;
+    const out: Record<string, number> = {};
+    for (const [name, path] of [
+      ['endpoint, 24 hours', `/api/v1/webhook_endpoints/${busiest.id}/stats`],
+      ['endpoint, 7 days by hour', `/api/v1/webhook_endpoints/${busiest.id}/stats?from=${iso(now + HOUR - 7 * DAY)}`],
+      ['endpoint, 30 days by day', `/api/v1/webhook_endpoints/${busiest.id}/stats?granularity=day`],
+      ['Platform, 24 hours', '/api/v1/webhook_stats'],
+      ['Platform, 30 days by day', '/api/v1/webhook_stats?granularity=day'],
+    ] as const)
+      out[name] = await timedMedian(() => a.get(largest.id, path));
+    return out;
+  } finally {
+    await a.close();
+  }
+}
+
+const iso = (t: number) => new Date(t).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
 /** One-event transactions, 8 at a time, plain and keyed alternated (plain, keyed, keyed, plain). */
 async function publishRates(database: Database): Promise<GrowthSize['publish_per_s']> {
   const p = await createPlatform(database.db, 'growth-publish', { passwordCost: { N: 1024, r: 8, p: 1 } });
@@ -307,6 +354,7 @@ function ratioTo(base: GrowthSize, r: GrowthSize) {
       Object.entries(r.log).map(([k, v]) => [k, { first: q(v.first_ms, base.log[k]!.first_ms), deep: q(v.deep_ms, base.log[k]!.deep_ms) }]),
     ),
     events_list: Object.fromEntries(Object.entries(r.events_list_ms).map(([k, v]) => [k, q(v, base.events_list_ms[k]!)])),
+    stats: Object.fromEntries(Object.entries(r.stats_ms).map(([k, v]) => [k, q(v, base.stats_ms[k]!)])),
     publish: { plain: q(r.publish_per_s.plain, base.publish_per_s.plain), keyed: q(r.publish_per_s.keyed, base.publish_per_s.keyed) },
     drain: q(r.drain_per_s, base.drain_per_s),
     retention: {
@@ -333,6 +381,10 @@ function table(rs: GrowthSize[]): string {
     ...Object.keys(base.events_list_ms).map((k): [string, (r: GrowthSize) => string] => [
       `events list by ${k}`,
       (r) => cell(r.events_list_ms[k]!, base.events_list_ms[k]!, ' ms'),
+    ]),
+    ...Object.keys(base.stats_ms).map((k): [string, (r: GrowthSize) => string] => [
+      `stats: ${k}`,
+      (r) => cell(r.stats_ms[k]!, base.stats_ms[k]!, ' ms'),
     ]),
     ['retention, nothing to drop', (r) => cell(r.retention_ms.nothing_to_drop, base.retention_ms.nothing_to_drop, ' ms')],
     ['retention, the oldest week dropped', (r) => cell(r.retention_ms.drop_oldest_week, base.retention_ms.drop_oldest_week, ' ms')],

@@ -137,23 +137,39 @@ export class AttemptStats {
     return this.cells.size;
   }
 
+  /**
+   * The cells an endpoint's last attempt was counted in: its next attempt is almost always in the
+   * same hour and day, so it is counted without building a key (this runs once per attempt).
+   */
+  private last = new Map<string, { hour: Cell; day: Cell }>();
+
   /** Counts one recorded attempt in its hour and its day (UTC), by when it started. */
   add(endpointId: string, result: Pick<AttemptResult, 'succeeded' | 'statusCode' | 'errorKind' | 'startedAt' | 'durationMs'>): void {
-    const kind = failureKind(result);
     const t = result.startedAt.getTime();
-    for (const period of ['hour', 'day'] as const) {
-      const start = Math.floor(t / PERIOD_MS[period]) * PERIOD_MS[period];
-      const key = `${endpointId} ${period} ${start}`;
-      let cell = this.cells.get(key);
-      if (!cell) {
-        cell = newCell(endpointId, period, start);
-        this.cells.set(key, cell);
-      }
+    let cells = this.last.get(endpointId);
+    if (!cells || t < cells.hour.start || t >= cells.hour.start + PERIOD_MS.hour) {
+      cells = { hour: this.cell(endpointId, 'hour', t), day: this.cell(endpointId, 'day', t) };
+      this.last.set(endpointId, cells);
+    }
+    const kind = failureKind(result);
+    const latency = answered(result) ? latencyBucket(result.durationMs) : -1;
+    for (const cell of [cells.hour, cells.day]) {
       cell.attempts++;
       if (kind === null) cell.successes++;
       else cell.failed[FAILURE_KINDS.indexOf(kind)]!++;
-      if (answered(result)) cell.latency[latencyBucket(result.durationMs)]!++;
+      if (latency >= 0) cell.latency[latency]!++;
     }
+  }
+
+  private cell(endpointId: string, period: StatsPeriod, t: number): Cell {
+    const start = Math.floor(t / PERIOD_MS[period]) * PERIOD_MS[period];
+    const key = `${endpointId} ${period} ${start}`;
+    let cell = this.cells.get(key);
+    if (!cell) {
+      cell = newCell(endpointId, period, start);
+      this.cells.set(key, cell);
+    }
+    return cell;
   }
 
   /**
@@ -164,6 +180,7 @@ export class AttemptStats {
     if (this.cells.size === 0) return;
     const taken = this.cells;
     this.cells = new Map();
+    this.last.clear();
     const cells = [...taken.values()].sort(
       (a, b) =>
         (a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0) || a.period.localeCompare(b.period) || a.start - b.start,

@@ -233,7 +233,7 @@ export class DeliveryWorker {
           this.deps.logger.error({ err }, 'claiming deliveries failed; retrying every poll interval and on reconnect');
         else this.deps.logger.debug({ err, failures: this.claimFailures }, 'claiming deliveries failed again');
       }
-      this.maybeFlushStats();
+      this.maybeFlushStats(claimed === 0 && this.inFlight === 0 && this.waiting === 0);
       if (full && this.running) continue; // more may be due right now
       await new Promise<void>((resolve) => {
         if (this.woken || !this.running) return resolve();
@@ -731,16 +731,15 @@ export class DeliveryWorker {
   }
 
   /**
-   * Adds the counted attempts to the endpoints' stats: after a recorded batch and at each turn of
-   * the claim loop (at least every poll interval), once STATS_FLUSH_MS have passed since the last
-   * flush, or at once when nothing is in flight (a quiet worker: a merchant's test event shows in
-   * the charts as soon as it is logged; a busy one keeps to one statement per interval). Never
-   * awaited by the hot path.
+   * Adds the counted attempts to the endpoints' stats once STATS_FLUSH_MS have passed since the
+   * last flush (after a recorded batch, and at each turn of the claim loop), or at once when the
+   * loop finds the worker idle: a claim that took nothing with nothing in flight. So a quiet
+   * worker's counts (a merchant's test event) reach the charts within a poll interval, and a busy
+   * one writes one statement per interval. Never awaited by the hot path.
    */
-  private maybeFlushStats(): void {
+  private maybeFlushStats(idle: boolean): void {
     if (this.flushingStats || this.stats.waiting === 0) return;
-    const quiet = this.inFlight === 0 && this.waiting === 0 && this.outcomes.waiting === 0;
-    if (!quiet && performance.now() - this.lastStatsFlushAt < STATS_FLUSH_MS) return;
+    if (!idle && performance.now() - this.lastStatsFlushAt < STATS_FLUSH_MS) return;
     void this.flushStats();
   }
 
@@ -769,7 +768,7 @@ export class DeliveryWorker {
           (w) => ({ 'payhooks.record.written': w.length }),
         );
         this.maybeVacuumQueue();
-        this.maybeFlushStats();
+        this.maybeFlushStats(false);
         if (written.length < batch.length) {
           const ok = new Set(written.map((w) => w.delivery_id));
           const lost = batch.filter((o) => !ok.has(o.deliveryId)).map((o) => o.deliveryId);
