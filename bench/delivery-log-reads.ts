@@ -23,7 +23,14 @@ const DEPTH = 50;
 const c = new pg.Client({ connectionString: HISTORY_URL });
 await c.connect();
 const database = await openDatabase({ databaseUrl: HISTORY_URL, poolSize: 2 });
-const deliveries = new DeliveryService(database, { now: () => new Date() } as never, null as never, null as never, 60_000, null as never);
+const deliveries = new DeliveryService({
+  database,
+  clock: { now: () => new Date() } as never,
+  secrets: null as never,
+  sender: null as never,
+  audit: null as never,
+  leaseMs: 60_000,
+});
 const events = new EventService(database.db);
 const scope: Scope = { platformId: PLATFORM, environment: 'live', actor: { type: 'operator', id: 'bench' } } as Scope;
 

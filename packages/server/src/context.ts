@@ -121,17 +121,17 @@ export function createContext(options: {
     publicUrl: () => ctx.publicUrl ?? listenUrl(config),
     allowHttpLive: config.dev || config.allowHttpUrls,
   });
-  const deliveries = new DeliveryService(
+  const deliveries = new DeliveryService({
     database,
     clock,
     secrets,
     sender,
-    config.leaseMs,
     audit,
     metrics,
-    config.endpointConcurrency,
-    (entry) => logAttempt(logger, config.dev ? 'info' : 'debug', entry),
-  );
+    leaseMs: config.leaseMs,
+    endpointConcurrency: config.endpointConcurrency,
+    onAttempt: (entry) => logAttempt(logger, config.dev ? 'info' : 'debug', entry),
+  });
   // Several processes share one PostgreSQL: the cap on manual attempts per endpoint is theirs
   // together (api/app.ts moves it to Redis when PAYHOOKS_REDIS_URL is set).
   if (database.kind === 'postgres') deliveries.shareManualGate(new PostgresSlots(database), logger);
@@ -150,7 +150,7 @@ export function createContext(options: {
     operatorEndpoints: new OperatorEndpoints(database.db, endpoints, clock),
     events: new EventService(database.db),
     deliveries,
-    bulkReplays: new BulkReplays(database, deliveries, () => clock.now(), audit),
+    bulkReplays: new BulkReplays({ database, deliveries, clock, audit }),
     sender,
     metrics,
     payments,

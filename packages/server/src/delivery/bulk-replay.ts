@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts';
 import { randomBytes } from 'node:crypto';
 import { and, eq, gt } from 'drizzle-orm';
 import { formatEventTimestamp } from '@payhooks/contract';
@@ -81,12 +82,14 @@ export class BulkReplays {
   private readonly running = new Map<string, Promise<void>>();
   private stopping = false;
 
-  constructor(
-    private readonly database: Database,
-    private readonly deliveries: DeliveryService,
-    private readonly now: () => Date,
-    private readonly audit: AuditTrail,
-  ) {}
+  private readonly database: Database;
+  private readonly deliveries: DeliveryService;
+  private readonly clock: Clock;
+  private readonly audit: AuditTrail;
+
+  constructor(deps: { database: Database; deliveries: DeliveryService; clock: Clock; audit: AuditTrail }) {
+    ({ database: this.database, deliveries: this.deliveries, clock: this.clock, audit: this.audit } = deps);
+  }
 
   /** How many deliveries `start` would replay now (a dry run, for the confirmation). */
   async count(scope: Scope, endpointId: string, since: Date): Promise<number> {
@@ -105,7 +108,7 @@ export class BulkReplays {
     if (this.stopping)
       throw new AppError('unavailable', 'shutting_down', 'The service is shutting down; start the replay again in a moment.');
     const db = this.database.db;
-    const now = this.now();
+    const now = this.clock.now();
     const [busy] = await db
       .select({ id: bulkReplays.id })
       .from(bulkReplays)
@@ -172,7 +175,7 @@ export class BulkReplays {
       .from(bulkReplays)
       .where(and(eq(bulkReplays.id, id), eq(bulkReplays.platformId, scope.platformId), eq(bulkReplays.environment, scope.environment)));
     if (!row) throw notFound('bulk replay', id);
-    return toJob(row, this.now());
+    return toJob(row, this.clock.now());
   }
 
   /** Waits for a job of this process to end (tests). */
@@ -191,7 +194,7 @@ export class BulkReplays {
     const save = (extra: Partial<typeof bulkReplays.$inferInsert> = {}) =>
       this.database.db
         .update(bulkReplays)
-        .set({ ...counts, updatedAt: this.now(), ...extra })
+        .set({ ...counts, updatedAt: this.clock.now(), ...extra })
         .where(eq(bulkReplays.id, id));
     let next = 0;
     const lane = async () => {
@@ -214,6 +217,6 @@ export class BulkReplays {
     const lanes = Math.max(1, Math.min(this.deliveries.manualGate.limit, ids.length));
     await Promise.all(Array.from({ length: lanes }, lane));
     const finished = !(this.stopping && next < ids.length);
-    await save({ status: finished ? 'finished' : 'stopped', finishedAt: this.now() }).catch(() => {});
+    await save({ status: finished ? 'finished' : 'stopped', finishedAt: this.clock.now() }).catch(() => {});
   }
 }

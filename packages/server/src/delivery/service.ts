@@ -235,23 +235,46 @@ CROSS JOIN LATERAL (
 ) e
 JOIN webhook_endpoints w ON w.id = f.endpoint_id`;
 
+/** What DeliveryService works with: one object, as every service takes its dependencies. */
+export interface DeliveryServiceDeps {
+  database: Database;
+  clock: Clock;
+  secrets: SecretBox;
+  sender: Sender;
+  audit: AuditTrail;
+  /** PAYHOOKS_LEASE: how long a manual attempt holds its delivery. */
+  leaseMs: number;
+  /** PAYHOOKS_ENDPOINT_CONCURRENCY: manual attempts at once per endpoint (in this process). */
+  endpointConcurrency?: number | undefined;
+  metrics?: DeliveryMetrics | undefined;
+  /** Called for each manual attempt, like the worker's attempt log line (attempt-log.ts). */
+  onAttempt?: ((entry: AttemptLogEntry) => void) | undefined;
+}
+
 export class DeliveryService {
   private readonly db: Db;
+  private readonly database: Database;
+  private readonly clock: Clock;
+  private readonly secrets: SecretBox;
+  private readonly sender: Sender;
+  private readonly leaseMs: number;
+  private readonly audit: AuditTrail;
+  private readonly metrics: DeliveryMetrics | undefined;
+  private readonly onAttempt: ((entry: AttemptLogEntry) => void) | undefined;
 
-  constructor(
-    private readonly database: Database,
-    private readonly clock: Clock,
-    private readonly secrets: SecretBox,
-    private readonly sender: Sender,
-    private readonly leaseMs: number,
-    private readonly audit: AuditTrail,
-    private readonly metrics?: DeliveryMetrics,
-    endpointConcurrency = 10,
-    /** Called for each manual attempt, like the worker's attempt log line (attempt-log.ts). */
-    private readonly onAttempt?: (entry: AttemptLogEntry) => void,
-  ) {
-    this.db = database.db;
-    this.manualGate = new EndpointGate(endpointConcurrency);
+  constructor(deps: DeliveryServiceDeps) {
+    ({
+      database: this.database,
+      clock: this.clock,
+      secrets: this.secrets,
+      sender: this.sender,
+      leaseMs: this.leaseMs,
+      audit: this.audit,
+      metrics: this.metrics,
+      onAttempt: this.onAttempt,
+    } = deps);
+    this.db = deps.database.db;
+    this.manualGate = new EndpointGate(deps.endpointConcurrency ?? 10);
   }
 
   async list(

@@ -67,7 +67,14 @@ beforeAll(async () => {
   const db = drizzle(client, { schema }) as unknown as Db;
   events = new EventService(db);
   const database = Object.create(svc.ctx.database, { db: { value: db } }) as Database;
-  deliveries = new DeliveryService(database, svc.ctx.clock, null as never, null as never, 60_000, svc.ctx.audit);
+  deliveries = new DeliveryService({
+    database,
+    clock: svc.ctx.clock,
+    secrets: null as never,
+    sender: null as never,
+    audit: svc.ctx.audit,
+    leaseMs: 60_000,
+  });
 }, 180_000);
 afterAll(async () => {
   await client?.end();

@@ -122,6 +122,36 @@ describe('Retry-After pauses the endpoint (one database, two workers)', () => {
     expect(at(receiver, '/down')).toHaveLength(2);
   });
 
+  it('spec 8: a shorter Retry-After answered while a longer pause holds never shortens it, in the database every worker reads', async () => {
+    const { p, ids } = await setUp(['/overlap']);
+    // Two attempts in flight at once: the first answer pauses 10 minutes; the second, answered
+    // after it, asks for 1 minute only.
+    routes(receiver, {
+      '/overlap': (i) =>
+        i === 0
+          ? { status: 429, headers: { 'Retry-After': '600' } }
+          : i === 1
+            ? { status: 429, headers: { 'Retry-After': '60' }, delayMs: 300 }
+            : { status: 200 },
+    });
+    const start = clock.now().getTime();
+    await publish(svc.ctx, p.merchant_id);
+    await publish(svc.ctx, p.merchant_id);
+    await a.drain();
+    expect(at(receiver, '/overlap')).toHaveLength(2);
+    const tenMinutes = Math.floor((start + 600_000) / 1000) * 1000;
+    expect(Date.parse((await endpointOf(p, ids['/overlap']!)).paused_until)).toBe(tenMinutes);
+    // Worker b never saw either answer: it reads the pause from the database, so an event
+    // published after the shorter pause would have ended is still held.
+    clock.set(start + 5 * 60_000);
+    await publish(svc.ctx, p.merchant_id);
+    await b.drain();
+    expect(at(receiver, '/overlap')).toHaveLength(2);
+    clock.set(start + 600_000);
+    await b.drain();
+    expect(at(receiver, '/overlap')).toHaveLength(5);
+  });
+
   it('a Retry-After beyond the maximum pauses for the maximum (an hour)', async () => {
     const { p, ids } = await setUp(['/sleepy']);
     routes(receiver, { '/sleepy': () => ({ status: 429, headers: { 'Retry-After': '86400' } }) });

@@ -8,46 +8,9 @@ import { sendTestEvent } from './test-event.ts';
 import { scopeOf } from '../../accounts/sessions.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { IdParams, endpointId } from './ids.ts';
-import {
-  AsymmetricSignature,
-  CustomHeadersInput,
-  DeliveryOrder,
-  MaxRequestsPerSecond,
-  StandardWebhooks,
-  rotateParameters,
-} from '../v1/webhook-endpoints.ts';
+import { CreateEndpointBody as CreateBody, UpdateEndpointBody as UpdateBody, rotateParameters } from '../v1/webhook-endpoints.ts';
 import { endpointAsSeenBy } from './redaction.ts';
 
-const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 100 });
-const Url = Type.String({ minLength: 1, maxLength: 2048 });
-const Description = Type.Union([Type.String({ maxLength: 5000 }), Type.Null()]);
-const CreateBody = Type.Object(
-  {
-    url: Url,
-    enabled_events: EnabledEvents,
-    description: Type.Optional(Description),
-    delivery_order: Type.Optional(DeliveryOrder),
-    standard_webhooks: Type.Optional(StandardWebhooks),
-    headers: Type.Optional(CustomHeadersInput),
-    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
-    asymmetric_signature: Type.Optional(AsymmetricSignature),
-  },
-  { additionalProperties: false },
-);
-const UpdateBody = Type.Object(
-  {
-    url: Type.Optional(Url),
-    enabled_events: Type.Optional(EnabledEvents),
-    description: Type.Optional(Description),
-    status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
-    delivery_order: Type.Optional(DeliveryOrder),
-    standard_webhooks: Type.Optional(StandardWebhooks),
-    headers: Type.Optional(CustomHeadersInput),
-    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
-    asymmetric_signature: Type.Optional(AsymmetricSignature),
-  },
-  { additionalProperties: false },
-);
 const ListQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),

@@ -173,7 +173,11 @@ export const RotateBody = Type.Object(
   { additionalProperties: false },
 );
 
-const CreateBody = Type.Object(
+/**
+ * An endpoint's settings as the API and the portal take them (one schema: the OpenAPI document
+ * and both routes read it; adding a setting means one entry in each of the two).
+ */
+export const CreateEndpointBody = Type.Object(
   {
     url: Url,
     enabled_events: EnabledEvents,
@@ -188,7 +192,7 @@ const CreateBody = Type.Object(
   { additionalProperties: false },
 );
 
-const UpdateBody = Type.Object(
+export const UpdateEndpointBody = Type.Object(
   {
     url: Type.Optional(Url),
     enabled_events: Type.Optional(EnabledEvents),
@@ -259,7 +263,7 @@ export const webhookEndpointRoutes =
           operationId: 'createWebhookEndpoint',
           summary: 'Create a webhook endpoint',
           headers: IdempotencyHeaders,
-          body: CreateBody,
+          body: CreateEndpointBody,
           response: {
             201: idempotentResponse(CreatedEndpoint, 'The endpoint, with its signing secret (shown only here).'),
             ...errorResponses(409, 422),
@@ -267,7 +271,7 @@ export const webhookEndpointRoutes =
         },
       },
       async (req, reply) => {
-        const body: Static<typeof CreateBody> = req.body;
+        const body: Static<typeof CreateEndpointBody> = req.body;
         const result = await withIdempotency(
           ctx,
           req.scope,
@@ -323,7 +327,7 @@ export const webhookEndpointRoutes =
           operationId: 'updateWebhookEndpoint',
           summary: 'Update a webhook endpoint',
           params: EndpointIdParams,
-          body: UpdateBody,
+          body: UpdateEndpointBody,
           response: { 200: Type.Ref(WebhookEndpointSchema, { description: 'The updated endpoint.' }), ...errorResponses(404, 409, 422) },
         },
       },
