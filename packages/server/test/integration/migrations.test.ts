@@ -6,7 +6,7 @@ import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import * as schema from '../../src/db/schema.ts';
 import { attemptKeys, keyedByDelivery } from '../helpers/attempt-keys.ts';
 
-/** docs/architecture.md, Storage: numbered SQL migrations, applied at start and by `payhooks migrate`. */
+/** docs/architecture.md, "Storage": numbered SQL migrations, applied at start and by `payhooks migrate`. */
 
 let testDb: TestDatabase;
 
