@@ -121,6 +121,8 @@ export function createContext(options: {
     publicUrl: () => ctx.publicUrl ?? listenUrl(config),
     allowHttpLive: config.dev || config.allowHttpUrls,
   });
+  // A session follows its payment, whoever moves it: wired here, where both services are made.
+  payments.onTransition((tx, payment, options) => checkout.followPayment(tx, payment, options));
   const deliveries = new DeliveryService({
     database,
     clock,

@@ -84,9 +84,7 @@ export class CheckoutService {
     private readonly clock: Clock,
     private readonly payments: PaymentService,
     private readonly options: { publicUrl: () => string; allowHttpLive: boolean },
-  ) {
-    payments.onTransition((tx, payment, options) => this.followPayment(tx, payment, options));
-  }
+  ) {}
 
   /**
    * A session follows its payment, whoever moves it (hosted page, sandbox, or the rails): the
@@ -94,7 +92,7 @@ export class CheckoutService {
    * session completes when its PaymentIntent succeeds. Cancelling or expiring the payment of an
    * open session on its own is refused, as Stripe does: expire the session instead.
    */
-  private async followPayment(tx: Tx, payment: PaymentRow, options: { bySession?: boolean | undefined }): Promise<void> {
+  async followPayment(tx: Tx, payment: PaymentRow, options: { bySession?: boolean | undefined }): Promise<void> {
     if (!payment.checkoutSessionId || options.bySession) return;
     if (payment.status !== 'succeeded' && payment.status !== 'cancelled' && payment.status !== 'expired') return;
     const [session] = await tx.select().from(checkoutSessions).where(eq(checkoutSessions.id, payment.checkoutSessionId)).for('update');
