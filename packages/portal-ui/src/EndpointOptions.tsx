@@ -1,6 +1,7 @@
 /**
- * The endpoint forms' delivery options: the Standard Webhooks headers, and the
- * merchant's own request headers as `Name: value` lines (header-lines.ts).
+ * The endpoint forms' delivery options, one implementation for Add and Edit: the Standard
+ * Webhooks headers, the merchant's own request headers as `Name: value` lines (header-lines.ts),
+ * and the cap on requests per second (`rateCapOf` turns the field into the API's value).
  */
 export function EndpointOptions({
   idPrefix,
@@ -8,12 +9,16 @@ export function EndpointOptions({
   onStandardWebhooks,
   headerLines,
   onHeaderLines,
+  rate,
+  onRate,
 }: {
   idPrefix: string;
   standardWebhooks: boolean;
   onStandardWebhooks: (on: boolean) => void;
   headerLines: string;
   onHeaderLines: (text: string) => void;
+  rate: string;
+  onRate: (text: string) => void;
 }) {
   return (
     <>
@@ -46,6 +51,21 @@ export function EndpointOptions({
         <code>Content-Type</code>, <code>User-Agent</code>, <code>Service-*</code>, <code>webhook-*</code>…) and hop-by-hop headers can’t be
         set.
       </p>
+      <label htmlFor={`${idPrefix}rate`}>Most requests per second</label>
+      <input
+        id={`${idPrefix}rate`}
+        type="number"
+        min={1}
+        max={10000}
+        step={1}
+        placeholder="No limit"
+        value={rate}
+        onChange={(e) => onRate(e.target.value)}
+      />
+      <p className="muted small">Empty for no limit. Under a backlog, deliveries to this endpoint wait for their turn.</p>
     </>
   );
 }
+
+/** The rate field as the API takes it: empty is no cap (null); the server checks the range. */
+export const rateCapOf = (rate: string): number | null => (rate.trim() === '' ? null : Number(rate.trim()));

@@ -193,6 +193,7 @@ export const api = {
     description: string | null;
     standard_webhooks?: boolean;
     headers?: Record<string, string> | null;
+    max_requests_per_second?: Endpoint['max_requests_per_second'];
     asymmetric_signature?: boolean;
   }) => call<EndpointWithSecret>('POST', '/endpoints', input),
   updateEndpoint: (

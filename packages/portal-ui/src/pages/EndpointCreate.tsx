@@ -1,7 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, type Catalog, type Environment } from '../api.ts';
 import { rememberSecret } from '../created-secret.ts';
-import { EndpointOptions } from '../EndpointOptions.tsx';
+import { EndpointOptions, rateCapOf } from '../EndpointOptions.tsx';
 import { EventTypePicker, initialTypes } from '../EventTypePicker.tsx';
 import { parseHeaderLines } from '../header-lines.ts';
 import { Link, navigate } from '../router.tsx';
@@ -15,6 +15,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
   const [standardWebhooks, setStandardWebhooks] = useState(false);
   const [headerLines, setHeaderLines] = useState('');
   const [asymmetric, setAsymmetric] = useState(false);
+  const [rate, setRate] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
 
@@ -41,6 +42,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
         description: description.trim() || null,
         standard_webhooks: standardWebhooks,
         headers: parsed.headers,
+        max_requests_per_second: rateCapOf(rate),
         // Left unticked, the Platform's default decides.
         ...(asymmetric ? { asymmetric_signature: true } : {}),
       });
@@ -86,6 +88,8 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
           onStandardWebhooks={setStandardWebhooks}
           headerLines={headerLines}
           onHeaderLines={setHeaderLines}
+          rate={rate}
+          onRate={setRate}
         />
         <label className="check">
           <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519 (a public

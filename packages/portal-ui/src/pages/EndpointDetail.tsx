@@ -2,7 +2,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, type BulkReplay, type Catalog, type Endpoint, type Environment } from '../api.ts';
 import { takeSecret } from '../created-secret.ts';
 import { DeliveryLog } from '../DeliveryLog.tsx';
-import { EndpointOptions } from '../EndpointOptions.tsx';
+import { EndpointOptions, rateCapOf } from '../EndpointOptions.tsx';
 import { EventTypePicker } from '../EventTypePicker.tsx';
 import { LazyStatsPanel } from '../LazyStats.tsx';
 import { formatHeaderLines, parseHeaderLines } from '../header-lines.ts';
@@ -515,7 +515,7 @@ function EditForm({
           standard_webhooks: standardWebhooks,
           headers: parsed.headers,
           // Empty is no cap; anything else goes as typed, and the server says what is wrong with it.
-          max_requests_per_second: rate.trim() === '' ? null : Number(rate.trim()),
+          max_requests_per_second: rateCapOf(rate),
           asymmetric_signature: asymmetric,
         }),
       );
@@ -546,19 +546,9 @@ function EditForm({
         onStandardWebhooks={setStandardWebhooks}
         headerLines={headerLines}
         onHeaderLines={setHeaderLines}
+        rate={rate}
+        onRate={setRate}
       />
-      <label htmlFor="edit-rate">Most requests per second</label>
-      <input
-        id="edit-rate"
-        type="number"
-        min={1}
-        max={10000}
-        step={1}
-        placeholder="No limit"
-        value={rate}
-        onChange={(e) => setRate(e.target.value)}
-      />
-      <p className="muted small">Empty for no limit. Under a backlog, deliveries to this endpoint wait for their turn.</p>
       <label className="check">
         <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519
       </label>

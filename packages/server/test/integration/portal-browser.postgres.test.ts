@@ -805,6 +805,31 @@ describe('Merchant Portal in Chromium', () => {
     expect(await cell.getAttribute('title')).toBe(signature);
   });
 
+  it('the Add form sets the cap on requests per second (and leaving it empty sets none); Edit shows and clears it', async () => {
+    await page.goto(`${svc.url}/portal/webhooks/endpoints`);
+    await page.getByRole('link', { name: '+ Add endpoint' }).click();
+    await page.getByLabel('Endpoint URL').fill(`${receiver.url}?capped`);
+    await page.getByLabel('Most requests per second').fill('7');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await expectText(page.getByTestId('rate-cap'), 'At most 7 requests a second');
+    const id = new URL(page.url()).pathname.split('/').pop()!;
+    expect((await svc.ctx.endpoints.get(scopeA(), id)).max_requests_per_second).toBe(7);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    const field = page.getByLabel('Most requests per second');
+    expect(await field.inputValue()).toBe('7');
+    await field.fill('');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForFunction(() => !(globalThis as any).document.querySelector('[data-testid="rate-cap"]'));
+    expect((await svc.ctx.endpoints.get(scopeA(), id)).max_requests_per_second).toBeNull();
+    // Without a cap typed in, the endpoint is created with none.
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/new`);
+    await page.getByLabel('Endpoint URL').fill(`${receiver.url}?uncapped`);
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByRole('button', { name: 'Edit' }).waitFor();
+    const other = new URL(page.url()).pathname.split('/').pop()!;
+    expect((await svc.ctx.endpoints.get(scopeA(), other)).max_requests_per_second).toBeNull();
+  });
+
   it('issue 25: a broker endpoint made in the portal shows its URL without the credentials and says they are stored', async () => {
     await page.goto(`${svc.url}/portal/webhooks/endpoints`);
     await page.getByRole('link', { name: '+ Add endpoint' }).click();
