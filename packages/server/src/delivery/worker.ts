@@ -233,7 +233,8 @@ export class DeliveryWorker {
           this.deps.logger.error({ err }, 'claiming deliveries failed; retrying every poll interval and on reconnect');
         else this.deps.logger.debug({ err, failures: this.claimFailures }, 'claiming deliveries failed again');
       }
-      this.maybeFlushStats(claimed === 0 && this.inFlight === 0 && this.waiting === 0);
+      // Not while claims fail: the database is away, and the counts wait in memory meanwhile.
+      if (this.claimFailures === 0) this.maybeFlushStats(claimed === 0 && this.inFlight === 0 && this.waiting === 0);
       if (full && this.running) continue; // more may be due right now
       await new Promise<void>((resolve) => {
         if (this.woken || !this.running) return resolve();
