@@ -76,7 +76,7 @@ export function StatsPanel({ endpointId, onStats }: { endpointId?: string; onSta
     );
   }, [endpointId, period]);
 
-  const rows =
+  const rows: Row[] =
     stats?.data.map((b) => ({
       label: bucketLabel(b.start, stats.granularity),
       start: b.start,
@@ -133,39 +133,17 @@ export function StatsPanel({ endpointId, onStats }: { endpointId?: string; onSta
                 </BarChart>
               </ResponsiveContainer>
             </div>
-            <details>
-              <summary>Table of attempts</summary>
-              <ScrollTable>
-                <table className="stats-table" data-testid="attempts-table">
-                  <thead>
-                    <tr>
-                      <th scope="col">{stats.granularity === 'hour' ? 'Hour' : 'Day'}</th>
-                      <th scope="col">Attempts</th>
-                      <th scope="col">Succeeded</th>
-                      {KINDS.map((k) => (
-                        <th key={k.key} scope="col">
-                          {k.label}
-                        </th>
-                      ))}
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {rows.map((r) => (
-                      <tr key={r.start}>
-                        <th scope="row">
-                          <time dateTime={r.start}>{r.label}</time>
-                        </th>
-                        <td>{r.attempts}</td>
-                        <td>{r.successes}</td>
-                        {KINDS.map((k) => (
-                          <td key={k.key}>{r[k.key]}</td>
-                        ))}
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </ScrollTable>
-            </details>
+            <BucketTable
+              title="Table of attempts"
+              testId="attempts-table"
+              granularity={stats.granularity}
+              rows={rows}
+              columns={[
+                { label: 'Attempts', cell: (r) => r.attempts },
+                { label: 'Succeeded', cell: (r) => r.successes },
+                ...KINDS.map((k) => ({ label: k.label, cell: (r: Row) => r[k.key] })),
+              ]}
+            />
           </figure>
           <figure className="stats-figure" data-testid="latency-chart">
             <figcaption>Answer time (ms)</figcaption>
@@ -183,37 +161,79 @@ export function StatsPanel({ endpointId, onStats }: { endpointId?: string; onSta
                 </LineChart>
               </ResponsiveContainer>
             </div>
-            <details>
-              <summary>Table of answer times</summary>
-              <ScrollTable>
-                <table className="stats-table" data-testid="latency-table">
-                  <thead>
-                    <tr>
-                      <th scope="col">{stats.granularity === 'hour' ? 'Hour' : 'Day'}</th>
-                      <th scope="col">p50</th>
-                      <th scope="col">p95</th>
-                      <th scope="col">p99</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {rows.map((r) => (
-                      <tr key={r.start}>
-                        <th scope="row">
-                          <time dateTime={r.start}>{r.label}</time>
-                        </th>
-                        <td>{ms(r.p50)}</td>
-                        <td>{ms(r.p95)}</td>
-                        <td>{ms(r.p99)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </ScrollTable>
-            </details>
+            <BucketTable
+              title="Table of answer times"
+              testId="latency-table"
+              granularity={stats.granularity}
+              rows={rows}
+              columns={[
+                { label: 'p50', cell: (r) => ms(r.p50) },
+                { label: 'p95', cell: (r) => ms(r.p95) },
+                { label: 'p99', cell: (r) => ms(r.p99) },
+              ]}
+            />
           </figure>
         </>
       )}
     </section>
+  );
+}
+
+/** A chart's data as its bucket-by-bucket rows. */
+type Row = {
+  label: string;
+  start: string;
+  attempts: number;
+  successes: number;
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+} & Failures;
+
+/** The table behind a chart, one row per bucket: for screen readers and for copying. */
+function BucketTable({
+  title,
+  testId,
+  granularity,
+  rows,
+  columns,
+}: {
+  title: string;
+  testId: string;
+  granularity: WebhookStats['granularity'];
+  rows: Row[];
+  columns: Array<{ label: string; cell: (r: Row) => string | number }>;
+}) {
+  return (
+    <details>
+      <summary>{title}</summary>
+      <ScrollTable>
+        <table className="stats-table" data-testid={testId}>
+          <thead>
+            <tr>
+              <th scope="col">{granularity === 'hour' ? 'Hour' : 'Day'}</th>
+              {columns.map((c) => (
+                <th key={c.label} scope="col">
+                  {c.label}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr key={r.start}>
+                <th scope="row">
+                  <time dateTime={r.start}>{r.label}</time>
+                </th>
+                {columns.map((c) => (
+                  <td key={c.label}>{c.cell(r)}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollTable>
+    </details>
   );
 }
 

@@ -254,17 +254,17 @@ export async function endpointStats(
       hourly: Array.from({ length: 24 }, () => ({ attempts: 0, succeeded: 0 })),
     });
   if (endpointIds.length === 0) return out;
-  const until = floorTo(now.getTime(), 'hour') + PERIOD_MS.hour;
-  const from = until - 24 * PERIOD_MS.hour;
+  // The API's default range: the current hour and the 23 before it.
+  const { from, until } = statsRange({}, now);
   const rows = await database.query<{ endpoint_id: string; start: Date | string; attempts: number; successes: number }>(
     `SELECT endpoint_id, start, attempts, successes FROM endpoint_stats
      WHERE endpoint_id = ANY($1::text[]) AND period = 'hour' AND start >= $2 AND start < $3 AND platform_id = $4 AND environment = $5`,
-    [endpointIds, new Date(from), new Date(until), scope.platformId, scope.environment],
+    [endpointIds, from, until, scope.platformId, scope.environment],
     'endpoint_stats_24h',
   );
   for (const r of rows) {
     const s = out.get(r.endpoint_id)!;
-    const b = s.hourly[Math.round((startMs(r.start) - from) / PERIOD_MS.hour)];
+    const b = s.hourly[Math.round((startMs(r.start) - from.getTime()) / PERIOD_MS.hour)];
     if (!b) continue;
     b.attempts += Number(r.attempts);
     b.succeeded += Number(r.successes);

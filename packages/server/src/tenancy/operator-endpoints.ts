@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { operatorEndpoints, webhookEndpoints, type Environment, type WebhookEndpointRow } from '../db/schema.ts';
 import { AppError, notFound } from '../errors.ts';
@@ -57,7 +57,13 @@ export class OperatorEndpoints {
       const [{ n } = { n: 0 }] = await tx
         .select({ n: sql<number>`count(*)::int` })
         .from(webhookEndpoints)
-        .where(and(this.inOperator(input.environment), isNull(webhookEndpoints.deletedAt)));
+        .where(
+          and(
+            eq(webhookEndpoints.platformId, OPERATOR_PLATFORM_ID),
+            eq(webhookEndpoints.environment, input.environment),
+            isNull(webhookEndpoints.deletedAt),
+          ),
+        );
       if (Number(n) >= MAX_OPERATOR_ENDPOINTS)
         throw new AppError(
           'unprocessable',
@@ -83,17 +89,7 @@ export class OperatorEndpoints {
 
   /** Newest first, at most MAX_OPERATOR_ENDPOINTS (all of them), of one environment or both. */
   async list(environment: Environment | undefined): Promise<OperatorEndpoint[]> {
-    const rows = await this.db
-      .select({ row: webhookEndpoints, platformId: operatorEndpoints.platformId })
-      .from(webhookEndpoints)
-      .innerJoin(operatorEndpoints, eq(operatorEndpoints.endpointId, webhookEndpoints.id))
-      .where(
-        and(
-          eq(webhookEndpoints.platformId, OPERATOR_PLATFORM_ID),
-          isNull(webhookEndpoints.deletedAt),
-          environment ? eq(webhookEndpoints.environment, environment) : undefined,
-        ),
-      )
+    const rows = await this.undeleted(environment ? eq(webhookEndpoints.environment, environment) : undefined)
       .orderBy(desc(webhookEndpoints.createdAt), desc(webhookEndpoints.id))
       .limit(2 * MAX_OPERATOR_ENDPOINTS);
     const now = this.clock.now();
@@ -132,16 +128,17 @@ export class OperatorEndpoints {
     return this.endpoints.delete(scopeOf(row.environment, origin), id);
   }
 
-  private inOperator(environment: Environment) {
-    return and(eq(webhookEndpoints.platformId, OPERATOR_PLATFORM_ID), eq(webhookEndpoints.environment, environment));
-  }
-
-  private async find(id: string): Promise<{ row: WebhookEndpointRow; platformId: string | null }> {
-    const [found] = await this.db
+  /** The operator Platform's undeleted endpoints with the Platform each hears about, narrowed by `where`. */
+  private undeleted(where: SQL | undefined) {
+    return this.db
       .select({ row: webhookEndpoints, platformId: operatorEndpoints.platformId })
       .from(webhookEndpoints)
       .innerJoin(operatorEndpoints, eq(operatorEndpoints.endpointId, webhookEndpoints.id))
-      .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.platformId, OPERATOR_PLATFORM_ID), isNull(webhookEndpoints.deletedAt)));
+      .where(and(eq(webhookEndpoints.platformId, OPERATOR_PLATFORM_ID), isNull(webhookEndpoints.deletedAt), where));
+  }
+
+  private async find(id: string): Promise<{ row: WebhookEndpointRow; platformId: string | null }> {
+    const [found] = await this.undeleted(eq(webhookEndpoints.id, id));
     if (!found) throw notFound('operator endpoint', id);
     return found;
   }

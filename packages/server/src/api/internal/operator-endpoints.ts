@@ -8,6 +8,7 @@ import { StringEnum } from '../v1/event-schemas.ts';
 import {
   AsymmetricSignature,
   CreatedEndpointSchema,
+  DeletedEndpointSchema,
   Description,
   EndpointIdParams,
   RotateBody,
@@ -177,10 +178,7 @@ export const internalOperatorEndpointRoutes =
           summary: 'Delete an operator endpoint (its pending deliveries are cancelled)',
           params: EndpointIdParams,
           response: {
-            200: Type.Object(
-              { id: Type.String(), object: Type.Literal('webhook_endpoint'), deleted: Type.Literal(true) },
-              { description: 'It is deleted: nothing more is sent to it.' },
-            ),
+            200: DeletedEndpointSchema,
             ...errorResponses(404),
           },
         },

@@ -157,6 +157,11 @@ export const CreatedEndpointSchema = Type.Object(
     description: 'A webhook endpoint with its signing secret: only the create and rotate_secret responses carry it.',
   },
 );
+/** What deleting an endpoint answers (the API's and the internal API's operator endpoints). */
+export const DeletedEndpointSchema = Type.Object(
+  { id: Type.String(), object: Type.Literal('webhook_endpoint'), deleted: Type.Literal(true) },
+  { description: 'The endpoint is deleted.' },
+);
 export const CreatedEndpoint = Type.Ref(CreatedEndpointSchema);
 
 /** The rotate body, for the document only (rotateParameters checks it: no body at all is fine). */
@@ -420,10 +425,7 @@ export const webhookEndpointRoutes =
           summary: 'Delete a webhook endpoint (its pending deliveries are cancelled)',
           params: EndpointIdParams,
           response: {
-            200: Type.Object(
-              { id: Type.String(), object: Type.Literal('webhook_endpoint'), deleted: Type.Literal(true) },
-              { description: 'The endpoint is deleted.' },
-            ),
+            200: DeletedEndpointSchema,
             ...errorResponses(404),
           },
         },
