@@ -1,34 +1,12 @@
 import type { Database } from '../db/client.ts';
 import type { DeliveryState, EndpointStatus } from '../db/schema.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
+import { SENDABLE_COLUMNS, sendableJoins, type SendableRow } from './attempt-request.ts';
 
-/** A claimed delivery with everything needed to attempt it, from one statement. */
-export interface ClaimedDelivery {
-  id: string;
-  event_id: string;
-  /** The event's type, for the attempt log line. */
-  event_type: string;
-  endpoint_id: string;
+/** A claimed delivery: what sending reads (attempt-request.ts), plus what the worker schedules by. */
+export interface ClaimedDelivery extends SendableRow {
   platform_id: string;
-  attempt_count: number;
   automatic_attempts: number;
-  body: string;
-  url: string;
-  /** The traceparent of the span that published the event (only while tracing), else null. */
-  trace_parent: string | null;
-  /** A broker URL's sealed `user:password` (endpoint-urls/broker-url.ts), else null. */
-  url_credentials_ciphertext: string | null;
-  secret_ciphertext: string;
-  /** The replaced secret while it still signs (rotation, its expiry checked here), else null. */
-  previous_secret_ciphertext: string | null;
-  /** The endpoint asks for the Standard Webhooks headers too (migration 0023). */
-  standard_webhooks: boolean;
-  /** The endpoint's custom headers as JSON text (`headers::text`: parsed once per text by the worker), else null. */
-  custom_headers: string | null;
-  /** The sealed ed25519 private key while asymmetric signing is on, else null. */
-  signing_key_ciphertext: string | null;
-  /** The rotated-out private key while it still signs (flag on, expiry checked here), else null. */
-  previous_signing_key_ciphertext: string | null;
   endpoint_status: EndpointStatus;
   /** The endpoint is throttled to one attempt at a time (fairness.ts). */
   endpoint_throttled: boolean;
@@ -173,26 +151,14 @@ SELECT c.id, c.event_id, c.endpoint_id, c.platform_id,
        coalesce(b.automatic_attempts, d.automatic_attempts) AS automatic_attempts,
        c.prev_token IS NOT NULL AS interrupted,
        CASE WHEN c.prev_token NOT LIKE 'replay:%' THEN coalesce(c.prev_leased_at, $1) END AS interrupted_automatic_at,
-       e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
-       CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
-       CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
-       CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > $1 THEN w.previous_signing_key_ciphertext END
-         AS previous_signing_key_ciphertext,
+       ${SENDABLE_COLUMNS},
        w.status AS endpoint_status, w.deleted_at IS NOT NULL AS endpoint_deleted,
-       w.throttled_at IS NOT NULL AS endpoint_throttled, w.standard_webhooks, w.headers::text AS custom_headers,
-       w.max_requests_per_second AS endpoint_rate,
+       w.throttled_at IS NOT NULL AS endpoint_throttled, w.max_requests_per_second AS endpoint_rate,
        CASE WHEN w.paused_until > $1 THEN w.paused_until END AS endpoint_paused_until
 FROM claimed c
 JOIN webhook_deliveries d ON d.id = c.id AND d.created_at = c.created_at
 LEFT JOIN bumped b ON b.id = c.id
--- The event by its full primary key, in a LATERAL subquery that can't be flattened (LIMIT 1):
--- as a plain join, PostgreSQL could look it up by created_at alone (equal to d.created_at),
--- scanning the week's whole index for every claimed row while the partition was small enough
--- for that to look cheap, and keeping that plan as the statement's generic plan.
-CROSS JOIN LATERAL (
-  SELECT ev.type, ev.body, ev.trace_parent FROM events ev WHERE ev.id = c.event_id AND ev.created_at = c.created_at LIMIT 1
-) e
-JOIN webhook_endpoints w ON w.id = c.endpoint_id`;
+${sendableJoins('c')}`;
 
 export async function claimDue(
   database: Database,

@@ -34,15 +34,12 @@ import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './sche
 import { EndpointGate } from './endpoint-gate.ts';
 import { SharedEndpointGate, type SlotStore } from './shared-gate.ts';
 import type { Logger } from 'pino';
-import { USER_AGENT } from './destinations/http.ts';
 import type { Sender } from './sender.ts';
-import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import { sendTraced } from './attempt-span.ts';
-import { openPrivateKeys } from './signing-keys.ts';
+import { USER_AGENT } from './destinations/http.ts';
+import { RequestBuilder, SENDABLE_COLUMNS, sendableJoins, type SendableRow } from './attempt-request.ts';
 import type { DeliveryMetrics } from './metrics.ts';
 import type { AuditTrail } from '../audit/trail.ts';
-import { OpenedSecret, webhookKeysOf } from './signing-keys.ts';
-import { parseCustomHeaders } from './custom-headers-cache.ts';
 
 export interface ApiAttempt {
   id: string;
@@ -200,13 +197,13 @@ WITH d AS (
   -- Not queued (finished, or parked), queued and not leased, or its lease has run out.
   SELECT d.*, prev.lease_token AS prev_token, prev.leased_at AS prev_leased_at, prev.delivery_id IS NOT NULL AS was_queued
   FROM d LEFT JOIN prev ON true
-  WHERE prev.delivery_id IS NULL OR prev.lease_token IS NULL OR prev.due_at <= $7
+  WHERE prev.delivery_id IS NULL OR prev.lease_token IS NULL OR prev.due_at <= $1
 ), leased AS (
   INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, lease_token, leased_at)
-  SELECT f.id, f.created_at, f.event_id, f.endpoint_id, f.platform_id, $2, $1, $7 FROM free f
+  SELECT f.id, f.created_at, f.event_id, f.endpoint_id, f.platform_id, $2, $7, $1 FROM free f
   ON CONFLICT (delivery_id) DO UPDATE SET due_at = excluded.due_at, lease_token = excluded.lease_token, leased_at = excluded.leased_at
     -- Re-checked on the row as it is now: a concurrent replay or claim that leased it meanwhile keeps it.
-    WHERE delivery_queue.lease_token IS NULL OR delivery_queue.due_at <= $7
+    WHERE delivery_queue.lease_token IS NULL OR delivery_queue.due_at <= $1
   RETURNING delivery_id
 ), bumped AS (
   -- An interrupted automatic attempt counts toward the 8 here too (claim.ts says why); the
@@ -218,22 +215,23 @@ WITH d AS (
   WHERE f.prev_token IS NOT NULL AND d.id = f.id AND d.created_at = f.created_at
   RETURNING d.id, d.created_at, d.attempt_count, f.prev_token, f.prev_leased_at
 ), interrupted AS (
-  ${interruptedAttemptsSql('bumped', '$7')}
+  ${interruptedAttemptsSql('bumped', '$1')}
 )
 SELECT f.id, f.event_id, f.endpoint_id, f.state, f.next_attempt_at, f.was_queued,
        coalesce((SELECT b.attempt_count FROM bumped b), f.attempt_count) AS attempt_count,
-       e.type AS event_type, e.body, e.trace_parent, w.url, w.url_credentials_ciphertext, w.secret_ciphertext, w.deleted_at AS endpoint_deleted_at,
-       CASE WHEN w.previous_secret_expires_at > $7 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
-       w.standard_webhooks, w.headers::text AS custom_headers,
-       CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
-       CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > $7 THEN w.previous_signing_key_ciphertext END
-         AS previous_signing_key_ciphertext
+       w.deleted_at IS NOT NULL AS endpoint_deleted,
+       ${SENDABLE_COLUMNS}
 FROM free f JOIN leased l ON l.delivery_id = f.id
--- The event by its full primary key, never by created_at alone (see the same join in claim.ts).
-CROSS JOIN LATERAL (
-  SELECT ev.type, ev.body, ev.trace_parent FROM events ev WHERE ev.id = f.event_id AND ev.created_at = f.created_at LIMIT 1
-) e
-JOIN webhook_endpoints w ON w.id = f.endpoint_id`;
+${sendableJoins('f')}`;
+
+/** A delivery leased for a manual attempt: what sending reads, and what gives the lease back. */
+interface ReplayRow extends SendableRow {
+  state: DeliveryState;
+  next_attempt_at: Date | null;
+  /** It was in the queue (retrying) before: giving the lease back keeps it there. */
+  was_queued: boolean;
+  endpoint_deleted: boolean;
+}
 
 /** What DeliveryService works with: one object, as every service takes its dependencies. */
 export interface DeliveryServiceDeps {
@@ -255,7 +253,8 @@ export class DeliveryService {
   private readonly db: Db;
   private readonly database: Database;
   private readonly clock: Clock;
-  private readonly secrets: SecretBox;
+  /** Manual attempts' requests, built as the worker builds them (attempt-request.ts). */
+  private readonly requests: RequestBuilder;
   private readonly sender: Sender;
   private readonly leaseMs: number;
   private readonly audit: AuditTrail;
@@ -266,7 +265,6 @@ export class DeliveryService {
     ({
       database: this.database,
       clock: this.clock,
-      secrets: this.secrets,
       sender: this.sender,
       leaseMs: this.leaseMs,
       audit: this.audit,
@@ -274,6 +272,7 @@ export class DeliveryService {
       onAttempt: this.onAttempt,
     } = deps);
     this.db = deps.database.db;
+    this.requests = new RequestBuilder(deps.secrets);
     this.manualGate = new EndpointGate(deps.endpointConcurrency ?? 10);
   }
 
@@ -480,27 +479,11 @@ export class DeliveryService {
   ): Promise<void> {
     const now = this.clock.now();
     const token = `replay:${randomBytes(8).toString('hex')}`;
-    const [row] = await this.database.query<{
-      id: string;
-      event_id: string;
-      endpoint_id: string;
-      state: DeliveryState;
-      attempt_count: number;
-      was_queued: boolean;
-      event_type: string;
-      next_attempt_at: Date | null;
-      body: string;
-      trace_parent: string | null;
-      url: string;
-      url_credentials_ciphertext: string | null;
-      secret_ciphertext: string;
-      previous_secret_ciphertext: string | null;
-      signing_key_ciphertext: string | null;
-      previous_signing_key_ciphertext: string | null;
-      endpoint_deleted_at: Date | null;
-      standard_webhooks: boolean | string;
-      custom_headers: string | null;
-    }>(LEASE_FOR_REPLAY_SQL, [token, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, now]);
+    const [row] = await this.database.query<ReplayRow>(
+      LEASE_FOR_REPLAY_SQL,
+      [now, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, token],
+      'lease_for_replay',
+    );
     if (!row) {
       const current = await this.get(scope, id); // 404 when not in scope
       if (!allowed.includes(current.state)) throw new AppError('conflict', refusedCode, `${refused}; this one is ${current.state}.`);
@@ -508,49 +491,24 @@ export class DeliveryService {
     }
     // Gives the lease back untouched: out of the queue for a deleted endpoint or a delivery that
     // was not queued (finished, or parked), else due as before.
-    const wasQueued = row.was_queued === true || (row.was_queued as unknown) === 't';
     const release = (dueAt: Date | null) =>
-      dueAt === null || !wasQueued
+      dueAt === null || !row.was_queued
         ? this.database.query(`DELETE FROM delivery_queue WHERE delivery_id = $1 AND lease_token = $2`, [id, token])
         : this.database.query(
             `UPDATE delivery_queue SET lease_token = NULL, leased_at = NULL, due_at = $3 WHERE delivery_id = $1 AND lease_token = $2`,
             [id, token, dueAt],
           );
-    if (row.endpoint_deleted_at) {
+    if (row.endpoint_deleted) {
       await release(null);
       throw new AppError('conflict', 'endpoint_deleted', 'The endpoint of this delivery was deleted; it can no longer be replayed.');
     }
     try {
-      const current = new OpenedSecret(row.endpoint_id, this.secrets.decrypt(row.secret_ciphertext, row.endpoint_id));
-      const previous = row.previous_secret_ciphertext
-        ? new OpenedSecret(row.endpoint_id, this.secrets.decrypt(row.previous_secret_ciphertext, row.endpoint_id))
-        : null;
-      const credentials = row.url_credentials_ciphertext
-        ? decodeCredentials(this.secrets.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
-        : null;
-      const standardWebhooks = row.standard_webhooks === true || row.standard_webhooks === 't';
-      const privateKeys = openPrivateKeys(this.secrets, row);
-      const result = await sendTraced(
-        this.sender,
-        row,
-        Number(row.attempt_count) + 1,
-        {
-          url: row.url,
-          body: row.body,
-          eventId: row.event_id,
-          secrets: previous ? [current.secret, previous.secret] : [current.secret],
-          credentials,
-          webhookKeys: standardWebhooks ? webhookKeysOf(current, previous) : null,
-          headers: row.custom_headers === null ? null : parseCustomHeaders(row.custom_headers),
-          privateKeys,
-        },
-        false,
-      );
+      const result = await sendTraced(this.sender, row, row.attempt_count + 1, this.requests.build(row), false);
       this.metrics?.observe(result.succeeded, result.errorKind, result.durationMs);
       const next = afterManualAttempt({
         succeeded: result.succeeded,
         state: row.state,
-        nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at) : null,
+        nextAttemptAt: row.next_attempt_at,
       });
       this.onAttempt?.({
         eventType: row.event_type,
@@ -558,7 +516,7 @@ export class DeliveryService {
         deliveryId: id,
         endpointId: row.endpoint_id,
         url: row.url,
-        attempt: Number(row.attempt_count) + 1,
+        attempt: row.attempt_count + 1,
         result,
         nextAttemptAt: next.nextAttemptAt,
         trigger: 'manual',

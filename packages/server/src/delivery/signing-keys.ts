@@ -81,18 +81,6 @@ export class SigningKeys {
   }
 }
 
-/** The live private keys of a row (none when asymmetric signing is off), opened without a cache (manual attempts). */
-export function openPrivateKeys(
-  secrets: SecretBox,
-  row: { endpoint_id: string; signing_key_ciphertext: string | null; previous_signing_key_ciphertext: string | null },
-): KeyObject[] | undefined {
-  if (!row.signing_key_ciphertext) return undefined;
-  const open = (c: string) => privateKeyFrom(secrets.decrypt(c, signingKeyAad(row.endpoint_id)));
-  const keys = [open(row.signing_key_ciphertext)];
-  if (row.previous_signing_key_ciphertext) keys.push(open(row.previous_signing_key_ciphertext));
-  return keys;
-}
-
 /** A decrypted signing secret, as the cache keeps it. */
 export class OpenedSecret {
   /** Undefined until first asked for; null when the secret has no Standard Webhooks key. */

@@ -14,7 +14,6 @@ import type { AttemptResult, SendRequest } from './destinations/attempt.ts';
 import type { Sender } from './sender.ts';
 import { sendTraced } from './attempt-span.ts';
 import { traced } from '../telemetry/tracing.ts';
-import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
 import { PAUSE_CHANNEL, parsePauseNotice, pauseEndpoint } from './pause.ts';
 import { PAUSING_STATUSES, retryAfterMs } from './retry-after.ts';
@@ -32,8 +31,7 @@ interface EndpointSlot {
 }
 import type { DeliveryMetrics } from './metrics.ts';
 import { logAttempt } from './attempt-log.ts';
-import { SigningKeys, webhookKeysOf } from './signing-keys.ts';
-import { CustomHeaderSets } from './custom-headers-cache.ts';
+import { RequestBuilder } from './attempt-request.ts';
 import { QUEUE_VACUUM_INTERVAL_MS, vacuumQueue } from './queue-vacuum.ts';
 import { BatchWriter } from './batch-writer.ts';
 
@@ -137,10 +135,8 @@ export class DeliveryWorker {
   private readonly recording = new Set<Promise<void>>();
   /** Finished attempts' outcomes, written in batches (batch-writer.ts). */
   private readonly outcomes: BatchWriter<Outcome>;
-  /** Signing secrets decrypted by earlier attempts (a new ciphertext after a rotation is a miss). */
-  private readonly keys: SigningKeys;
-  /** Endpoints' custom headers, parsed once per distinct set. */
-  private readonly headerSets = new CustomHeaderSets();
+  /** Builds each attempt's request, keeping decrypted secrets and parsed headers (attempt-request.ts). */
+  private readonly requests: RequestBuilder;
   /** queue-vacuum.ts: when this worker last started a VACUUM of the queue (performance.now()). */
   private lastVacuumAt = Number.NEGATIVE_INFINITY;
   private vacuuming = false;
@@ -156,7 +152,7 @@ export class DeliveryWorker {
 
   constructor(private readonly deps: WorkerDeps) {
     this.limits = fairnessLimits(deps.config);
-    this.keys = new SigningKeys(deps.secrets);
+    this.requests = new RequestBuilder(deps.secrets);
     this.outcomes = new BatchWriter({ max: RECORD_BATCH, delayMs: RECORD_DELAY_MS, write: (batch) => this.writeOutcomes(batch) });
   }
 
@@ -637,30 +633,8 @@ export class DeliveryWorker {
 
   /** The request for a claimed delivery, its secrets decrypted; null (logged) when they can't be. */
   private request(row: ClaimedDelivery): SendRequest | null {
-    const { keys } = this;
     try {
-      const current = keys.open(row.secret_ciphertext, row.endpoint_id);
-      // During a rotation's overlap the claim joined the previous secret too (expiry checked there).
-      const previous = row.previous_secret_ciphertext ? keys.open(row.previous_secret_ciphertext, row.endpoint_id) : null;
-      const credentials = row.url_credentials_ciphertext
-        ? decodeCredentials(keys.decrypt(row.url_credentials_ciphertext, credentialsAad(row.endpoint_id)))
-        : null;
-      const request: SendRequest = {
-        url: row.url,
-        body: row.body,
-        eventId: row.event_id,
-        secrets: previous ? [current.secret, previous.secret] : [current.secret],
-        credentials,
-        webhookKeys: row.standard_webhooks ? webhookKeysOf(current, previous) : null,
-        headers: row.custom_headers === null ? null : this.headerSets.get(row.custom_headers),
-      };
-      // Only endpoints signing with ed25519 pay for it: the others' rows carry null here.
-      if (row.signing_key_ciphertext) {
-        const privateKeys = [keys.privateKey(row.signing_key_ciphertext, row.endpoint_id)];
-        if (row.previous_signing_key_ciphertext) privateKeys.push(keys.privateKey(row.previous_signing_key_ciphertext, row.endpoint_id));
-        request.privateKeys = privateKeys;
-      }
-      return request;
+      return this.requests.build(row);
     } catch (err) {
       // A wrong PAYHOOKS_ENCRYPTION_KEY: sending unsigned would be worse than waiting for the
       // lease to expire and the operator to fix the key.

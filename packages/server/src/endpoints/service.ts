@@ -86,31 +86,28 @@ export interface PublicKey {
 export const MAX_EXPIRE_PREVIOUS_IN = 7 * 86_400;
 export const DEFAULT_EXPIRE_PREVIOUS_IN = 86_400;
 
-export interface CreateEndpointInput {
-  url: string;
-  enabled_events: string[];
+/** How an endpoint is described and sent to, each optional (one entry per setting; the API's schema is EndpointSettings). */
+export interface EndpointSettingsInput {
   description?: string | null | undefined;
   metadata?: Record<string, string> | undefined;
-  delivery_order?: DeliveryOrder | undefined;
-  standard_webhooks?: boolean | undefined;
-  headers?: Record<string, string> | null | undefined;
-  max_requests_per_second?: number | null | undefined;
-  /** Absent: the Platform's default (`asymmetric_signature_default`). */
-  asymmetric_signature?: boolean | undefined;
-}
-
-export interface UpdateEndpointInput {
-  url?: string | undefined;
-  enabled_events?: string[] | undefined;
-  description?: string | null | undefined;
-  metadata?: Record<string, string> | undefined;
-  status?: EndpointStatus | undefined;
   delivery_order?: DeliveryOrder | undefined;
   standard_webhooks?: boolean | undefined;
   /** Replaces the whole set; null or {} removes them all. */
   headers?: Record<string, string> | null | undefined;
   max_requests_per_second?: number | null | undefined;
+  /** Absent at creation: the Platform's default (`asymmetric_signature_default`). */
   asymmetric_signature?: boolean | undefined;
+}
+
+export interface CreateEndpointInput extends EndpointSettingsInput {
+  url: string;
+  enabled_events: string[];
+}
+
+export interface UpdateEndpointInput extends EndpointSettingsInput {
+  url?: string | undefined;
+  enabled_events?: string[] | undefined;
+  status?: EndpointStatus | undefined;
 }
 
 function publicKeyEntry(x: string, createdAt: Date | null, expiresAt: Date | null): PublicKey {

@@ -6,21 +6,24 @@ import type { RequestOrigin, Scope } from '../scope.ts';
 import type { Clock } from '../clock.ts';
 import { platformExists } from './platforms.ts';
 import { OPERATOR_PLATFORM_ID } from '../scope.ts';
-import { toApiEndpoint, type EndpointService, type UpdateEndpointInput, type WebhookEndpoint } from '../endpoints/service.ts';
+import {
+  toApiEndpoint,
+  type EndpointService,
+  type EndpointSettingsInput,
+  type UpdateEndpointInput,
+  type WebhookEndpoint,
+} from '../endpoints/service.ts';
 
 /** An operator endpoint as the internal API shows it: a webhook endpoint and the Platform it hears about. */
 export type OperatorEndpoint = WebhookEndpoint & { platform_id: string | null };
 
-export interface CreateOperatorEndpointInput {
+export interface CreateOperatorEndpointInput extends EndpointSettingsInput {
   url: string;
   environment: Environment;
   /** The Platform whose endpoints it hears about; null or absent: every Platform's. */
   platform_id?: string | null | undefined;
+  /** Absent: every operational event. */
   enabled_events?: string[] | undefined;
-  description?: string | null | undefined;
-  metadata?: Record<string, string> | undefined;
-  standard_webhooks?: boolean | undefined;
-  asymmetric_signature?: boolean | undefined;
 }
 
 /** How many operator endpoints one environment may have: a handful is the use; a list is one page. */
@@ -70,16 +73,10 @@ export class OperatorEndpoints {
           'operator_endpoint_limit',
           `An environment has at most ${MAX_OPERATOR_ENDPOINTS} operator endpoints: delete one you no longer use.`,
         );
+      const { environment, platform_id: _, enabled_events, ...settings } = input;
       const created = await this.endpoints.create(
-        scopeOf(input.environment, origin),
-        {
-          url: input.url,
-          enabled_events: input.enabled_events ?? ['*'],
-          description: input.description,
-          metadata: input.metadata,
-          standard_webhooks: input.standard_webhooks,
-          asymmetric_signature: input.asymmetric_signature,
-        },
+        scopeOf(environment, origin),
+        { ...settings, enabled_events: enabled_events ?? ['*'] },
         tx,
       );
       await tx.insert(operatorEndpoints).values({ endpointId: created.id, platformId });

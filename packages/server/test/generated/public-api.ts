@@ -1671,12 +1671,12 @@ export interface operations {
                     url?: string;
                     /** @description Event types to deliver to this endpoint, or ["*"] for every type. */
                     enabled_events?: components["schemas"]["EnabledEventType"][];
+                    status?: "enabled" | "disabled";
                     description?: string | null;
                     /** @description Up to 50 string pairs (keys up to 40, values up to 500 characters). On update, keys merge and "" removes a key. */
                     metadata?: {
                         [key: string]: string;
                     };
-                    status?: "enabled" | "disabled";
                     /** @description unordered (default): deliveries go as soon as they are due, in any order. per_object: the events about one object (data.object.id) go one at a time, in the order they were published; a later one waits while an earlier one is pending or failed_retrying (see waiting_for on the delivery) and goes once it is delivered or exhausted. Other objects are never held up. */
                     delivery_order?: "unordered" | "per_object";
                     /** @description Also send the Standard Webhooks headers (webhook-id: the event id; webhook-timestamp: the same t as Service-Signature; webhook-signature: v1,<base64> per live secret), so a receiver can verify with a Standard Webhooks library given this endpoint's whsec_ secret. Service-Event-Id and Service-Signature are sent either way. Turning it on for an endpoint whose secret predates it answers 409 secret_not_standard_webhooks_compatible: roll the secret first. */

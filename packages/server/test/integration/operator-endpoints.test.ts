@@ -162,10 +162,17 @@ describe('operator endpoints', () => {
     expect((await svc.api(acme.keys.live, 'GET', `/api/v1/webhook_endpoints/${ep.id}`)).body.health.state).toBe('recovered');
   });
 
-  it('signed and retried like any delivery: a failing operator endpoint is retried and its delivery log is readable through the internal API', async () => {
+  it('signed and retried like any delivery, with the same settings as a merchant endpoint (custom headers, rate cap): a failing operator endpoint is retried and its delivery log is readable through the internal API', async () => {
     const p = await svc.platform('Retried Shop');
-    const created = await operator('POST', '/operator_endpoints', { url: pager.url, environment: 'live', platform_id: p.platform_id });
+    const created = await operator('POST', '/operator_endpoints', {
+      url: pager.url,
+      environment: 'live',
+      platform_id: p.platform_id,
+      headers: { 'X-Pager-Route': 'webhooks-team' },
+      max_requests_per_second: 5,
+    });
     expect(created.status, created.text).toBe(201);
+    expect(created.body).toMatchObject({ headers: { 'X-Pager-Route': 'webhooks-team' }, max_requests_per_second: 5 });
     await merchantEndpoint(p, '/down/retried');
     const start = clock.now().getTime();
     pagerUp = false;
@@ -178,6 +185,7 @@ describe('operator endpoints', () => {
     const tries = verified(pager, created.body.secret, before);
     expect(tries.map((e) => e.type)).toEqual(['webhook_endpoint.failing', 'webhook_endpoint.failing']);
     expect(tries[0]!.id).toBe(tries[1]!.id);
+    expect(pager.requests.slice(before).map((r) => r.headers['x-pager-route'])).toEqual(['webhooks-team', 'webhooks-team']);
     const log = await operator('GET', `/operator_endpoints/${created.body.id}/deliveries`);
     expect(log.status, log.text).toBe(200);
     expect(log.body.data).toHaveLength(1);

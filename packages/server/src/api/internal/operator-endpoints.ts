@@ -3,16 +3,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../../context.ts';
 import { OPERATIONAL_EVENT_TYPES } from '@payhooks/contract';
 import { requestOrigin } from '../request-origin.ts';
-import { ListOf, Metadata, errorResponses } from '../v1/schemas.ts';
+import { ListOf, errorResponses } from '../v1/schemas.ts';
 import { StringEnum } from '../v1/event-schemas.ts';
 import {
-  AsymmetricSignature,
   CreatedEndpointSchema,
   DeletedEndpointSchema,
-  Description,
   EndpointIdParams,
+  EndpointSettings,
   RotateBody,
-  StandardWebhooks,
   Url,
   WebhookEndpointSchema,
   endpointId,
@@ -36,10 +34,7 @@ const CreateBody = Type.Object(
       }),
     ),
     enabled_events: Type.Optional(OperatorEvents),
-    description: Type.Optional(Description),
-    metadata: Type.Optional(Metadata),
-    standard_webhooks: Type.Optional(StandardWebhooks),
-    asymmetric_signature: Type.Optional(AsymmetricSignature),
+    ...EndpointSettings,
   },
   { additionalProperties: false },
 );
@@ -48,11 +43,8 @@ const UpdateBody = Type.Object(
   {
     url: Type.Optional(Url),
     enabled_events: Type.Optional(OperatorEvents),
-    description: Type.Optional(Description),
-    metadata: Type.Optional(Metadata),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
-    standard_webhooks: Type.Optional(StandardWebhooks),
-    asymmetric_signature: Type.Optional(AsymmetricSignature),
+    ...EndpointSettings,
   },
   { additionalProperties: false },
 );

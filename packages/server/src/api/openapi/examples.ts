@@ -186,6 +186,8 @@ export const COMPONENT_EXAMPLES: Record<string, unknown> = {
 
 type Schema = Record<string, unknown>;
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /** An example valid against `schema`; `schemas` resolves `#/components/schemas/…` references. */
 export function exampleOf(schema: Schema | undefined, schemas: Record<string, Schema>, depth = 0): unknown {
   if (!schema || depth > 12) return null;
@@ -193,7 +195,15 @@ export function exampleOf(schema: Schema | undefined, schemas: Record<string, Sc
   if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
   if (typeof schema.$ref === 'string') {
     const name = schema.$ref.replace('#/components/schemas/', '');
-    return name in COMPONENT_EXAMPLES ? COMPONENT_EXAMPLES[name] : exampleOf(schemas[name], schemas, depth + 1);
+    const written = COMPONENT_EXAMPLES[name];
+    if (written === undefined) return exampleOf(schemas[name], schemas, depth + 1);
+    // A required property added to the schema after its example was written gets its own
+    // example (or default) here, so the written example stays valid with no edit of this file.
+    const generated = exampleOf(schemas[name], schemas, depth + 1);
+    if (!isObject(written) || !isObject(generated)) return written;
+    const required = (schemas[name]?.required ?? []) as string[];
+    const missing = required.filter((k) => !(k in written)).map((k) => [k, generated[k]]);
+    return missing.length === 0 ? written : { ...written, ...Object.fromEntries(missing) };
   }
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.allOf)) return Object.assign({}, ...(schema.allOf as Schema[]).map((s) => exampleOf(s, schemas, depth + 1)));

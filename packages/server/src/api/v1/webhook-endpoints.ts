@@ -179,21 +179,22 @@ export const RotateBody = Type.Object(
 );
 
 /**
- * An endpoint's settings as the API and the portal take them (one schema: the OpenAPI document
- * and both routes read it; adding a setting means one entry in each of the two).
+ * How an endpoint is described and sent to, each optional, as every route that writes an
+ * endpoint takes them (v1, the portal, the internal API's operator endpoints; the OpenAPI
+ * documents read the same schemas): a new per-endpoint setting is one entry here.
  */
+export const EndpointSettings = {
+  description: Type.Optional(Description),
+  metadata: Type.Optional(Metadata),
+  delivery_order: Type.Optional(DeliveryOrder),
+  standard_webhooks: Type.Optional(StandardWebhooks),
+  headers: Type.Optional(CustomHeadersInput),
+  max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
+  asymmetric_signature: Type.Optional(AsymmetricSignature),
+};
+
 export const CreateEndpointBody = Type.Object(
-  {
-    url: Url,
-    enabled_events: EnabledEvents,
-    description: Type.Optional(Description),
-    metadata: Type.Optional(Metadata),
-    delivery_order: Type.Optional(DeliveryOrder),
-    standard_webhooks: Type.Optional(StandardWebhooks),
-    headers: Type.Optional(CustomHeadersInput),
-    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
-    asymmetric_signature: Type.Optional(AsymmetricSignature),
-  },
+  { url: Url, enabled_events: EnabledEvents, ...EndpointSettings },
   { additionalProperties: false },
 );
 
@@ -201,14 +202,8 @@ export const UpdateEndpointBody = Type.Object(
   {
     url: Type.Optional(Url),
     enabled_events: Type.Optional(EnabledEvents),
-    description: Type.Optional(Description),
-    metadata: Type.Optional(Metadata),
     status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
-    delivery_order: Type.Optional(DeliveryOrder),
-    standard_webhooks: Type.Optional(StandardWebhooks),
-    headers: Type.Optional(CustomHeadersInput),
-    max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
-    asymmetric_signature: Type.Optional(AsymmetricSignature),
+    ...EndpointSettings,
   },
   { additionalProperties: false },
 );
