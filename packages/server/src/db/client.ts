@@ -72,6 +72,19 @@ export interface OpenOptions {
   logger?: Logger | undefined;
 }
 
+/**
+ * How the raw paths (`query`, `script`, `autocommit`) read values, so both drivers give the same
+ * row: node-postgres returns int8 (bigint columns, `count(*)`, sums) as a string, PGlite as a
+ * number. Numbers here, as PGlite does: what payhooks counts stays far below 2^53. Every other
+ * type already agrees (booleans, Dates, arrays, jsonb; numeric stays an exact string on both);
+ * `database-drivers.test.ts` checks them on each driver. drizzle's own queries keep drizzle's
+ * parsing (its column modes).
+ */
+const RAW_TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
+};
+
 /** How long a request waits for a pooled connection (or a new one) before failing with a 503. */
 const CONNECT_TIMEOUT_MS = 5_000;
 /**
@@ -137,7 +150,7 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
       try {
         await client.query('BEGIN');
         const result = await fn(async (text) => {
-          const r = (await client.query(text)) as pg.QueryResult | pg.QueryResult[];
+          const r = (await client.query({ text, types: RAW_TYPES })) as pg.QueryResult | pg.QueryResult[];
           return (Array.isArray(r) ? (r.at(-1)?.rows ?? []) : r.rows) as Record<string, unknown>[];
         });
         await client.query('COMMIT');
@@ -152,7 +165,7 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
     async autocommit(fn) {
       const client = await pool.connect();
       try {
-        return await fn(async (text) => (await client.query(text)).rows as Record<string, unknown>[]);
+        return await fn(async (text) => (await client.query({ text, types: RAW_TYPES })).rows as Record<string, unknown>[]);
       } finally {
         // Closed, not returned to the pool: whatever the session set (settings, advisory locks,
         // after a failure too) ends with it, and no later borrower inherits it. It serves the
@@ -164,7 +177,7 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
       try {
         // A named statement is parsed and planned once per connection (prepared), then executed
         // by name; hot statements (claim, record) are named. Unnamed ones are parsed every time.
-        return (await (name ? pool.query({ name, text, values: params }) : pool.query(text, params))).rows as T[];
+        return (await pool.query({ name, text, values: params, types: RAW_TYPES })).rows as T[];
       } catch (err) {
         throw new QueryError(name ?? statementName(text), err);
       }

@@ -61,7 +61,6 @@ export type CompactOutcome =
   | { kind: 'compacted'; compaction: Compaction }
   | { kind: 'failed'; failure: CompactionFailure };
 
-const isTrue = (v: unknown) => v === true || v === 't';
 const DAY = 86_400_000;
 const WEEK_MS = 7 * DAY;
 const weekOf = (suffix: string) => new Date(`${suffix.slice(0, 4)}-${suffix.slice(4, 6)}-${suffix.slice(6, 8)}T00:00:00Z`);
@@ -119,7 +118,7 @@ export async function compactOneWeek(database: Database, candidates: string[], l
   for (const p of pending) if (!PARTITION.test(p)) throw new Error(`not a weekly partition: ${p}`);
   return database.autocommit(async (run) => {
     const [lock] = await run(`SELECT pg_try_advisory_lock(${lockKey}) AS ok`);
-    if (!isTrue(lock?.ok)) return { kind: 'busy' } as const;
+    if (lock?.ok !== true) return { kind: 'busy' } as const;
     const record = (partition: string, before: number, after: number, ms: number) =>
       run(
         `INSERT INTO compacted_weeks (partition, compacted_at, index_bytes_before, index_bytes_after, duration_ms)
@@ -132,14 +131,14 @@ export async function compactOneWeek(database: Database, candidates: string[], l
           `SELECT to_regclass('${partition}') IS NOT NULL AS present,
                   EXISTS (SELECT 1 FROM compacted_weeks WHERE partition = '${partition}') AS done`,
         );
-        if (!isTrue(state?.present) || isTrue(state?.done)) continue;
+        if (state?.present !== true || state.done === true) continue;
         // A week that never had a row (one created ahead on a quiet system) has nothing to pack:
         // remembered without a REINDEX, and the run goes on to the next candidate.
         const [empty] = await run(
           `SELECT pg_relation_size('${partition}') = 0 AS empty,
                   (SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) FROM pg_index WHERE indrelid = '${partition}'::regclass) AS bytes`,
         );
-        if (isTrue(empty?.empty)) {
+        if (empty?.empty === true) {
           await record(partition, Number(empty?.bytes), Number(empty?.bytes), 0);
           continue;
         }

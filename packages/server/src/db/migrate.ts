@@ -55,9 +55,7 @@ export interface MigrationStatus {
 export async function migrationStatus(database: Database): Promise<MigrationStatus> {
   return database.script(async (run) => {
     const [exists] = await run(`SELECT to_regclass('payhooks_migrations') IS NOT NULL AS present`);
-    const have = new Set(
-      exists?.present === true || exists?.present === 't' ? (await run('SELECT id FROM payhooks_migrations')).map((r) => Number(r.id)) : [],
-    );
+    const have = new Set(exists?.present === true ? (await run('SELECT id FROM payhooks_migrations')).map((r) => Number(r.id)) : []);
     const known = listMigrations();
     const knownIds = new Set(known.map((m) => m.id));
     return {

@@ -29,7 +29,7 @@ export async function pageOf<TRow extends Record<string, unknown>>(
       .select({ createdAt: table.createdAt, id: table.id, visible: sql<unknown>`${where ?? sql`true`}` })
       .from(table as PgTable)
       .where(eq(table.id, options.startingAfter))) as Array<{ createdAt: unknown; id: unknown; visible: unknown }>;
-    if (!after || !(after.visible === true || after.visible === 't')) {
+    if (after?.visible !== true) {
       throw new AppError('invalid_request', 'resource_missing', `starting_after: no such ${options.what} '${options.startingAfter}'.`, {
         param: 'starting_after',
       });

@@ -99,7 +99,6 @@ export function weekStart(t: Date): Date {
 export const weekSuffix = (week: Date) => week.toISOString().slice(0, 10).replace(/-/g, '');
 const weekOf = (suffix: string) => new Date(`${suffix.slice(0, 4)}-${suffix.slice(4, 6)}-${suffix.slice(6, 8)}T00:00:00Z`);
 const lit = (d: Date) => `'${d.toISOString()}'::timestamptz`;
-const isTrue = (v: unknown) => v === true || v === 't';
 
 class Skipped extends Error {}
 
@@ -145,7 +144,7 @@ export async function maintainPartitions(
     try {
       return await database.script(async (run) => {
         const [lock] = await run(`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`);
-        if (!isTrue(lock?.ok)) throw new Skipped();
+        if (lock?.ok !== true) throw new Skipped();
         await run(`SET LOCAL lock_timeout = '${DDL_LOCK_TIMEOUT_MS}ms'`);
         return fn(run);
       });

@@ -24,16 +24,14 @@ export interface ConnectionRole {
 /** PostgreSQL only: PGlite has one user, itself the owner. */
 export async function connectionRole(database: Database): Promise<ConnectionRole | null> {
   if (database.kind !== 'postgres') return null;
-  const [row] = await database.query<{ user: string; superuser: boolean | string; owner: boolean | string }>(
+  const [row] = await database.query<{ user: string; superuser: boolean; owner: boolean }>(
     `SELECT current_user AS user, r.rolsuper AS superuser, pg_has_role(current_user, c.relowner, 'MEMBER') AS owner
      FROM pg_roles r, pg_class c WHERE r.rolname = current_user AND c.oid = 'audit_events'::regclass`,
     [],
   );
   if (!row) return null;
-  return { user: row.user, superuser: bool(row.superuser), owner: bool(row.owner) };
+  return { user: row.user, superuser: row.superuser, owner: row.owner };
 }
-
-const bool = (v: unknown) => v === true || v === 't';
 
 /** The one line `serve` and `worker` log at start when the audit trail does not bind them; null when it does. */
 export function auditTrailWarning(role: ConnectionRole | null): string | null {
@@ -117,12 +115,12 @@ export async function checkRuntimeRole(database: Database, name: string): Promis
     );
     if (!role) return [`there is no role ${name}: create it with payhooks admin runtime-role ${name}`];
     const problems: string[] = [];
-    if (bool(role.superuser)) problems.push(`${name} is a superuser: it can switch the audit trail's triggers off`);
-    if (bool(role.owner))
+    if (role.superuser === true) problems.push(`${name} is a superuser: it can switch the audit trail's triggers off`);
+    if (role.owner === true)
       problems.push(`${name} owns the audit trail (or is a member of its owner's role): it can disable, drop or detach it`);
-    if (bool(role.createrole)) problems.push(`${name} can create roles: it could grant itself more`);
-    if (bool(role.bypassrls)) problems.push(`${name} bypasses row security`);
-    if (!bool(role.login)) problems.push(`${name} can't log in`);
+    if (role.createrole === true) problems.push(`${name} can create roles: it could grant itself more`);
+    if (role.bypassrls === true) problems.push(`${name} bypasses row security`);
+    if (role.login !== true) problems.push(`${name} can't log in`);
     const tables = await run(
       `SELECT c.relname,
               has_table_privilege('${name}', c.oid, 'SELECT') AS s, has_table_privilege('${name}', c.oid, 'INSERT') AS i,
@@ -134,7 +132,7 @@ export async function checkRuntimeRole(database: Database, name: string): Promis
     );
     for (const t of tables) {
       const rel = String(t.relname);
-      const has = (k: string) => bool(t[k]);
+      const has = (k: string) => t[k] === true;
       if (APPEND_ONLY.includes(rel)) {
         if (has('u') || has('d') || has('t') || has('tr'))
           problems.push(`${name} may change or delete rows of ${rel} (grant only INSERT and SELECT)`);

@@ -188,28 +188,8 @@ export async function claimDue(
     ],
     'claim_due',
   );
-  for (const r of rows) normalise(r);
   return rows;
 }
-
-/**
- * PGlite and node-postgres agree on types here except that counts may arrive as strings and
- * booleans as `t`/`f`. Fixed in place: the rows are the driver's fresh objects.
- */
-function normalise(r: ClaimedDelivery): ClaimedDelivery {
-  r.attempt_count = Number(r.attempt_count);
-  r.automatic_attempts = Number(r.automatic_attempts);
-  r.endpoint_deleted = bool(r.endpoint_deleted);
-  r.endpoint_throttled = bool(r.endpoint_throttled);
-  r.interrupted = bool(r.interrupted);
-  if (r.interrupted_automatic_at !== null && !(r.interrupted_automatic_at instanceof Date))
-    r.interrupted_automatic_at = new Date(r.interrupted_automatic_at);
-  r.standard_webhooks = bool(r.standard_webhooks);
-  if (r.endpoint_rate !== null) r.endpoint_rate = Number(r.endpoint_rate);
-  return r;
-}
-
-const bool = (v: unknown): boolean => v === true || v === 't';
 
 /** Gives claimed rows back without attempting them: a draining worker hands unstarted rows back as due at `dueAt`. */
 export async function releaseClaims(database: Database, options: { ids: string[]; token: string; dueAt: Date }): Promise<void> {

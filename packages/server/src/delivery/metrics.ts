@@ -93,13 +93,13 @@ export class DeliveryMetrics {
       async collect() {
         // Index-only over the pending and failed_retrying ranges of webhook_deliveries_state_idx
         // (migration 0027; state leads it): the backlog, never the history.
-        const rows = await database.query<{ state: string; n: string }>(
+        const rows = await database.query<{ state: string; n: number }>(
           `SELECT state, count(*) AS n FROM webhook_deliveries WHERE state IN ('pending', 'failed_retrying') GROUP BY state`,
           [],
         );
         this.reset();
         for (const s of UNFINISHED_STATES) this.set({ state: s }, 0);
-        for (const r of rows) this.set({ state: r.state }, Number(r.n));
+        for (const r of rows) this.set({ state: r.state }, r.n);
       },
     });
   }

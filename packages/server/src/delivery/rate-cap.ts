@@ -48,9 +48,9 @@ export async function reserveRate(database: Database, endpointId: string, wanted
   );
   if (!row) return { granted: wanted, waitMs: 0, spacingMs: 0, nextFreeMs: 0 };
   return {
-    granted: Number(row.granted),
-    waitMs: Math.max(0, Number(row.wait_ms)),
-    spacingMs: Number(row.spacing_ms),
-    nextFreeMs: Math.max(0, Number(row.next_free_ms)),
+    granted: row.granted,
+    waitMs: Math.max(0, row.wait_ms),
+    spacingMs: row.spacing_ms,
+    nextFreeMs: Math.max(0, row.next_free_ms),
   };
 }

@@ -177,5 +177,5 @@ export async function recordOutcomes(database: Database, outcomes: Outcome[], no
     const recorded = new Set(rows.map((r) => r.delivery_id));
     for (const o of outcomes) if (recorded.has(o.deliveryId)) stats.add(o.endpointId, o.result);
   }
-  return rows.map((r) => ({ ...r, attempt_number: Number(r.attempt_number) }));
+  return rows;
 }

@@ -83,7 +83,7 @@ export function statsRange(
 
 interface Row {
   endpoint_id: string;
-  start: Date | string;
+  start: Date;
   attempts: number;
   successes: number;
   failed_timeout: number;
@@ -94,7 +94,7 @@ interface Row {
   failed_http_5xx: number;
   failed_disabled: number;
   failed_other: number;
-  latency: number[] | string;
+  latency: number[];
 }
 
 const COLUMNS = `endpoint_id, start, attempts, successes, failed_timeout, failed_connection, failed_tls, failed_http_4xx,
@@ -123,13 +123,9 @@ const emptySum = (): Sum => ({
   latency: new Array<number>(LATENCY_BUCKETS).fill(0),
 });
 
-/** PGlite returns arrays; node-postgres too, but a driver may hand the text form. */
-const histogramOf = (v: number[] | string): number[] =>
-  typeof v === 'string' ? v.replace(/[{}]/g, '').split(',').map(Number) : v.map(Number);
-
 function addRow(into: Sum, r: Row): void {
-  into.attempts += Number(r.attempts);
-  into.successes += Number(r.successes);
+  into.attempts += r.attempts;
+  into.successes += r.successes;
   const failed = [
     r.failed_timeout,
     r.failed_connection,
@@ -140,9 +136,8 @@ function addRow(into: Sum, r: Row): void {
     r.failed_disabled,
     r.failed_other,
   ];
-  for (let i = 0; i < failed.length; i++) into.failed[i]! += Number(failed[i]);
-  const h = histogramOf(r.latency);
-  for (let i = 0; i < LATENCY_BUCKETS; i++) into.latency[i]! += h[i] ?? 0;
+  for (let i = 0; i < failed.length; i++) into.failed[i]! += failed[i]!;
+  for (let i = 0; i < LATENCY_BUCKETS; i++) into.latency[i]! += r.latency[i] ?? 0;
 }
 
 function addSum(into: Sum, s: Sum): void {
@@ -161,8 +156,6 @@ function totalsOf(s: Sum): StatsTotals {
   };
 }
 
-const startMs = (v: Date | string) => (v instanceof Date ? v : new Date(v)).getTime();
-
 /** Sums rows into every bucket of the range (zeros where none) and the range's totals. */
 function seriesOf(rows: Row[], range: StatsRange): { series: StatsSeries; perEndpoint: Map<string, Sum> } {
   const step = PERIOD_MS[range.granularity];
@@ -170,7 +163,7 @@ function seriesOf(rows: Row[], range: StatsRange): { series: StatsSeries; perEnd
   for (let t = range.from.getTime(); t < range.until.getTime(); t += step) buckets.set(t, emptySum());
   const perEndpoint = new Map<string, Sum>();
   for (const r of rows) {
-    const bucket = buckets.get(startMs(r.start));
+    const bucket = buckets.get(r.start.getTime());
     if (bucket) addRow(bucket, r);
     let e = perEndpoint.get(r.endpoint_id);
     if (!e) {
@@ -256,7 +249,7 @@ export async function endpointStats(
   if (endpointIds.length === 0) return out;
   // The API's default range: the current hour and the 23 before it.
   const { from, until } = statsRange({}, now);
-  const rows = await database.query<{ endpoint_id: string; start: Date | string; attempts: number; successes: number }>(
+  const rows = await database.query<{ endpoint_id: string; start: Date; attempts: number; successes: number }>(
     `SELECT endpoint_id, start, attempts, successes FROM endpoint_stats
      WHERE endpoint_id = ANY($1::text[]) AND period = 'hour' AND start >= $2 AND start < $3 AND platform_id = $4 AND environment = $5`,
     [endpointIds, from, until, scope.platformId, scope.environment],
@@ -264,12 +257,12 @@ export async function endpointStats(
   );
   for (const r of rows) {
     const s = out.get(r.endpoint_id)!;
-    const b = s.hourly[Math.round((startMs(r.start) - from.getTime()) / PERIOD_MS.hour)];
+    const b = s.hourly[Math.round((r.start.getTime() - from.getTime()) / PERIOD_MS.hour)];
     if (!b) continue;
-    b.attempts += Number(r.attempts);
-    b.succeeded += Number(r.successes);
-    s.attempts += Number(r.attempts);
-    s.succeeded += Number(r.successes);
+    b.attempts += r.attempts;
+    b.succeeded += r.successes;
+    s.attempts += r.attempts;
+    s.succeeded += r.successes;
   }
   for (const s of out.values()) s.success_rate = s.attempts === 0 ? null : s.succeeded / s.attempts;
   return out;

@@ -49,7 +49,7 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
   const disablesAt = (since: Date) => (deps.windowMs > 0 ? new Date(since.getTime() + deps.windowMs) : null);
 
   // Newly failing: through the partial index on failing_since (endpoints failing right now).
-  const candidates = await deps.database.query<{ id: string; failing_since: Date | string }>(
+  const candidates = await deps.database.query<{ id: string; failing_since: Date }>(
     `SELECT id, failing_since FROM webhook_endpoints
      WHERE failing_since IS NOT NULL AND failing_since <= $1 AND health_state <> 'failing'
        AND status = 'enabled' AND deleted_at IS NULL
@@ -58,7 +58,7 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
     'health_failing_candidates',
   );
   for (const c of candidates) {
-    const since = new Date(c.failing_since);
+    const since = c.failing_since;
     const count = await failureRunCounts(deps.database, c.id, since, deps.scheduleMs);
     if (count.failed < deps.failingAttempts || count.succeeded > 0) continue;
     const warning = warningFor(now.getTime() - since.getTime(), deps.windowMs);
@@ -74,7 +74,7 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
 
   // Warnings: failing endpoints whose failures reached half or 90 % of the window.
   if (deps.windowMs > 0) {
-    const due = await deps.database.query<{ id: string; failing_since: Date | string; health_warned: number }>(
+    const due = await deps.database.query<{ id: string; failing_since: Date; health_warned: number }>(
       `SELECT id, failing_since, health_warned FROM webhook_endpoints
        WHERE health_state = 'failing' AND failing_since IS NOT NULL AND failing_since <= $1
          AND status = 'enabled' AND deleted_at IS NULL
@@ -83,9 +83,9 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
       'health_warning_candidates',
     );
     for (const c of due) {
-      const since = new Date(c.failing_since);
+      const since = c.failing_since;
       const warning = warningFor(now.getTime() - since.getTime(), deps.windowMs);
-      if (warning <= Number(c.health_warned)) continue;
+      if (warning <= c.health_warned) continue;
       const moved = await announce(deps, 'webhook_endpoint.failing', 'warning', now, (tx) =>
         tx
           .update(w)
