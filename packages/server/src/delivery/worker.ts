@@ -14,21 +14,12 @@ import type { AttemptResult, SendRequest } from './destinations/attempt.ts';
 import type { Sender } from './sender.ts';
 import { sendTraced } from './attempt-span.ts';
 import { traced } from '../telemetry/tracing.ts';
-import { endpointCapOf, fairnessLimits, THROTTLE_AFTER_TIMEOUTS, type FairnessLimits } from './fairness.ts';
+import { fairnessLimits, type FairnessLimits } from './fairness.ts';
+import { AttemptSlots, attemptHealth, type EndpointSlot, type Held } from './attempt-slots.ts';
 import { PAUSE_CHANNEL, parsePauseNotice, pauseEndpoint } from './pause.ts';
 import { PAUSING_STATUSES, retryAfterMs } from './retry-after.ts';
 import { RATE_LATE_MS, reserveRate } from './rate-cap.ts';
 
-interface EndpointSlot {
-  running: number;
-  waiting: Array<{ row: ClaimedDelivery; token: string }>;
-  cap: number;
-  timeouts: number;
-  /** max_requests_per_second as of the last claim (rate-cap.ts); null: uncapped. */
-  rate: number | null;
-  /** A rate reservation for this endpoint is in flight: the next waits for it. */
-  reserving: boolean;
-}
 import type { DeliveryMetrics } from './metrics.ts';
 import { logAttempt } from './attempt-log.ts';
 import { RequestBuilder } from './attempt-request.ts';
@@ -42,6 +33,12 @@ interface CappedStart {
   deadline: number;
   /** performance.now() when the reservation was asked for: the wait the log shows starts there. */
   waitFrom: number;
+}
+
+/** A claimed row and the claim's lease token, as the slots hold it. */
+interface Claimed {
+  row: ClaimedDelivery;
+  token: string;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -95,28 +92,13 @@ export class DeliveryWorker {
   private woken = false;
   private unlisten: (() => Promise<void>) | null = null;
   private unlistenPauses: (() => Promise<void>) | null = null;
-  /**
-   * Endpoints paused by a Retry-After (pause.ts), until when (the injected clock's ms). Usually
-   * empty: every check of it on the hot path is behind `size > 0`.
-   */
-  private readonly paused = new Map<string, number>();
-  /**
-   * Capped endpoints whose cap had no room in the last reservation, until when it has
-   * (performance.now()): left out of claims meanwhile, so their backlog stays in the database
-   * instead of being claimed and handed back by every claim.
-   */
-  private readonly capFull = new Map<string, number>();
   /** Consecutive failed claims (database unreachable), for logging once per outage. */
   private claimFailures = 0;
   /**
-   * Attempts running or waiting for their endpoint's slot, per endpoint, with the endpoint's
-   * current cap (one while throttled) and its timeouts seen here since its last answer.
+   * Which claimed rows run and which wait, per endpoint and Platform, with pauses and rate
+   * reservations (attempt-slots.ts): every count of the worker's scheduling lives there.
    */
-  private readonly perEndpoint = new Map<string, EndpointSlot>();
-  /** Claimed rows not finished (running or waiting), per Platform: held under `platformCap`. */
-  private readonly perPlatform = new Map<string, number>();
-  /** Attempts whose HTTP part is running: what PAYHOOKS_WORKER_CONCURRENCY bounds. */
-  private inFlight = 0;
+  private readonly slots: AttemptSlots<Claimed>;
   /**
    * The last claim may have left due rows behind (it was full, it skipped endpoints or
    * Platforms at their cap, or it could not run at the worker's cap): a finished attempt then
@@ -124,10 +106,6 @@ export class DeliveryWorker {
    * nothing, doubling the claims per delivery; new work announces itself by NOTIFY.
    */
   private moreMayBeDue = true;
-  /** Some endpoint has queued rows and a free slot, but the worker-wide cap is reached. */
-  private heldBack = false;
-  /** Claimed rows waiting locally for their endpoint's slot (not in flight, but leased). */
-  private waiting = 0;
   private readonly limits: FairnessLimits;
   /** Attempts whose HTTP part is running. */
   private readonly settled = new Set<Promise<void>>();
@@ -152,6 +130,16 @@ export class DeliveryWorker {
 
   constructor(private readonly deps: WorkerDeps) {
     this.limits = fairnessLimits(deps.config);
+    this.slots = new AttemptSlots<Claimed>(
+      { ...this.limits, workerConcurrency: deps.config.workerConcurrency },
+      {
+        start: (endpointId, c) => this.startAttempt(endpointId, c.row, c.token),
+        reserve: (endpointId, slot, taken) => this.reserve(endpointId, slot, taken),
+        handBack: (items, dueAtMs) => this.trackRecording(this.handBack(items, dueAtMs === null ? undefined : new Date(dueAtMs))),
+      },
+      () => deps.clock.now().getTime(),
+      () => performance.now(),
+    );
     this.requests = new RequestBuilder(deps.secrets);
     this.outcomes = new BatchWriter({ max: RECORD_BATCH, delayMs: RECORD_DELAY_MS, write: (batch) => this.writeOutcomes(batch) });
   }
@@ -162,7 +150,7 @@ export class DeliveryWorker {
     this.unlisten = await this.deps.database.listen(WAKE_CHANNEL, () => this.signal());
     this.unlistenPauses = await this.deps.database.listen(PAUSE_CHANNEL, (payload) => {
       const notice = parsePauseNotice(payload);
-      if (notice) this.pauseLocally(notice.endpointId, notice.untilMs);
+      if (notice) this.slots.pause(notice.endpointId, notice.untilMs);
     });
     this.loopDone = this.loop();
   }
@@ -173,7 +161,7 @@ export class DeliveryWorker {
     this.running = false;
     this.signal();
     await this.loopDone;
-    await this.releaseWaiting();
+    this.slots.releaseWaiting();
     await Promise.all([...this.settled]);
     await this.outcomes.flushAll();
     await Promise.all([...this.recording]);
@@ -190,7 +178,7 @@ export class DeliveryWorker {
     for (;;) {
       const claimed = await this.claim();
       total += claimed;
-      while (this.inFlight + this.waiting > 0) await Promise.all([...this.settled]);
+      while (this.slots.inFlight + this.slots.waiting > 0) await Promise.all([...this.settled]);
       await this.outcomes.flushAll();
       await Promise.all([...this.recording]);
       if (claimed === 0) {
@@ -230,7 +218,7 @@ export class DeliveryWorker {
         else this.deps.logger.debug({ err, failures: this.claimFailures }, 'claiming deliveries failed again');
       }
       // Not while claims fail: the database is away, and the counts wait in memory meanwhile.
-      if (this.claimFailures === 0) this.maybeFlushStats(claimed === 0 && this.inFlight === 0 && this.waiting === 0);
+      if (this.claimFailures === 0) this.maybeFlushStats(claimed === 0 && this.slots.inFlight === 0 && this.slots.waiting === 0);
       if (full && this.running) continue; // more may be due right now
       await new Promise<void>((resolve) => {
         if (this.woken || !this.running) return resolve();
@@ -243,13 +231,9 @@ export class DeliveryWorker {
     }
   }
 
-  /**
-   * Rows the next claim may take: free attempt slots (rows waiting locally don't occupy one),
-   * as long as the local queue holds less than a worker's worth of leased rows.
-   */
+  /** Rows the next claim may take (attempt-slots.ts). */
   private claimable(): number {
-    const { workerConcurrency } = this.deps.config;
-    return Math.min(workerConcurrency - this.inFlight, workerConcurrency - this.waiting);
+    return this.slots.claimable();
   }
 
   /** One claim; starts (or queues behind their endpoint's cap) the claimed attempts. */
@@ -259,14 +243,8 @@ export class DeliveryWorker {
     // Up to one cap of rows per endpoint waits locally behind the cap in flight, so a freed
     // slot starts its next attempt at once instead of after a claim round trip. More is
     // excluded, and so are Platforms holding their share (fairness.ts).
-    // Loops, not spread-filter-map: the map holds every endpoint in flight, and this runs per claim.
-    const saturated: string[] = [];
-    for (const [id, s] of this.perEndpoint) if (s.running + s.waiting.length >= 2 * s.cap) saturated.push(id);
-    const fullPlatforms: string[] = [];
-    for (const [id, held] of this.perPlatform) if (held >= platformCap) fullPlatforms.push(id);
+    const { endpoints: saturated, platforms: fullPlatforms } = this.slots.exclusions();
     const now = this.deps.clock.now();
-    if (this.paused.size > 0) this.excludeHeld(saturated, this.paused, now.getTime());
-    if (this.capFull.size > 0) this.excludeHeld(saturated, this.capFull, performance.now());
     const token = `${this.id}:${++this.claimSeq}`;
     const rows = await traced(
       'claim',
@@ -312,10 +290,11 @@ export class DeliveryWorker {
         disabled++;
       } else if (row.endpoint_paused_until !== null) {
         // Published (or retried) during a Retry-After pause: back to the queue, due when it ends.
-        this.pauseLocally(row.endpoint_id, row.endpoint_paused_until.getTime());
+        this.slots.pause(row.endpoint_id, row.endpoint_paused_until.getTime());
         this.giveBack(row, token, row.endpoint_paused_until);
         paused++;
-      } else this.enqueue(row, token);
+      } else
+        this.slots.admit(row.endpoint_id, row.platform_id, { row, token }, { rate: row.endpoint_rate, throttled: row.endpoint_throttled });
     }
     if (cancel.length) await cancelClaims(this.deps.database, { ids: cancel, token, now });
     if (rescheduled.length) await rescheduleClaims(this.deps.database, { steps: rescheduled, token, now });
@@ -341,77 +320,12 @@ export class DeliveryWorker {
     this.recordOutcome(row, token, result);
   }
 
-  /** Adds to `into` the keys of `held` whose time is still ahead of `now`; forgets the others. */
-  private excludeHeld(into: string[], held: Map<string, number>, now: number): void {
-    for (const [id, until] of held) {
-      if (until > now) into.push(id);
-      else held.delete(id);
-    }
-  }
-
-  private enqueue(row: ClaimedDelivery, token: string): void {
-    let slot = this.perEndpoint.get(row.endpoint_id);
-    if (!slot) {
-      slot = { running: 0, waiting: [], cap: this.limits.endpointCap, timeouts: 0, rate: row.endpoint_rate, reserving: false };
-      this.perEndpoint.set(row.endpoint_id, slot);
-    } else slot.rate = row.endpoint_rate;
-    // The database's view of the breaker, as of this claim (other workers' attempts count too).
-    if (row.endpoint_throttled) this.setCap(slot, endpointCapOf(this.limits, true));
-    else if (slot.timeouts < THROTTLE_AFTER_TIMEOUTS) slot.cap = endpointCapOf(this.limits, false);
-    this.perPlatform.set(row.platform_id, (this.perPlatform.get(row.platform_id) ?? 0) + 1);
-    this.waiting++;
-    slot.waiting.push({ row, token });
-    this.pump(row.endpoint_id);
-  }
-
-  private pump(endpointId: string): void {
-    const slot = this.perEndpoint.get(endpointId);
-    if (!slot) return;
-    if (this.paused.size > 0 && this.holdIfPaused(endpointId, slot)) return;
-    if (slot.rate !== null) {
-      this.pumpCapped(endpointId, slot);
-      return;
-    }
-    while (slot.running < slot.cap && slot.waiting.length > 0 && this.inFlight < this.deps.config.workerConcurrency) {
-      const next = slot.waiting.shift()!;
-      slot.running++;
-      this.waiting--;
-      this.inFlight++;
-      this.startAttempt(slot, endpointId, next.row, next.token);
-    }
-    if (slot.waiting.length > 0 && slot.running < slot.cap) this.heldBack = true;
-  }
-
-  /** During a pause, hands back the endpoint's queued rows, due when it ends; false when not paused. */
-  private holdIfPaused(endpointId: string, slot: EndpointSlot): boolean {
-    const until = this.paused.get(endpointId);
-    if (until === undefined) return false;
-    if (until <= this.deps.clock.now().getTime()) {
-      this.paused.delete(endpointId);
-      return false;
-    }
-    if (slot.waiting.length > 0) this.trackRecording(this.handBack(slot.waiting.splice(0), new Date(until)));
-    if (slot.running === 0) this.perEndpoint.delete(endpointId);
-    return true;
-  }
-
   /**
-   * An endpoint with a rate cap: takes the rows that may start under its concurrency cap,
-   * reserves start times for them across the fleet (rate-cap.ts), starts each at its time, and
-   * hands back the rest as due when the cap has room. One reservation at a time per endpoint.
+   * Asks for start times for rate-capped rows across the fleet (rate-cap.ts) and starts each at
+   * its time; the rows that got none go back, due when the cap has room.
    */
-  private pumpCapped(endpointId: string, slot: EndpointSlot): void {
-    if (slot.reserving) return;
-    const n = Math.min(slot.cap - slot.running, slot.waiting.length, this.deps.config.workerConcurrency - this.inFlight);
-    if (n <= 0) {
-      if (slot.waiting.length > 0 && slot.running < slot.cap) this.heldBack = true;
-      return;
-    }
-    const taken = slot.waiting.splice(0, n);
-    slot.running += n;
-    this.waiting -= n;
-    this.inFlight += n;
-    slot.reserving = true;
+  private reserve(endpointId: string, slot: EndpointSlot<Claimed>, taken: Held<Claimed>[]): void {
+    const n = taken.length;
     const t0 = performance.now();
     const p: Promise<void> = reserveRate(this.deps.database, endpointId, n)
       .then(
@@ -420,42 +334,24 @@ export class DeliveryWorker {
           // early, and t0 + wait + RATE_LATE_MS is never more than RATE_LATE_MS late.
           const received = performance.now();
           for (let i = 0; i < r.granted && i < n; i++)
-            this.startAttempt(slot, endpointId, taken[i]!.row, taken[i]!.token, {
+            this.startAttempt(endpointId, taken[i]!.item.row, taken[i]!.item.token, {
               at: received + r.waitMs + i * r.spacingMs,
               deadline: t0 + r.waitMs + i * r.spacingMs + RATE_LATE_MS,
               waitFrom: t0,
             });
-          if (r.granted >= n) return;
           // No room within the horizon: these, and what waits behind them, go back until there is.
-          this.capFull.set(endpointId, t0 + r.nextFreeMs);
-          const rest = taken.slice(r.granted);
-          this.unstart(slot, rest);
-          this.trackRecording(
-            this.handBack([...rest, ...slot.waiting.splice(0)], new Date(this.deps.clock.now().getTime() + r.nextFreeMs)),
-          );
+          if (r.granted < n) this.slots.reservationShort(endpointId, slot, taken.slice(r.granted), r.nextFreeMs);
         },
         (err: unknown) => {
           this.deps.logger.warn({ err, endpoint: endpointId }, 'reserving rate-capped attempts failed; handing them back for a second');
-          this.capFull.set(endpointId, t0 + 1000);
-          this.unstart(slot, taken);
-          this.trackRecording(this.handBack(taken, new Date(this.deps.clock.now().getTime() + 1000)));
+          this.slots.reservationShort(endpointId, slot, taken, 1000);
         },
       )
       .finally(() => {
-        slot.reserving = false;
         this.settled.delete(p);
-        if (this.perEndpoint.get(endpointId) !== slot) return;
-        if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
-        else this.pump(endpointId);
+        this.slots.reservationSettled(endpointId, slot);
       });
     this.settled.add(p);
-  }
-
-  /** Rows taken for a start that won't happen here: counted as waiting again, for handBack. */
-  private unstart(slot: EndpointSlot, rows: readonly unknown[]): void {
-    slot.running -= rows.length;
-    this.inFlight -= rows.length;
-    this.waiting += rows.length;
   }
 
   private trackRecording(p: Promise<void>): void {
@@ -463,18 +359,7 @@ export class DeliveryWorker {
     void p.finally(() => this.recording.delete(p));
   }
 
-  /**
-   * A Retry-After pause, from this worker's answer, another worker's NOTIFY, or a claim: rows held
-   * here for the endpoint go back to the queue, due when it ends.
-   */
-  private pauseLocally(endpointId: string, untilMs: number): void {
-    if (untilMs <= this.deps.clock.now().getTime()) return;
-    if ((this.paused.get(endpointId) ?? 0) < untilMs) this.paused.set(endpointId, untilMs);
-    const slot = this.perEndpoint.get(endpointId);
-    if (slot) this.holdIfPaused(endpointId, slot);
-  }
-
-  /** One claimed row back to the queue, due at `dueAt`, outside the local counters. */
+  /** One claimed row back to the queue, due at `dueAt`, outside the slots (they never held it). */
   private giveBack(row: ClaimedDelivery, token: string, dueAt: Date): void {
     this.trackRecording(
       releaseClaims(this.deps.database, { ids: [row.id], token, dueAt }).catch((err) =>
@@ -483,45 +368,12 @@ export class DeliveryWorker {
     );
   }
 
-  private release(platformId: string): void {
-    const held = (this.perPlatform.get(platformId) ?? 1) - 1;
-    if (held > 0) this.perPlatform.set(platformId, held);
-    else this.perPlatform.delete(platformId);
-  }
-
-  /** This worker's own view of the breaker, so it reacts before the next claim tells it. */
-  private observeHealth(slot: EndpointSlot, result: AttemptResult): void {
-    // An answer: an HTTP status, or a broker's confirmation or refusal (record.ts counts the same).
-    if (result.statusCode !== null || result.succeeded || result.errorKind === 'broker') {
-      slot.timeouts = 0;
-      slot.cap = endpointCapOf(this.limits, false);
-    } else if (result.errorKind === 'timeout' && ++slot.timeouts >= THROTTLE_AFTER_TIMEOUTS) {
-      this.setCap(slot, endpointCapOf(this.limits, true));
-    }
-  }
-
-  /**
-   * Lowers an endpoint's cap. Rows queued for it beyond the new cap would now wait several
-   * attempt deadlines, past their lease (then another worker sends them too, and our outcome
-   * is dropped), so they are handed back as due now.
-   */
-  private setCap(slot: EndpointSlot, cap: number): void {
-    slot.cap = cap;
-    const excess = slot.waiting.splice(cap);
-    if (excess.length === 0) return;
-    this.trackRecording(this.handBack(excess));
-  }
-
-  /** Gives queued (unstarted) rows back to the database as due at `dueAt` (now by default). */
-  private async handBack(rows: Array<{ row: ClaimedDelivery; token: string }>, dueAt?: Date): Promise<void> {
+  /** Gives rows the slots let go back to the database as due at `dueAt` (now by default). */
+  private async handBack(rows: Claimed[], dueAt?: Date): Promise<void> {
     // Due again now: the next completion looks for them (another worker may take them first).
     if (rows.length > 0 && dueAt === undefined) this.moreMayBeDue = true;
     const byToken = new Map<string, string[]>();
-    for (const w of rows) {
-      this.waiting--;
-      this.release(w.row.platform_id);
-      byToken.set(w.token, [...(byToken.get(w.token) ?? []), w.row.id]);
-    }
+    for (const w of rows) byToken.set(w.token, [...(byToken.get(w.token) ?? []), w.row.id]);
     for (const [token, ids] of byToken) {
       await releaseClaims(this.deps.database, { ids, token, dueAt: dueAt ?? this.deps.clock.now() }).catch((err) =>
         this.deps.logger.error({ err }, 'releasing claims failed; leases will expire'),
@@ -533,7 +385,7 @@ export class DeliveryWorker {
    * Sends one claimed delivery, queues its outcome for the batch write, then frees its slot. One
    * promise chain per attempt, the sender's and one `then`: this runs thousands of times a second.
    */
-  private startAttempt(slot: EndpointSlot, endpointId: string, row: ClaimedDelivery, token: string, capped?: CappedStart): void {
+  private startAttempt(endpointId: string, row: ClaimedDelivery, token: string, capped?: CappedStart): void {
     let sent: Promise<AttemptResult | null>;
     if (capped) sent = this.sendCapped(endpointId, row, token, capped);
     else {
@@ -557,11 +409,11 @@ export class DeliveryWorker {
             result = null;
           }
         }
-        this.finished(p, slot, endpointId, row, result);
+        this.finished(p, endpointId, row, result);
       },
       (err: unknown) => {
         this.unexpected(err, row);
-        this.finished(p, slot, endpointId, row, null);
+        this.finished(p, endpointId, row, null);
       },
     );
     this.settled.add(p);
@@ -582,8 +434,8 @@ export class DeliveryWorker {
       this.giveBack(row, token, new Date(this.deps.clock.now().getTime() + RATE_LATE_MS));
       return null;
     }
-    const until = this.paused.size > 0 ? this.paused.get(endpointId) : undefined;
-    if (until !== undefined && until > this.deps.clock.now().getTime()) {
+    const until = this.slots.pausedUntil(endpointId);
+    if (until !== undefined) {
       this.giveBack(row, token, new Date(until));
       return null;
     }
@@ -600,7 +452,7 @@ export class DeliveryWorker {
     const now = this.deps.clock.now().getTime();
     const ms = retryAfterMs(retryAfter, now);
     if (ms === null) return;
-    this.pauseLocally(endpointId, now + ms);
+    this.slots.pause(endpointId, now + ms);
     this.trackRecording(
       pauseEndpoint(this.deps.database, endpointId, new Date(now + ms)).catch((err: unknown) =>
         this.deps.logger.warn({ err, endpoint: endpointId }, 'recording a Retry-After pause failed; this worker still honours it'),
@@ -612,22 +464,10 @@ export class DeliveryWorker {
     this.deps.logger.error({ err, delivery: row.id }, 'attempt failed unexpectedly; its lease will expire and it will be retried');
   }
 
-  /** An attempt's slot is free again: start what waits for it, and what the worker-wide cap held back. */
-  private finished(p: Promise<void>, slot: EndpointSlot, endpointId: string, row: ClaimedDelivery, result: AttemptResult | null): void {
-    slot.running--;
-    this.inFlight--;
+  /** An attempt's slot is free again: the slots start what waits for it. */
+  private finished(p: Promise<void>, endpointId: string, row: ClaimedDelivery, result: AttemptResult | null): void {
     this.settled.delete(p);
-    this.release(row.platform_id);
-    if (result) this.observeHealth(slot, result);
-    if (slot.running === 0 && slot.waiting.length === 0) this.perEndpoint.delete(endpointId);
-    else this.pump(endpointId);
-    // Rows held back by the worker-wide cap (not their endpoint's) may start now. Only
-    // looked for when some were: this runs on every completion.
-    if (this.heldBack) {
-      this.heldBack = false;
-      for (const [id, other] of this.perEndpoint)
-        if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
-    }
+    this.slots.finish(endpointId, row.platform_id, result && attemptHealth(result));
     if (this.moreMayBeDue) this.signal();
   }
 
@@ -656,8 +496,8 @@ export class DeliveryWorker {
       now: clock.now(),
     });
     // A retry falling inside a Retry-After pause waits for its end: never earlier than the schedule.
-    if (this.paused.size > 0 && next.nextAttemptAt !== null) {
-      const until = this.paused.get(row.endpoint_id);
+    if (next.nextAttemptAt !== null) {
+      const until = this.slots.pausedUntil(row.endpoint_id);
       if (until !== undefined && until > next.nextAttemptAt.getTime()) next.nextAttemptAt = new Date(until);
     }
     // The endpoint's slot frees as soon as the answer is in; the row stays leased until the
@@ -761,10 +601,6 @@ export class DeliveryWorker {
         await new Promise((r) => setTimeout(r, 500));
       }
     }
-  }
-
-  private async releaseWaiting(): Promise<void> {
-    await this.handBack([...this.perEndpoint.values()].flatMap((slot) => slot.waiting.splice(0)));
   }
 }
 
