@@ -14,9 +14,17 @@ export default defineConfig({
   test: {
     include: [
       'packages/contract/test/unit/**/*.test.ts',
-      ...['ip-ranges', 'url-policy', 'encryption', 'api-keys', 'schedule', 'enabled-events', 'payment-state-machine', 'config'].map(
-        (name) => `packages/server/test/unit/${name}.test.ts`,
-      ),
+      ...[
+        'ip-ranges',
+        'url-policy',
+        'encryption',
+        'api-keys',
+        'schedule',
+        'enabled-events',
+        'payment-state-machine',
+        'config',
+        'attempt-slots',
+      ].map((name) => `packages/server/test/unit/${name}.test.ts`),
       'packages/receiver/test/verify.test.ts',
       'packages/receiver/test/verify-inputs.test.ts',
       'packages/receiver/test/sharpening.test.ts',

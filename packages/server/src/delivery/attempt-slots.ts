@@ -164,13 +164,7 @@ export class AttemptSlots<T> {
     if (health !== null) this.observeHealth(slot, health);
     if (slot.running === 0 && slot.waiting.length === 0 && !slot.reserving) this.perEndpoint.delete(endpointId);
     else this.pump(endpointId);
-    // Rows held back by the worker-wide cap (not their endpoint's) may start now. Only looked
-    // for when some were: this runs on every completion.
-    if (this.heldBack) {
-      this.heldBack = false;
-      for (const [id, other] of this.perEndpoint)
-        if (other !== slot && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
-    }
+    this.startHeldBack(slot);
   }
 
   /**
@@ -184,6 +178,9 @@ export class AttemptSlots<T> {
     this.running -= rest.length;
     this.queued += rest.length;
     this.handBack([...rest, ...slot.waiting.splice(0)], this.now() + nextFreeMs);
+    // The rows that got no start gave their worker slots back: what the worker-wide cap held
+    // back elsewhere may start on them (with nothing else running, nothing else would start it).
+    this.startHeldBack(slot);
   }
 
   /** The endpoint's reservation is over (answered or failed): the next may start. */
@@ -214,6 +211,17 @@ export class AttemptSlots<T> {
       if (slot.running === 0 && !slot.reserving) this.perEndpoint.delete(id);
     }
     if (rows.length > 0) this.handBack(rows, null);
+  }
+
+  /**
+   * Rows held back by the worker-wide cap (not their endpoint's) may start now that slots freed.
+   * Only looked for when some were: this runs on every completion.
+   */
+  private startHeldBack(freed: EndpointSlot<T>): void {
+    if (!this.heldBack) return;
+    this.heldBack = false;
+    for (const [id, other] of this.perEndpoint)
+      if (other !== freed && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
   }
 
   private pump(endpointId: string): void {
