@@ -13,7 +13,16 @@ export interface Received {
 }
 
 /** What the receiver does with a request: answer, wait first, or cut the connection. */
-export type Behaviour = { status: number; body?: string; delayMs?: number; headers?: Record<string, string> } | 'reset';
+export type Behaviour =
+  | {
+      status: number;
+      body?: string;
+      delayMs?: number;
+      headers?: Record<string, string>;
+      /** Answer only once this settles: holds an attempt open for as long as a test needs. */
+      until?: Promise<unknown>;
+    }
+  | 'reset';
 
 /**
  * A real HTTP receiver on 127.0.0.1:0 that records every request byte for byte, for end-to-end
@@ -64,7 +73,8 @@ export async function startReceiver(
         res.writeHead(b.status, b.headers ?? {});
         res.end(b.body ?? '');
       };
-      if (b.delayMs) setTimeout(answer, b.delayMs);
+      if (b.until) void b.until.finally(answer);
+      else if (b.delayMs) setTimeout(answer, b.delayMs);
       else answer();
     });
   });

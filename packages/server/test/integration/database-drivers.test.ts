@@ -67,9 +67,7 @@ describe(`the database layer on ${backend}`, () => {
   });
 
   it('a failing statement rejects with a QueryError naming the statement and its SQLSTATE', async () => {
-    const err = await t.database
-      .query('SELECT $1::int AS n', ['not a number'], 'conformance_bad')
-      .catch((e) => e);
+    const err = await t.database.query('SELECT $1::int AS n', ['not a number'], 'conformance_bad').catch((e) => e);
     expect(err).toBeInstanceOf(QueryError);
     expect(err).toMatchObject({ statement: 'conformance_bad', code: '22P02' });
   });

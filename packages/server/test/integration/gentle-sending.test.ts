@@ -4,6 +4,7 @@ import { ManualClock, startService, type TestService } from '../helpers/service.
 import { startReceiver, type Behaviour, type TestReceiver } from '../helpers/receiver.ts';
 import { publish } from '../helpers/publish.ts';
 import { RETRY_AFTER_MAX_MS } from '../../src/delivery/retry-after.ts';
+import { pauseEndpoint } from '../../src/delivery/pause.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 
@@ -271,5 +272,85 @@ describe('max_requests_per_second', () => {
     // The API and the portal refuse the same values.
     await svc.api(p.keys.sandbox, 'DELETE', path);
     await svc.api(p.keys.sandbox, 'DELETE', `/api/v1/webhook_endpoints/${plain.body.id}`);
+  });
+});
+
+describe('a pause reaches the other running workers', () => {
+  let svc: TestService;
+  let receiver: TestReceiver;
+  let worker: DeliveryWorker;
+
+  beforeAll(async () => {
+    // One attempt per endpoint at a time, so a started worker holds a second row waiting locally.
+    svc = await startService({ allowPrivateUrls: true, endpointConcurrency: 1 });
+    receiver = await startReceiver();
+    worker = svc.ctx.createWorker();
+    await worker.start();
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await receiver?.close();
+    await svc?.close();
+  });
+
+  const queueRow = async (deliveryId: string) =>
+    (
+      await svc.ctx.database.query<{ lease_token: string | null; due_at: Date }>(
+        'SELECT lease_token, due_at FROM delivery_queue WHERE delivery_id = $1',
+        [deliveryId],
+      )
+    )[0];
+
+  it("spec 8: a pause another worker records (its NOTIFY) makes a started worker hand back the rows it holds for the endpoint, due at the pause's end, and send nothing more", async () => {
+    const p = await svc.platform();
+    const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+      url: `${new URL(receiver.url).origin}/held`,
+      enabled_events: ['*'],
+    });
+    expect(created.status).toBe(201);
+    // The first request is held open: meanwhile the worker holds the second row locally.
+    let answerFirst = () => {};
+    const held = new Promise<void>((resolve) => {
+      answerFirst = resolve;
+    });
+    receiver.behave((_req, i) => (i === 0 ? { status: 200, until: held } : { status: 200 }));
+    const events = [];
+    for (let i = 0; i < 3; i++) events.push(await publish(svc.ctx, p.merchant_id));
+    const deliveryIds: string[] = [];
+    for (const e of events) {
+      const r = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${e.event.id}`);
+      deliveryIds.push(r.body.data[0].id);
+    }
+    await receiver.waitFor(1);
+    // Two rows leased by the worker: one in flight, one waiting for the endpoint's slot.
+    await expect
+      .poll(async () => (await Promise.all(deliveryIds.map(queueRow))).filter((q) => q?.lease_token).length, { timeout: 15_000 })
+      .toBe(2);
+    const waiting = (await Promise.all(deliveryIds.map(async (id) => ({ id, q: await queueRow(id) })))).find(
+      (x, i) => i > 0 && x.q?.lease_token,
+    )!;
+    // What another worker does on a 429 with Retry-After: record the pause and NOTIFY it.
+    const until = new Date(Math.ceil((Date.now() + 600_000) / 1000) * 1000);
+    await pauseEndpoint(svc.ctx.database, created.body.id, until);
+    // Only the notice can reach the waiting row: its lease keeps the database's update off it.
+    await expect
+      .poll(
+        async () => {
+          const q = await queueRow(waiting.id);
+          return q === undefined ? 'not queued' : q.lease_token;
+        },
+        { timeout: 15_000 },
+      )
+      .toBeNull();
+    expect((await queueRow(waiting.id))?.due_at.getTime()).toBe(until.getTime());
+    // The held attempt is answered and recorded; nothing else was sent to the paused endpoint.
+    answerFirst();
+    await expect
+      .poll(async () => (await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries/${deliveryIds[0]}`)).body.attempts.length, {
+        timeout: 15_000,
+      })
+      .toBe(1);
+    expect(receiver.requests).toHaveLength(1);
+    for (const id of deliveryIds.slice(1)) expect((await queueRow(id))?.due_at.getTime()).toBe(until.getTime());
   });
 });

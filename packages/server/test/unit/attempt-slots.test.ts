@@ -333,6 +333,27 @@ describe('AttemptSlots: the rules, one example each', () => {
     expect(h.started.map((i) => i.id)).toEqual([0, 1, 4]);
   });
 
+  it('once a pause has ended, the next row starts at once (nothing else needs to look first)', () => {
+    const h = harness(config);
+    h.slots.pause('we_a', h.clock.now + 1_000);
+    h.clock.now += 1_000;
+    admit(h, item(0));
+    expect(h.started.map((i) => i.id)).toEqual([0]);
+    expect(h.handedBack).toEqual([]);
+  });
+
+  it("a claim that doesn't know of this worker's timeouts yet keeps the endpoint throttled here", () => {
+    const h = harness({ workerConcurrency: 8, endpointConcurrency: 3, platformShare: 1 });
+    for (let i = 0; i < 4; i++) admit(h, item(i));
+    for (let i = 0; i < 3; i++) h.slots.finish('we_a', 'plt_1', 'timeout');
+    expect(h.started.map((i) => i.id)).toEqual([0, 1, 2, 3]);
+    admit(h, item(4));
+    admit(h, item(5));
+    expect(h.slots.snapshot().endpoints.get('we_a')?.cap).toBe(1);
+    expect(h.started.map((i) => i.id)).toEqual([0, 1, 2, 3]);
+    expect(h.slots.waiting).toBe(2);
+  });
+
   it('a pause already over changes nothing', () => {
     const h = harness(config);
     h.slots.pause('we_a', h.clock.now);
