@@ -566,6 +566,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 }
 
 /**
+ * One setting from the environment alone, checked as `loadConfig` checks it: for a command that
+ * needs nothing else of the configuration (`payhooks check-receiver` and the egress proxy).
+ */
+export function readSetting<K extends keyof Config>(key: K, env: NodeJS.ProcessEnv = process.env): Config[K] | undefined {
+  const s = (SETTINGS as readonly Setting<keyof Config>[]).find((x) => x.key === key) as Setting<K>;
+  const raw = env[s.env];
+  const value = raw !== undefined && raw !== '' ? raw : s.default;
+  return value === undefined ? undefined : s.parse(value, s.env);
+}
+
+/**
  * Settings that are each valid but together would silently break delivery are refused, with
  * what to change.
  */

@@ -1,6 +1,9 @@
-import { SECRET_PREFIX } from '@payhooks/contract';
+import { ACK_DEADLINE_MS, SECRET_PREFIX } from '@payhooks/contract';
 import { ConfigError } from '../errors.ts';
-import { checkReceiver, formatReport } from '../devtools/check-receiver.ts';
+import { checkReceiver, formatReport, type CheckReport } from '../devtools/check-receiver.ts';
+import { readSetting } from '../config.ts';
+import { HttpDestination } from '../delivery/destinations/http.ts';
+import { DeadlineQueue } from '../delivery/deadlines.ts';
 
 /** Exit codes: 0 every duty holds, 1 a duty fails (or bad input), 3 nothing answers at the URL. */
 export const EXIT_UNREACHABLE = 3;
@@ -17,7 +20,24 @@ export async function checkReceiverCommand(url: string, opts: { secret: string; 
     throw new ConfigError(`The receiver URL must be http or https, not ${parsed.protocol}`);
   if (!opts.secret.startsWith(SECRET_PREFIX) || opts.secret.length <= SECRET_PREFIX.length)
     throw new ConfigError(`--secret must be the endpoint's signing secret, which starts with ${SECRET_PREFIX}.`);
-  const report = await checkReceiver({ url: parsed.href, secret: opts.secret });
+  // With PAYHOOKS_EGRESS_PROXY set, the checks leave as deliveries do: through the proxy, by the
+  // delivery engine's own transport. Private addresses stay allowed: the URL is the operator's.
+  const proxy = readSetting('egressProxy');
+  const transport = proxy
+    ? new HttpDestination({
+        timeoutMs: ACK_DEADLINE_MS,
+        allowPrivate: true,
+        connectionsPerOrigin: 2,
+        deadlines: new DeadlineQueue(ACK_DEADLINE_MS),
+        proxy: new URL(proxy),
+      })
+    : undefined;
+  let report: CheckReport;
+  try {
+    report = await checkReceiver({ url: parsed.href, secret: opts.secret, transport });
+  } finally {
+    await transport?.close();
+  }
   process.stdout.write(`${opts.json ? JSON.stringify(report) : formatReport(report)}\n`);
   if (!report.ok) process.exitCode = report.unreachable ? EXIT_UNREACHABLE : 1;
 }

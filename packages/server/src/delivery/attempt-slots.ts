@@ -220,8 +220,7 @@ export class AttemptSlots<T> {
   private startHeldBack(freed: EndpointSlot<T>): void {
     if (!this.heldBack) return;
     this.heldBack = false;
-    for (const [id, other] of this.perEndpoint)
-      if (other !== freed && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
+    for (const [id, other] of this.perEndpoint) if (other !== freed && other.waiting.length > 0 && other.running < other.cap) this.pump(id);
   }
 
   private pump(endpointId: string): void {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import {
   ACK_DEADLINE_MS,
   API_VERSION,
@@ -29,6 +29,11 @@ export interface CheckOptions {
   /** Above this, an acknowledgement is slow (a warning, not a failure). Default 2 s. */
   slowMs?: number;
   now?: () => number;
+  /**
+   * How the deliveries are POSTed: through the delivery engine's HTTP transport when the CLI is
+   * given an egress proxy (HttpDestination.post); undici's own request otherwise.
+   */
+  transport?: { post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Dispatcher.ResponseData> };
 }
 
 export interface DutyResult {
@@ -129,13 +134,15 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), deadlineMs);
     try {
-      const res = await request(url, {
-        method: 'POST',
-        headers: d.headers,
-        body: d.body,
-        signal: controller.signal,
-        maxRedirections: 0,
-      } as Parameters<typeof request>[1]);
+      const res = options.transport
+        ? await options.transport.post(url, d.headers, d.body, controller.signal)
+        : await request(url, {
+            method: 'POST',
+            headers: d.headers,
+            body: d.body,
+            signal: controller.signal,
+            maxRedirections: 0,
+          } as Parameters<typeof request>[1]);
       await res.body.dump().catch(() => {});
       return { status: res.statusCode, durationMs: Math.round(performance.now() - started), error: null };
     } catch (err) {

@@ -12,6 +12,9 @@ import { startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.t
 import { publish } from '../helpers/publish.ts';
 import type { Resolver } from '../../src/delivery/safe-lookup.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
+import { createServer as createHttpServer } from 'node:http';
+import { createWebhookHandler, memoryStore, toNodeHandler } from '../../../receiver/src/index.ts';
+import { runPayhooks } from '../helpers/cli.ts';
 
 /**
  * Deliveries through the operator's forward proxy (PAYHOOKS_EGRESS_PROXY), against Debian's
@@ -113,6 +116,34 @@ async function deliverTo(service: TestService, platform: CreatedPlatform, url: s
   await service.api(platform.keys.sandbox, 'DELETE', `/api/v1/webhook_endpoints/${created.body.id}`);
   return d.body.data[0];
 }
+
+describe('payhooks check-receiver through the egress proxy', () => {
+  it('with PAYHOOKS_EGRESS_PROXY set, every check leaves through the proxy, as deliveries do, and a correct receiver holds every duty', async () => {
+    const secret = 'whsec_checkThroughTheProxy0123456789abcdefgh';
+    const handler = createWebhookHandler({ secret, store: memoryStore(), onEvent: () => {}, types: ['payment.succeeded'] });
+    const server = createHttpServer(toNodeHandler(handler));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const before = proxy.requests().length;
+      const run = await runPayhooks(['check-receiver', `http://127.0.0.1:${port}/webhooks`, '--secret', secret, '--json'], {
+        PAYHOOKS_EGRESS_PROXY: proxy.url,
+      });
+      expect(run.code, run.stderr + run.stdout).toBe(0);
+      const report = JSON.parse(run.stdout);
+      expect(report.ok).toBe(true);
+      // Each check is one request, and the proxy was asked for every one of them.
+      const asked = proxy
+        .requests()
+        .slice(before)
+        .filter((line) => line.startsWith(`POST http://127.0.0.1:${port}/webhooks`));
+      expect(asked.length, proxy.log()).toBeGreaterThanOrEqual(report.duties.length);
+    } finally {
+      await handler.close();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});
 
 describe('deliveries through the egress proxy (PAYHOOKS_EGRESS_PROXY)', () => {
   it('plain http: absolute form to the address payhooks resolved and checked (the proxy names it in Host, as HTTP says a proxy must)', async () => {

@@ -90,24 +90,9 @@ export class HttpDestination implements Destination {
    * Not an async function, and one promise per attempt: the worker makes thousands a second.
    */
   send(req: SendRequest, startedAt: Date, t0: number): Promise<AttemptResult> {
-    let url = this.targets.get(req.url);
+    let url: HttpTarget;
     try {
-      if (!url) {
-        const parsed = new URL(req.url);
-        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
-        // Checked before it is remembered: a forbidden literal is refused on every attempt.
-        if (!this.options.allowPrivate) checkLiteralHost(parsed.hostname);
-        url = {
-          origin: parsed.origin,
-          path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname,
-          plain: parsed.protocol === 'http:',
-          hostname: parsed.hostname,
-          port: parsed.port || '80',
-          host: parsed.host,
-        };
-        if (this.targets.size >= TARGET_CACHE_SIZE) this.targets.clear();
-        this.targets.set(req.url, url);
-      }
+      url = this.target(req.url);
     } catch (err) {
       const elapsed = Math.round(performance.now() - t0);
       if (err instanceof ForbiddenAddressError) return Promise.resolve(failed(startedAt, elapsed, 'forbidden_address', err.message));
@@ -165,8 +150,49 @@ export class HttpDestination implements Destination {
     });
   }
 
+  /**
+   * A POST with the caller's own headers, through the same transport as attempts (the SSRF
+   * guard, the egress proxy, the TLS options): for `payhooks check-receiver`, whose deliveries
+   * are wrong on purpose in ways `send` never is. Not on the worker's path.
+   */
+  async post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    const target = this.target(url);
+    const proxy = this.viaProxy;
+    if (!proxy || !target.plain)
+      return this.agent.request({ origin: target.origin, path: target.path, method: 'POST', headers, body, signal });
+    const address = await proxy.resolve(target.hostname);
+    return proxy.pool.request({
+      path: `http://${authority(address, target.port)}${target.path}`,
+      method: 'POST',
+      headers: { ...headers, host: target.host },
+      body,
+      signal,
+    });
+  }
+
   async close(): Promise<void> {
     await Promise.all([this.agent.close(), this.viaProxy?.pool.close()]);
+  }
+
+  /** The URL parsed and checked (literal address, scheme), remembered: one parse per URL, not per attempt. */
+  private target(raw: string): HttpTarget {
+    let url = this.targets.get(raw);
+    if (url) return url;
+    const parsed = new URL(raw);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
+    // Checked before it is remembered: a forbidden literal is refused on every attempt.
+    if (!this.options.allowPrivate) checkLiteralHost(parsed.hostname);
+    url = {
+      origin: parsed.origin,
+      path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname,
+      plain: parsed.protocol === 'http:',
+      hostname: parsed.hostname,
+      port: parsed.port || '80',
+      host: parsed.host,
+    };
+    if (this.targets.size >= TARGET_CACHE_SIZE) this.targets.clear();
+    this.targets.set(raw, url);
+    return url;
   }
 }
 
