@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -25,9 +24,6 @@ import (
 const (
 	SignatureHeader = "Service-Signature"
 	EventIDHeader   = "Service-Event-Id"
-	SecretPrefix    = "whsec_"
-	// PublicKeyPrefix starts an endpoint's ed25519 public key: whpk_ + base64 of its 32 bytes.
-	PublicKeyPrefix = "whpk_"
 	// DefaultTolerance is |now - t| allowed, in either direction.
 	DefaultTolerance = 300 * time.Second
 )
@@ -126,14 +122,8 @@ type VerifyOptions struct {
 	PublicKeys []string
 }
 
-var (
-	timestampRe = regexp.MustCompile(`\A\d{1,15}\z`)
-	v1Re        = regexp.MustCompile(`\A[0-9a-f]{64}\z`)
-	schemeRe    = regexp.MustCompile(`\A[a-z][a-z0-9]*\z`)
-	// Canonical base64: the last data character carries zero padding bits, so each value has one spelling.
-	v1aRe       = regexp.MustCompile(`\A[A-Za-z0-9+/]{85}[AQgw]==\z`)
-	publicKeyRe = regexp.MustCompile(`\A[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\z`)
-)
+// The prefixes and the formats verification checks (timestampRe, v1Re, v1aRe, schemeRe,
+// publicKeyRe) are generated from the contract: contract_gen.go.
 
 func checkPublicKeys(publicKeys []string) ([]ed25519.PublicKey, error) {
 	keys := make([]ed25519.PublicKey, 0, len(publicKeys))

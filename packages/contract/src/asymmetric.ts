@@ -1,4 +1,5 @@
 import { createHash, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { SIGNATURE_FORMATS, anchored } from './formats.ts';
 
 /**
  * Asymmetric signatures: an ed25519 signature over the same `${t}.${rawBody}` bytes the HMAC
@@ -21,12 +22,8 @@ export function computeAsymmetricSignature(privateKey: KeyObject, timestamp: num
   return sign(null, Buffer.concat([prefix, body]), privateKey).toString('base64');
 }
 
-/**
- * The exact text of a `v1a` value: base64 (standard alphabet, padded) of 64 bytes. The last
- * character before `==` carries 2 data bits and 4 zero bits, so only A, Q, g or w can stand there:
- * one spelling per signature, the same check in every receiver library.
- */
-export const ASYMMETRIC_SIGNATURE_PATTERN = /^[A-Za-z0-9+/]{85}[AQgw]==$/;
+/** The exact text of a `v1a` value (formats.ts): the same check in every receiver library. */
+export const ASYMMETRIC_SIGNATURE_PATTERN = anchored(SIGNATURE_FORMATS.v1a);
 
 /** Whether `signatureBase64` is an ed25519 signature of `${timestamp}.${rawBody}` under `publicKey`. */
 export function verifyAsymmetricSignature(

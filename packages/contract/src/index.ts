@@ -1,6 +1,7 @@
 export * from './asymmetric.ts';
 export * from './catalog.ts';
 export * from './envelope.ts';
+export * from './formats.ts';
 export * from './headers.ts';
 export * from './ids.ts';
 export * from './limits.ts';

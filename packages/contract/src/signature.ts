@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { ASYMMETRIC_SIGNATURE_PATTERN, computeAsymmetricSignature, parsePublicKey, verifyAsymmetricSignature } from './asymmetric.ts';
 import { SIGNATURE_TOLERANCE_SECONDS } from './limits.ts';
+import { SIGNATURE_FORMATS, anchored } from './formats.ts';
 
 /**
  * Signing of deliveries (spec 5.1). `v1` = hex(HMAC-SHA256(secret, `${t}.${rawBody}`)), keyed
@@ -59,6 +60,10 @@ export interface ParsedSignatureHeader {
   asymmetricSignatures: string[];
 }
 
+const TIMESTAMP = anchored(SIGNATURE_FORMATS.timestamp);
+const V1 = anchored(SIGNATURE_FORMATS.v1);
+const SCHEME = anchored(SIGNATURE_FORMATS.scheme);
+
 /**
  * Strict parse of `t=<int>,v1=<hex>[,v1=<hex>…][,v1a=<base64>…]`. Returns null when the header
  * is not of that exact shape: no spaces, one integer `t`, every `v1` lowercase 64-hex, every
@@ -75,15 +80,15 @@ export function parseSignatureHeader(header: string): ParsedSignatureHeader | nu
     const key = part.slice(0, eq);
     const value = part.slice(eq + 1);
     if (key === 't') {
-      if (timestamp !== null || !/^\d{1,15}$/.test(value)) return null;
+      if (timestamp !== null || !TIMESTAMP.test(value)) return null;
       timestamp = Number(value);
     } else if (key === 'v1') {
-      if (!/^[0-9a-f]{64}$/.test(value)) return null;
+      if (!V1.test(value)) return null;
       signatures.push(value);
     } else if (key === 'v1a') {
       if (!ASYMMETRIC_SIGNATURE_PATTERN.test(value)) return null;
       asymmetricSignatures.push(value);
-    } else if (!/^[a-z][a-z0-9]*$/.test(key)) {
+    } else if (!SCHEME.test(key)) {
       return null;
     }
   }

@@ -7,7 +7,9 @@ import {
   PUBLIC_KEY_PREFIX,
   SECRET_PREFIX,
   SIGNATURE_HEADER,
+  SIGNATURE_FORMATS,
   SIGNATURE_TOLERANCE_SECONDS,
+  anchored,
   parseSignatureHeader,
   type ParsedSignatureHeader,
   type WebhookEvent,
@@ -47,7 +49,7 @@ export interface Credentials {
   publicKeys: Uint8Array[];
 }
 
-const PUBLIC_KEY_BODY = /^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/;
+const PUBLIC_KEY_BODY = anchored(SIGNATURE_FORMATS.publicKey);
 
 /** The 32 raw bytes of a `whpk_` key, decoded without node:crypto (the WebCrypto path shares it). */
 function decodePublicKey(value: unknown): Uint8Array {

@@ -18,8 +18,8 @@ final class Webhook
 {
     public const SIGNATURE_HEADER = 'Service-Signature';
     public const EVENT_ID_HEADER = 'Service-Event-Id';
-    public const SECRET_PREFIX = 'whsec_';
-    public const PUBLIC_KEY_PREFIX = 'whpk_';
+    public const SECRET_PREFIX = Formats::SECRET_PREFIX;
+    public const PUBLIC_KEY_PREFIX = Formats::PUBLIC_KEY_PREFIX;
     public const DEFAULT_TOLERANCE_SECONDS = 300;
 
     /**
@@ -147,23 +147,23 @@ final class Webhook
             $value = substr($part, $eq + 1);
             if ($key === 't') {
                 // \z, not $: PCRE's $ also matches before a trailing newline.
-                if ($timestamp !== null || preg_match('/^[0-9]{1,15}\z/', $value) !== 1) {
+                if ($timestamp !== null || preg_match(Formats::TIMESTAMP, $value) !== 1) {
                     return null;
                 }
                 $timestamp = (int) $value;
             } elseif ($key === 'v1') {
-                if (preg_match('/^[0-9a-f]{64}\z/', $value) !== 1) {
+                if (preg_match(Formats::V1, $value) !== 1) {
                     return null;
                 }
                 $signatures[] = $value;
             } elseif ($key === 'v1a') {
                 // Canonical base64 of 64 bytes: the last data character carries zero padding bits.
-                $raw = preg_match('~^[A-Za-z0-9+/]{85}[AQgw]==\z~', $value) === 1 ? base64_decode($value, true) : false;
+                $raw = preg_match(Formats::V1A, $value) === 1 ? base64_decode($value, true) : false;
                 if ($raw === false || strlen($raw) !== SODIUM_CRYPTO_SIGN_BYTES) {
                     return null;
                 }
                 $asymmetric[] = $raw;
-            } elseif (preg_match('/^[a-z][a-z0-9]*\z/', $key) !== 1) {
+            } elseif (preg_match(Formats::SCHEME, $key) !== 1) {
                 return null;
             }
         }
@@ -245,7 +245,7 @@ final class Webhook
         $keys = [];
         foreach (is_string($publicKeys) ? [$publicKeys] : array_values($publicKeys) as $key) {
             $body = is_string($key) && str_starts_with($key, self::PUBLIC_KEY_PREFIX) ? substr($key, strlen(self::PUBLIC_KEY_PREFIX)) : '';
-            $raw = preg_match('~^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\z~', $body) === 1 ? base64_decode($body, true) : false;
+            $raw = preg_match(Formats::PUBLIC_KEY, $body) === 1 ? base64_decode($body, true) : false;
             if ($raw === false || strlen($raw) !== SODIUM_CRYPTO_SIGN_PUBLICKEYBYTES) {
                 throw new \InvalidArgumentException('payhooks: each public key must be one of the endpoint\'s public keys: "whpk_" followed by the base64 of its 32 bytes');
             }

@@ -7,6 +7,8 @@ import {
   RECEIVER_CREDITS_COLUMNS,
   RECEIVER_EVENTS_COLUMNS,
   RECEIVER_TABLES_DDL_TEMPLATE,
+  SIGNATURE_FORMATS,
+  anchored,
   receiverTablesDdl,
 } from '../../src/index.ts';
 
@@ -67,5 +69,41 @@ describe('receiver tables: the DDL is written only in packages/contract', () => 
       expect(ddl).toMatch(new RegExp(`\\n  ${column.name} +`));
     expect(ddl).not.toMatch(/[{}]/);
     expect(RECEIVER_TABLES_DDL_TEMPLATE).toMatch(/\{events_table\}.*\{credits_table\}/s);
+  });
+});
+
+describe('prefixes and signature formats: written only in packages/contract', () => {
+  const sources = ['sdks/go', 'sdks/python/src', 'sdks/php/src', 'sdks/ruby/lib', 'sdks/java/src/main', 'packages/receiver/src'];
+  const generated = new Set(files.map((f) => f.path));
+  const walk = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
+  // A prefix assigned as a string literal, or a format's distinctive part written into a pattern.
+  const copy = /(=|:)\s*["']wh(sec|pk)_["']\s*(;|,|\)|$)|\{64\}|\{85\}|\{42\}|\{1,15\}/m;
+
+  it.each(sources)('no hand-written library file under %s defines a prefix or a format of its own', (dir) => {
+    const copies = walk(join(REPO_ROOT, dir))
+      .map((file) => relative(REPO_ROOT, file).split('\\').join('/'))
+      .filter((file) => !generated.has(file) && !/_test\.go$/.test(file) && /\.(go|py|php|rb|java|ts)$/.test(file))
+      .filter((file) => copy.test(readFileSync(join(REPO_ROOT, file), 'utf8')));
+    expect(copies).toEqual([]);
+  });
+
+  it('each generated library file anchors every format to the whole value', () => {
+    const go = files.find((f) => f.path.endsWith('contract_gen.go'))!.content;
+    const ruby = files.find((f) => f.path.endsWith('generated.rb'))!.content;
+    const php = files.find((f) => f.path.endsWith('Formats.php'))!.content;
+    for (const format of Object.values(SIGNATURE_FORMATS)) {
+      expect(go).toContain(`\`\\A(?:${format})\\z\``);
+      expect(ruby).toContain(`%r{\\A(?:${format})\\z}`);
+      expect(php).toContain(`'~^(?:${format})\\z~'`);
+    }
+  });
+
+  it('the TypeScript check takes the whole value only', () => {
+    expect(anchored(SIGNATURE_FORMATS.timestamp).test('1700000000')).toBe(true);
+    expect(anchored(SIGNATURE_FORMATS.timestamp).test('1700000000 ')).toBe(false);
+    expect(anchored(SIGNATURE_FORMATS.timestamp).test('١٧٠٠')).toBe(false);
+    expect(anchored(SIGNATURE_FORMATS.scheme).test('v2')).toBe(true);
+    expect(anchored(SIGNATURE_FORMATS.scheme).test('v2|x')).toBe(false);
   });
 });

@@ -5,6 +5,7 @@ once and do the work after (``WebhookHandler``), and credit each payment once (a
 ``credit_once``). Framework adapters are in ``payhooks.adapters``.
 """
 
+from ._generated import PUBLIC_KEY_PREFIX, SECRET_PREFIX
 from .errors import REASONS, ConfigurationError, CreditInProgressError, PayhooksError, WebhookVerificationError
 from .event_types import EVENT_TYPES, is_payment_event
 from .handler import DEFAULT_RETRY_DELAYS, EventContext, WebhookHandler, WebhookResponse
@@ -12,8 +13,6 @@ from .stores import DEDUP_RETENTION, Claim, CreditResult, MemoryStore, Store
 from .webhook import (
     DEFAULT_TOLERANCE,
     EVENT_ID_HEADER,
-    PUBLIC_KEY_PREFIX,
-    SECRET_PREFIX,
     SIGNATURE_HEADER,
     Event,
     PublicKeys,

@@ -21,15 +21,21 @@ import time
 from decimal import Decimal
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._generated import (
+    PUBLIC_KEY_FORMAT,
+    PUBLIC_KEY_PREFIX,
+    SCHEME_FORMAT,
+    SECRET_PREFIX,
+    TIMESTAMP_FORMAT,
+    V1_FORMAT,
+    V1A_FORMAT,
+)
 from .errors import ConfigurationError, WebhookVerificationError
 
 SIGNATURE_HEADER = "Service-Signature"
 EVENT_ID_HEADER = "Service-Event-Id"
-SECRET_PREFIX = "whsec_"
 #: |now - t| allowed, in seconds, in either direction.
 DEFAULT_TOLERANCE = 300
-
-PUBLIC_KEY_PREFIX = "whpk_"
 
 #: One whsec_ secret, or several during a rotation.
 Secret = Union[str, Sequence[str]]
@@ -37,12 +43,18 @@ Secret = Union[str, Sequence[str]]
 PublicKeys = Union[str, Sequence[str]]
 #: A verified event: the parsed JSON body.
 Event = Dict[str, Any]
-_TIMESTAMP = re.compile(r"\A\d{1,15}\Z")
-_V1 = re.compile(r"\A[0-9a-f]{64}\Z")
-_SCHEME = re.compile(r"\A[a-z][a-z0-9]*\Z")
-# Canonical base64: the last data character carries zero padding bits, so each value has one spelling.
-_V1A = re.compile(r"\A[A-Za-z0-9+/]{85}[AQgw]==\Z")
-_PUBLIC_KEY = re.compile(r"\A[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\Z")
+
+
+def _whole(fmt: str) -> "re.Pattern[str]":
+    """A format from the contract (_generated.py), matching a whole value only."""
+    return re.compile(r"\A(?:" + fmt + r")\Z")
+
+
+_TIMESTAMP = _whole(TIMESTAMP_FORMAT)
+_V1 = _whole(V1_FORMAT)
+_SCHEME = _whole(SCHEME_FORMAT)
+_V1A = _whole(V1A_FORMAT)
+_PUBLIC_KEY = _whole(PUBLIC_KEY_FORMAT)
 
 
 def secrets_of(secret: Optional[Secret], have_public_keys: bool = False) -> List[bytes]:

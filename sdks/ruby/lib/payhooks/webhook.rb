@@ -3,13 +3,12 @@
 require 'json'
 require 'openssl'
 require_relative 'errors'
+# SECRET_PREFIX, PUBLIC_KEY_PREFIX and Formats (what verification accepts) come from the contract.
+require_relative 'generated'
 
 module Payhooks
   SIGNATURE_HEADER = 'Service-Signature'
   EVENT_ID_HEADER = 'Service-Event-Id'
-  SECRET_PREFIX = 'whsec_'
-  # An endpoint's ed25519 public key: whpk_ + base64 of its 32 bytes.
-  PUBLIC_KEY_PREFIX = 'whpk_'
   # |now - t| allowed, in seconds, in either direction.
   DEFAULT_TOLERANCE = 300
 
@@ -114,7 +113,7 @@ module Payhooks
       list.map do |k|
         body = k.is_a?(String) && k.start_with?(PUBLIC_KEY_PREFIX) ? k[PUBLIC_KEY_PREFIX.length..] : ''
         # Canonical base64 of 32 bytes: the last data character carries zero padding bits.
-        unless body.match?(%r{\A[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\z})
+        unless body.match?(Formats::PUBLIC_KEY)
           raise ConfigurationError,
                 "payhooks: each of public_keys must be one of the endpoint's public keys: " \
                 '"whpk_" followed by the base64 of its 32 bytes'
@@ -182,20 +181,20 @@ module Payhooks
 
         case key
         when 't'
-          return malformed! if timestamp || !value.match?(/\A\d{1,15}\z/)
+          return malformed! if timestamp || !value.match?(Formats::TIMESTAMP)
 
           timestamp = Integer(value, 10)
         when 'v1'
-          return malformed! unless value.match?(/\A[0-9a-f]{64}\z/)
+          return malformed! unless value.match?(Formats::V1)
 
           signatures << value
         when 'v1a'
           # Canonical base64 of 64 bytes: the last data character carries zero padding bits.
-          return malformed! unless value.match?(%r{\A[A-Za-z0-9+/]{85}[AQgw]==\z})
+          return malformed! unless value.match?(Formats::V1A)
 
           asymmetric << value.unpack1('m0')
         else
-          return malformed! unless key.match?(/\A[a-z][a-z0-9]*\z/)
+          return malformed! unless key.match?(Formats::SCHEME)
         end
       end
       return malformed! if timestamp.nil? || (signatures.empty? && asymmetric.empty?)

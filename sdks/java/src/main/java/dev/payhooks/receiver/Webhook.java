@@ -40,18 +40,18 @@ import javax.crypto.spec.SecretKeySpec;
 public final class Webhook {
   public static final String SIGNATURE_HEADER = "Service-Signature";
   public static final String EVENT_ID_HEADER = "Service-Event-Id";
-  public static final String SECRET_PREFIX = "whsec_";
+  public static final String SECRET_PREFIX = Formats.SECRET_PREFIX;
   /** An endpoint's ed25519 public key: {@code whpk_} + base64 of its 32 bytes. */
-  public static final String PUBLIC_KEY_PREFIX = "whpk_";
+  public static final String PUBLIC_KEY_PREFIX = Formats.PUBLIC_KEY_PREFIX;
   /** |now - t| allowed, in either direction. */
   public static final Duration DEFAULT_TOLERANCE = Duration.ofSeconds(300);
 
-  private static final Pattern TIMESTAMP = Pattern.compile("\\d{1,15}");
-  private static final Pattern V1 = Pattern.compile("[0-9a-f]{64}");
-  private static final Pattern SCHEME = Pattern.compile("[a-z][a-z0-9]*");
-  // Canonical base64: the last data character carries zero padding bits, so each value has one spelling.
-  private static final Pattern V1A = Pattern.compile("[A-Za-z0-9+/]{85}[AQgw]==");
-  private static final Pattern PUBLIC_KEY = Pattern.compile("[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=");
+  // What verification accepts, generated from the contract (Formats.java).
+  private static final Pattern TIMESTAMP = Formats.TIMESTAMP;
+  private static final Pattern V1 = Formats.V1;
+  private static final Pattern SCHEME = Formats.SCHEME;
+  private static final Pattern V1A = Formats.V1A;
+  private static final Pattern PUBLIC_KEY = Formats.PUBLIC_KEY;
   /** The DER SubjectPublicKeyInfo prefix of an ed25519 key (RFC 8410): the 32 raw bytes follow. */
   private static final byte[] ED25519_SPKI_PREFIX = HexFormat.of().parseHex("302a300506032b6570032100");
 
