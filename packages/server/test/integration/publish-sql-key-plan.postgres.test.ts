@@ -35,7 +35,13 @@ beforeAll(async () => {
   await client.connect();
   client.on('notice', (n) => notices.push(n.message ?? ''));
   await client.query(`LOAD 'auto_explain'`);
-  for (const setting of ['log_min_duration = 0', 'log_analyze = on', 'log_nested_statements = on', 'log_format = json', "log_level = 'notice'"])
+  for (const setting of [
+    'log_min_duration = 0',
+    'log_analyze = on',
+    'log_nested_statements = on',
+    'log_format = json',
+    "log_level = 'notice'",
+  ])
     await client.query(`SET auto_explain.${setting}`);
 });
 afterAll(async () => {
@@ -84,6 +90,7 @@ describe('payhooks.publish_event with a key, 20 weeks of key partitions kept', (
     const read = planNodes(lookup!)
       .filter((n) => /^event_idempotency_keys_/.test(n['Relation Name'] ?? '') && n['Actual Loops'] !== 0)
       .map((n) => n['Relation Name']);
+    expect(read.length).toBeGreaterThan(0);
     for (const name of read) expect([part(CURRENT - WEEK), part(CURRENT), part(CURRENT + WEEK)]).toContain(name);
   });
 });
