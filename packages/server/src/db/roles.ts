@@ -52,8 +52,8 @@ export function checkRoleName(name: string): string | null {
   return null;
 }
 
-/** Tables the runtime role only reads (the migrations' ledger) or only appends to and reads (the audit trail). */
-const READ_ONLY = ['payhooks_migrations'];
+/** Tables the runtime role only reads (the migrations' ledgers) or only appends to and reads (the audit trail). */
+const READ_ONLY = ['payhooks_migrations', 'payhooks_repeatable'];
 const APPEND_ONLY = ['audit_events'];
 
 /**

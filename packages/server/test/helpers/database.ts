@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../src/db/client.ts';
-import { listMigrations, migrate } from '../../src/db/migrate.ts';
+import { listMigrations, listRepeatables, migrate } from '../../src/db/migrate.ts';
 
 /** Which backend this run of the integration suite uses (set per vitest project). */
 export const backend: 'postgres' | 'pglite' = process.env.PAYHOOKS_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
@@ -67,6 +67,7 @@ function migratedPgTemplate(adminUrl: string): Promise<string> {
   pgTemplate ??= (async () => {
     const hash = createHash('sha256');
     for (const m of listMigrations()) hash.update(`${m.name}\n${m.sql}\n`);
+    for (const r of listRepeatables()) hash.update(`${r.name}\n${r.sql}\n`);
     // And by the day: migrations create the weekly partitions around now().
     const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10).replaceAll('-', '');
     const name = `payhooks_template_${hash.digest('hex').slice(0, 16)}_${day(0)}`;

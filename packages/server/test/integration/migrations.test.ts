@@ -2,7 +2,7 @@ import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend, createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
-import { listMigrations, migrate } from '../../src/db/migrate.ts';
+import { listMigrations, listRepeatables, migrate, migrationStatus } from '../../src/db/migrate.ts';
 import * as schema from '../../src/db/schema.ts';
 import { attemptKeys, keyedByDelivery } from '../helpers/attempt-keys.ts';
 
@@ -48,7 +48,7 @@ describe('migrations', () => {
     const second = backend === 'postgres' ? await openDatabase({ databaseUrl: testDb.databaseUrl }) : testDb.database;
     try {
       const results = await Promise.all([migrate(testDb.database), migrate(second), migrate(second)]);
-      const all = listMigrations().map((m) => m.name);
+      const all = [...listMigrations().map((m) => m.name), ...listRepeatables().map((r) => r.name)];
       expect(results.filter((r) => r.length > 0)).toEqual([all]);
       expect(results.flat().sort()).toEqual([...all].sort());
     } finally {
@@ -62,6 +62,27 @@ describe('migrations', () => {
     const before = await publicColumns(testDb.database);
     expect(await migrate(testDb.database)).toEqual([]);
     expect(await publicColumns(testDb.database)).toEqual(before);
+  });
+
+  it('a repeatable file (R_*.sql, the whole current text of a function) runs after the numbered ones, and again only when its text changed', async () => {
+    const repeatables = listRepeatables();
+    expect(repeatables.map((r) => r.name)).toContain('R_publish_event');
+    const recorded = await query(testDb.database, 'SELECT name, checksum FROM payhooks_repeatable ORDER BY name');
+    expect(recorded.map((r) => [r.name, r.checksum])).toEqual(repeatables.map((r) => [r.name, r.checksum]));
+    expect((await migrationStatus(testDb.database)).pending).toEqual([]);
+    // A release whose file differs (here: the record says another text was applied): the status
+    // names it, migrate runs it again and records the new text.
+    await query(testDb.database, `UPDATE payhooks_repeatable SET checksum = 'an older text' WHERE name = 'R_publish_event'`);
+    expect((await migrationStatus(testDb.database)).pending).toEqual(['R_publish_event']);
+    expect(await migrate(testDb.database)).toEqual(['R_publish_event']);
+    expect(await migrate(testDb.database)).toEqual([]);
+    // The function is the file's: its body is the text between the file's dollar quotes.
+    const file = repeatables.find((r) => r.name === 'R_publish_event')!.sql;
+    const [fn] = await query(
+      testDb.database,
+      `SELECT prosrc FROM pg_proc WHERE proname = 'publish_event' AND pronamespace = 'payhooks'::regnamespace`,
+    );
+    expect(file).toContain(String(fn!.prosrc));
   });
 
   it('the tables of issue 2 exist (spec 2.3, 5.2: Platforms, keys, endpoints)', async () => {
