@@ -169,10 +169,9 @@ describe('operator endpoints', () => {
       environment: 'live',
       platform_id: p.platform_id,
       headers: { 'X-Pager-Route': 'webhooks-team' },
-      max_requests_per_second: 5,
     });
     expect(created.status, created.text).toBe(201);
-    expect(created.body).toMatchObject({ headers: { 'X-Pager-Route': 'webhooks-team' }, max_requests_per_second: 5 });
+    expect(created.body).toMatchObject({ headers: { 'X-Pager-Route': 'webhooks-team' }, max_requests_per_second: null });
     await merchantEndpoint(p, '/down/retried');
     const start = clock.now().getTime();
     pagerUp = false;
@@ -191,6 +190,14 @@ describe('operator endpoints', () => {
     expect(log.body.data).toHaveLength(1);
     expect(log.body.data[0]).toMatchObject({ state: 'delivered', endpoint_id: created.body.id });
     expect(log.body.data[0].attempts.map((a: { status_code: number }) => a.status_code)).toEqual([500, 200]);
+    // The rest of a merchant endpoint's settings are taken too (a rate cap here; the cap itself is
+    // tested on wall-clock time in rate-cap.postgres.test.ts, not on this injected clock).
+    const capped = await operator('PATCH', `/operator_endpoints/${created.body.id}`, {
+      max_requests_per_second: 5,
+      delivery_order: 'per_object',
+    });
+    expect(capped.status, capped.text).toBe(200);
+    expect(capped.body).toMatchObject({ max_requests_per_second: 5, delivery_order: 'per_object', platform_id: p.platform_id });
   });
 
   it('no merchant sees them: not in its endpoints, deliveries, events or portal; the operator Platform answers as unknown everywhere else', async () => {
