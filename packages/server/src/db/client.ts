@@ -12,6 +12,7 @@ import { CommitNotifier, collectAfterCommit, deferWakeUps, flushAfterCommit } fr
 import { parseDatabaseTargets, type HostPort } from './database-url.ts';
 import { HostSelector, pointAt } from './hosts.ts';
 import { LazyBegin } from './lazy-begin.ts';
+import { attachScratch, DatabaseScratch } from './scratch.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** A transaction handle; it has the same query API as `Db`. */
@@ -54,6 +55,8 @@ export interface Database {
    * on PostgreSQL through the after-commit sender (db/after-commit.ts), on PGlite at once.
    */
   wake(channel: string): void;
+  /** State a layer above keeps per handle, not per process (db/scratch.ts). */
+  readonly scratch: DatabaseScratch;
   close(): Promise<void>;
 }
 
@@ -128,11 +131,13 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
     (err) => logger.warn({ err }, 'wake-up after commit not sent; workers find the work when they next poll'),
   );
   const transaction = db.transaction.bind(db);
+  const scratch = new DatabaseScratch();
   // Every top-level transaction sends its wake-ups after it commits (db/after-commit.ts).
   db.transaction = (async (fn, config) => {
     let channels: Set<string> | undefined;
     let committed: (() => void)[] | undefined;
     const result = await transaction(async (tx) => {
+      attachScratch(tx, scratch);
       channels = deferWakeUps(tx);
       committed = collectAfterCommit(tx);
       return fn(tx);
@@ -144,6 +149,7 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
   return {
     kind: 'postgres',
     db,
+    scratch,
     async script(fn) {
       const client = await pool.connect();
       let broken: unknown;
@@ -482,10 +488,12 @@ async function openPglite(dataDir: string | undefined, snapshot?: Blob): Promise
   }
   const db = drizzlePglite(client, { schema }) as unknown as Db;
   const transaction = db.transaction.bind(db);
+  const scratch = new DatabaseScratch();
   // Work waiting for a commit (db/after-commit.ts) runs once the top-level transaction has committed.
   db.transaction = (async (fn, config) => {
     let committed: (() => void)[] | undefined;
     const result = await transaction(async (tx) => {
+      attachScratch(tx, scratch);
       committed = collectAfterCommit(tx);
       return fn(tx);
     }, config);
@@ -495,6 +503,7 @@ async function openPglite(dataDir: string | undefined, snapshot?: Blob): Promise
   return {
     kind: 'pglite',
     db,
+    scratch,
     async script(fn) {
       return client.transaction((tx) => fn(async (text) => ((await tx.exec(text)).at(-1)?.rows ?? []) as Record<string, unknown>[]));
     },

@@ -2,6 +2,7 @@ import { WILDCARD_EVENT_TYPE, type WebhookEvent } from '@payhooks/contract';
 import type { Database, Tx } from '../db/client.ts';
 import { notifyAfterCommit, wakesAfterCommit } from '../db/after-commit.ts';
 import { runNamedStatement } from '../db/named-statement.ts';
+import { scratchOf, type DatabaseScratch } from '../db/scratch.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { buildEnvelope, validateEventInput, type EventInput } from './envelope.ts';
@@ -112,6 +113,8 @@ interface Target {
   notifyHere: boolean;
   /** Some delivery was written: wake the workers once it is committed. */
   wake(): void;
+  /** The handle's fan-out hints (a savepoint's publish starts without). */
+  hints: FanoutHints;
 }
 
 /** The caller's transaction: named statements on its own connection (db/named-statement.ts). */
@@ -120,6 +123,7 @@ function inTransaction(tx: Tx): Target {
     run: (sql, params, name) => runNamedStatement(tx, name, sql, params),
     notifyHere: !wakesAfterCommit(tx),
     wake: () => notifyAfterCommit(tx, WAKE_CHANNEL),
+    hints: hintsOf(scratchOf(tx)),
   };
 }
 
@@ -129,6 +133,7 @@ function alone(database: Database): Target {
     run: (sql, params, name) => database.query(sql, params, name),
     notifyHere: false,
     wake: () => database.wake(WAKE_CHANNEL),
+    hints: hintsOf(database.scratch),
   };
 }
 
@@ -188,16 +193,21 @@ interface Valid {
 
 /**
  * Delivery ids generated per event: its merchant's last fan-out (deliveries per event, copies
- * included), in a bounded map, so the one statement almost always gets enough. When it needs
- * more it writes nothing and says how many: one more round trip, with enough.
+ * included), in a bounded map kept per database handle (db/scratch.ts), so the one statement
+ * almost always gets enough. When it needs more it writes nothing and says how many: one more
+ * round trip, with enough.
  */
-const fanoutHint = new Map<string, number>();
+type FanoutHints = Map<string, number>;
+const FANOUT_HINTS = Symbol('publish fan-out hints');
 const FANOUT_HINT_MAX = 10_000;
 const DEFAULT_FANOUT = 4;
 
-function rememberFanout(merchantId: string, fanout: number): void {
-  if (fanoutHint.size >= FANOUT_HINT_MAX && !fanoutHint.has(merchantId)) fanoutHint.clear();
-  fanoutHint.set(merchantId, Math.max(1, fanout));
+const hintsOf = (scratch: DatabaseScratch | undefined): FanoutHints =>
+  scratch ? scratch.get(FANOUT_HINTS, () => new Map<string, number>()) : new Map<string, number>();
+
+function rememberFanout(hints: FanoutHints, merchantId: string, fanout: number): void {
+  if (hints.size >= FANOUT_HINT_MAX && !hints.has(merchantId)) hints.clear();
+  hints.set(merchantId, Math.max(1, fanout));
 }
 
 /**
@@ -209,7 +219,7 @@ async function publishValid(to: Target, valid: Valid[], now: Date, traceparent: 
   const plain =
     !to.notifyHere && valid.every((v) => v.input.idempotencyKey === undefined && v.onlyEndpointId === undefined && v.copies === 1);
   let pool = 0;
-  for (const v of valid) pool += fanoutHint.get(v.input.merchantId) ?? DEFAULT_FANOUT * v.copies;
+  for (const v of valid) pool += to.hints.get(v.input.merchantId) ?? DEFAULT_FANOUT * v.copies;
   const source: Source = valid.length === 1 ? 'one' : 'many';
   let rows: PublishRow[];
   for (;;) {
@@ -234,7 +244,7 @@ async function publishValid(to: Target, valid: Valid[], now: Date, traceparent: 
       continue;
     }
     const fanout = Number(row.fanout);
-    rememberFanout(v.input.merchantId, fanout);
+    rememberFanout(to.hints, v.input.merchantId, fanout);
     if (row.inserted ?? true) {
       // Every (endpoint, copy) of an event written has its delivery and its queue row.
       deliveries += fanout;

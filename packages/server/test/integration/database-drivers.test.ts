@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { QueryError } from '../../src/db/faults.ts';
+import { scratchOf } from '../../src/db/scratch.ts';
+import { openDatabase } from '../../src/db/client.ts';
 import { backend, createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 
 /**
@@ -97,6 +99,25 @@ describe(`the database layer on ${backend}`, () => {
       await expect.poll(() => heard, { timeout: 10_000 }).toContain('hello');
     } finally {
       await stop();
+    }
+  });
+
+  it("state kept per handle (db/scratch.ts): made once, found from the handle's top-level transactions, never another handle's", async () => {
+    const key = Symbol('conformance');
+    const kept = t.database.scratch.get(key, () => ({ made: 1 }));
+    expect(t.database.scratch.get(key, () => ({ made: 2 }))).toBe(kept);
+    const [inTx, inSavepoint] = await t.database.db.transaction(async (tx) => [
+      scratchOf(tx),
+      await tx.transaction(async (sp) => scratchOf(sp)),
+    ]);
+    expect(inTx).toBe(t.database.scratch);
+    expect(inSavepoint).toBeUndefined();
+    const other = await openDatabase({ databaseUrl: t.databaseUrl });
+    try {
+      expect(other.scratch).not.toBe(t.database.scratch);
+      expect(other.scratch.get(key, () => ({ made: 3 }))).toEqual({ made: 3 });
+    } finally {
+      await other.close();
     }
   });
 });
