@@ -556,9 +556,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       out[s.key] = s.parse(flag.value, flag.flag);
       continue;
     }
-    const raw = env[s.env];
-    const value = raw !== undefined && raw !== '' ? raw : s.default;
-    out[s.key] = value === undefined ? undefined : s.parse(value, s.env);
+    out[s.key] = fromEnv(s, env);
   }
   const config = { ...(out as unknown as Config), ...stripUndefined(overrides) };
   checkCombinations(config);
@@ -570,7 +568,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
  * needs nothing else of the configuration (`payhooks check-receiver` and the egress proxy).
  */
 export function readSetting<K extends keyof Config>(key: K, env: NodeJS.ProcessEnv = process.env): Config[K] | undefined {
-  const s = (SETTINGS as readonly Setting<keyof Config>[]).find((x) => x.key === key) as Setting<K>;
+  return fromEnv((SETTINGS as readonly Setting<keyof Config>[]).find((x) => x.key === key) as Setting<K>, env);
+}
+
+/** A setting's value from the environment (unset or empty: its default), parsed. */
+function fromEnv<K extends keyof Config>(s: Setting<K>, env: NodeJS.ProcessEnv): Config[K] | undefined {
   const raw = env[s.env];
   const value = raw !== undefined && raw !== '' ? raw : s.default;
   return value === undefined ? undefined : s.parse(value, s.env);

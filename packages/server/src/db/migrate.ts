@@ -37,6 +37,13 @@ export function listRepeatables(dir = MIGRATIONS_DIR): Array<{ name: string; sql
     });
 }
 
+type Run = (sqlText: string) => Promise<Record<string, unknown>[]>;
+
+/** The checksum of each repeatable file as last applied, by name. */
+async function appliedChecksums(run: Run): Promise<Map<string, string>> {
+  return new Map((await run('SELECT name, checksum FROM payhooks_repeatable')).map((r) => [String(r.name), String(r.checksum)]));
+}
+
 const REPEATABLE_TABLE = `CREATE TABLE IF NOT EXISTS payhooks_repeatable (
   name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`;
 
@@ -59,11 +66,9 @@ export async function migrate(database: Database): Promise<string[]> {
       applied.push(m.name);
     }
     await run(REPEATABLE_TABLE);
-    const appliedChecksums = new Map(
-      (await run('SELECT name, checksum FROM payhooks_repeatable')).map((r) => [String(r.name), String(r.checksum)]),
-    );
+    const checksums = await appliedChecksums(run);
     for (const r of listRepeatables()) {
-      if (appliedChecksums.get(r.name) === r.checksum) continue;
+      if (checksums.get(r.name) === r.checksum) continue;
       await run(r.sql);
       await run(
         `INSERT INTO payhooks_repeatable (name, checksum) VALUES ('${r.name}', '${r.checksum}')
@@ -96,10 +101,7 @@ export async function migrationStatus(database: Database): Promise<MigrationStat
     const have = new Set(exists?.present === true ? (await run('SELECT id FROM payhooks_migrations')).map((r) => Number(r.id)) : []);
     // No ledger yet: every repeatable file is pending. One this role can't read (a runtime role
     // granted before the ledger existed): checking them is the owner's `payhooks migrate`.
-    const checksums =
-      exists?.readable === true
-        ? new Map((await run('SELECT name, checksum FROM payhooks_repeatable')).map((r) => [String(r.name), String(r.checksum)]))
-        : null;
+    const checksums = exists?.readable === true ? await appliedChecksums(run) : null;
     const repeatables = exists?.repeatable === true && checksums === null ? [] : listRepeatables();
     const known = listMigrations();
     const knownIds = new Set(known.map((m) => m.id));

@@ -201,7 +201,7 @@ export class DeliveryWorker {
       let claimed = 0;
       let full = false;
       try {
-        const free = this.claimable();
+        const free = this.slots.claimable();
         if (free > 0) {
           claimed = await this.claim(free);
           full = claimed === Math.min(free, 100);
@@ -231,13 +231,8 @@ export class DeliveryWorker {
     }
   }
 
-  /** Rows the next claim may take (attempt-slots.ts). */
-  private claimable(): number {
-    return this.slots.claimable();
-  }
-
   /** One claim; starts (or queues behind their endpoint's cap) the claimed attempts. */
-  private async claim(free = this.claimable()): Promise<number> {
+  private async claim(free = this.slots.claimable()): Promise<number> {
     if (free <= 0) return 0;
     const { endpointCap, platformCap } = this.limits;
     // Up to one cap of rows per endpoint waits locally behind the cap in flight, so a freed

@@ -179,3 +179,13 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
     },
   };
 }
+
+/** What `migrate` applies to a database migrated up to (not including) migration `id`: the rest, then the repeatable files. */
+export function migrationNamesFrom(id: number): string[] {
+  return [
+    ...listMigrations()
+      .filter((m) => m.id >= id)
+      .map((m) => m.name),
+    ...listRepeatables().map((r) => r.name),
+  ];
+}

@@ -1,4 +1,8 @@
 import pg from 'pg';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import * as schema from '../../src/db/schema.ts';
+import type { Database, Db } from '../../src/db/client.ts';
+import { DeliveryService } from '../../src/delivery/service.ts';
 import type { TestService } from './service.ts';
 
 /** A node of `EXPLAIN (ANALYZE, FORMAT JSON)`'s plan, as far as the plan tests read it. */
@@ -77,4 +81,22 @@ export class ExplainingClient extends pg.Client {
       })();
     return super.query(config, values, callback);
   }
+}
+
+/**
+ * drizzle on `client` (an ExplainingClient, so every read is explained), and the delivery log's
+ * service reading through it: the API's own queries, with their values, under EXPLAIN.
+ */
+export function explainedReads(svc: TestService, client: pg.Client): { db: Db; deliveries: DeliveryService } {
+  const db = drizzle(client, { schema }) as unknown as Db;
+  const database = Object.create(svc.ctx.database, { db: { value: db } }) as Database;
+  const deliveries = new DeliveryService({
+    database,
+    clock: svc.ctx.clock,
+    secrets: null as never,
+    sender: null as never,
+    audit: svc.ctx.audit,
+    leaseMs: 60_000,
+  });
+  return { db, deliveries };
 }

@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { drizzle } from 'drizzle-orm/node-postgres';
-import * as schema from '../../src/db/schema.ts';
-import type { Database, Db } from '../../src/db/client.ts';
+import type { Db } from '../../src/db/client.ts';
 import { EventService } from '../../src/events/service.ts';
-import { DeliveryService } from '../../src/delivery/service.ts';
+import type { DeliveryService } from '../../src/delivery/service.ts';
 import { startService, type TestService } from '../helpers/service.ts';
-import { ExplainingClient, rowsRead } from '../helpers/plan.ts';
+import { ExplainingClient, explainedReads, rowsRead } from '../helpers/plan.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import type { Scope } from '../../src/scope.ts';
 
@@ -64,17 +62,9 @@ beforeAll(async () => {
 
   client = new ExplainingClient({ connectionString: svc.testDb.databaseUrl });
   await client.connect();
-  const db = drizzle(client, { schema }) as unknown as Db;
+  let db: Db;
+  ({ db, deliveries } = explainedReads(svc, client));
   events = new EventService(db);
-  const database = Object.create(svc.ctx.database, { db: { value: db } }) as Database;
-  deliveries = new DeliveryService({
-    database,
-    clock: svc.ctx.clock,
-    secrets: null as never,
-    sender: null as never,
-    audit: svc.ctx.audit,
-    leaseMs: 60_000,
-  });
 }, 180_000);
 afterAll(async () => {
   await client?.end();

@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { drizzle } from 'drizzle-orm/node-postgres';
-import * as schema from '../../src/db/schema.ts';
-import type { Database, Db } from '../../src/db/client.ts';
-import { DeliveryService } from '../../src/delivery/service.ts';
+import type { DeliveryService } from '../../src/delivery/service.ts';
 import { WEEK_MS, weekStart, weekSuffix } from '../../src/db/retention.ts';
 import { startService, type TestService } from '../helpers/service.ts';
-import { ExplainingClient, buffersOf, planNodes, rowsReadOfTable } from '../helpers/plan.ts';
+import { ExplainingClient, buffersOf, explainedReads, planNodes, rowsReadOfTable } from '../helpers/plan.ts';
 import type { Scope } from '../../src/scope.ts';
 
 /**
@@ -101,16 +98,7 @@ beforeAll(async () => {
 
   client = new ExplainingClient({ connectionString: svc.testDb.databaseUrl });
   await client.connect();
-  const db = drizzle(client, { schema }) as unknown as Db;
-  const database = Object.create(svc.ctx.database, { db: { value: db } }) as Database;
-  deliveries = new DeliveryService({
-    database,
-    clock: svc.ctx.clock,
-    secrets: null as never,
-    sender: null as never,
-    audit: svc.ctx.audit,
-    leaseMs: 60_000,
-  });
+  ({ deliveries } = explainedReads(svc, client));
 }, 180_000);
 afterAll(async () => {
   await client?.end();
