@@ -12,6 +12,7 @@ import { sql } from 'drizzle-orm';
 import { openDatabase } from '../packages/server/src/db/client.ts';
 import { weekStart } from '../packages/server/src/db/retention.ts';
 import { publishEvent } from '../packages/server/src/events/publish.ts';
+import { PUBLISH } from '../packages/server/src/events/publish-statements.ts';
 import { newId } from '../packages/server/src/ids.ts';
 import { samplePayment } from './reference/sample-payment.ts';
 
@@ -42,23 +43,25 @@ try {
       );
     const lit = (v: string) => `'${v}'`;
     const ids = Array.from({ length: 8 }, () => newId('webhookDelivery'));
-    const params = [
-      lit('mch_growth011'),
-      lit('live'),
-      lit('payment.succeeded'),
-      lit(`plan-${run}-x`),
-      lit(newId('event')),
-      lit('{}'),
-      'NULL',
-      'NULL',
-      '1',
-      lit('*'),
-      lit(`{${ids.join(',')}}`),
-      lit(now.toISOString()),
-      'false',
-      'NULL',
-      lit(weekStart(now).toISOString()),
-    ];
+    const values: Record<string, string> = {
+      merchant_id: lit('mch_growth011'),
+      environment: lit('live'),
+      type: lit('payment.succeeded'),
+      idem: lit(`plan-${run}-x`),
+      event_id: lit(newId('event')),
+      body: lit('{}'),
+      object_id: 'NULL',
+      only_endpoint: 'NULL',
+      copies: '1',
+      wildcard: lit('*'),
+      delivery_ids: lit(`{${ids.join(',')}}`),
+      now: lit(now.toISOString()),
+      notify_here: 'false',
+      traceparent: 'NULL',
+      week: lit(weekStart(now).toISOString()),
+    };
+    // In the statement's own parameter order.
+    const params = PUBLISH.one.params.map((name) => values[name]);
     const r = (await tx.execute(
       sql.raw(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE publish_event(${params.join(', ')})`),
     )) as unknown as {

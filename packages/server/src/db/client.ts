@@ -13,6 +13,7 @@ import { parseDatabaseTargets, type HostPort } from './database-url.ts';
 import { HostSelector, pointAt } from './hosts.ts';
 import { LazyBegin } from './lazy-begin.ts';
 import { attachScratch, DatabaseScratch } from './scratch.ts';
+import { attachConnection, type ConnectionRunner } from './statement.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** A transaction handle; it has the same query API as `Db`. */
@@ -88,6 +89,17 @@ const RAW_TYPES: pg.CustomTypesConfig = {
     oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
 };
 
+/** Named statements on one held connection, rows parsed as on the raw paths. */
+function statementsOn(client: pg.PoolClient): ConnectionRunner {
+  return async <R>(name: string, text: string, params: unknown[]) => {
+    try {
+      return (await client.query({ name, text, values: params, types: RAW_TYPES })).rows as R[];
+    } catch (err) {
+      throw new QueryError(name, err);
+    }
+  };
+}
+
 /** How long a request waits for a pooled connection (or a new one) before failing with a 503. */
 const CONNECT_TIMEOUT_MS = 5_000;
 /**
@@ -130,18 +142,33 @@ async function openPostgres(url: string, poolSize: number, logger: Logger): Prom
     (channel) => sender.send(channel),
     (err) => logger.warn({ err }, 'wake-up after commit not sent; workers find the work when they next poll'),
   );
-  const transaction = db.transaction.bind(db);
   const scratch = new DatabaseScratch();
+  // The connection a top-level transaction runs on is taken here, not by drizzle, so its
+  // hand-written statements run on it by name (db/statement.ts). drizzle runs the transaction on
+  // that connection through its public API: a drizzle per pooled connection, made on first use.
+  const onConnection = new WeakMap<pg.PoolClient, Db>();
   // Every top-level transaction sends its wake-ups after it commits (db/after-commit.ts).
   db.transaction = (async (fn, config) => {
     let channels: Set<string> | undefined;
     let committed: (() => void)[] | undefined;
-    const result = await transaction(async (tx) => {
-      attachScratch(tx, scratch);
-      channels = deferWakeUps(tx);
-      committed = collectAfterCommit(tx);
-      return fn(tx);
-    }, config);
+    const client = await pool.connect();
+    let result: unknown;
+    try {
+      let conn = onConnection.get(client);
+      if (!conn) {
+        conn = drizzlePg(client, { schema }) as unknown as Db;
+        onConnection.set(client, conn);
+      }
+      result = await conn.transaction(async (tx) => {
+        attachScratch(tx, scratch);
+        attachConnection(tx, statementsOn(client));
+        channels = deferWakeUps(tx);
+        committed = collectAfterCommit(tx);
+        return fn(tx);
+      }, config);
+    } finally {
+      client.release();
+    }
     for (const channel of channels ?? []) notifier.notify(channel);
     flushAfterCommit(committed);
     return result;

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { QueryError } from '../../src/db/faults.ts';
 import { scratchOf } from '../../src/db/scratch.ts';
+import { runAlone, runInTransaction, statement } from '../../src/db/statement.ts';
 import { openDatabase } from '../../src/db/client.ts';
 import { backend, createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 
@@ -119,5 +120,40 @@ describe(`the database layer on ${backend}`, () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('a hand-written statement (db/statement.ts) in a transaction, in a savepoint and alone: the same rows, with named parameters', async () => {
+    const byFlag = statement<{ flag: boolean; at: Date }, { id: string; n: number; at: Date | null; counted: number }>(
+      'conformance_by_flag',
+      `SELECT id, n, at, (SELECT count(*) FROM conformance WHERE id = 'a' AND flag = :flag) AS counted
+       FROM conformance WHERE id = 'a' AND flag = :flag AND (at IS NULL OR at = :at::timestamptz)`,
+    );
+    expect(byFlag.params).toEqual(['flag', 'at']);
+    const values = { flag: true, at: new Date('2026-12-07T10:00:00.123Z') };
+    const expected = [{ id: 'a', n: Number.MAX_SAFE_INTEGER, at: new Date('2026-12-07T10:00:00.123Z'), counted: 1 }];
+    const [inTx, inSavepoint] = await t.database.db.transaction(async (tx) => [
+      await runInTransaction(tx, byFlag, values),
+      await tx.transaction((sp) => runInTransaction(sp, byFlag, values)),
+    ]);
+    expect(inTx).toEqual(expected);
+    expect(inSavepoint).toEqual(expected);
+    expect(await runAlone(t.database, byFlag, values)).toEqual(expected);
+  });
+
+  it("a transaction's hand-written statement runs on the transaction's own connection: it sees the transaction's uncommitted writes", async () => {
+    const count = statement<{ id: string }, { n: number }>('conformance_count', 'SELECT count(*) AS n FROM conformance WHERE id = :id');
+    const inside = await t.database.db.transaction(async (tx) => {
+      await tx.execute(sql`INSERT INTO conformance (id, n, flag) VALUES ('uncommitted', 1, false)`);
+      const rows = await runInTransaction(tx, count, { id: 'uncommitted' });
+      await tx.execute(sql`DELETE FROM conformance WHERE id = 'uncommitted'`);
+      return rows;
+    });
+    expect(inside).toEqual([{ n: 1 }]);
+    expect(await runAlone(t.database, count, { id: 'uncommitted' })).toEqual([{ n: 0 }]);
+  });
+
+  it('a statement with a parameter left out is refused before it is sent', async () => {
+    const count = statement<{ id: string }, { n: number }>('conformance_count', 'SELECT count(*) AS n FROM conformance WHERE id = :id');
+    await expect(runAlone(t.database, count, {} as { id: string })).rejects.toThrow('statement conformance_count: no value for :id');
   });
 });

@@ -5,6 +5,7 @@ import { payment } from '../helpers/publish.ts';
 import { planNodes, type PlanNode } from '../helpers/plan.ts';
 import { maintainPartitions, weekStart, weekSuffix } from '../../src/db/retention.ts';
 import { publishEvent } from '../../src/events/publish.ts';
+import { PUBLISH } from '../../src/events/publish-statements.ts';
 import { newId } from '../../src/ids.ts';
 import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
 
@@ -56,23 +57,25 @@ async function explainKeyedPublish(at: number, mode: 'force_generic_plan' | 'for
       );
     await tx.execute(sql.raw(`SET LOCAL plan_cache_mode = ${mode}`));
     const lit = (v: string) => `'${v.replace(/'/g, "''")}'`;
-    const params = [
-      lit(platform.merchant_id),
-      `'sandbox'`,
-      `'payment.succeeded'`,
-      lit(key),
-      lit(newId('event')),
-      `'{}'`,
-      'NULL',
-      'NULL',
-      '1',
-      `'*'`,
-      `'{}'`,
-      lit(now.toISOString()),
-      'false',
-      'NULL',
-      lit(weekStart(now).toISOString()),
-    ];
+    const values: Record<string, string> = {
+      merchant_id: lit(platform.merchant_id),
+      environment: `'sandbox'`,
+      type: `'payment.succeeded'`,
+      idem: lit(key),
+      event_id: lit(newId('event')),
+      body: `'{}'`,
+      object_id: 'NULL',
+      only_endpoint: 'NULL',
+      copies: '1',
+      wildcard: `'*'`,
+      delivery_ids: `'{}'`,
+      now: lit(now.toISOString()),
+      notify_here: 'false',
+      traceparent: 'NULL',
+      week: lit(weekStart(now).toISOString()),
+    };
+    // In the statement's own parameter order.
+    const params = PUBLISH.one.params.map((name) => values[name]);
     const r = (await tx.execute(sql.raw(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE publish_event(${params.join(', ')})`))) as unknown as {
       rows: { 'QUERY PLAN': unknown }[];
     };
