@@ -520,11 +520,11 @@ function table(r: Result): string {
     ]),
     [
       'publishEvent, 1 endpoint/event',
-      `${f.publish.endpoints_1.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_1.single_events_per_s} (1/tx)`,
+      `${f.publish.endpoints_1.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_1.single_events_per_s} (1/tx), ${f.publish.endpoints_1.sql_function_events_per_s} through the SQL function (1/tx)`,
     ],
     [
       'publishEvent, 10 endpoints/event',
-      `${f.publish.endpoints_10.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_10.single_events_per_s} (1/tx)`,
+      `${f.publish.endpoints_10.batched_events_per_s} events/s (50/tx), ${f.publish.endpoints_10.single_events_per_s} (1/tx), ${f.publish.endpoints_10.sql_function_events_per_s} through the SQL function (1/tx)`,
     ],
     [
       'publishing over HTTP, 8 publishers, 1 endpoint/event',

@@ -3,12 +3,15 @@
  * service would, in a process of its own, and reports each event's commit time to the parent.
  *
  * target 'payhooks': `publishEvent` in a transaction (the outbox; endpoints fan out inside).
+ * target 'payhooks-sql': the SQL function `payhooks.publish_event` in a transaction, as a payment
+ *   core in another language calls it (one statement per event).
  * target 'graphile': the baseline, one graphile-worker job per delivery, added with one
  *   `addJobs` call per event (a team's natural "enqueue a job per endpoint").
  * mode 'burst': as fast as possible, `concurrency` transactions of `batch` events at a time.
  * mode 'rate': one event per transaction on a fixed schedule (`ratePerS`), up to RATE_IN_FLIGHT
  * in flight.
  */
+import { sql } from 'drizzle-orm';
 import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
 import { openDatabase, type Database } from '../../packages/server/src/db/client.ts';
 import { publishEvent } from '../../packages/server/src/events/publish.ts';
@@ -16,7 +19,7 @@ import { samplePayment } from './sample-payment.ts';
 
 export interface PublishRequest {
   mode: 'burst' | 'rate';
-  target: 'payhooks' | 'graphile';
+  target: 'payhooks' | 'payhooks-sql' | 'graphile';
   databaseUrl: string;
   merchantId: string;
   /** graphile only: where each event goes, and the secrets to sign with. */
@@ -48,6 +51,20 @@ async function payhooksPublisher(req: PublishRequest, db: Database): Promise<Pub
           new Date(),
         );
         ids.push(r.event.id);
+      }
+      return ids;
+    });
+}
+
+function sqlFunctionPublisher(req: PublishRequest, db: Database): PublishBatch {
+  return (n) =>
+    db.db.transaction(async (tx) => {
+      const ids: string[] = [];
+      for (let k = 0; k < n; k++) {
+        const r = (await tx.execute(
+          sql`SELECT id FROM payhooks.publish_event('payment.succeeded', ${req.merchantId}, 'sandbox', ${JSON.stringify(object(seq++))}::json)`,
+        )) as unknown as { rows: { id: string }[] };
+        ids.push(r.rows[0]!.id);
       }
       return ids;
     });
@@ -109,7 +126,8 @@ async function publisherFor(req: PublishRequest, concurrency: number): Promise<P
     open = { key, publish: graphilePublisher(req, utils), close: async () => utils.release() };
   } else {
     const db = await openDatabase({ databaseUrl: req.databaseUrl, dataDir: undefined, poolSize });
-    open = { key, publish: await payhooksPublisher(req, db), close: () => db.close() };
+    const publish = req.target === 'payhooks-sql' ? sqlFunctionPublisher(req, db) : await payhooksPublisher(req, db);
+    open = { key, publish, close: () => db.close() };
   }
   return open!.publish;
 }

@@ -530,9 +530,11 @@ export interface PublishRate {
   batched_events_per_s: number;
   /** One event per transaction, 8 at a time. */
   single_events_per_s: number;
+  /** The SQL function `payhooks.publish_event`, one event per transaction, 8 at a time. */
+  sql_function_events_per_s: number;
 }
 
-/** `publishEvent` alone (no worker running): batched and one event per transaction. */
+/** `publishEvent` alone (no worker running): batched and one event per transaction; then the SQL function. */
 export async function publishRate(env: Env, o: { endpoints: number; events: number }): Promise<PublishRate> {
   const db = await scratch(env, true);
   try {
@@ -563,10 +565,22 @@ export async function publishRate(env: Env, o: { endpoints: number; events: numb
       batch: 1,
       concurrency: 8,
     });
+    // The SQL function, one event per transaction as the one-event run, after its own warm-up.
+    await publish(env, { mode: 'burst', target: 'payhooks-sql', databaseUrl: db.url, merchantId, events: 1000, batch: 1, concurrency: 8 });
+    const sqlFunction = await publish(env, {
+      mode: 'burst',
+      target: 'payhooks-sql',
+      databaseUrl: db.url,
+      merchantId,
+      events: Math.round(o.events / 2),
+      batch: 1,
+      concurrency: 8,
+    });
     return {
       endpoints_per_event: o.endpoints,
       batched_events_per_s: perSecond(batched.published, batched.ms),
       single_events_per_s: perSecond(single.published, single.ms),
+      sql_function_events_per_s: perSecond(sqlFunction.published, sqlFunction.ms),
     };
   } finally {
     await drop(env, db);

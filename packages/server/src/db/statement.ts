@@ -55,13 +55,15 @@ export function statement<P extends object, R = Record<string, unknown>>(name: s
 
 /**
  * `source` with each `:name` replaced by an SQL expression (a PL/pgSQL variable, a constant):
- * how a generated SQL function runs the statement the TypeScript path runs. Every parameter must
- * be given one, and nothing else may be.
+ * how a generated SQL function runs the statement the TypeScript path runs. Every parameter of
+ * the statement must be given one, and nothing else may be.
  */
-export function substitute<P extends object>(stmt: Statement<P, unknown>, exprs: { [K in keyof P]-?: string }): string {
+export function substitute<P extends object>(stmt: Statement<P, unknown>, exprs: { [K in keyof P]?: string }): string {
   const given = Object.keys(exprs);
-  const unknown = given.filter((k) => !stmt.params.includes(k as keyof P & string));
-  if (unknown.length > 0) throw new Error(`statement ${stmt.name} has no parameter ${unknown.map((k) => `:${k}`).join(', ')}`);
+  const extra = given.filter((k) => !stmt.params.includes(k as keyof P & string));
+  if (extra.length > 0) throw new Error(`statement ${stmt.name} has no parameter ${extra.map((k) => `:${k}`).join(', ')}`);
+  const missing = stmt.params.filter((k) => !given.includes(k));
+  if (missing.length > 0) throw new Error(`statement ${stmt.name}: no SQL for ${missing.map((k) => `:${k}`).join(', ')}`);
   return stmt.source.replace(PARAMETER, (_m, param: string) => (exprs as Record<string, string>)[param]!);
 }
 

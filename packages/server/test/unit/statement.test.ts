@@ -28,5 +28,6 @@ describe('hand-written statements with named parameters (db/statement.ts)', () =
       `SELECT v_id::text AS id, x::text, '12:30'::time, v_now::timestamptz - interval '1 hour' FROM t WHERE id = v_id OR id = ANY(ARRAY[v_id]::text[])`,
     );
     expect(() => substitute(s, { id: 'a', at: 'b', ids: 'c', other: 'd' } as never)).toThrow('statement example has no parameter :other');
+    expect(() => substitute(s, { id: 'a', at: 'b' })).toThrow('statement example: no SQL for :ids');
   });
 });
