@@ -31,7 +31,7 @@ const deliveries = new DeliveryService({
   audit: null as never,
   leaseMs: 60_000,
 });
-const events = new EventService(database.db);
+const events = new EventService({ db: database.db });
 const scope: Scope = { platformId: PLATFORM, environment: 'live', actor: { type: 'operator', id: 'bench' } } as Scope;
 
 const { rows: eps } = await c.query<{ endpoint_id: string; n: string }>(

@@ -56,10 +56,11 @@ export interface ServiceContext {
   payments: PaymentService;
   checkout: CheckoutService;
   /**
-   * Base of hosted checkout URLs: PAYHOOKS_PUBLIC_URL, else the address the HTTP server
-   * listens on (set by the app when it starts listening).
+   * Where users reach this service (hosted checkout pages, portal links, the listen relay, the
+   * OpenAPI servers): PAYHOOKS_PUBLIC_URL, else the address the HTTP server listens on (read
+   * from it when asked, never copied), else the configured host and port.
    */
-  publicUrl: string | undefined;
+  publicUrl(): string;
   /** A new worker on this context (not started). */
   createWorker(): DeliveryWorker;
   /** The checkout-session expiry job that runs beside workers (not started). */
@@ -83,11 +84,14 @@ export function createContext(options: {
   tls?: ConnectionOptions;
   /** Only for code that embeds the service (tests); every payhooks process uses PASSWORD_COST. */
   passwordCost?: ScryptCost;
+  /** The address the HTTP server listens on, once it does (api/app.ts, `listeningUrl`). */
+  listeningAt?: () => string | undefined;
 }): ServiceContext {
   const { config, database, clock, logger } = options;
   const secrets = new SecretBox(options.encryptionKey);
-  const audit = new AuditTrail(logger, clock);
+  const audit = new AuditTrail({ logger, clock });
   const passwordCost = options.passwordCost ?? PASSWORD_COST;
+  const publicUrl = () => config.publicUrl ?? options.listeningAt?.() ?? listenUrl(config);
   const {
     accounts,
     sessions,
@@ -100,7 +104,7 @@ export function createContext(options: {
     audit,
     secrets,
     passwordCost,
-    publicUrl: () => ctx.publicUrl ?? listenUrl(config),
+    publicUrl,
   });
   const allowPrivate = config.dev || config.allowPrivateUrls;
   const urlPolicy = { allowHttp: config.dev || config.allowHttpUrls, allowPrivate };
@@ -115,10 +119,13 @@ export function createContext(options: {
     egressProxy: config.egressProxy === undefined ? undefined : new URL(config.egressProxy),
     tls: options.tls,
   });
-  const metrics = new DeliveryMetrics(database, clock);
-  const payments = new PaymentService(database.db, clock);
-  const checkout = new CheckoutService(database.db, clock, payments, {
-    publicUrl: () => ctx.publicUrl ?? listenUrl(config),
+  const metrics = new DeliveryMetrics({ database, clock });
+  const payments = new PaymentService({ db: database.db, clock });
+  const checkout = new CheckoutService({
+    db: database.db,
+    clock,
+    payments,
+    publicUrl,
     allowHttpLive: config.dev || config.allowHttpUrls,
   });
   // A session follows its payment, whoever moves it: wired here, where both services are made.
@@ -137,7 +144,7 @@ export function createContext(options: {
   // Several processes share one PostgreSQL: the cap on manual attempts per endpoint is theirs
   // together (api/app.ts moves it to Redis when PAYHOOKS_REDIS_URL is set).
   if (database.kind === 'postgres') deliveries.shareManualGate(new PostgresSlots(database), logger);
-  const endpoints = new EndpointService(database.db, secrets, urlPolicy, clock, audit);
+  const endpoints = new EndpointService({ db: database.db, secrets, urlPolicy, clock, audit });
   const ctx: ServiceContext = {
     config,
     database,
@@ -149,15 +156,15 @@ export function createContext(options: {
     sessions,
     accounts,
     endpoints,
-    operatorEndpoints: new OperatorEndpoints(database.db, endpoints, clock),
-    events: new EventService(database.db),
+    operatorEndpoints: new OperatorEndpoints({ db: database.db, endpoints, clock }),
+    events: new EventService({ db: database.db }),
     deliveries,
     bulkReplays: new BulkReplays({ database, deliveries, clock, audit }),
     sender,
     metrics,
     payments,
     checkout,
-    publicUrl: config.publicUrl,
+    publicUrl,
     createWorker: () => new DeliveryWorker({ config, database, clock, secrets, sender, logger, metrics }),
     createExpiryJob: () => new ExpiryJob({ database, checkout, logger, intervalMs: config.expiryIntervalMs }),
     createRetentionJob: () =>
@@ -180,7 +187,7 @@ export function createContext(options: {
         scheduleMs: config.retryScheduleMs.reduce((a, b) => a + b, 0),
         failingAfterMs: config.healthFailingAfterMs,
         failingAttempts: config.healthFailingAttempts,
-        afterSweep: () => sendHealthMail({ database, clock, logger, mailer, secrets, publicUrl: () => ctx.publicUrl ?? listenUrl(config) }),
+        afterSweep: () => sendHealthMail({ database, clock, logger, mailer, secrets, publicUrl }),
         // A minute at most past the window (or the failing threshold); short windows (tests,
         // sandboxes) are swept more often.
         intervalMs: Math.max(

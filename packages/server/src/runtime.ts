@@ -28,6 +28,8 @@ export async function openRuntime(
     database?: Database;
     migrate?: boolean /** Delivery loops this process runs (sizes the pool). */;
     workers?: number;
+    /** The address this process's HTTP server listens on, once it does (`serve`). */
+    listeningAt?: () => string | undefined;
   } = {},
 ): Promise<Runtime> {
   const store = await openStore(options);
@@ -53,6 +55,7 @@ export async function openRuntime(
     clock: options.clock ?? systemClock,
     logger: store.logger,
     encryptionKey: store.encryptionKey,
+    ...(options.listeningAt ? { listeningAt: options.listeningAt } : {}),
   });
   return {
     ctx,

@@ -49,9 +49,10 @@ export function openAccounts(options: {
   publicUrl: () => string;
 }): { accounts: Accounts; sessions: SessionStore; mailer: Mailer | null; close(): void } {
   const { config, db, clock } = options;
-  const sessions = new SessionStore(db, () => clock.now(), {
-    idleMs: config.portalIdleTimeoutMs,
-    lifetimeMs: config.portalSessionLifetimeMs,
+  const sessions = new SessionStore({
+    db,
+    clock,
+    limits: { idleMs: config.portalIdleTimeoutMs, lifetimeMs: config.portalSessionLifetimeMs },
   });
   const mailer = config.smtpUrl ? smtpMailer(config.smtpUrl, config.smtpFrom) : null;
   const accounts = createAccounts({

@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, lt, or, sql } from 'drizzle-orm';
+import type { Clock } from '../clock.ts';
 import type { Db, Queryable } from '../db/client.ts';
 import { platforms, portalSessions, portalUsers, type Environment, type ExternalUser } from '../db/schema.ts';
 import type { Actor, RequestOrigin, Scope } from '../scope.ts';
@@ -83,15 +84,19 @@ export type NewSession =
  * sessions start in sandbox, the safe environment to look around in.
  */
 export class SessionStore {
-  constructor(
-    private readonly db: Db,
-    private readonly now: () => Date,
-    readonly limits: SessionLimits,
-  ) {}
+  private readonly db: Db;
+  private readonly clock: Clock;
+  readonly limits: SessionLimits;
+
+  constructor(deps: { db: Db; clock: Clock; limits: SessionLimits }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.limits = deps.limits;
+  }
 
   async create(input: NewSession, q: Queryable = this.db): Promise<{ token: string; session: PortalSession }> {
     const token = randomBytes(32).toString('base64url');
-    const now = this.now();
+    const now = this.clock.now();
     await q.insert(portalSessions).values({
       tokenHash: hashToken(token),
       kind: input.kind,
@@ -170,7 +175,7 @@ export class SessionStore {
     if (!token || token.length > 100) return null;
     const session = await this.read(hashToken(token));
     if (!session) return null;
-    const now = this.now();
+    const now = this.clock.now();
     const ended = session.expiresAt <= now ? 'expired' : session.lastSeenAt.getTime() + this.limits.idleMs <= now.getTime() ? 'idle' : null;
     if (ended) {
       await this.db.delete(portalSessions).where(eq(portalSessions.tokenHash, session.tokenHash));

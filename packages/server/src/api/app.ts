@@ -176,22 +176,6 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   });
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
-  // Hosted checkout URLs need an absolute base: PAYHOOKS_PUBLIC_URL, else where we listen.
-  app.addHook('onListen', async () => {
-    if (ctx.publicUrl) return;
-    const address = app.addresses()[0];
-    if (!address || typeof address === 'string') return;
-    // Bound to every interface: a browser can't open 0.0.0.0, so the page is offered on
-    // localhost (set PAYHOOKS_PUBLIC_URL for anything else).
-    const host =
-      address.address === '0.0.0.0' || address.address === '::'
-        ? 'localhost'
-        : address.family === 'IPv6'
-          ? `[${address.address}]`
-          : address.address;
-    ctx.publicUrl = `http://${host}:${address.port}`;
-  });
-
   await app.register(swagger, {
     // One generated document of every route; openapi/document.ts splits it into the public and
     // the operator document and completes both (errors, headers, examples, tags).
@@ -303,4 +287,21 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   const counters = sharedCounters({ redis, database: ctx.database, logger: ctx.logger });
   await portal(app as unknown as FastifyInstance, ctx, { dist: options.portalDist, counters });
   return app as unknown as FastifyInstance;
+}
+
+/**
+ * The URL of the address `app` listens on, once it does (undefined before): what the context
+ * offers as its public URL when PAYHOOKS_PUBLIC_URL is unset (`createContext`'s `listeningAt`).
+ * Bound to every interface, it is offered on localhost: a browser can't open 0.0.0.0.
+ */
+export function listeningUrl(app: { addresses(): ReturnType<FastifyInstance['addresses']> }): string | undefined {
+  const address = app.addresses()[0];
+  if (!address || typeof address === 'string') return undefined;
+  const host =
+    address.address === '0.0.0.0' || address.address === '::'
+      ? 'localhost'
+      : address.family === 'IPv6'
+        ? `[${address.address}]`
+        : address.address;
+  return `http://${host}:${address.port}`;
 }

@@ -112,10 +112,13 @@ export interface AuditFilters {
  * the rollback (api/audit-hook.ts). The table is append-only in the database (migration 0022).
  */
 export class AuditTrail {
-  constructor(
-    private readonly logger: Logger,
-    private readonly clock: Clock,
-  ) {}
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+
+  constructor(deps: { logger: Logger; clock: Clock }) {
+    this.logger = deps.logger;
+    this.clock = deps.clock;
+  }
 
   async record(q: Queryable, subject: AuditSubject, entry: AuditEntry): Promise<AuditEvent> {
     const environment = entry.environment === undefined ? subject.environment : entry.environment;

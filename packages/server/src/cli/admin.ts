@@ -82,7 +82,7 @@ async function withAdmin<T>(fn: (ctx: AdminContext) => Promise<T>): Promise<T> {
     config,
     database: store.database,
     clock: systemClock,
-    audit: new AuditTrail(logger, systemClock),
+    audit: new AuditTrail({ logger, clock: systemClock }),
     passwordCost: PASSWORD_COST,
   };
   const { accounts, close } = openAccounts({

@@ -1,7 +1,7 @@
 import { loadConfig } from '../config.ts';
 import { ConfigError } from '../errors.ts';
 import { openRuntime } from '../runtime.ts';
-import { buildApp } from '../api/app.ts';
+import { buildApp, listeningUrl } from '../api/app.ts';
 import { devBanner, devInternalToken, ensureDevPlatform } from './dev-bootstrap.ts';
 import { onStopSignal } from './stop-signal.ts';
 import { startBackgroundJobs } from './background-jobs.ts';
@@ -31,11 +31,12 @@ export async function serve(options: ServeOptions): Promise<void> {
   // opened or migrated: a start that can't serve changes nothing.
   await probeListen(cfg.host, cfg.port, source);
   if (cfg.dev && !cfg.internalToken) cfg.internalToken = devInternalToken(cfg.dataDir);
-  const runtime = await openRuntime({ config: cfg });
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  // Links this process makes point where it listens unless PAYHOOKS_PUBLIC_URL says otherwise.
+  const runtime = await openRuntime({ config: cfg, listeningAt: () => (app ? listeningUrl(app) : undefined) });
   const { ctx } = runtime;
   const worker = options.worker === false ? null : ctx.createWorker();
   let address: string;
-  let app: Awaited<ReturnType<typeof buildApp>>;
   let dev: Awaited<ReturnType<typeof ensureDevPlatform>> | null;
   try {
     app = await buildApp(ctx);

@@ -20,7 +20,8 @@ export class DeliveryMetrics {
   readonly claims: Counter;
   readonly claimedRows: Counter;
 
-  constructor(database: Database, clock: Clock) {
+  constructor(deps: { database: Database; clock: Clock }) {
+    const { database, clock } = deps;
     const tallies = this.tallies;
     this.attempts = new Counter({
       name: 'payhooks_delivery_attempts_total',

@@ -187,13 +187,19 @@ const inScope = (scope: Scope) =>
   );
 
 export class EndpointService {
-  constructor(
-    private readonly db: Db,
-    private readonly secrets: SecretBox,
-    private readonly urlPolicy: UrlPolicy,
-    private readonly clock: Clock,
-    private readonly audit: AuditTrail,
-  ) {}
+  private readonly db: Db;
+  private readonly secrets: SecretBox;
+  private readonly urlPolicy: UrlPolicy;
+  private readonly clock: Clock;
+  private readonly audit: AuditTrail;
+
+  constructor(deps: { db: Db; secrets: SecretBox; urlPolicy: UrlPolicy; clock: Clock; audit: AuditTrail }) {
+    this.db = deps.db;
+    this.secrets = deps.secrets;
+    this.urlPolicy = deps.urlPolicy;
+    this.clock = deps.clock;
+    this.audit = deps.audit;
+  }
 
   /** `fn` in `db` when it is a transaction of the caller's (an idempotent request), else in a transaction of its own. */
   private inTransaction<T>(db: Queryable | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {

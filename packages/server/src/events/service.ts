@@ -13,7 +13,11 @@ const inScope = (scope: Scope) => and(eq(events.platformId, scope.platformId), e
 
 /** Reading published events. Publishing is `publishEvent` (publish.ts), inside a transaction. */
 export class EventService {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(deps: { db: Db }) {
+    this.db = deps.db;
+  }
 
   /** The stored serialisation: exactly the bytes every delivery of this event sent. */
   async getBody(scope: Scope, id: string): Promise<string> {

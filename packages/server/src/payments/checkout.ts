@@ -79,12 +79,17 @@ export function successRedirect(successUrl: string, id: string): string {
  * in one transaction; an open session past `expires_at` expires with its payment.
  */
 export class CheckoutService {
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-    private readonly payments: PaymentService,
-    private readonly options: { publicUrl: () => string; allowHttpLive: boolean },
-  ) {}
+  private readonly db: Db;
+  private readonly clock: Clock;
+  private readonly payments: PaymentService;
+  private readonly options: { publicUrl: () => string; allowHttpLive: boolean };
+
+  constructor(deps: { db: Db; clock: Clock; payments: PaymentService; publicUrl: () => string; allowHttpLive: boolean }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.payments = deps.payments;
+    this.options = { publicUrl: deps.publicUrl, allowHttpLive: deps.allowHttpLive };
+  }
 
   /**
    * A session follows its payment, whoever moves it (hosted page, sandbox, or the rails): the

@@ -82,10 +82,13 @@ export async function merchantOf(db: Queryable, platformId: string): Promise<str
 export class PaymentService {
   private readonly listeners: TransitionListener[] = [];
 
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-  ) {}
+  private readonly db: Db;
+  private readonly clock: Clock;
+
+  constructor(deps: { db: Db; clock: Clock }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+  }
 
   onTransition(listener: TransitionListener): void {
     this.listeners.push(listener);

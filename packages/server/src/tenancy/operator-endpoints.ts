@@ -46,11 +46,15 @@ const scopeOf = (environment: Environment, origin: RequestOrigin | undefined): S
  * What they receive is sent by endpoints/endpoint-events.ts.
  */
 export class OperatorEndpoints {
-  constructor(
-    private readonly db: Db,
-    private readonly endpoints: EndpointService,
-    private readonly clock: Clock,
-  ) {}
+  private readonly db: Db;
+  private readonly endpoints: EndpointService;
+  private readonly clock: Clock;
+
+  constructor(deps: { db: Db; endpoints: EndpointService; clock: Clock }) {
+    this.db = deps.db;
+    this.endpoints = deps.endpoints;
+    this.clock = deps.clock;
+  }
 
   async create(input: CreateOperatorEndpointInput, origin?: RequestOrigin): Promise<OperatorEndpoint & { secret: string }> {
     const platformId = input.platform_id ?? null;

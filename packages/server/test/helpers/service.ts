@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { ManualClock, systemClock, type Clock } from '../../src/clock.ts';
 import { createContext, type ServiceContext } from '../../src/context.ts';
-import { buildApp } from '../../src/api/app.ts';
+import { buildApp, listeningUrl } from '../../src/api/app.ts';
 import { createLogger } from '../../src/logging.ts';
 import { createPlatform, type CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -41,7 +41,9 @@ export async function startService(
 ): Promise<TestService> {
   const testDb = await createTestDatabase();
   const config = loadConfig({}, { logLevel: 'silent', port: 0, databaseUrl: testDb.databaseUrl, dataDir: '/nonexistent', ...overrides });
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   const ctx = createContext({
+    listeningAt: () => (app ? listeningUrl(app) : undefined),
     config,
     database: testDb.database,
     clock: options.clock ?? systemClock,
@@ -51,7 +53,7 @@ export async function startService(
     ...(options.resolver ? { resolver: options.resolver } : {}),
     ...(options.tls ? { tls: options.tls } : {}),
   });
-  const app = await buildApp(ctx);
+  app = await buildApp(ctx);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     url: address,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../../src/config.ts';
 import { createContext, type ServiceContext } from '../../src/context.ts';
-import { buildApp } from '../../src/api/app.ts';
+import { buildApp, listeningUrl } from '../../src/api/app.ts';
 import { apiClient, type ApiCall, type TestService } from './service.ts';
 
 export { apiClient, type ApiCall };
@@ -19,14 +19,16 @@ export interface VariantService {
  */
 export async function startVariant(base: TestService, overrides: Partial<Config>): Promise<VariantService> {
   const config: Config = { ...base.ctx.config, ...overrides };
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   const ctx = createContext({
+    listeningAt: () => (app ? listeningUrl(app) : undefined),
     config,
     database: base.ctx.database,
     clock: base.ctx.clock,
     logger: base.ctx.logger,
     encryptionKey: randomBytes(32),
   });
-  const app = await buildApp(ctx);
+  app = await buildApp(ctx);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     url,

@@ -64,7 +64,7 @@ beforeAll(async () => {
   await client.connect();
   let db: Db;
   ({ db, deliveries } = explainedReads(svc, client));
-  events = new EventService(db);
+  events = new EventService({ db });
 }, 180_000);
 afterAll(async () => {
   await client?.end();

@@ -257,7 +257,7 @@ describe('the audit trail keeps its own window (PAYHOOKS_AUDIT_RETENTION) and lo
     const database = svc.ctx.database;
     const t0 = Date.UTC(2032, 0, 5); // a Monday
     const clock = new ManualClock(t0 + DAY);
-    const trail = new AuditTrail(pino({ level: 'silent' }), clock);
+    const trail = new AuditTrail({ logger: pino({ level: 'silent' }), clock });
     const subject = { platformId: 'plt_audit', environment: null, actor: { type: 'system' as const, id: 'test' } };
     const made = await maintainPartitions(database, { now: new Date(t0), retentionMs: 30 * DAY, auditRetentionMs: 30 * DAY });
     expect(made.auditCreated).toEqual(['20320105', '20320112', '20320119']);

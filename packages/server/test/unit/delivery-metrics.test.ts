@@ -25,7 +25,7 @@ describe('delivery attempt metrics', () => {
   ];
 
   it('scrapes the duration histogram exactly as a prom-client Histogram of the same observations', async () => {
-    const metrics = new DeliveryMetrics(database, clock);
+    const metrics = new DeliveryMetrics({ database, clock });
     const reference = new Registry();
     const histogram = new Histogram({ name: DURATION, help: 'x', labelNames: ['outcome'], buckets: BUCKETS, registers: [reference] });
     for (const [ok, kind, ms] of observations) {
@@ -40,7 +40,7 @@ describe('delivery attempt metrics', () => {
   });
 
   it('counts attempts by outcome and error kind, the same after several scrapes', async () => {
-    const metrics = new DeliveryMetrics(database, clock);
+    const metrics = new DeliveryMetrics({ database, clock });
     const scrape = () => metrics.registry.getSingleMetricAsString('payhooks_delivery_attempts_total');
     for (const [ok, kind, ms] of observations.slice(0, 5)) metrics.observe(ok, kind, ms);
     expect(await scrape()).toContain('payhooks_delivery_attempts_total{outcome="succeeded",error_kind="none"} 4');
@@ -56,7 +56,7 @@ describe('delivery attempt metrics', () => {
   });
 
   it('shows no duration series before the first attempt', async () => {
-    const metrics = new DeliveryMetrics(database, clock);
+    const metrics = new DeliveryMetrics({ database, clock });
     expect(await metrics.registry.getSingleMetricAsString(DURATION)).not.toContain('_bucket');
   });
 });

@@ -36,9 +36,10 @@ const raw = (payload: unknown) => JSON.stringify(payload);
 export const openApiRoutes = (ctx: ServiceContext) => async (app: FastifyInstance) => {
   let cached: { server: string | undefined; docs: Record<DocumentKind, OpenApiDocument> } | undefined;
   const documents = () => {
-    if (!cached || cached.server !== ctx.publicUrl) {
+    const server = ctx.publicUrl();
+    if (!cached || cached.server !== server) {
       const root = app as unknown as { swagger(): unknown };
-      cached = { server: ctx.publicUrl, docs: buildDocuments(root.swagger() as OpenApiDocument, { serverUrl: ctx.publicUrl }) };
+      cached = { server, docs: buildDocuments(root.swagger() as OpenApiDocument, { serverUrl: server }) };
     }
     return cached.docs;
   };

@@ -90,13 +90,7 @@ export const listenSessionRoutes =
         sandboxOnly(req.scope, 'payhooks listen');
         const body = (req.body ?? {}) as Static<typeof OpenBody>;
         const enabledEvents = validateEnabledEvents(body.enabled_events ?? ['*'], 'sandbox');
-        const publicUrl = ctx.publicUrl;
-        if (!publicUrl)
-          throw new AppError(
-            'unavailable',
-            'public_url_unknown',
-            'This server does not know its own address yet; set PAYHOOKS_PUBLIC_URL.',
-          );
+        const publicUrl = ctx.publicUrl();
         const raw = reply.raw;
         const write = (event: string, data: unknown) => raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
         const session = await hub.open(req.scope, { enabledEvents, publicUrl, push: (r) => write('delivery', r) });
