@@ -1,17 +1,28 @@
 import { WILDCARD_EVENT_TYPE } from '@payhooks/contract';
 import { substitute } from '../db/statement.ts';
 import { buildEnvelope } from './envelope.ts';
-import { PUBLISH, REPLAYED } from './publish-statements.ts';
+import { WAKE_CHANNEL } from '../delivery/wake-channel.ts';
+import { PUBLISH, PUBLISH_PLAIN, REPLAYED, type PublishParams } from './publish-statements.ts';
+
+/**
+ * The session setting that keeps the last fan-out the function wrote (the TypeScript path keeps
+ * one per merchant in the process: events/publish.ts), so it generates that many delivery ids
+ * and runs its statement once; ids are dear in PL/pgSQL (about 17 µs each), so at most
+ * FANOUT_HINT_MAX are made ahead.
+ */
+const FANOUT_SETTING = 'payhooks.publish_fanout';
+const FANOUT_HINT_MAX = 16;
 
 /**
  * The text of db/migrations/R_publish_event.sql: `payhooks.publish_event`, the SQL outbox for
  * payment cores in any language, generated from what the TypeScript path runs, so the two can't
  * drift. What is generated:
  *
- * - the writes (the key window, the fan-out, the event, its deliveries and queue rows, the
- *   NOTIFY): `PUBLISH.one` of events/publish-statements.ts, its parameters replaced by the
- *   function's variables, in the same retry loop as events/publish.ts (more delivery ids when the
- *   fan-out was wider than the ids given);
+ * - the writes (the key window, the fan-out, the event, its deliveries and queue rows):
+ *   `PUBLISH_PLAIN.one` or, with an idempotency key, `PUBLISH.one` of
+ *   events/publish-statements.ts, their parameters replaced by the function's variables, in the
+ *   same retry loop as events/publish.ts (more delivery ids when the fan-out was wider than the
+ *   ids given);
  * - a replayed key's first event: `REPLAYED`, over arrays of one;
  * - the envelope's fields, their order and its constants, taken from `buildEnvelope`.
  *
@@ -22,7 +33,7 @@ import { PUBLISH, REPLAYED } from './publish-statements.ts';
  * when the committed file differs.
  */
 export function publishFunctionSql(): string {
-  const writes = substitute(PUBLISH.one, {
+  const variables: Record<string, string> = {
     merchant_id: 'publish_event.merchant_id',
     environment: 'publish_event.environment',
     type: 't.type',
@@ -35,12 +46,15 @@ export function publishFunctionSql(): string {
     wildcard: quote(WILDCARD_EVENT_TYPE),
     delivery_ids: 'v_ids',
     now: 'v_now',
-    notify_here: 'true',
+    // One NOTIFY after either statement (below).
+    notify_here: 'false',
     traceparent: 'NULL',
     week: 'v_week',
-  });
+  };
+  const run = (stmt: typeof PUBLISH.one) =>
+    substitute(stmt, Object.fromEntries(stmt.params.map((name) => [name, variables[name]!])) as Record<keyof PublishParams, string>);
   const replayed = substitute(REPLAYED, {
-    platform_ids: 'ARRAY[v_row.platform_id]',
+    platform_ids: 'ARRAY[v_platform]',
     environments: 'ARRAY[publish_event.environment]',
     idems: 'ARRAY[publish_event.idempotency_key]',
     week: 'v_week',
@@ -57,20 +71,38 @@ export function publishFunctionSql(): string {
   v_object_id := CASE WHEN json_typeof(data_object -> 'id') = 'string' THEN data_object ->> 'id' END;
   v_week := date_trunc('week', v_now AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
 
-  -- The statement events/publish.ts runs for one event (PUBLISH.one), with NOTIFY in it: the
-  -- workers hear it when the caller's transaction commits, never if it rolls back.
+  -- The statements events/publish.ts runs for one event: the plain one without a key
+  -- (PUBLISH_PLAIN.one), else the one with the key window (PUBLISH.one). Delivery ids for the
+  -- session's last fan-out (at most ${FANOUT_HINT_MAX}); a wider one writes nothing and says how many it needs.
+  v_pool := least(coalesce(nullif(current_setting('${FANOUT_SETTING}', true), '')::integer, 1), ${FANOUT_HINT_MAX});
   LOOP
     v_ids := ARRAY(SELECT payhooks.new_id('whd_') FROM generate_series(1, v_pool));
-${indent(writes.trim(), 4)}
-    INTO v_row;
-    EXIT WHEN v_row.needed <= v_pool;
-    v_pool := v_row.needed; -- more deliveries than ids: nothing was written; again with enough
+    IF publish_event.idempotency_key IS NULL THEN
+${indent(run(PUBLISH_PLAIN.one).trim(), 6)}
+      INTO v_plain;
+      v_platform := v_plain.platform_id;
+      v_needed := v_plain.needed;
+      v_fanout := v_plain.fanout;
+      v_inserted := true;
+    ELSE
+${indent(run(PUBLISH.one).trim(), 6)}
+      INTO v_keyed;
+      v_platform := v_keyed.platform_id;
+      v_needed := v_keyed.needed;
+      v_fanout := v_keyed.fanout;
+      v_inserted := v_keyed.inserted;
+    END IF;
+    EXIT WHEN v_needed <= v_pool;
+    v_pool := v_needed; -- more deliveries than ids: nothing was written; again with enough
   END LOOP;
-  IF v_row.platform_id IS NULL THEN
+  IF v_needed > 0 THEN PERFORM set_config('${FANOUT_SETTING}', v_needed::text, false); END IF;
+  IF v_platform IS NULL THEN
     PERFORM payhooks.refuse('resource_missing', 'merchant_id', format('No such merchant: ''%s''.', merchant_id));
   END IF;
-  IF v_row.inserted THEN
-    RETURN QUERY SELECT v_id, v_body, v_row.fanout, false;
+  IF v_inserted THEN
+    -- Workers hear it when the caller's transaction commits, never if it rolls back.
+    IF v_fanout > 0 THEN PERFORM pg_notify(${quote(WAKE_CHANNEL)}, ''); END IF;
+    RETURN QUERY SELECT v_id, v_body, v_fanout, false;
     RETURN;
   END IF;
 
@@ -162,8 +194,13 @@ DECLARE
   v_object_id text;
   v_week timestamptz;
   v_ids text[];
-  v_pool integer := 4;
-  v_row record;
+  v_pool integer;
+  v_plain record;
+  v_keyed record;
+  v_platform text;
+  v_needed integer;
+  v_fanout integer;
+  v_inserted boolean;
   v_replay record;
 BEGIN
   IF event_type IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'type', 'Missing required parameter ''type''.'); END IF;

@@ -225,6 +225,36 @@ describe('payhooks.publish_event', () => {
     expect((await publishHttp({}, sized('x'.repeat(fill + 1)))).body.error.code).toBe('body_too_large');
   });
 
+  it("a fan-out wider than the session's last one (and than the 16 ids it makes ahead) is written whole, in one transaction, with the key or without", async () => {
+    const q = await svc.platform('sql-wide-fan-out');
+    const endpoints: string[] = [];
+    for (let i = 0; i < 18; i++)
+      endpoints.push(
+        (await svc.api(q.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', { url: receiver.url, enabled_events: ['*'] })).body
+          .id as string,
+      );
+    // One session: the first publish finds the hint of 1 too small, the second the cap of 16.
+    const published = await svc.ctx.database.db.transaction(async (tx) => {
+      const call = async (key: string | null) =>
+        (
+          (await tx.execute(
+            sql`SELECT id, deliveries FROM payhooks.publish_event('payment.succeeded', ${q.merchant_id}, 'sandbox', ${text(payment())}::json, ${key})`,
+          )) as unknown as { rows: { id: string; deliveries: number }[] }
+        ).rows[0]!;
+      return [await call(null), await call(null), await call('wide-key-1')];
+    });
+    for (const event of published) {
+      expect(event.deliveries).toBe(18);
+      const rows = await svc.ctx.database.query<{ endpoint_id: string; queued: number }>(
+        `SELECT d.endpoint_id, (SELECT count(*) FROM delivery_queue q WHERE q.delivery_id = d.id) AS queued
+         FROM webhook_deliveries d WHERE d.event_id = $1 ORDER BY d.endpoint_id`,
+        [event.id],
+      );
+      expect(rows.map((r) => r.endpoint_id)).toEqual([...endpoints].sort());
+      expect(rows.every((r) => r.queued === 1)).toBe(true);
+    }
+  });
+
   it('fans out to the endpoints the HTTP path fans out to: enabled, undeleted, same Platform and environment, subscribed to the type or *', async () => {
     const q = await svc.platform('sql-fan-out');
     const make = async (key: string, events: string[]) =>

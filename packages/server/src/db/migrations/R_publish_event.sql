@@ -28,8 +28,13 @@ DECLARE
   v_object_id text;
   v_week timestamptz;
   v_ids text[];
-  v_pool integer := 4;
-  v_row record;
+  v_pool integer;
+  v_plain record;
+  v_keyed record;
+  v_platform text;
+  v_needed integer;
+  v_fanout integer;
+  v_inserted boolean;
   v_replay record;
 BEGIN
   IF event_type IS NULL THEN PERFORM payhooks.refuse('parameter_missing', 'type', 'Missing required parameter ''type''.'); END IF;
@@ -90,89 +95,136 @@ BEGIN
   v_object_id := CASE WHEN json_typeof(data_object -> 'id') = 'string' THEN data_object ->> 'id' END;
   v_week := date_trunc('week', v_now AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
 
-  -- The statement events/publish.ts runs for one event (PUBLISH.one), with NOTIFY in it: the
-  -- workers hear it when the caller's transaction commits, never if it rolls back.
+  -- The statements events/publish.ts runs for one event: the plain one without a key
+  -- (PUBLISH_PLAIN.one), else the one with the key window (PUBLISH.one). Delivery ids for the
+  -- session's last fan-out (at most 16); a wider one writes nothing and says how many it needs.
+  v_pool := least(coalesce(nullif(current_setting('payhooks.publish_fanout', true), '')::integer, 1), 16);
   LOOP
     v_ids := ARRAY(SELECT payhooks.new_id('whd_') FROM generate_series(1, v_pool));
-    WITH inp AS (
-      SELECT i.*, mc.platform_id
-      FROM (SELECT publish_event.merchant_id::text AS merchant_id, publish_event.environment::text AS environment, t.type::text AS type, publish_event.idempotency_key::text AS idem, v_id::text AS event_id, v_body::text AS body, v_object_id::text AS object_id, NULL::text AS only_endpoint, 1::int AS copies, 1 AS n) i
-      LEFT JOIN merchants mc ON mc.id = i.merchant_id
-    ), fan AS (
-      SELECT inp.event_id, inp.environment, inp.type, w.id AS endpoint_id, w.platform_id, c.copy::smallint AS copy,
-             (row_number() OVER ())::int AS slot,
-             -- Per-object ordering (claim.ts): the object's id for ordered endpoints only.
-             CASE WHEN w.delivery_order = 'per_object' THEN inp.object_id END AS order_key
-      FROM inp JOIN webhook_endpoints w
-        ON w.platform_id = inp.platform_id AND w.environment = inp.environment AND w.status = 'enabled' AND w.deleted_at IS NULL
-       AND CASE WHEN inp.only_endpoint IS NOT NULL
-                -- A portal test event goes to the one endpoint it was sent from, whatever it subscribes to.
-                THEN w.id = inp.only_endpoint
-                ELSE ('*'::text = ANY(w.enabled_events) OR inp.type = ANY(w.enabled_events)) END
-      JOIN (VALUES (1), (2)) AS c(copy) ON c.copy <= inp.copies
-    ), need AS (
-      SELECT count(*)::int AS needed FROM fan
-    ), k AS (
-      INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at, week)
-      SELECT inp.platform_id, inp.environment, inp.idem, inp.event_id, v_now::timestamptz, w.week
-      FROM inp CROSS JOIN (VALUES (v_week::timestamptz), (v_week::timestamptz + interval '168 hours')) AS w(week)
-      WHERE inp.idem IS NOT NULL AND inp.platform_id IS NOT NULL AND (SELECT needed FROM need) <= cardinality(v_ids::text[])
-        -- The next week's row only in the week's last day (migration 0028).
-        AND (w.week = v_week::timestamptz OR v_now::timestamptz >= v_week::timestamptz + interval '144 hours')
-        -- The key's main row of the previous week only (a key is unique for at least 7 days, not
-        -- while its event is kept: docs/decisions/event-key-window.md): one index probe in one
-        -- partition, pruned at the executor's start in a generic plan too, whatever the weeks kept.
-        -- A scalar subquery, not NOT EXISTS, which the planner may turn into a hash anti-join.
-        AND (SELECT 1 FROM event_idempotency_keys o
-             WHERE o.platform_id = inp.platform_id AND o.environment = inp.environment AND o.idempotency_key = inp.idem
-               AND o.week = v_week::timestamptz - interval '168 hours' AND o.event_created_at >= o.week
-             LIMIT 1) IS NULL
-      ORDER BY w.week
-      ON CONFLICT DO NOTHING
-      RETURNING event_id
-    ), ev AS (
-      INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at, object_id, trace_parent)
-      SELECT inp.event_id, inp.platform_id, inp.environment, inp.merchant_id, inp.type, inp.body, inp.idem, v_now::timestamptz, inp.object_id,
-             NULL::text
+    IF publish_event.idempotency_key IS NULL THEN
+      WITH inp AS (
+        SELECT i.*, mc.platform_id
+        FROM (SELECT publish_event.merchant_id::text AS merchant_id, publish_event.environment::text AS environment, t.type::text AS type, v_id::text AS event_id, v_body::text AS body, v_object_id::text AS object_id, 1 AS n) i
+        LEFT JOIN merchants mc ON mc.id = i.merchant_id
+      ), fan AS (
+        SELECT inp.event_id, inp.environment, inp.type, w.id AS endpoint_id, w.platform_id, (row_number() OVER ())::int AS slot,
+               CASE WHEN w.delivery_order = 'per_object' THEN inp.object_id END AS order_key
+        FROM inp JOIN webhook_endpoints w
+          ON w.platform_id = inp.platform_id AND w.environment = inp.environment AND w.status = 'enabled' AND w.deleted_at IS NULL
+         AND ('*'::text = ANY(w.enabled_events) OR inp.type = ANY(w.enabled_events))
+      ), need AS (
+        SELECT count(*)::int AS needed FROM fan
+      ), ev AS (
+        INSERT INTO events (id, platform_id, environment, merchant_id, type, body, created_at, object_id, trace_parent)
+        SELECT inp.event_id, inp.platform_id, inp.environment, inp.merchant_id, inp.type, inp.body, v_now::timestamptz, inp.object_id, NULL::text
+        FROM inp WHERE inp.platform_id IS NOT NULL AND (SELECT needed FROM need) <= cardinality(v_ids::text[])
+      ), d AS (
+        INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count,
+                                        automatic_attempts, next_attempt_at, created_at, updated_at, event_type)
+        SELECT (v_ids::text[])[f.slot], f.event_id, f.endpoint_id, 1, f.platform_id, f.environment, 'pending', 0, 0,
+               v_now::timestamptz, v_now::timestamptz, v_now::timestamptz, f.type
+        FROM fan f WHERE (SELECT needed FROM need) <= cardinality(v_ids::text[])
+      ), q AS (
+        INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, order_key)
+        SELECT (v_ids::text[])[f.slot], v_now::timestamptz, f.event_id, f.endpoint_id, f.platform_id, v_now::timestamptz, f.order_key
+        FROM fan f WHERE (SELECT needed FROM need) <= cardinality(v_ids::text[])
+      )
+      SELECT inp.event_id, inp.platform_id, (SELECT needed FROM need) AS needed,
+             (SELECT count(*) FROM fan WHERE fan.event_id = inp.event_id)::int AS fanout
       FROM inp
-      WHERE inp.platform_id IS NOT NULL AND (inp.idem IS NULL OR inp.event_id IN (
-               SELECT k.event_id FROM k GROUP BY k.event_id
-               HAVING count(*) = CASE WHEN v_now::timestamptz >= v_week::timestamptz + interval '144 hours' THEN 2 ELSE 1 END))
-        AND (SELECT needed FROM need) <= cardinality(v_ids::text[])
-      RETURNING id
-    ), d AS (
-      INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count,
-                                      automatic_attempts, next_attempt_at, created_at, updated_at, event_type)
-      SELECT (v_ids::text[])[f.slot], f.event_id, f.endpoint_id, f.copy, f.platform_id, f.environment, 'pending', 0, 0,
-             v_now::timestamptz, v_now::timestamptz, v_now::timestamptz, f.type
-      FROM fan f WHERE f.event_id = ANY (ARRAY(SELECT ev.id FROM ev))
-    ), q AS (
-      INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, order_key)
-      SELECT (v_ids::text[])[f.slot], v_now::timestamptz, f.event_id, f.endpoint_id, f.platform_id, v_now::timestamptz, f.order_key
-      FROM fan f WHERE f.event_id = ANY (ARRAY(SELECT ev.id FROM ev))
-      RETURNING 1
-    ), n AS (
-      SELECT pg_notify('payhooks_deliveries', '') FROM (SELECT 1 FROM q LIMIT 1) AS any_delivery WHERE true::boolean
-    )
-    SELECT inp.event_id, inp.platform_id, (SELECT needed FROM need) AS needed,
-           (SELECT count(*) FROM fan WHERE fan.event_id = inp.event_id)::int AS fanout,
-           inp.event_id = ANY (ARRAY(SELECT ev.id FROM ev)) AS inserted, (SELECT count(*) FROM n)::int AS notified
-    FROM inp
-    INTO v_row;
-    EXIT WHEN v_row.needed <= v_pool;
-    v_pool := v_row.needed; -- more deliveries than ids: nothing was written; again with enough
+      INTO v_plain;
+      v_platform := v_plain.platform_id;
+      v_needed := v_plain.needed;
+      v_fanout := v_plain.fanout;
+      v_inserted := true;
+    ELSE
+      WITH inp AS (
+        SELECT i.*, mc.platform_id
+        FROM (SELECT publish_event.merchant_id::text AS merchant_id, publish_event.environment::text AS environment, t.type::text AS type, publish_event.idempotency_key::text AS idem, v_id::text AS event_id, v_body::text AS body, v_object_id::text AS object_id, NULL::text AS only_endpoint, 1::int AS copies, 1 AS n) i
+        LEFT JOIN merchants mc ON mc.id = i.merchant_id
+      ), fan AS (
+        SELECT inp.event_id, inp.environment, inp.type, w.id AS endpoint_id, w.platform_id, c.copy::smallint AS copy,
+               (row_number() OVER ())::int AS slot,
+               -- Per-object ordering (claim.ts): the object's id for ordered endpoints only.
+               CASE WHEN w.delivery_order = 'per_object' THEN inp.object_id END AS order_key
+        FROM inp JOIN webhook_endpoints w
+          ON w.platform_id = inp.platform_id AND w.environment = inp.environment AND w.status = 'enabled' AND w.deleted_at IS NULL
+         AND CASE WHEN inp.only_endpoint IS NOT NULL
+                  -- A portal test event goes to the one endpoint it was sent from, whatever it subscribes to.
+                  THEN w.id = inp.only_endpoint
+                  ELSE ('*'::text = ANY(w.enabled_events) OR inp.type = ANY(w.enabled_events)) END
+        JOIN (VALUES (1), (2)) AS c(copy) ON c.copy <= inp.copies
+      ), need AS (
+        SELECT count(*)::int AS needed FROM fan
+      ), k AS (
+        INSERT INTO event_idempotency_keys (platform_id, environment, idempotency_key, event_id, event_created_at, week)
+        SELECT inp.platform_id, inp.environment, inp.idem, inp.event_id, v_now::timestamptz, w.week
+        FROM inp CROSS JOIN (VALUES (v_week::timestamptz), (v_week::timestamptz + interval '168 hours')) AS w(week)
+        WHERE inp.idem IS NOT NULL AND inp.platform_id IS NOT NULL AND (SELECT needed FROM need) <= cardinality(v_ids::text[])
+          -- The next week's row only in the week's last day (migration 0028).
+          AND (w.week = v_week::timestamptz OR v_now::timestamptz >= v_week::timestamptz + interval '144 hours')
+          -- The key's main row of the previous week only (a key is unique for at least 7 days, not
+          -- while its event is kept: docs/decisions/event-key-window.md): one index probe in one
+          -- partition, pruned at the executor's start in a generic plan too, whatever the weeks kept.
+          -- A scalar subquery, not NOT EXISTS, which the planner may turn into a hash anti-join.
+          AND (SELECT 1 FROM event_idempotency_keys o
+               WHERE o.platform_id = inp.platform_id AND o.environment = inp.environment AND o.idempotency_key = inp.idem
+                 AND o.week = v_week::timestamptz - interval '168 hours' AND o.event_created_at >= o.week
+               LIMIT 1) IS NULL
+        ORDER BY w.week
+        ON CONFLICT DO NOTHING
+        RETURNING event_id
+      ), ev AS (
+        INSERT INTO events (id, platform_id, environment, merchant_id, type, body, idempotency_key, created_at, object_id, trace_parent)
+        SELECT inp.event_id, inp.platform_id, inp.environment, inp.merchant_id, inp.type, inp.body, inp.idem, v_now::timestamptz, inp.object_id,
+               NULL::text
+        FROM inp
+        WHERE inp.platform_id IS NOT NULL AND (inp.idem IS NULL OR inp.event_id IN (
+                 SELECT k.event_id FROM k GROUP BY k.event_id
+                 HAVING count(*) = CASE WHEN v_now::timestamptz >= v_week::timestamptz + interval '144 hours' THEN 2 ELSE 1 END))
+          AND (SELECT needed FROM need) <= cardinality(v_ids::text[])
+        RETURNING id
+      ), d AS (
+        INSERT INTO webhook_deliveries (id, event_id, endpoint_id, copy, platform_id, environment, state, attempt_count,
+                                        automatic_attempts, next_attempt_at, created_at, updated_at, event_type)
+        SELECT (v_ids::text[])[f.slot], f.event_id, f.endpoint_id, f.copy, f.platform_id, f.environment, 'pending', 0, 0,
+               v_now::timestamptz, v_now::timestamptz, v_now::timestamptz, f.type
+        FROM fan f WHERE f.event_id = ANY (ARRAY(SELECT ev.id FROM ev))
+      ), q AS (
+        INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, order_key)
+        SELECT (v_ids::text[])[f.slot], v_now::timestamptz, f.event_id, f.endpoint_id, f.platform_id, v_now::timestamptz, f.order_key
+        FROM fan f WHERE f.event_id = ANY (ARRAY(SELECT ev.id FROM ev))
+        RETURNING 1
+      ), n AS (
+        SELECT pg_notify('payhooks_deliveries', '') FROM (SELECT 1 FROM q LIMIT 1) AS any_delivery WHERE false::boolean
+      )
+      SELECT inp.event_id, inp.platform_id, (SELECT needed FROM need) AS needed,
+             (SELECT count(*) FROM fan WHERE fan.event_id = inp.event_id)::int AS fanout,
+             inp.event_id = ANY (ARRAY(SELECT ev.id FROM ev)) AS inserted, (SELECT count(*) FROM n)::int AS notified
+      FROM inp
+      INTO v_keyed;
+      v_platform := v_keyed.platform_id;
+      v_needed := v_keyed.needed;
+      v_fanout := v_keyed.fanout;
+      v_inserted := v_keyed.inserted;
+    END IF;
+    EXIT WHEN v_needed <= v_pool;
+    v_pool := v_needed; -- more deliveries than ids: nothing was written; again with enough
   END LOOP;
-  IF v_row.platform_id IS NULL THEN
+  IF v_needed > 0 THEN PERFORM set_config('payhooks.publish_fanout', v_needed::text, false); END IF;
+  IF v_platform IS NULL THEN
     PERFORM payhooks.refuse('resource_missing', 'merchant_id', format('No such merchant: ''%s''.', merchant_id));
   END IF;
-  IF v_row.inserted THEN
-    RETURN QUERY SELECT v_id, v_body, v_row.fanout, false;
+  IF v_inserted THEN
+    -- Workers hear it when the caller's transaction commits, never if it rolls back.
+    IF v_fanout > 0 THEN PERFORM pg_notify('payhooks_deliveries', ''); END IF;
+    RETURN QUERY SELECT v_id, v_body, v_fanout, false;
     RETURN;
   END IF;
 
   -- The key was used before: its event, as events/publish.ts reads it (REPLAYED).
   SELECT DISTINCT ON (r.n) r.n, e.id AS event_id, e.body
-  FROM unnest(ARRAY[v_row.platform_id]::text[], ARRAY[publish_event.environment]::text[], ARRAY[publish_event.idempotency_key]::text[]) WITH ORDINALITY AS r(platform_id, environment, idem, n)
+  FROM unnest(ARRAY[v_platform]::text[], ARRAY[publish_event.environment]::text[], ARRAY[publish_event.idempotency_key]::text[]) WITH ORDINALITY AS r(platform_id, environment, idem, n)
   JOIN event_idempotency_keys k ON k.platform_id = r.platform_id AND k.environment = r.environment AND k.idempotency_key = r.idem
    AND k.week >= v_week::timestamptz - interval '168 hours' AND k.week <= v_week::timestamptz + interval '168 hours'
   JOIN events e ON e.id = k.event_id AND e.created_at = k.event_created_at
