@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { runAlone, statement } from './db/statement.ts';
 import { ACK_DEADLINE_MS, RETRY_DELAYS_MS } from '@payhooks/contract';
 import { startTracing, stopTracing } from './telemetry/tracing.ts';
 import { createLogger } from './logging.ts';
@@ -48,17 +49,18 @@ export function warnAboutTestSettings(config: Config, logger: Logger): void {
   }
 }
 
+const NEWEST_SECRET = statement<Record<string, never>, { id: string; secret_ciphertext: string }>(
+  'check_encryption_key',
+  'SELECT id, secret_ciphertext FROM webhook_endpoints ORDER BY created_at DESC LIMIT 1',
+);
+
 /**
  * A process whose PAYHOOKS_ENCRYPTION_KEY is not the one the stored signing secrets were
  * encrypted with can't sign anything: its worker would hold each delivery until the lease runs
  * out, again and again, and record nothing. One stored secret is decrypted at start to catch it.
  */
 async function checkEncryptionKey(database: Database, secrets: SecretBox): Promise<void> {
-  const [row] = await database.query<{ id: string; secret_ciphertext: string }>(
-    'SELECT id, secret_ciphertext FROM webhook_endpoints ORDER BY created_at DESC LIMIT 1',
-    [],
-    'check_encryption_key',
-  );
+  const [row] = await runAlone(database, NEWEST_SECRET, {});
   if (!row) return;
   try {
     secrets.decrypt(row.secret_ciphertext, row.id);

@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { runAlone, statement } from '../db/statement.ts';
 import type { Logger } from 'pino';
 import { formatEventTimestamp } from '@payhooks/contract';
 import type { Mailer } from '../accounts/mailer.ts';
@@ -27,6 +28,11 @@ const SENT_KEPT_MS = 30 * 86_400_000;
 /** How far back a mail counts a failing endpoint's exhausted deliveries. */
 const EXHAUSTED_WINDOW_MS = 7 * 86_400_000;
 
+const GROUPS = statement<Record<string, never>, { platform_id: string; environment: 'live' | 'sandbox' }>(
+  'health_mail_groups',
+  `SELECT platform_id, environment FROM health_notices WHERE sent_at IS NULL GROUP BY platform_id, environment LIMIT ${GROUPS_PER_RUN}`,
+);
+
 export interface HealthMailDeps {
   database: Database;
   clock: Clock;
@@ -50,11 +56,7 @@ export async function sendHealthMail(deps: HealthMailDeps): Promise<{ mails: num
   const now = clock.now();
   let mails = 0;
   let notices = 0;
-  const groups = await database.query<{ platform_id: string; environment: 'live' | 'sandbox' }>(
-    `SELECT platform_id, environment FROM health_notices WHERE sent_at IS NULL GROUP BY platform_id, environment LIMIT ${GROUPS_PER_RUN}`,
-    [],
-    'health_mail_groups',
-  );
+  const groups = await runAlone(database, GROUPS, {});
   for (const g of groups) {
     const sent = await database.db.transaction(async (tx) => {
       const rows = await tx

@@ -132,6 +132,9 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     http: { requireHostHeader: false },
     schemaController: { compilersFactory: { buildSerializer: serializerFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // The same instance, typed without the TypeBox provider, for the plugins and hooks that take a
+  // plain FastifyInstance (the provider's generic parameters make the two types unrelated).
+  const plain = app as unknown as FastifyInstance;
 
   const routes: RouteInfo[] = [];
   app.addHook('onRoute', (r) => {
@@ -140,11 +143,11 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     for (const method of [r.method].flat())
       if (method !== 'HEAD') routes.push({ method, url: r.url, config: { role: config.role, public: config.public, audit: config.audit } });
   });
-  routeLists.set(app as unknown as FastifyInstance, routes);
+  routeLists.set(plain, routes);
   // Routes without TypeBox response schemas (portal API, checkout pages, listen relay) get
   // their document entry from openapi/overlays.ts.
   app.addHook('onRoute', documentRoute);
-  if (tracing.enabled) traceRequests(app as unknown as FastifyInstance);
+  if (tracing.enabled) traceRequests(plain);
   app.addHook('onRequest', async (req, reply) => {
     void reply.header(REQUEST_ID_HEADER, req.id);
   });
@@ -160,13 +163,13 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     if (closing) void reply.header('connection', 'close');
   });
   app.addHook('onResponse', requestLogLine(ctx.config.dev));
-  installAuditOfFailures(app as unknown as FastifyInstance, ctx.audit, ctx.database.db);
+  installAuditOfFailures(plain, ctx.audit, ctx.database.db);
   app.server.on('connect', connectHandler);
 
   // Every body we accept is JSON; anything else is a 415, on every route.
   app.removeContentTypeParser('text/plain');
   // JSON bodies with lone surrogates or absurd nesting are 400s naming the field.
-  installJsonBodyParser(app as unknown as FastifyInstance);
+  installJsonBodyParser(plain);
 
   app.setValidatorCompiler(validatorCompiler(SHARED_SCHEMAS));
   app.setErrorHandler(errorHandler);
@@ -186,7 +189,7 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
   // Rate limits: shared through Redis across API processes when PAYHOOKS_REDIS_URL is set.
   const redis = ctx.config.redisUrl ? await connectRedis(ctx.config.redisUrl, ctx.logger) : null;
   if (redis) app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())));
-  const rateLimits = await installRateLimits(app as unknown as FastifyInstance, { redis, logger: ctx.logger });
+  const rateLimits = await installRateLimits(plain, { redis, logger: ctx.logger });
   // Manual attempts per endpoint are capped across processes in the same Redis (delivery/shared-gate.ts).
   if (redis) ctx.deliveries.shareManualGate(new RedisSlots(redis), ctx.logger);
 
@@ -285,8 +288,8 @@ export async function buildApp(ctx: ServiceContext, options: { portalDist?: stri
     { prefix: '/api/v1' },
   );
   const counters = sharedCounters({ redis, database: ctx.database, logger: ctx.logger });
-  await portal(app as unknown as FastifyInstance, ctx, { dist: options.portalDist, counters });
-  return app as unknown as FastifyInstance;
+  await portal(plain, ctx, { dist: options.portalDist, counters });
+  return plain;
 }
 
 /**

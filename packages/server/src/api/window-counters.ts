@@ -1,7 +1,18 @@
 import { createHash } from 'node:crypto';
+import { runAlone, statement } from '../db/statement.ts';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Database } from '../db/client.ts';
+
+const HIT = statement<{ key: string; window_ms: number }, { count: number; reset_in_ms: number }>(
+  'hit_rate_limit_counter',
+  `INSERT INTO rate_limit_counters AS c (key, count, reset_at)
+   VALUES (:key, 1, now() + :window_ms::float8 * interval '1 millisecond')
+   ON CONFLICT (key) DO UPDATE SET
+     count = CASE WHEN c.reset_at <= now() THEN 1 ELSE c.count + 1 END,
+     reset_at = CASE WHEN c.reset_at <= now() THEN EXCLUDED.reset_at ELSE c.reset_at END
+   RETURNING count, ceil(extract(epoch FROM reset_at - now()) * 1000)::bigint AS reset_in_ms`,
+);
 
 /**
  * Fixed-window request counters shared by every API process, for the limits that must hold across
@@ -95,17 +106,8 @@ export function postgresCounters(database: Database, logger: Logger): WindowCoun
           .query('DELETE FROM rate_limit_counters WHERE reset_at < now()', [], 'purge_rate_limit_counters')
           .catch((err: unknown) => logger.warn({ err }, 'purging ended limit windows failed; next try in a minute'));
       }
-      const [row] = await database.query<{ count: number; reset_in_ms: string }>(
-        `INSERT INTO rate_limit_counters AS c (key, count, reset_at)
-         VALUES ($1, 1, now() + $2::float8 * interval '1 millisecond')
-         ON CONFLICT (key) DO UPDATE SET
-           count = CASE WHEN c.reset_at <= now() THEN 1 ELSE c.count + 1 END,
-           reset_at = CASE WHEN c.reset_at <= now() THEN EXCLUDED.reset_at ELSE c.reset_at END
-         RETURNING count, ceil(extract(epoch FROM reset_at - now()) * 1000)::bigint::text AS reset_in_ms`,
-        [key, windowMs],
-        'hit_rate_limit_counter',
-      );
-      return { count: Number(row!.count), resetInMs: Math.max(0, Number(row!.reset_in_ms)) };
+      const [row] = await runAlone(database, HIT, { key, window_ms: windowMs });
+      return { count: row!.count, resetInMs: Math.max(0, row!.reset_in_ms) };
     },
   };
 }

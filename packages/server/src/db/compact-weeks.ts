@@ -1,4 +1,5 @@
 import type { Database } from './client.ts';
+import { runAlone, statement } from './statement.ts';
 
 /**
  * A closed week's indexes, rebuilt once (docs/decisions/compact-closed-weeks.md).
@@ -96,6 +97,11 @@ export function compactionCandidates(options: {
   return out;
 }
 
+const COMPACTED = statement<{ partitions: string[] }, { partition: string }>(
+  'compacted_weeks_of',
+  'SELECT partition FROM compacted_weeks WHERE partition = ANY(:partitions::text[])',
+);
+
 /**
  * Rebuilds the first of `candidates` not rebuilt yet, if any. With none left it reads
  * `compacted_weeks` once (by its key) and does nothing else. Empty partitions are remembered
@@ -108,11 +114,7 @@ export function compactionCandidates(options: {
  */
 export async function compactOneWeek(database: Database, candidates: string[], lockKey: number, now: Date): Promise<CompactOutcome> {
   if (candidates.length === 0) return { kind: 'none' };
-  const done = new Set(
-    (
-      await database.query<{ partition: string }>('SELECT partition FROM compacted_weeks WHERE partition = ANY($1::text[])', [candidates])
-    ).map((r) => r.partition),
-  );
+  const done = new Set((await runAlone(database, COMPACTED, { partitions: candidates })).map((r) => r.partition));
   const pending = candidates.filter((p) => !done.has(p));
   if (pending.length === 0) return { kind: 'none' };
   for (const p of pending) if (!PARTITION.test(p)) throw new Error(`not a weekly partition: ${p}`);

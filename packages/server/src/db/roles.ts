@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { runAlone, statement } from './statement.ts';
 import type { Database } from './client.ts';
 
 /**
@@ -21,14 +22,16 @@ export interface ConnectionRole {
   owner: boolean;
 }
 
+const ROLE = statement<Record<string, never>, { user: string; superuser: boolean; owner: boolean }>(
+  'connection_role',
+  `SELECT current_user AS user, r.rolsuper AS superuser, pg_has_role(current_user, c.relowner, 'MEMBER') AS owner
+   FROM pg_roles r, pg_class c WHERE r.rolname = current_user AND c.oid = 'audit_events'::regclass`,
+);
+
 /** PostgreSQL only: PGlite has one user, itself the owner. */
 export async function connectionRole(database: Database): Promise<ConnectionRole | null> {
   if (database.kind !== 'postgres') return null;
-  const [row] = await database.query<{ user: string; superuser: boolean; owner: boolean }>(
-    `SELECT current_user AS user, r.rolsuper AS superuser, pg_has_role(current_user, c.relowner, 'MEMBER') AS owner
-     FROM pg_roles r, pg_class c WHERE r.rolname = current_user AND c.oid = 'audit_events'::regclass`,
-    [],
-  );
+  const [row] = await runAlone(database, ROLE, {});
   if (!row) return null;
   return { user: row.user, superuser: row.superuser, owner: row.owner };
 }

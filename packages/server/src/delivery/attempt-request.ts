@@ -39,14 +39,14 @@ export interface SendableRow {
 
 /**
  * The event and endpoint columns of `SendableRow`, for a statement that names the event `e`, the
- * endpoint `w` and the current time `$1` (each statement binds the time as its first parameter).
+ * endpoint `w` and the current time `:now` (db/statement.ts).
  * Secrets whose overlap has ended are left out here, so no caller checks an expiry.
  */
 export const SENDABLE_COLUMNS = `e.type AS event_type, e.body, e.trace_parent,
        w.url, w.url_credentials_ciphertext, w.secret_ciphertext,
-       CASE WHEN w.previous_secret_expires_at > $1 THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
+       CASE WHEN w.previous_secret_expires_at > :now THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
        CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
-       CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > $1 THEN w.previous_signing_key_ciphertext END
+       CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > :now THEN w.previous_signing_key_ciphertext END
          AS previous_signing_key_ciphertext,
        w.standard_webhooks, w.headers::text AS custom_headers`;
 

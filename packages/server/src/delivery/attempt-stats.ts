@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.ts';
+import { runAlone, statement } from '../db/statement.ts';
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { AttemptResult } from './destinations/attempt.ts';
 
@@ -104,14 +105,16 @@ const newCell = (endpointId: string, period: StatsPeriod, start: number): Cell =
  * environment come from the endpoint (the summary's key). Cells arrive sorted by key, and rows
  * are written in that order, so two processes flushing at once lock rows in the same order.
  */
-const FLUSH_SQL = `
+const FLUSH = statement<FlushParams, never>(
+  'endpoint_stats_flush',
+  `
 INSERT INTO endpoint_stats AS s (endpoint_id, period, start, platform_id, environment, attempts, successes,
   failed_timeout, failed_connection, failed_tls, failed_http_4xx, failed_http_429, failed_http_5xx, failed_disabled,
   failed_other, latency)
 SELECT v.endpoint_id, v.period, to_timestamp(v.start_ms / 1000), w.platform_id, w.environment, v.attempts, v.successes,
   v.f0, v.f1, v.f2, v.f3, v.f4, v.f5, v.f6, v.f7, v.latency::int[]
-FROM unnest($1::text[], $2::text[], $3::float8[], $4::int[], $5::int[], $6::int[], $7::int[], $8::int[], $9::int[],
-            $10::int[], $11::int[], $12::int[], $13::int[], $14::text[]) WITH ORDINALITY
+FROM unnest(:endpoint_ids::text[], :periods::text[], :start_ms::float8[], :attempts::int[], :successes::int[], :f0::int[], :f1::int[],
+            :f2::int[], :f3::int[], :f4::int[], :f5::int[], :f6::int[], :f7::int[], :latencies::text[]) WITH ORDINALITY
   AS v(endpoint_id, period, start_ms, attempts, successes, f0, f1, f2, f3, f4, f5, f6, f7, latency, ord)
 JOIN webhook_endpoints w ON w.id = v.endpoint_id
 ORDER BY v.ord
@@ -126,7 +129,13 @@ ON CONFLICT (endpoint_id, period, start) DO UPDATE SET
   failed_http_5xx = s.failed_http_5xx + EXCLUDED.failed_http_5xx,
   failed_disabled = s.failed_disabled + EXCLUDED.failed_disabled,
   failed_other = s.failed_other + EXCLUDED.failed_other,
-  latency = ARRAY(SELECT a + b FROM unnest(s.latency, EXCLUDED.latency) WITH ORDINALITY AS t(a, b, i) ORDER BY i)`;
+  latency = ARRAY(SELECT a + b FROM unnest(s.latency, EXCLUDED.latency) WITH ORDINALITY AS t(a, b, i) ORDER BY i)`,
+);
+
+/** FLUSH's columns, one array literal each: `f0`…`f7` count the failures of each of FAILURE_KINDS, in order. */
+type FlushParams = Record<'endpoint_ids' | 'periods' | 'start_ms' | 'attempts' | 'successes' | 'latencies' | `f${number}`, string>;
+// A failure kind added to FAILURE_KINDS needs its column in the statement (and the table).
+if (FAILURE_KINDS.some((_, k) => !(FLUSH.params as string[]).includes(`f${k}`))) throw new Error("FLUSH lacks a failure kind's column");
 
 /** Counts of recorded attempts not yet written, by endpoint, hour and day. */
 export class AttemptStats {
@@ -187,19 +196,18 @@ export class AttemptStats {
     );
     const column = <T extends string | number>(f: (c: Cell) => T) => arrayLiteral(cells.map(f));
     try {
-      await database.query(
-        FLUSH_SQL,
-        [
-          column((c) => c.endpointId),
-          column((c) => c.period),
-          column((c) => c.start),
-          column((c) => c.attempts),
-          column((c) => c.successes),
-          ...FAILURE_KINDS.map((_, k) => column((c) => c.failed[k]!)),
-          column((c) => `{${c.latency.join(',')}}`),
-        ],
-        'endpoint_stats_flush',
-      );
+      const params: FlushParams = {
+        endpoint_ids: column((c) => c.endpointId),
+        periods: column((c) => c.period),
+        start_ms: column((c) => c.start),
+        attempts: column((c) => c.attempts),
+        successes: column((c) => c.successes),
+        latencies: column((c) => `{${c.latency.join(',')}}`),
+      };
+      FAILURE_KINDS.forEach((_, k) => {
+        params[`f${k}`] = column((c) => c.failed[k]!);
+      });
+      await runAlone(database, FLUSH, params);
     } catch (err) {
       for (const [key, cell] of taken) this.merge(key, cell);
       throw err;

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.ts';
+import { runAlone, statement } from '../db/statement.ts';
 import { randomBytes } from 'node:crypto';
 import { and, eq, gt } from 'drizzle-orm';
 import { formatEventTimestamp } from '@payhooks/contract';
@@ -40,15 +41,24 @@ export const BULK_REPLAY_STALE_MS = 2 * 60_000;
  * `since`: the ones an outage that began at `since` left behind. Oldest first, so the
  * merchant's receiver sees them roughly in the order they happened.
  */
-const SELECT_SQL = `
+const SELECT_TEXT = `
 SELECT id FROM webhook_deliveries
-WHERE platform_id = $1 AND environment = $2 AND endpoint_id = $3
-  AND state = ANY($4::text[]) AND last_attempt_at >= $5
+WHERE platform_id = :platform_id AND environment = :environment AND endpoint_id = :endpoint_id
+  AND state = ANY(:states::text[]) AND last_attempt_at >= :since
 ORDER BY created_at, id
-LIMIT $6`;
+LIMIT :max`;
+interface SelectParams {
+  platform_id: string;
+  environment: string;
+  endpoint_id: string;
+  states: readonly string[];
+  since: Date;
+  max: number;
+}
+const SELECT = statement<SelectParams, { id: string }>('bulk_replay_select', SELECT_TEXT);
 
-/** SELECT_SQL's rows, counted (capped like the job itself). */
-const COUNT_SQL = `SELECT count(*) AS n FROM (${SELECT_SQL}) s`;
+/** SELECT's rows, counted (capped like the job itself). */
+const COUNT = statement<SelectParams, { n: number }>('bulk_replay_count', `SELECT count(*) AS n FROM (${SELECT_TEXT}) s`);
 
 function toJob(row: BulkReplayRow, now: Date): BulkReplayJob {
   const stale = row.status === 'running' && now.getTime() - row.updatedAt.getTime() > BULK_REPLAY_STALE_MS;
@@ -93,15 +103,8 @@ export class BulkReplays {
 
   /** How many deliveries `start` would replay now (a dry run, for the confirmation). */
   async count(scope: Scope, endpointId: string, since: Date): Promise<number> {
-    const [row] = await this.database.query<{ n: string }>(COUNT_SQL, [
-      scope.platformId,
-      scope.environment,
-      endpointId,
-      REPLAYABLE_STATES,
-      since,
-      BULK_REPLAY_MAX,
-    ]);
-    return Number(row?.n ?? 0);
+    const [row] = await runAlone(this.database, COUNT, selectParams(scope, endpointId, since));
+    return row?.n ?? 0;
   }
 
   async start(scope: Scope, endpointId: string, since: Date): Promise<BulkReplayJob> {
@@ -125,14 +128,7 @@ export class BulkReplays {
         'bulk_replay_running',
         `A bulk replay of this endpoint is already running (${busy.id}); wait for it to finish.`,
       );
-    const rows = await this.database.query<{ id: string }>(SELECT_SQL, [
-      scope.platformId,
-      scope.environment,
-      endpointId,
-      REPLAYABLE_STATES,
-      since,
-      BULK_REPLAY_MAX,
-    ]);
+    const rows = await runAlone(this.database, SELECT, selectParams(scope, endpointId, since));
     const row = await db.transaction(async (tx) => {
       const [inserted] = await tx
         .insert(bulkReplays)
@@ -220,3 +216,12 @@ export class BulkReplays {
     await save({ status: finished ? 'finished' : 'stopped', finishedAt: this.clock.now() }).catch(() => {});
   }
 }
+
+const selectParams = (scope: Scope, endpointId: string, since: Date): SelectParams => ({
+  platform_id: scope.platformId,
+  environment: scope.environment,
+  endpoint_id: endpointId,
+  states: REPLAYABLE_STATES,
+  since,
+  max: BULK_REPLAY_MAX,
+});

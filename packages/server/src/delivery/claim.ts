@@ -1,6 +1,7 @@
 import type { Database } from '../db/client.ts';
 import type { DeliveryState, EndpointStatus } from '../db/schema.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
+import { runAlone, statement } from '../db/statement.ts';
 import { SENDABLE_COLUMNS, sendableJoins, type SendableRow } from './attempt-request.ts';
 
 /** A claimed delivery: what sending reads (attempt-request.ts), plus what the worker schedules by. */
@@ -71,7 +72,9 @@ export interface ClaimedDelivery extends SendableRow {
  *
  * Exported for test/integration/claim-plan.postgres.test.ts, which reads its plan.
  */
-export const CLAIM_SQL = `
+export const CLAIM = statement<ClaimParams, ClaimedDelivery>(
+  'claim_due',
+  `
 WITH RECURSIVE platforms AS (
   (SELECT platform_id FROM delivery_queue ORDER BY platform_id LIMIT 1)
   UNION ALL
@@ -86,17 +89,17 @@ WITH RECURSIVE platforms AS (
     WHERE q.platform_id = p.platform_id
     ORDER BY q.due_at LIMIT 1
   ) o
-  WHERE p.platform_id IS NOT NULL AND NOT (p.platform_id = ANY($8::text[])) AND o.oldest <= $1
+  WHERE p.platform_id IS NOT NULL AND NOT (p.platform_id = ANY(:exclude_platforms::text[])) AND o.oldest <= :now
   ORDER BY o.oldest
-  LIMIT $5
+  LIMIT :limit
 ), budget AS (
-  SELECT least($9::int, greatest($4::int, ceil($3::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
+  SELECT least(:per_platform::int, greatest(:per_endpoint::int, ceil(:scan::float8 / greatest(1, count(*)))::int)) AS k FROM eligible
 ), candidates AS (
   SELECT c.delivery_id, c.delivery_created_at, c.endpoint_id, c.platform_id, c.due_at, c.seq, c.lease_token, c.leased_at
   FROM eligible e CROSS JOIN LATERAL (
     SELECT q.delivery_id, q.delivery_created_at, q.endpoint_id, q.platform_id, q.due_at, q.seq, q.lease_token, q.leased_at
     FROM delivery_queue q
-    WHERE q.platform_id = e.platform_id AND q.due_at <= $1 AND NOT (q.endpoint_id = ANY($2::text[]))
+    WHERE q.platform_id = e.platform_id AND q.due_at <= :now AND NOT (q.endpoint_id = ANY(:exclude_endpoints::text[]))
       -- Per-object ordering: a row of an ordered endpoint waits while an earlier row of the same
       -- endpoint and object is still queued (retrying, or in flight). Rows of other endpoints
       -- have no order_key and skip the probe.
@@ -118,16 +121,16 @@ WITH RECURSIVE platforms AS (
   FROM candidates c
 ), picked AS (
   SELECT delivery_id, delivery_created_at, prev_token, prev_leased_at FROM ranked
-  WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE $4 END AND platform_rank <= $9
+  WHERE endpoint_rank <= CASE WHEN throttled THEN 1 ELSE :per_endpoint END AND platform_rank <= :per_platform
   ORDER BY platform_rank, due_at, seq
-  LIMIT $5
+  LIMIT :limit
 ), claimed AS (
   -- The array bounds the queue side of the join to the picked rows in any plan. On the key
   -- alone, with statistics from a VACUUM of a nearly empty queue, PostgreSQL scanned the whole
   -- queue as the outer side of a nested loop and re-ran \`picked\` for each row (record.ts has
   -- the story; test/integration/queue-plan.postgres.test.ts the state).
   UPDATE delivery_queue q
-  SET due_at = $6, lease_token = $7, leased_at = $1
+  SET due_at = :lease_until, lease_token = :token, leased_at = :now
   FROM picked
   WHERE q.delivery_id = ANY (ARRAY(SELECT delivery_id FROM picked)) AND q.delivery_id = picked.delivery_id
   RETURNING q.delivery_id AS id, q.delivery_created_at AS created_at, q.event_id, q.endpoint_id, q.platform_id,
@@ -142,7 +145,7 @@ WITH RECURSIVE platforms AS (
   WHERE c.prev_token IS NOT NULL AND d.id = c.id AND d.created_at = c.created_at
   RETURNING d.id, d.created_at, d.attempt_count, d.automatic_attempts, c.prev_token, c.prev_leased_at
 ), interrupted AS (
-  ${interruptedAttemptsSql('bumped', '$1')}
+  ${interruptedAttemptsSql('bumped', ':now')}
 )
 -- Only what an attempt uses: every column is parsed (timestamps into Dates) and kept while the
 -- row waits, once per delivery.
@@ -150,15 +153,16 @@ SELECT c.id, c.event_id, c.endpoint_id, c.platform_id,
        coalesce(b.attempt_count, d.attempt_count) AS attempt_count,
        coalesce(b.automatic_attempts, d.automatic_attempts) AS automatic_attempts,
        c.prev_token IS NOT NULL AS interrupted,
-       CASE WHEN c.prev_token NOT LIKE 'replay:%' THEN coalesce(c.prev_leased_at, $1) END AS interrupted_automatic_at,
+       CASE WHEN c.prev_token NOT LIKE 'replay:%' THEN coalesce(c.prev_leased_at, :now) END AS interrupted_automatic_at,
        ${SENDABLE_COLUMNS},
        w.status AS endpoint_status, w.deleted_at IS NOT NULL AS endpoint_deleted,
        w.throttled_at IS NOT NULL AS endpoint_throttled, w.max_requests_per_second AS endpoint_rate,
-       CASE WHEN w.paused_until > $1 THEN w.paused_until END AS endpoint_paused_until
+       CASE WHEN w.paused_until > :now THEN w.paused_until END AS endpoint_paused_until
 FROM claimed c
 JOIN webhook_deliveries d ON d.id = c.id AND d.created_at = c.created_at
 LEFT JOIN bumped b ON b.id = c.id
-${sendableJoins('c')}`;
+${sendableJoins('c')}`,
+);
 
 export async function claimDue(
   database: Database,
@@ -173,33 +177,55 @@ export async function claimDue(
     token: string;
   },
 ): Promise<ClaimedDelivery[]> {
-  const rows = await database.query<ClaimedDelivery>(
-    CLAIM_SQL,
-    [
-      options.now,
-      options.excludeEndpoints,
-      options.limit * 4, // scan a little further than we take, so per-endpoint caps don't starve the batch
-      options.perEndpoint,
-      options.limit,
-      options.leaseUntil,
-      options.token,
-      options.excludePlatforms,
-      options.perPlatform,
-    ],
-    'claim_due',
-  );
-  return rows;
+  return runAlone(database, CLAIM, {
+    now: options.now,
+    exclude_endpoints: options.excludeEndpoints,
+    scan: options.limit * 4, // scan a little further than we take, so per-endpoint caps don't starve the batch
+    per_endpoint: options.perEndpoint,
+    limit: options.limit,
+    lease_until: options.leaseUntil,
+    token: options.token,
+    exclude_platforms: options.excludePlatforms,
+    per_platform: options.perPlatform,
+  });
 }
+
+/** The claim's parameters (`CLAIM`). */
+export interface ClaimParams {
+  now: Date;
+  /** Endpoints whose rows are not taken (their slots are full here). */
+  exclude_endpoints: string[];
+  /** Candidates read: a little more than `limit`, so per-endpoint caps don't starve the batch. */
+  scan: number;
+  per_endpoint: number;
+  limit: number;
+  lease_until: Date;
+  token: string;
+  /** Platforms whose rows are not taken (their share is full here). */
+  exclude_platforms: string[];
+  per_platform: number;
+}
+
+const RELEASE = statement<{ due_at: Date; ids: string[]; token: string }, never>(
+  'release_claims',
+  'UPDATE delivery_queue SET due_at = :due_at, lease_token = NULL, leased_at = NULL WHERE delivery_id = ANY(:ids::text[]) AND lease_token = :token',
+);
 
 /** Gives claimed rows back without attempting them: a draining worker hands unstarted rows back as due at `dueAt`. */
 export async function releaseClaims(database: Database, options: { ids: string[]; token: string; dueAt: Date }): Promise<void> {
   if (options.ids.length === 0) return;
-  await database.query(
-    `UPDATE delivery_queue SET due_at = $1, lease_token = NULL, leased_at = NULL WHERE delivery_id = ANY($2::text[]) AND lease_token = $3`,
-    [options.dueAt, options.ids, options.token],
-    'release_claims',
-  );
+  await runAlone(database, RELEASE, { due_at: options.dueAt, ids: options.ids, token: options.token });
 }
+
+const CANCEL = statement<{ ids: string[]; token: string; now: Date }, never>(
+  'cancel_claims',
+  `WITH q AS (
+     DELETE FROM delivery_queue WHERE delivery_id = ANY(:ids::text[]) AND lease_token = :token
+     RETURNING delivery_id, delivery_created_at
+   )
+   UPDATE webhook_deliveries d SET state = 'cancelled', cancel_reason = 'endpoint_deleted', next_attempt_at = NULL, updated_at = :now
+   FROM q WHERE d.id = q.delivery_id AND d.created_at = q.delivery_created_at AND d.state IN ('pending', 'failed_retrying')`,
+);
 
 /**
  * Ends claimed rows whose endpoint was deleted: `cancelled` (terminal) with the reason, no
@@ -208,16 +234,7 @@ export async function releaseClaims(database: Database, options: { ids: string[]
  */
 export async function cancelClaims(database: Database, options: { ids: string[]; token: string; now: Date }): Promise<void> {
   if (options.ids.length === 0) return;
-  await database.query(
-    `WITH q AS (
-       DELETE FROM delivery_queue WHERE delivery_id = ANY($1::text[]) AND lease_token = $2
-       RETURNING delivery_id, delivery_created_at
-     )
-     UPDATE webhook_deliveries d SET state = 'cancelled', cancel_reason = 'endpoint_deleted', next_attempt_at = NULL, updated_at = $3
-     FROM q WHERE d.id = q.delivery_id AND d.created_at = q.delivery_created_at AND d.state IN ('pending', 'failed_retrying')`,
-    [options.ids, options.token, options.now],
-    'cancel_claims',
-  );
+  await runAlone(database, CANCEL, options);
 }
 
 /**
@@ -225,19 +242,22 @@ export async function cancelClaims(database: Database, options: { ids: string[];
  * `beforeAutomaticAttempt`): `exhausted` leaves the queue; a retry still ahead goes back to the
  * queue, unleased, due then. No attempt is logged: nothing was sent. Rows whose lease the caller
  * no longer holds are left alone, as in record.ts.
- *
- *   $1 ids, $2 states, $3 next attempt times (ms since the epoch, NULL when finished), $4 the
- *   caller's lease token, $5 now
+ * Next attempt times are in ms since the epoch, NULL when finished.
  */
-const RESCHEDULE_SQL = `
+const RESCHEDULE = statement<
+  { ids: string[]; states: DeliveryState[]; next_attempt_ms: (number | null)[]; token: string; now: Date },
+  never
+>(
+  'reschedule_claims',
+  `
 WITH v AS (
   SELECT id, state, to_timestamp(next_attempt_ms / 1000) AS next_attempt_at
-  FROM unnest($1::text[], $2::text[], $3::float8[]) AS v(id, state, next_attempt_ms)
+  FROM unnest(:ids::text[], :states::text[], :next_attempt_ms::float8[]) AS v(id, state, next_attempt_ms)
 ), held AS (
   SELECT v.id, v.state, v.next_attempt_at, q.delivery_created_at
   FROM v CROSS JOIN LATERAL (
     SELECT q.delivery_created_at FROM delivery_queue q
-    WHERE q.delivery_id = v.id AND q.lease_token = $4
+    WHERE q.delivery_id = v.id AND q.lease_token = :token
     LIMIT 1
     FOR UPDATE
   ) q
@@ -251,9 +271,10 @@ WITH v AS (
   WHERE q.delivery_id = ANY (ARRAY(SELECT id FROM held WHERE next_attempt_at IS NOT NULL)) AND q.delivery_id = h.id
 )
 UPDATE webhook_deliveries d
-SET state = h.state, next_attempt_at = h.next_attempt_at, updated_at = $5
+SET state = h.state, next_attempt_at = h.next_attempt_at, updated_at = :now
 FROM held h
-WHERE d.id = h.id AND d.created_at = h.delivery_created_at`;
+WHERE d.id = h.id AND d.created_at = h.delivery_created_at`,
+);
 
 export async function rescheduleClaims(
   database: Database,
@@ -261,15 +282,11 @@ export async function rescheduleClaims(
 ): Promise<void> {
   if (options.steps.length === 0) return;
   const { steps } = options;
-  await database.query(
-    RESCHEDULE_SQL,
-    [
-      steps.map((s) => s.id),
-      steps.map((s) => s.state),
-      steps.map((s) => (s.nextAttemptAt === null ? null : s.nextAttemptAt.getTime())),
-      options.token,
-      options.now,
-    ],
-    'reschedule_claims',
-  );
+  await runAlone(database, RESCHEDULE, {
+    ids: steps.map((s) => s.id),
+    states: steps.map((s) => s.state),
+    next_attempt_ms: steps.map((s) => (s.nextAttemptAt === null ? null : s.nextAttemptAt.getTime())),
+    token: options.token,
+    now: options.now,
+  });
 }

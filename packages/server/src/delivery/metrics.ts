@@ -1,8 +1,22 @@
 import { Counter, Gauge, Registry } from 'prom-client';
+import { runAlone, statement } from '../db/statement.ts';
 import type { Database } from '../db/client.ts';
 import type { Clock } from '../clock.ts';
 
 const UNFINISHED_STATES = ['pending', 'failed_retrying'] as const;
+
+const DUE_COUNT = statement<{ now: Date }, { n: number }>(
+  'metrics_due',
+  'SELECT count(*) AS n FROM delivery_queue WHERE due_at <= :now AND lease_token IS NULL',
+);
+const OLDEST_DUE = statement<{ now: Date }, { oldest: Date | null }>(
+  'metrics_oldest_due',
+  'SELECT min(due_at) AS oldest FROM delivery_queue WHERE due_at <= :now AND lease_token IS NULL',
+);
+const UNFINISHED = statement<Record<string, never>, { state: string; n: number }>(
+  'metrics_unfinished',
+  `SELECT state, count(*) AS n FROM webhook_deliveries WHERE state IN ('pending', 'failed_retrying') GROUP BY state`,
+);
 
 /**
  * Prometheus metrics of the delivery engine. Counters and the histogram are per process;
@@ -47,11 +61,8 @@ export class DeliveryMetrics {
       help: 'Deliveries due now and not yet claimed by a worker.',
       registers: [this.registry],
       async collect() {
-        const [r] = await database.query<{ n: string }>(
-          `SELECT count(*) AS n FROM delivery_queue WHERE due_at <= $1 AND lease_token IS NULL`,
-          [clock.now()],
-        );
-        this.set(Number(r?.n ?? 0));
+        const [r] = await runAlone(database, DUE_COUNT, { now: clock.now() });
+        this.set(r?.n ?? 0);
       },
     });
     new Gauge({
@@ -59,11 +70,8 @@ export class DeliveryMetrics {
       help: 'Age of the oldest delivery that is due and unclaimed (0 when none).',
       registers: [this.registry],
       async collect() {
-        const [r] = await database.query<{ oldest: Date | null }>(
-          `SELECT min(due_at) AS oldest FROM delivery_queue WHERE due_at <= $1 AND lease_token IS NULL`,
-          [clock.now()],
-        );
-        this.set(r?.oldest ? Math.max(0, (clock.now().getTime() - new Date(r.oldest).getTime()) / 1000) : 0);
+        const [r] = await runAlone(database, OLDEST_DUE, { now: clock.now() });
+        this.set(r?.oldest ? Math.max(0, (clock.now().getTime() - r.oldest.getTime()) / 1000) : 0);
       },
     });
     this.claims = new Counter({
@@ -94,10 +102,7 @@ export class DeliveryMetrics {
       async collect() {
         // Index-only over the pending and failed_retrying ranges of webhook_deliveries_state_idx
         // (migration 0027; state leads it): the backlog, never the history.
-        const rows = await database.query<{ state: string; n: number }>(
-          `SELECT state, count(*) AS n FROM webhook_deliveries WHERE state IN ('pending', 'failed_retrying') GROUP BY state`,
-          [],
-        );
+        const rows = await runAlone(database, UNFINISHED, {});
         this.reset();
         for (const s of UNFINISHED_STATES) this.set({ state: s }, 0);
         for (const r of rows) this.set({ state: r.state }, r.n);

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { runAlone, statement } from '../db/statement.ts';
 import type { Database, Queryable } from '../db/client.ts';
 import type { DeliveryOrder } from '../db/schema.ts';
 
@@ -32,6 +33,18 @@ export interface WaitingFor {
   event_id: string;
 }
 
+const QUEUE_STATE = statement<{ ids: string[] }, { delivery_id: string; blocker_id: string | null; blocker_event_id: string | null }>(
+  'queue_state_of',
+  `SELECT q.delivery_id, b.delivery_id AS blocker_id, b.event_id AS blocker_event_id
+   FROM delivery_queue q
+   LEFT JOIN LATERAL (
+     SELECT o.delivery_id, o.event_id FROM delivery_queue o
+     WHERE q.order_key IS NOT NULL AND o.endpoint_id = q.endpoint_id AND o.order_key = q.order_key AND o.seq < q.seq
+     ORDER BY o.seq LIMIT 1
+   ) b ON true
+   WHERE q.delivery_id = ANY(:ids::text[])`,
+);
+
 /**
  * For the given deliveries, in one read of the queue: which have a queue row (the others are
  * parked or finished), and those held back by per-object ordering with the delivery each waits
@@ -45,18 +58,7 @@ export async function queueStateOf(
   const queued = new Set<string>();
   const waiting = new Map<string, WaitingFor>();
   if (deliveryIds.length === 0) return { queued, waiting };
-  const rows = await database.query<{ delivery_id: string; blocker_id: string | null; blocker_event_id: string | null }>(
-    `SELECT q.delivery_id, b.delivery_id AS blocker_id, b.event_id AS blocker_event_id
-     FROM delivery_queue q
-     LEFT JOIN LATERAL (
-       SELECT o.delivery_id, o.event_id FROM delivery_queue o
-       WHERE q.order_key IS NOT NULL AND o.endpoint_id = q.endpoint_id AND o.order_key = q.order_key AND o.seq < q.seq
-       ORDER BY o.seq LIMIT 1
-     ) b ON true
-     WHERE q.delivery_id = ANY($1::text[])`,
-    [deliveryIds],
-    'queue_state_of',
-  );
+  const rows = await runAlone(database, QUEUE_STATE, { ids: deliveryIds });
   for (const r of rows) {
     queued.add(r.delivery_id);
     if (r.blocker_id !== null) waiting.set(r.delivery_id, { delivery_id: r.blocker_id, event_id: r.blocker_event_id! });

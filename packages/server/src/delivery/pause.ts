@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.ts';
+import { runAlone, statement } from '../db/statement.ts';
 
 /**
  * A receiver that answers 429 or 503 with `Retry-After` (retry-after.ts) gets no new automatic
@@ -18,23 +19,24 @@ import type { Database } from '../db/client.ts';
  */
 export const PAUSE_CHANNEL = 'payhooks_endpoint_paused';
 
+const PAUSE = statement<{ endpoint_id: string; until: Date; channel: string }, never>(
+  'pause_endpoint',
+  `WITH e AS (
+     UPDATE webhook_endpoints SET paused_until = greatest(coalesce(paused_until, :until), :until) WHERE id = :endpoint_id
+     RETURNING paused_until
+   ), q AS (
+     UPDATE delivery_queue SET due_at = (SELECT paused_until FROM e)
+     WHERE endpoint_id = :endpoint_id AND lease_token IS NULL AND due_at < (SELECT paused_until FROM e)
+     RETURNING delivery_id, delivery_created_at
+   ), d AS (
+     UPDATE webhook_deliveries d SET next_attempt_at = (SELECT paused_until FROM e)
+     FROM q WHERE d.id = q.delivery_id AND d.created_at = q.delivery_created_at
+   )
+   SELECT pg_notify(:channel, :endpoint_id || ' ' || (extract(epoch FROM paused_until) * 1000)::bigint) FROM e`,
+);
+
 export async function pauseEndpoint(database: Database, endpointId: string, until: Date): Promise<void> {
-  await database.query(
-    `WITH e AS (
-       UPDATE webhook_endpoints SET paused_until = greatest(coalesce(paused_until, $2), $2) WHERE id = $1
-       RETURNING paused_until
-     ), q AS (
-       UPDATE delivery_queue SET due_at = (SELECT paused_until FROM e)
-       WHERE endpoint_id = $1 AND lease_token IS NULL AND due_at < (SELECT paused_until FROM e)
-       RETURNING delivery_id, delivery_created_at
-     ), d AS (
-       UPDATE webhook_deliveries d SET next_attempt_at = (SELECT paused_until FROM e)
-       FROM q WHERE d.id = q.delivery_id AND d.created_at = q.delivery_created_at
-     )
-     SELECT pg_notify($3, $1 || ' ' || (extract(epoch FROM paused_until) * 1000)::bigint) FROM e`,
-    [endpointId, until, PAUSE_CHANNEL],
-    'pause_endpoint',
-  );
+  await runAlone(database, PAUSE, { endpoint_id: endpointId, until, channel: PAUSE_CHANNEL });
 }
 
 /** A PAUSE_CHANNEL payload (`<endpoint id> <until, ms since the epoch>`); null if it isn't one. */

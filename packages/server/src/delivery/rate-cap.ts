@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.ts';
+import { runAlone, statement } from '../db/statement.ts';
 
 /**
  * A merchant's `max_requests_per_second` on an endpoint, held across every worker of a fleet.
@@ -40,12 +41,21 @@ export interface RateReservation {
   nextFreeMs: number;
 }
 
+const RESERVE = statement<
+  { endpoint_id: string; wanted: number; horizon_ms: number; second_ms: number },
+  { granted: number; wait_ms: number; spacing_ms: number; next_free_ms: number }
+>(
+  'reserve_rate',
+  'SELECT granted, wait_ms, spacing_ms, next_free_ms FROM payhooks.reserve_rate(:endpoint_id, :wanted, :horizon_ms, :second_ms)',
+);
+
 export async function reserveRate(database: Database, endpointId: string, wanted: number): Promise<RateReservation> {
-  const [row] = await database.query<{ granted: number; wait_ms: number; spacing_ms: number; next_free_ms: number }>(
-    'SELECT granted, wait_ms, spacing_ms, next_free_ms FROM payhooks.reserve_rate($1, $2, $3, $4)',
-    [endpointId, wanted, RATE_HORIZON_MS, RATE_SECOND_MS],
-    'reserve_rate',
-  );
+  const [row] = await runAlone(database, RESERVE, {
+    endpoint_id: endpointId,
+    wanted,
+    horizon_ms: RATE_HORIZON_MS,
+    second_ms: RATE_SECOND_MS,
+  });
   if (!row) return { granted: wanted, waitMs: 0, spacingMs: 0, nextFreeMs: 0 };
   return {
     granted: row.granted,

@@ -2,6 +2,7 @@ import type { Database } from '../db/client.ts';
 import type { AttemptTrigger, DeliveryState } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { arrayLiteral } from '../db/array-literal.ts';
+import { runAlone, statement } from '../db/statement.ts';
 import type { AttemptResult } from './destinations/attempt.ts';
 import { THROTTLE_AFTER_TIMEOUTS } from './fairness.ts';
 import type { AttemptStats } from './attempt-stats.ts';
@@ -32,7 +33,9 @@ const clean = (s: string | null) => (s === null || !s.includes('\u0000') ? s : s
  * delivery's new `attempt_count`, which also orders automatic and manual attempts together.
  * Automatic attempts advance `automatic_attempts`, the budget of spec 8; manual ones don't.
  */
-export const RECORD_SQL = `
+export const RECORD = statement<RecordParams, RecordedAttempt>(
+  'record_outcomes',
+  `
 WITH v AS (
   -- Times arrive as milliseconds since the epoch: formatting a Date as text costs the worker more
   -- than the rest of an outcome's parameters together, and parsing it costs PostgreSQL too.
@@ -41,9 +44,9 @@ WITH v AS (
          to_timestamp(started_ms / 1000) AS started_at, duration_ms, status_code, response_body, error_kind,
          error_message, attempt_id, trigger, request_signature, broker, trace_parent, request_webhook_signature,
          request_custom_headers, rate_limited_ms
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::boolean[], $6::float8[],
-              $7::int[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $16::text[],
-              $17::text[], $18::text[], $19::text[], $20::text[], $21::int[])
+  FROM unnest(:ids::text[], :tokens::text[], :states::text[], :next_attempt_ms::float8[], :succeeded::boolean[], :started_ms::float8[],
+              :duration_ms::int[], :status_codes::int[], :response_bodies::text[], :error_kinds::text[], :error_messages::text[], :attempt_ids::text[], :triggers::text[], :request_signatures::text[],
+              :brokers::text[], :trace_parents::text[], :request_webhook_signatures::text[], :request_custom_headers::text[], :rate_limited_ms::int[])
     AS v(id, token, state, next_attempt_ms, succeeded, started_ms, duration_ms, status_code,
          response_body, error_kind, error_message, attempt_id, trigger, request_signature, broker, trace_parent,
          request_webhook_signature, request_custom_headers, rate_limited_ms)
@@ -85,7 +88,7 @@ WITH v AS (
       attempt_count = d.attempt_count + 1,
       automatic_attempts = d.automatic_attempts + CASE WHEN h.trigger = 'automatic' THEN 1 ELSE 0 END,
       last_attempt_at = h.started_at,
-      updated_at = $14
+      updated_at = :now
   FROM held h
   WHERE d.id = h.id AND d.created_at = h.delivery_created_at
   RETURNING d.id, d.attempt_count, d.endpoint_id, d.created_at
@@ -107,7 +110,7 @@ WITH v AS (
   SET consecutive_timeouts = CASE WHEN h.answered THEN 0 ELSE w.consecutive_timeouts + h.timeouts END,
       throttled_at = CASE
         WHEN h.answered THEN NULL
-        WHEN w.consecutive_timeouts + h.timeouts >= $15 THEN coalesce(w.throttled_at, $14)
+        WHEN w.consecutive_timeouts + h.timeouts >= :throttle_after_timeouts THEN coalesce(w.throttled_at, :now)
         ELSE w.throttled_at END,
       failing_since = CASE WHEN h.succeeded THEN NULL ELSE coalesce(w.failing_since, h.first_failure) END
   FROM health h
@@ -122,7 +125,8 @@ SELECT v.attempt_id, v.id, u.attempt_count, v.trigger, v.succeeded, v.started_at
        v.status_code, v.response_body, v.error_kind, v.error_message, u.created_at, v.request_signature,
        v.broker, v.trace_parent, v.request_webhook_signature, v.request_custom_headers, v.rate_limited_ms
 FROM updated u JOIN v ON v.id = u.id
-RETURNING delivery_id, attempt_number, id`;
+RETURNING delivery_id, attempt_number, id`,
+);
 
 export interface RecordedAttempt {
   delivery_id: string;
@@ -130,13 +134,38 @@ export interface RecordedAttempt {
   id: string;
 }
 
+/** `RECORD`'s parameters: one array literal per column (db/array-literal.ts says why), and two values. */
+export type RecordParams = Record<(typeof RECORD_COLUMNS)[number], string> & { now: Date; throttle_after_timeouts: number };
+
+const RECORD_COLUMNS = [
+  'ids',
+  'tokens',
+  'states',
+  'next_attempt_ms',
+  'succeeded',
+  'started_ms',
+  'duration_ms',
+  'status_codes',
+  'response_bodies',
+  'error_kinds',
+  'error_messages',
+  'attempt_ids',
+  'triggers',
+  'request_signatures',
+  'brokers',
+  'trace_parents',
+  'request_webhook_signatures',
+  'request_custom_headers',
+  'rate_limited_ms',
+] as const;
+
 /**
- * `RECORD_SQL`'s parameters for a batch, in order (exported for the plan test): each column as
- * one array literal, built in a single pass over the outcomes (db/array-literal.ts says why).
+ * `RECORD`'s parameters for a batch (exported for the plan test): each column as one array
+ * literal, built in a single pass over the outcomes.
  */
-export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
+export function recordParams(outcomes: Outcome[], now: Date): RecordParams {
   const n = outcomes.length;
-  const cols = Array.from({ length: 19 }, () => new Array<string | number | boolean | null>(n));
+  const cols = Array.from({ length: RECORD_COLUMNS.length }, () => new Array<string | number | boolean | null>(n));
   for (let i = 0; i < n; i++) {
     const o = outcomes[i]!;
     const r = o.result;
@@ -160,18 +189,20 @@ export function recordParams(outcomes: Outcome[], now: Date): unknown[] {
     cols[17]![i] = r.customHeaders ?? null;
     cols[18]![i] = r.rateLimitedMs ?? null;
   }
-  // $14 and $15 sit between the columns ($13 and $16): the statement grew by appending.
-  const literals = cols.map(arrayLiteral);
-  return [...literals.slice(0, 13), now, THROTTLE_AFTER_TIMEOUTS, ...literals.slice(13)];
+  const params = { now, throttle_after_timeouts: THROTTLE_AFTER_TIMEOUTS } as RecordParams;
+  RECORD_COLUMNS.forEach((name, i) => {
+    params[name] = arrayLiteral(cols[i]!);
+  });
+  return params;
 }
 
 /**
- * Records the outcomes (RECORD_SQL) and counts those recorded in `stats`, for the caller to
+ * Records the outcomes (RECORD) and counts those recorded in `stats`, for the caller to
  * flush: an outcome dropped for a lost lease is neither logged nor counted.
  */
 export async function recordOutcomes(database: Database, outcomes: Outcome[], now: Date, stats: AttemptStats): Promise<RecordedAttempt[]> {
   if (outcomes.length === 0) return [];
-  const rows = await database.query<RecordedAttempt>(RECORD_SQL, recordParams(outcomes, now), 'record_outcomes');
+  const rows = await runAlone(database, RECORD, recordParams(outcomes, now));
   if (rows.length === outcomes.length) for (const o of outcomes) stats.add(o.endpointId, o.result);
   else {
     const recorded = new Set(rows.map((r) => r.delivery_id));

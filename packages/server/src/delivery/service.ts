@@ -30,6 +30,7 @@ import { cancelDelivery } from './cancel.ts';
 import type { AttemptLogEntry } from './attempt-log.ts';
 import { queueStateOf, type WaitingFor } from './ordering.ts';
 import { interruptedAttemptsSql } from './interrupted.ts';
+import { runAlone, statement } from '../db/statement.ts';
 import { afterManualAttempt, REPLAYABLE_STATES, RESENDABLE_STATES } from './schedule.ts';
 import { EndpointGate } from './endpoint-gate.ts';
 import { SharedEndpointGate, type SlotStore } from './shared-gate.ts';
@@ -181,29 +182,34 @@ const endpointInScope = (scope: Scope, endpointId: string) =>
  * and not leased by anyone (or the lease has run out). Taking over a lease that ran out logs
  * the old holder's attempt as interrupted, as a worker's claim does (interrupted.ts).
  */
-const LEASE_FOR_REPLAY_SQL = `
+const LEASE_FOR_REPLAY = statement<
+  { now: Date; lease_until: Date; id: string; platform_id: string; environment: string; states: readonly DeliveryState[]; token: string },
+  ReplayRow
+>(
+  'lease_for_replay',
+  `
 WITH d AS (
   SELECT d.id, d.created_at, d.event_id, d.endpoint_id, d.platform_id, d.state, d.next_attempt_at, d.attempt_count
   FROM webhook_deliveries d
-  WHERE d.id = $3 AND d.platform_id = $4 AND d.environment = $5 AND d.state = ANY($6::text[])
+  WHERE d.id = :id AND d.platform_id = :platform_id AND d.environment = :environment AND d.state = ANY(:states::text[])
 ), prev AS (
   SELECT q.delivery_id, q.lease_token, q.leased_at, q.due_at
   FROM delivery_queue q JOIN d ON q.delivery_id = d.id
   -- By key as well as through \`d\`: joined on \`d\` alone, the queue's statistics could make the
   -- queue the outer side of the join, a scan of the whole queue (see record.ts).
-  WHERE q.delivery_id = $3
+  WHERE q.delivery_id = :id
   FOR UPDATE OF q
 ), free AS (
   -- Not queued (finished, or parked), queued and not leased, or its lease has run out.
   SELECT d.*, prev.lease_token AS prev_token, prev.leased_at AS prev_leased_at, prev.delivery_id IS NOT NULL AS was_queued
   FROM d LEFT JOIN prev ON true
-  WHERE prev.delivery_id IS NULL OR prev.lease_token IS NULL OR prev.due_at <= $1
+  WHERE prev.delivery_id IS NULL OR prev.lease_token IS NULL OR prev.due_at <= :now
 ), leased AS (
   INSERT INTO delivery_queue (delivery_id, delivery_created_at, event_id, endpoint_id, platform_id, due_at, lease_token, leased_at)
-  SELECT f.id, f.created_at, f.event_id, f.endpoint_id, f.platform_id, $2, $7, $1 FROM free f
+  SELECT f.id, f.created_at, f.event_id, f.endpoint_id, f.platform_id, :lease_until, :token, :now FROM free f
   ON CONFLICT (delivery_id) DO UPDATE SET due_at = excluded.due_at, lease_token = excluded.lease_token, leased_at = excluded.leased_at
     -- Re-checked on the row as it is now: a concurrent replay or claim that leased it meanwhile keeps it.
-    WHERE delivery_queue.lease_token IS NULL OR delivery_queue.due_at <= $1
+    WHERE delivery_queue.lease_token IS NULL OR delivery_queue.due_at <= :now
   RETURNING delivery_id
 ), bumped AS (
   -- An interrupted automatic attempt counts toward the 8 here too (claim.ts says why); the
@@ -215,14 +221,25 @@ WITH d AS (
   WHERE f.prev_token IS NOT NULL AND d.id = f.id AND d.created_at = f.created_at
   RETURNING d.id, d.created_at, d.attempt_count, f.prev_token, f.prev_leased_at
 ), interrupted AS (
-  ${interruptedAttemptsSql('bumped', '$1')}
+  ${interruptedAttemptsSql('bumped', ':now')}
 )
 SELECT f.id, f.event_id, f.endpoint_id, f.state, f.next_attempt_at, f.was_queued,
        coalesce((SELECT b.attempt_count FROM bumped b), f.attempt_count) AS attempt_count,
        w.deleted_at IS NOT NULL AS endpoint_deleted,
        ${SENDABLE_COLUMNS}
 FROM free f JOIN leased l ON l.delivery_id = f.id
-${sendableJoins('f')}`;
+${sendableJoins('f')}`,
+);
+
+/** A manual attempt's lease given back: out of the queue, or due as before. */
+const DROP_REPLAY_LEASE = statement<{ id: string; token: string }, never>(
+  'drop_replay_lease',
+  'DELETE FROM delivery_queue WHERE delivery_id = :id AND lease_token = :token',
+);
+const RETURN_REPLAY_LEASE = statement<{ id: string; token: string; due_at: Date }, never>(
+  'return_replay_lease',
+  'UPDATE delivery_queue SET lease_token = NULL, leased_at = NULL, due_at = :due_at WHERE delivery_id = :id AND lease_token = :token',
+);
 
 /** A delivery leased for a manual attempt: what sending reads, and what gives the lease back. */
 interface ReplayRow extends SendableRow {
@@ -479,11 +496,15 @@ export class DeliveryService {
   ): Promise<void> {
     const now = this.clock.now();
     const token = `replay:${randomBytes(8).toString('hex')}`;
-    const [row] = await this.database.query<ReplayRow>(
-      LEASE_FOR_REPLAY_SQL,
-      [now, new Date(now.getTime() + this.leaseMs), id, scope.platformId, scope.environment, allowed, token],
-      'lease_for_replay',
-    );
+    const [row] = await runAlone(this.database, LEASE_FOR_REPLAY, {
+      now,
+      lease_until: new Date(now.getTime() + this.leaseMs),
+      id,
+      platform_id: scope.platformId,
+      environment: scope.environment,
+      states: allowed,
+      token,
+    });
     if (!row) {
       const current = await this.get(scope, id); // 404 when not in scope
       if (!allowed.includes(current.state)) throw new AppError('conflict', refusedCode, `${refused}; this one is ${current.state}.`);
@@ -493,11 +514,8 @@ export class DeliveryService {
     // was not queued (finished, or parked), else due as before.
     const release = (dueAt: Date | null) =>
       dueAt === null || !row.was_queued
-        ? this.database.query(`DELETE FROM delivery_queue WHERE delivery_id = $1 AND lease_token = $2`, [id, token])
-        : this.database.query(
-            `UPDATE delivery_queue SET lease_token = NULL, leased_at = NULL, due_at = $3 WHERE delivery_id = $1 AND lease_token = $2`,
-            [id, token, dueAt],
-          );
+        ? runAlone(this.database, DROP_REPLAY_LEASE, { id, token })
+        : runAlone(this.database, RETURN_REPLAY_LEASE, { id, token, due_at: dueAt });
     if (row.endpoint_deleted) {
       await release(null);
       throw new AppError('conflict', 'endpoint_deleted', 'The endpoint of this delivery was deleted; it can no longer be replayed.');

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { runAlone, statement } from '../db/statement.ts';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Database } from '../db/client.ts';
@@ -15,6 +16,24 @@ export interface SlotStore {
   release(endpointId: string, holder: string): Promise<void>;
 }
 
+const SLOT_ACQUIRE = statement<{ endpoint_id: string; holder: string; limit: number; ttl_ms: number }, { slot: number }>(
+  'manual_slot_acquire',
+  `WITH free AS (
+     SELECT s FROM generate_series(0, :limit::int - 1) AS s
+     WHERE NOT EXISTS (SELECT 1 FROM manual_attempt_slots m WHERE m.endpoint_id = :endpoint_id AND m.slot = s AND m.expires_at > now())
+     ORDER BY random() LIMIT 1
+   )
+   INSERT INTO manual_attempt_slots (endpoint_id, slot, holder, expires_at)
+   SELECT :endpoint_id, s, :holder, now() + :ttl_ms::int * interval '1 millisecond' FROM free
+   ON CONFLICT (endpoint_id, slot) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+     WHERE manual_attempt_slots.expires_at <= now()
+   RETURNING slot`,
+);
+const SLOT_RELEASE = statement<{ endpoint_id: string; holder: string }, never>(
+  'manual_slot_release',
+  'DELETE FROM manual_attempt_slots WHERE endpoint_id = :endpoint_id AND holder = :holder',
+);
+
 /**
  * Slots as rows of `manual_attempt_slots` (migration 0014): a free slot is one with no row, or
  * whose row's lease ran out. Two processes taking the same slot at once meet on its primary
@@ -26,29 +45,12 @@ export class PostgresSlots implements SlotStore {
   constructor(private readonly database: Database) {}
 
   async tryAcquire(endpointId: string, holder: string, limit: number, ttlMs: number): Promise<boolean> {
-    const rows = await this.database.query(
-      `WITH free AS (
-         SELECT s FROM generate_series(0, $3::int - 1) AS s
-         WHERE NOT EXISTS (SELECT 1 FROM manual_attempt_slots m WHERE m.endpoint_id = $1 AND m.slot = s AND m.expires_at > now())
-         ORDER BY random() LIMIT 1
-       )
-       INSERT INTO manual_attempt_slots (endpoint_id, slot, holder, expires_at)
-       SELECT $1, s, $2, now() + $4::int * interval '1 millisecond' FROM free
-       ON CONFLICT (endpoint_id, slot) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-         WHERE manual_attempt_slots.expires_at <= now()
-       RETURNING slot`,
-      [endpointId, holder, limit, ttlMs],
-      'manual_slot_acquire',
-    );
+    const rows = await runAlone(this.database, SLOT_ACQUIRE, { endpoint_id: endpointId, holder, limit, ttl_ms: ttlMs });
     return rows.length > 0;
   }
 
   async release(endpointId: string, holder: string): Promise<void> {
-    await this.database.query(
-      'DELETE FROM manual_attempt_slots WHERE endpoint_id = $1 AND holder = $2',
-      [endpointId, holder],
-      'manual_slot_release',
-    );
+    await runAlone(this.database, SLOT_RELEASE, { endpoint_id: endpointId, holder });
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.ts';
+import { runAlone, statement } from '../db/statement.ts';
 import { AppError } from '../errors.ts';
 import type { Scope } from '../scope.ts';
 import { formatEventTimestamp } from '@payhooks/contract';
@@ -101,12 +102,21 @@ const COLUMNS = `endpoint_id, start, attempts, successes, failed_timeout, failed
   failed_http_429, failed_http_5xx, failed_disabled, failed_other, latency`;
 
 /** One endpoint's buckets, by its primary key. */
-export const ENDPOINT_SQL = `SELECT ${COLUMNS} FROM endpoint_stats
-WHERE endpoint_id = $1 AND period = $2 AND start >= $3 AND start < $4 AND platform_id = $5 AND environment = $6`;
+export const ENDPOINT_STATS = statement<
+  { endpoint_id: string; period: string; from: Date; until: Date; platform_id: string; environment: string },
+  Row
+>(
+  'endpoint_stats_one',
+  `SELECT ${COLUMNS} FROM endpoint_stats
+WHERE endpoint_id = :endpoint_id AND period = :period AND start >= :from AND start < :until AND platform_id = :platform_id AND environment = :environment`,
+);
 
 /** Every endpoint's buckets of one Platform and environment (endpoint_stats_platform_idx). */
-export const PLATFORM_SQL = `SELECT ${COLUMNS} FROM endpoint_stats
-WHERE platform_id = $1 AND environment = $2 AND period = $3 AND start >= $4 AND start < $5`;
+export const PLATFORM_STATS = statement<{ platform_id: string; environment: string; period: string; from: Date; until: Date }, Row>(
+  'endpoint_stats_platform',
+  `SELECT ${COLUMNS} FROM endpoint_stats
+WHERE platform_id = :platform_id AND environment = :environment AND period = :period AND start >= :from AND start < :until`,
+);
 
 /** A bucket's counts while they are summed: the histogram stays whole until the percentiles. */
 interface Sum {
@@ -192,11 +202,14 @@ function seriesOf(rows: Row[], range: StatsRange): { series: StatsSeries; perEnd
 
 /** One endpoint's stats over the range (the caller has checked the endpoint is the scope's). */
 export async function endpointSeries(database: Database, scope: Scope, endpointId: string, range: StatsRange): Promise<StatsSeries> {
-  const rows = await database.query<Row>(
-    ENDPOINT_SQL,
-    [endpointId, range.granularity, range.from, range.until, scope.platformId, scope.environment],
-    'endpoint_stats_one',
-  );
+  const rows = await runAlone(database, ENDPOINT_STATS, {
+    endpoint_id: endpointId,
+    period: range.granularity,
+    from: range.from,
+    until: range.until,
+    platform_id: scope.platformId,
+    environment: scope.environment,
+  });
   return seriesOf(rows, range).series;
 }
 
@@ -206,11 +219,13 @@ export async function platformSeries(
   scope: Scope,
   range: StatsRange,
 ): Promise<StatsSeries & { endpoints: Array<{ endpoint_id: string } & StatsTotals> }> {
-  const rows = await database.query<Row>(
-    PLATFORM_SQL,
-    [scope.platformId, scope.environment, range.granularity, range.from, range.until],
-    'endpoint_stats_platform',
-  );
+  const rows = await runAlone(database, PLATFORM_STATS, {
+    platform_id: scope.platformId,
+    environment: scope.environment,
+    period: range.granularity,
+    from: range.from,
+    until: range.until,
+  });
   const { series, perEndpoint } = seriesOf(rows, range);
   const endpoints = [...perEndpoint]
     .map(([endpoint_id, s]) => ({ endpoint_id, ...totalsOf(s) }))
@@ -227,6 +242,16 @@ export interface EndpointStats {
   /** 24 buckets of one hour each, index 23 = the current hour. */
   hourly: Array<{ attempts: number; succeeded: number }>;
 }
+
+const LAST_DAY = statement<
+  { endpoint_ids: string[]; from: Date; until: Date; platform_id: string; environment: string },
+  { endpoint_id: string; start: Date; attempts: number; successes: number }
+>(
+  'endpoint_stats_24h',
+  `SELECT endpoint_id, start, attempts, successes FROM endpoint_stats
+   WHERE endpoint_id = ANY(:endpoint_ids::text[]) AND period = 'hour' AND start >= :from AND start < :until
+     AND platform_id = :platform_id AND environment = :environment`,
+);
 
 /**
  * The portal list's 24-hour figure per endpoint, from the same hourly buckets: the current hour
@@ -249,12 +274,13 @@ export async function endpointStats(
   if (endpointIds.length === 0) return out;
   // The API's default range: the current hour and the 23 before it.
   const { from, until } = statsRange({}, now);
-  const rows = await database.query<{ endpoint_id: string; start: Date; attempts: number; successes: number }>(
-    `SELECT endpoint_id, start, attempts, successes FROM endpoint_stats
-     WHERE endpoint_id = ANY($1::text[]) AND period = 'hour' AND start >= $2 AND start < $3 AND platform_id = $4 AND environment = $5`,
-    [endpointIds, from, until, scope.platformId, scope.environment],
-    'endpoint_stats_24h',
-  );
+  const rows = await runAlone(database, LAST_DAY, {
+    endpoint_ids: endpointIds,
+    from,
+    until,
+    platform_id: scope.platformId,
+    environment: scope.environment,
+  });
   for (const r of rows) {
     const s = out.get(r.endpoint_id)!;
     const b = s.hourly[Math.round((r.start.getTime() - from.getTime()) / PERIOD_MS.hour)];

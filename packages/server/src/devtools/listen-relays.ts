@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { runAlone, statement } from '../db/statement.ts';
 import type { Database } from '../db/client.ts';
 import type { Scope } from '../scope.ts';
 import type { ForwardRequest, ForwardResult } from './listen-sessions.ts';
@@ -10,25 +11,69 @@ const DONE_CHANNEL = 'payhooks_listen_done';
 /** Relay rows older than this lost the process that waited on them; the sweep removes them. */
 const KEPT_MS = 120_000;
 
-const INSERT_SQL = `
-WITH r AS (
+const INSERT = statement<
+  {
+    id: string;
+    endpoint_id: string;
+    platform_id: string;
+    environment: string;
+    event_id: string;
+    event_type: string;
+    signature: string;
+    body: string;
+    created_at: Date;
+    notify: boolean;
+  },
+  never
+>(
+  'listen_relay_insert',
+  `WITH r AS (
   INSERT INTO listen_relays (id, endpoint_id, platform_id, environment, event_id, event_type, signature, body, created_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+  VALUES (:id, :endpoint_id, :platform_id, :environment, :event_id, :event_type, :signature, :body, :created_at)
   RETURNING id, endpoint_id
 )
-SELECT pg_notify('${RELAY_CHANNEL}', r.endpoint_id || ' ' || r.id) FROM r WHERE $10::boolean`;
+SELECT pg_notify('${RELAY_CHANNEL}', r.endpoint_id || ' ' || r.id) FROM r WHERE :notify::boolean`,
+);
 
-const RESULT_SQL = `
-WITH u AS (
-  UPDATE listen_relays SET result = $5
-  WHERE id = $1 AND endpoint_id = $2 AND platform_id = $3 AND environment = $4 AND result IS NULL
+const RESULT = statement<{ id: string; endpoint_id: string; platform_id: string; environment: string; result: string }, unknown>(
+  'listen_relay_result',
+  `WITH u AS (
+  UPDATE listen_relays SET result = :result
+  WHERE id = :id AND endpoint_id = :endpoint_id AND platform_id = :platform_id AND environment = :environment AND result IS NULL
   RETURNING id
 )
-SELECT pg_notify('${DONE_CHANNEL}', u.id) FROM u`;
+SELECT pg_notify('${DONE_CHANNEL}', u.id) FROM u`,
+);
 
-const END_SQL = `
-WITH u AS (UPDATE listen_relays SET result = $2 WHERE endpoint_id = $1 AND result IS NULL RETURNING id)
-SELECT pg_notify('${DONE_CHANNEL}', u.id) FROM u`;
+const END = statement<{ endpoint_id: string; result: string }, never>(
+  'listen_relay_end',
+  `WITH u AS (UPDATE listen_relays SET result = :result WHERE endpoint_id = :endpoint_id AND result IS NULL RETURNING id)
+SELECT pg_notify('${DONE_CHANNEL}', u.id) FROM u`,
+);
+
+const LOOKUP = statement<
+  { endpoint_id: string; lease_cutoff: Date },
+  { secret_ciphertext: string; platform_id: string; environment: string }
+>(
+  'listen_session_lookup',
+  `SELECT secret_ciphertext, platform_id, environment FROM webhook_endpoints
+   WHERE id = :endpoint_id AND listen_session AND deleted_at IS NULL AND updated_at > :lease_cutoff`,
+);
+const DELETE_RELAY = statement<{ id: string }, never>('listen_relay_delete', 'DELETE FROM listen_relays WHERE id = :id');
+const SWEEP = statement<{ before: Date }, never>('listen_relay_sweep', 'DELETE FROM listen_relays WHERE created_at < :before');
+const RELAY_COLUMNS = 'id, endpoint_id, event_id, event_type, signature, body';
+const RESCAN = statement<{ endpoint_ids: string[] }, RelayRow>(
+  'listen_relay_rescan',
+  `SELECT ${RELAY_COLUMNS} FROM listen_relays WHERE endpoint_id = ANY(:endpoint_ids) AND result IS NULL`,
+);
+const READ = statement<{ id: string }, RelayRow>(
+  'listen_relay_read',
+  `SELECT ${RELAY_COLUMNS} FROM listen_relays WHERE id = :id AND result IS NULL`,
+);
+const DONE = statement<{ ids: string[] }, { id: string; result: ForwardResult | string }>(
+  'listen_relay_done',
+  'SELECT id, result FROM listen_relays WHERE id = ANY(:ids) AND result IS NOT NULL',
+);
 
 interface RelayRow {
   id: string;
@@ -91,12 +136,7 @@ export class SharedRelays {
     endpointId: string,
     leaseCutoff: Date,
   ): Promise<{ secret_ciphertext: string; platform_id: string; environment: string } | undefined> {
-    const [row] = await this.database.query<{ secret_ciphertext: string; platform_id: string; environment: string }>(
-      `SELECT secret_ciphertext, platform_id, environment FROM webhook_endpoints
-       WHERE id = $1 AND listen_session AND deleted_at IS NULL AND updated_at > $2`,
-      [endpointId, leaseCutoff],
-      'listen_session_lookup',
-    );
+    const [row] = await runAlone(this.database, LOOKUP, { endpoint_id: endpointId, lease_cutoff: leaseCutoff });
     return row;
   }
 
@@ -127,39 +167,33 @@ export class SharedRelays {
         finish,
       });
     });
-    const stored = this.database
-      .query(
-        INSERT_SQL,
-        [
-          forwardId,
-          options.endpointId,
-          options.platformId,
-          options.environment,
-          request.event_id,
-          request.event_type,
-          request.signature,
-          request.body,
-          new Date(),
-          options.local === null,
-        ],
-        'listen_relay_insert',
-      )
-      .then(
-        () => {
-          if (!options.local) return;
-          this.pushed.add(forwardId);
-          options.local({ forward_id: forwardId, ...request });
-        },
-        (err: unknown) => {
-          this.logger.warn({ err }, 'a listen relay could not be handed over');
-          this.waiting.get(forwardId)?.finish(noResult('the hand-over to the listen session failed (database unavailable)'));
-        },
-      );
+    const stored = runAlone(this.database, INSERT, {
+      id: forwardId,
+      endpoint_id: options.endpointId,
+      platform_id: options.platformId,
+      environment: options.environment,
+      event_id: request.event_id,
+      event_type: request.event_type,
+      signature: request.signature,
+      body: request.body,
+      created_at: new Date(),
+      notify: options.local === null,
+    }).then(
+      () => {
+        if (!options.local) return;
+        this.pushed.add(forwardId);
+        options.local({ forward_id: forwardId, ...request });
+      },
+      (err: unknown) => {
+        this.logger.warn({ err }, 'a listen relay could not be handed over');
+        this.waiting.get(forwardId)?.finish(noResult('the hand-over to the listen session failed (database unavailable)'));
+      },
+    );
     return stored
       .then(() => done)
       .finally(() => {
         this.pushed.delete(forwardId);
-        void this.database.query('DELETE FROM listen_relays WHERE id = $1', [forwardId], 'listen_relay_delete').catch(() => {});
+        void runAlone(this.database, DELETE_RELAY, { id: forwardId }).catch(() => {});
       });
   }
 
@@ -171,21 +205,23 @@ export class SharedRelays {
       here.finish(result);
       return true;
     }
-    const rows = await this.database.query(
-      RESULT_SQL,
-      [forwardId, endpointId, scope.platformId, scope.environment, JSON.stringify(result)],
-      'listen_relay_result',
-    );
+    const rows = await runAlone(this.database, RESULT, {
+      id: forwardId,
+      endpoint_id: endpointId,
+      platform_id: scope.platformId,
+      environment: scope.environment,
+      result: JSON.stringify(result),
+    });
     return rows.length > 0;
   }
 
   /** A session ended: relays waiting on it, in any process, are answered with `result`. */
   async endSession(endpointId: string, result: ForwardResult): Promise<void> {
-    await this.database.query(END_SQL, [endpointId, JSON.stringify(result)], 'listen_relay_end').catch(() => {});
+    await runAlone(this.database, END, { endpoint_id: endpointId, result: JSON.stringify(result) }).catch(() => {});
   }
 
   async sweep(now: Date): Promise<void> {
-    await this.database.query('DELETE FROM listen_relays WHERE created_at < $1', [new Date(now.getTime() - KEPT_MS)], 'listen_relay_sweep');
+    await runAlone(this.database, SWEEP, { before: new Date(now.getTime() - KEPT_MS) });
   }
 
   /** A relay for some session; pushed if this process holds it. '' (after a reconnect): every relay of the held sessions. */
@@ -195,19 +231,11 @@ export class SharedRelays {
       if (payload === '') {
         const held = this.held();
         if (held.length === 0) return;
-        rows = await this.database.query<RelayRow>(
-          'SELECT id, endpoint_id, event_id, event_type, signature, body FROM listen_relays WHERE endpoint_id = ANY($1) AND result IS NULL',
-          [held],
-          'listen_relay_rescan',
-        );
+        rows = await runAlone(this.database, RESCAN, { endpoint_ids: held });
       } else {
         const [endpointId, forwardId] = payload.split(' ');
         if (!endpointId || !forwardId || !this.held().includes(endpointId)) return;
-        rows = await this.database.query<RelayRow>(
-          'SELECT id, endpoint_id, event_id, event_type, signature, body FROM listen_relays WHERE id = $1 AND result IS NULL',
-          [forwardId],
-          'listen_relay_read',
-        );
+        rows = await runAlone(this.database, READ, { id: forwardId });
       }
       for (const r of rows) {
         if (this.pushed.has(r.id)) continue;
@@ -230,11 +258,7 @@ export class SharedRelays {
     const ids = payload === '' ? [...this.waiting.keys()] : this.waiting.has(payload) ? [payload] : [];
     if (ids.length === 0) return;
     try {
-      const rows = await this.database.query<{ id: string; result: ForwardResult | string }>(
-        'SELECT id, result FROM listen_relays WHERE id = ANY($1) AND result IS NOT NULL',
-        [ids],
-        'listen_relay_done',
-      );
+      const rows = await runAlone(this.database, DONE, { ids });
       for (const r of rows) {
         const result = typeof r.result === 'string' ? (JSON.parse(r.result) as ForwardResult) : r.result;
         this.waiting.get(r.id)?.finish(result);

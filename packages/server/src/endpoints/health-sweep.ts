@@ -1,4 +1,5 @@
 import { and, eq, isNull, lt, ne } from 'drizzle-orm';
+import { runAlone, statement } from '../db/statement.ts';
 import type { Logger } from 'pino';
 import type { EventType } from '@payhooks/contract';
 import type { Clock } from '../clock.ts';
@@ -11,6 +12,25 @@ import { failureRunCounts } from './failure-run.ts';
 
 /** Endpoints moved per step of a sweep; the rest wait for the next one. */
 const SWEEP_LIMIT = 100;
+
+const FAILING_CANDIDATES = statement<{ before: Date }, { id: string; failing_since: Date }>(
+  'health_failing_candidates',
+  `SELECT id, failing_since FROM webhook_endpoints
+   WHERE failing_since IS NOT NULL AND failing_since <= :before AND health_state <> 'failing'
+     AND status = 'enabled' AND deleted_at IS NULL
+   ORDER BY failing_since LIMIT ${SWEEP_LIMIT}`,
+);
+const WARNING_CANDIDATES = statement<{ before: Date }, { id: string; failing_since: Date; health_warned: number }>(
+  'health_warning_candidates',
+  `SELECT id, failing_since, health_warned FROM webhook_endpoints
+   WHERE health_state = 'failing' AND failing_since IS NOT NULL AND failing_since <= :before
+     AND status = 'enabled' AND deleted_at IS NULL
+   ORDER BY failing_since LIMIT ${SWEEP_LIMIT}`,
+);
+const RECOVERED_CANDIDATES = statement<Record<string, never>, { id: string }>(
+  'health_recovered_candidates',
+  `SELECT id FROM webhook_endpoints WHERE health_state = 'failing' AND failing_since IS NULL AND deleted_at IS NULL LIMIT ${SWEEP_LIMIT}`,
+);
 
 export interface HealthSweepDeps {
   database: Database;
@@ -49,14 +69,7 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
   const disablesAt = (since: Date) => (deps.windowMs > 0 ? new Date(since.getTime() + deps.windowMs) : null);
 
   // Newly failing: through the partial index on failing_since (endpoints failing right now).
-  const candidates = await deps.database.query<{ id: string; failing_since: Date }>(
-    `SELECT id, failing_since FROM webhook_endpoints
-     WHERE failing_since IS NOT NULL AND failing_since <= $1 AND health_state <> 'failing'
-       AND status = 'enabled' AND deleted_at IS NULL
-     ORDER BY failing_since LIMIT ${SWEEP_LIMIT}`,
-    [new Date(now.getTime() - deps.failingAfterMs)],
-    'health_failing_candidates',
-  );
+  const candidates = await runAlone(deps.database, FAILING_CANDIDATES, { before: new Date(now.getTime() - deps.failingAfterMs) });
   for (const c of candidates) {
     const since = c.failing_since;
     const count = await failureRunCounts(deps.database, c.id, since, deps.scheduleMs);
@@ -74,14 +87,7 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
 
   // Warnings: failing endpoints whose failures reached half or 90 % of the window.
   if (deps.windowMs > 0) {
-    const due = await deps.database.query<{ id: string; failing_since: Date; health_warned: number }>(
-      `SELECT id, failing_since, health_warned FROM webhook_endpoints
-       WHERE health_state = 'failing' AND failing_since IS NOT NULL AND failing_since <= $1
-         AND status = 'enabled' AND deleted_at IS NULL
-       ORDER BY failing_since LIMIT ${SWEEP_LIMIT}`,
-      [new Date(now.getTime() - 0.5 * deps.windowMs)],
-      'health_warning_candidates',
-    );
+    const due = await runAlone(deps.database, WARNING_CANDIDATES, { before: new Date(now.getTime() - 0.5 * deps.windowMs) });
     for (const c of due) {
       const since = c.failing_since;
       const warning = warningFor(now.getTime() - since.getTime(), deps.windowMs);
@@ -106,11 +112,7 @@ export async function sweepEndpointHealth(deps: HealthSweepDeps): Promise<Health
   }
 
   // Recovered: a 2xx cleared failing_since (manual replays count: they are answers too).
-  const healed = await deps.database.query<{ id: string }>(
-    `SELECT id FROM webhook_endpoints WHERE health_state = 'failing' AND failing_since IS NULL AND deleted_at IS NULL LIMIT ${SWEEP_LIMIT}`,
-    [],
-    'health_recovered_candidates',
-  );
+  const healed = await runAlone(deps.database, RECOVERED_CANDIDATES, {});
   for (const c of healed) {
     const moved = await announce(deps, 'webhook_endpoint.recovered', 'recovered', now, (tx) =>
       tx

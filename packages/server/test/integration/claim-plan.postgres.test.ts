@@ -3,7 +3,7 @@ import pg from 'pg';
 import { startService, type TestService } from '../helpers/service.ts';
 import { payment } from '../helpers/publish.ts';
 import { publishEvent } from '../../src/events/publish.ts';
-import { CLAIM_SQL } from '../../src/delivery/claim.ts';
+import { CLAIM } from '../../src/delivery/claim.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { endpointsNobodyServes, planNodes, rowsRead, type PlanNode } from '../helpers/plan.ts';
 
@@ -47,8 +47,18 @@ async function claimPlan(): Promise<{ plan: PlanNode; all: PlanNode[]; claimed: 
     await client.query('BEGIN');
     const now = new Date(Date.now() + 60_000);
     const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>({
-      text: `EXPLAIN (ANALYZE, FORMAT JSON) ${CLAIM_SQL}`,
-      values: [now, [], 200, 50, 50, new Date(now.getTime() + 60_000), 'plan-test', [], 50],
+      text: `EXPLAIN (ANALYZE, FORMAT JSON) ${CLAIM.text}`,
+      values: CLAIM.bind({
+        now,
+        exclude_endpoints: [],
+        scan: 200,
+        per_endpoint: 50,
+        limit: 50,
+        lease_until: new Date(now.getTime() + 60_000),
+        token: 'plan-test',
+        exclude_platforms: [],
+        per_platform: 50,
+      }),
     });
     await client.query('ROLLBACK');
     const plan = rows[0]!['QUERY PLAN'][0]!.Plan;

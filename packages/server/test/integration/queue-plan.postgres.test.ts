@@ -3,8 +3,8 @@ import pg from 'pg';
 import { startService, type TestService } from '../helpers/service.ts';
 import { payment } from '../helpers/publish.ts';
 import { publishEvent } from '../../src/events/publish.ts';
-import { CLAIM_SQL } from '../../src/delivery/claim.ts';
-import { RECORD_SQL, recordParams, type Outcome } from '../../src/delivery/record.ts';
+import { CLAIM as CLAIM_STATEMENT } from '../../src/delivery/claim.ts';
+import { RECORD, recordParams, type Outcome } from '../../src/delivery/record.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { endpointsNobodyServes, rowsRead, type PlanNode } from '../helpers/plan.ts';
 
@@ -93,14 +93,24 @@ async function explain(sql: string, values: unknown[], mode: 'force_generic_plan
 
 function claimValues(token: string): unknown[] {
   const now = new Date();
-  return [now, [], CLAIM * 4, 50, CLAIM, new Date(now.getTime() + 60_000), token, [], 50];
+  return CLAIM_STATEMENT.bind({
+    now,
+    exclude_endpoints: [],
+    scan: CLAIM * 4,
+    per_endpoint: 50,
+    limit: CLAIM,
+    lease_until: new Date(now.getTime() + 60_000),
+    token,
+    exclude_platforms: [],
+    per_platform: 50,
+  });
 }
 
 describe.each(['force_generic_plan', 'force_custom_plan'] as const)('with %s', (mode) => {
   it('the claim leases its rows without scanning the queue (statistics that say the queue is empty)', async () => {
     await client.query('BEGIN');
     try {
-      const plan = await explain(CLAIM_SQL, claimValues('plan-test'), mode);
+      const plan = await explain(CLAIM_STATEMENT.text, claimValues('plan-test'), mode);
       expect(plan['Actual Rows']).toBe(CLAIM);
       // Candidates (at most 4x the claim) and the claimed rows themselves; a scan of the queue
       // alone would read all 3,000.
@@ -115,7 +125,7 @@ describe.each(['force_generic_plan', 'force_custom_plan'] as const)('with %s', (
     await client.query('BEGIN');
     try {
       const token = 'plan-test-record';
-      const { rows: claimed } = await client.query<{ id: string }>(CLAIM_SQL, claimValues(token));
+      const { rows: claimed } = await client.query<{ id: string }>(CLAIM_STATEMENT.text, claimValues(token));
       expect(claimed).toHaveLength(CLAIM);
       const now = new Date();
       // Most delivered, some retrying: both of the statement's queue writes run.
@@ -139,7 +149,7 @@ describe.each(['force_generic_plan', 'force_custom_plan'] as const)('with %s', (
           },
         };
       });
-      const plan = await explain(RECORD_SQL, recordParams(outcomes, now), mode);
+      const plan = await explain(RECORD.text, RECORD.bind(recordParams(outcomes, now)), mode);
       // Every outcome written (one attempt row each).
       expect(plan['Actual Rows']).toBe(CLAIM);
       // A lookup per outcome and the writes themselves; a scan of the queue would read 3,000

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENDPOINT_SQL, PLATFORM_SQL } from '../../src/delivery/stats.ts';
+import { ENDPOINT_STATS, PLATFORM_STATS } from '../../src/delivery/stats.ts';
 import { startService, type TestService } from '../helpers/service.ts';
 import { ExplainingClient, buffersOf, planNodes, rowsReadOfTable } from '../helpers/plan.ts';
 
@@ -58,7 +58,17 @@ async function explain(text: string, params: unknown[]) {
 describe('endpoint stats read the buckets they return among ~235,000', () => {
   it("an endpoint's 7 days of hours: 168 rows by the primary key", async () => {
     const from = new Date(now - 167 * HOUR);
-    const r = await explain(ENDPOINT_SQL, ['we_plan3', 'hour', from, new Date(now + HOUR), platform, 'live']);
+    const r = await explain(
+      ENDPOINT_STATS.text,
+      ENDPOINT_STATS.bind({
+        endpoint_id: 'we_plan3',
+        period: 'hour',
+        from,
+        until: new Date(now + HOUR),
+        platform_id: platform,
+        environment: 'live',
+      }),
+    );
     expect(r.rows).toHaveLength(168);
     const scans = r.nodes.filter((n) => n['Relation Name'] === 'endpoint_stats');
     expect(scans.map((n) => n['Index Name'])).toEqual(['endpoint_stats_pkey']);
@@ -68,14 +78,33 @@ describe('endpoint stats read the buckets they return among ~235,000', () => {
   });
 
   it("an endpoint's 200 days", async () => {
-    const r = await explain(ENDPOINT_SQL, ['we_plan3', 'day', new Date(now - 400 * DAY), new Date(now + DAY), platform, 'live']);
+    const r = await explain(
+      ENDPOINT_STATS.text,
+      ENDPOINT_STATS.bind({
+        endpoint_id: 'we_plan3',
+        period: 'day',
+        from: new Date(now - 400 * DAY),
+        until: new Date(now + DAY),
+        platform_id: platform,
+        environment: 'live',
+      }),
+    );
     expect(r.rows).toHaveLength(DAYS);
     expect(r.read).toBeLessThanOrEqual(DAYS);
     expect(r.buffers).toBeLessThanOrEqual(40);
   });
 
   it("a Platform's last 24 hours over its 200 endpoints: its buckets and no other Platform's", async () => {
-    const r = await explain(PLATFORM_SQL, [platform, 'live', 'hour', new Date(now - 23 * HOUR), new Date(now + HOUR)]);
+    const r = await explain(
+      PLATFORM_STATS.text,
+      PLATFORM_STATS.bind({
+        platform_id: platform,
+        environment: 'live',
+        period: 'hour',
+        from: new Date(now - 23 * HOUR),
+        until: new Date(now + HOUR),
+      }),
+    );
     const expected = (ENDPOINTS / 3) * 24;
     expect(r.rows).toHaveLength(expected);
     // Through the Platform's index (an index scan, or a bitmap of it): only its rows are read.
