@@ -24,7 +24,7 @@ export interface AlertSettings {
 export const DEFAULT_ALERT_SETTINGS: AlertSettings = { mail_live: true, mail_sandbox: false, emails: [], endpoint_link_template: null };
 export const MAX_ALERT_EMAILS = 20;
 
-export function alertSettingsOf(stored: Record<string, unknown> | null | undefined): AlertSettings {
+export function alertSettingsOf(stored: object | null | undefined): AlertSettings {
   return { ...DEFAULT_ALERT_SETTINGS, ...(stored ?? {}) } as AlertSettings;
 }
 

@@ -81,10 +81,7 @@ export async function unsubscribe(
     const settings = alertSettingsOf(platform.alerts);
     if (settings.emails.includes(who.email)) {
       const next = { ...settings, emails: settings.emails.filter((e) => e !== who.email) };
-      await tx
-        .update(platforms)
-        .set({ alertSettings: next as unknown as Record<string, unknown> })
-        .where(eq(platforms.id, who.platformId));
+      await tx.update(platforms).set({ alertSettings: next }).where(eq(platforms.id, who.platformId));
       await deps.audit.record(
         tx,
         {

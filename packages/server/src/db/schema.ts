@@ -14,11 +14,11 @@ export const platforms = pgTable('platforms', {
   /** 0022: every portal user must sign in with a second factor. */
   requireTwoFactor: boolean('require_two_factor').notNull().default(false),
   /** 0022: the portal's look when embedded (tenancy/portal-theme.ts). */
-  portalTheme: jsonb('portal_theme').$type<Record<string, unknown>>().notNull().default({}),
+  portalTheme: jsonb('portal_theme').$type<object>().notNull().default({}),
   /** 0024: new endpoints sign with ed25519 too unless created with `asymmetric_signature: false`. */
   asymmetricSignatureDefault: boolean('asymmetric_signature_default').notNull().default(false),
   /** 0034: health mail per environment, extra addresses, the payment service's endpoint link (alerts/settings.ts). */
-  alertSettings: jsonb('alert_settings').$type<Record<string, unknown>>().notNull().default({}),
+  alertSettings: jsonb('alert_settings').$type<object>().notNull().default({}),
 });
 
 /** 0034: an endpoint's health change, to be mailed once (alerts/health-mail.ts). */

@@ -101,7 +101,7 @@ export function mergeTheme(current: PortalTheme, change: SettingsChange['theme']
   return next;
 }
 
-export function themeOf(stored: Record<string, unknown> | null | undefined): PortalTheme {
+export function themeOf(stored: object | null | undefined): PortalTheme {
   return { ...DEFAULT_THEME, ...(stored ?? {}) } as PortalTheme;
 }
 
@@ -179,8 +179,8 @@ export async function updatePlatformSettings(
       .set({
         requireTwoFactor: next.requireTwoFactor,
         asymmetricSignatureDefault: next.asymmetricSignatureDefault,
-        portalTheme: next.theme as unknown as Record<string, unknown>,
-        alertSettings: next.alerts as unknown as Record<string, unknown>,
+        portalTheme: next.theme,
+        alertSettings: next.alerts,
       })
       .where(eq(platforms.id, subject.platformId));
     await audit.record(tx, subject, { action: 'settings.update', resourceType: 'platform', resourceId: subject.platformId, changes });
@@ -190,8 +190,8 @@ export async function updatePlatformSettings(
     displayName: next.displayName,
     requireTwoFactor: next.requireTwoFactor,
     asymmetricSignatureDefault: next.asymmetricSignatureDefault,
-    theme: next.theme as unknown as Record<string, unknown>,
-    alerts: next.alerts as unknown as Record<string, unknown>,
+    theme: next.theme,
+    alerts: next.alerts,
   });
 }
 
