@@ -69,3 +69,70 @@ export function EndpointOptions({
 
 /** The rate field as the API takes it: empty is no cap (null); the server checks the range. */
 export const rateCapOf = (rate: string): number | null => (rate.trim() === '' ? null : Number(rate.trim()));
+
+/** The authentication fields' state: unchanged (Edit only), none, or Basic with new credentials. */
+export type AuthChoice = { mode: 'keep' } | { mode: 'none' } | { mode: 'basic'; username: string; password: string };
+
+/** What the API takes for a choice: undefined leaves the endpoint's as it is; null removes it. */
+export const authenticationOf = (c: AuthChoice) =>
+  c.mode === 'keep' ? undefined : c.mode === 'none' ? null : { type: 'basic' as const, username: c.username, password: c.password };
+
+/**
+ * How payhooks authenticates to the merchant's receiver beside the signature. The password is
+ * typed, sent once and never shown again: on Edit, "keep" leaves the stored one untouched.
+ */
+export function ReceiverAuthFields({
+  idPrefix,
+  current,
+  value,
+  onChange,
+}: {
+  idPrefix: string;
+  /** The endpoint's username when it has Basic (Edit), else null. */
+  current: string | null;
+  value: AuthChoice;
+  onChange: (c: AuthChoice) => void;
+}) {
+  const select = (mode: string) =>
+    onChange(
+      mode === 'basic' ? { mode: 'basic', username: current ?? '', password: '' } : mode === 'keep' ? { mode: 'keep' } : { mode: 'none' },
+    );
+  return (
+    <>
+      <label htmlFor={`${idPrefix}auth`}>Authenticate to your receiver</label>
+      <select id={`${idPrefix}auth`} value={value.mode} onChange={(e) => select(e.target.value)}>
+        {current !== null && <option value="keep">Basic, as {current} (unchanged)</option>}
+        <option value="none">Signature only</option>
+        <option value="basic">{current !== null ? 'Basic, new credentials' : 'Basic (username and password)'}</option>
+      </select>
+      {value.mode === 'basic' && (
+        <>
+          <label htmlFor={`${idPrefix}auth-username`}>Username</label>
+          <input
+            id={`${idPrefix}auth-username`}
+            type="text"
+            required
+            maxLength={255}
+            autoComplete="off"
+            value={value.username}
+            onChange={(e) => onChange({ ...value, username: e.target.value })}
+          />
+          <label htmlFor={`${idPrefix}auth-password`}>Password</label>
+          <input
+            id={`${idPrefix}auth-password`}
+            type="password"
+            required
+            maxLength={1024}
+            autoComplete="new-password"
+            value={value.password}
+            onChange={(e) => onChange({ ...value, password: e.target.value })}
+          />
+        </>
+      )}
+      <p className="muted small">
+        For a receiver behind a gateway that wants its own credentials: every delivery then carries <code>Authorization: Basic …</code>. The
+        password is stored encrypted and never shown again; the delivery log shows <code>Basic [redacted]</code>.
+      </p>
+    </>
+  );
+}

@@ -789,6 +789,12 @@ export interface components {
             };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
+            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username); null: none. */
+            authentication: {
+                /** @enum {string} */
+                type: "basic";
+                username: string;
+            } | null;
             /** @description failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered. */
             health: {
                 state: "healthy" | "failing" | "disabled" | "recovered";
@@ -849,6 +855,12 @@ export interface components {
             };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
+            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username); null: none. */
+            authentication: {
+                /** @enum {string} */
+                type: "basic";
+                username: string;
+            } | null;
             /** @description failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered. */
             health: {
                 state: "healthy" | "failing" | "disabled" | "recovered";
@@ -2084,6 +2096,10 @@ export interface operations {
                      *               "expires_at": null
                      *             }
                      *           ],
+                     *           "authentication": {
+                     *             "type": "basic",
+                     *             "username": "string"
+                     *           },
                      *           "stats": {
                      *             "attempts": 0,
                      *             "succeeded": 0,
@@ -2159,6 +2175,15 @@ export interface operations {
                     max_requests_per_second?: number | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
+                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header. */
+                    authentication?: {
+                        /** @enum {string} */
+                        type: "basic";
+                        /** @description No colon. */
+                        username: string;
+                        /** @description Stored encrypted; never shown again. */
+                        password: string;
+                    } | null;
                 };
             };
         };
@@ -2226,7 +2251,11 @@ export interface operations {
                      *           "expires_at": null
                      *         }
                      *       ],
-                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
+                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d",
+                     *       "authentication": {
+                     *         "type": "basic",
+                     *         "username": "string"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpointWithSecret"];
@@ -2318,6 +2347,10 @@ export interface operations {
                      *           "expires_at": null
                      *         }
                      *       ],
+                     *       "authentication": {
+                     *         "type": "basic",
+                     *         "username": "string"
+                     *       },
                      *       "stats": {
                      *         "attempts": 0,
                      *         "succeeded": 0,
@@ -2434,6 +2467,15 @@ export interface operations {
                     max_requests_per_second?: number | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
+                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header. */
+                    authentication?: {
+                        /** @enum {string} */
+                        type: "basic";
+                        /** @description No colon. */
+                        username: string;
+                        /** @description Stored encrypted; never shown again. */
+                        password: string;
+                    } | null;
                 };
             };
         };
@@ -2500,7 +2542,11 @@ export interface operations {
                      *           "created_at": "2026-01-31T12:00:00Z",
                      *           "expires_at": null
                      *         }
-                     *       ]
+                     *       ],
+                     *       "authentication": {
+                     *         "type": "basic",
+                     *         "username": "string"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -2600,7 +2646,11 @@ export interface operations {
                      *           "expires_at": null
                      *         }
                      *       ],
-                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
+                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d",
+                     *       "authentication": {
+                     *         "type": "basic",
+                     *         "username": "string"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpointWithSecret"];
@@ -2697,7 +2747,11 @@ export interface operations {
                      *           "created_at": "2026-01-31T12:00:00Z",
                      *           "expires_at": null
                      *         }
-                     *       ]
+                     *       ],
+                     *       "authentication": {
+                     *         "type": "basic",
+                     *         "username": "string"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];

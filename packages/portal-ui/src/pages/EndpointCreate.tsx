@@ -1,7 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, type Catalog, type Environment } from '../api.ts';
 import { rememberSecret } from '../created-secret.ts';
-import { EndpointOptions, rateCapOf } from '../EndpointOptions.tsx';
+import { authenticationOf, EndpointOptions, rateCapOf, ReceiverAuthFields, type AuthChoice } from '../EndpointOptions.tsx';
 import { EventTypePicker, initialTypes } from '../EventTypePicker.tsx';
 import { parseHeaderLines } from '../header-lines.ts';
 import { Link, navigate } from '../router.tsx';
@@ -16,6 +16,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
   const [headerLines, setHeaderLines] = useState('');
   const [asymmetric, setAsymmetric] = useState(false);
   const [rate, setRate] = useState('');
+  const [auth, setAuth] = useState<AuthChoice>({ mode: 'none' });
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
 
@@ -43,6 +44,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
         standard_webhooks: standardWebhooks,
         headers: parsed.headers,
         max_requests_per_second: rateCapOf(rate),
+        ...(auth.mode === 'basic' ? { authentication: authenticationOf(auth) } : {}),
         // Left unticked, the Platform's default decides.
         ...(asymmetric ? { asymmetric_signature: true } : {}),
       });
@@ -91,6 +93,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
           rate={rate}
           onRate={setRate}
         />
+        <ReceiverAuthFields idPrefix="create-" current={null} value={auth} onChange={setAuth} />
         <label className="check">
           <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519 (a public
           key verifies it)

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, type BulkReplay, type Catalog, type Endpoint, type Environment } from '../api.ts';
 import { takeSecret } from '../created-secret.ts';
 import { DeliveryLog } from '../DeliveryLog.tsx';
-import { EndpointOptions, rateCapOf } from '../EndpointOptions.tsx';
+import { authenticationOf, EndpointOptions, rateCapOf, ReceiverAuthFields, type AuthChoice } from '../EndpointOptions.tsx';
 import { EventTypePicker } from '../EventTypePicker.tsx';
 import { LazyStatsPanel } from '../LazyStats.tsx';
 import { formatHeaderLines, parseHeaderLines } from '../header-lines.ts';
@@ -129,6 +129,11 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
           {Object.keys(endpoint.headers).length > 0 && (
             <p className="muted small" data-testid="custom-headers">
               Custom headers: {Object.keys(endpoint.headers).join(', ')}.
+            </p>
+          )}
+          {endpoint.authentication && (
+            <p className="muted small" data-testid="receiver-authentication">
+              Authenticates to your receiver with Basic, as {endpoint.authentication.username}.
             </p>
           )}
         </div>
@@ -493,6 +498,7 @@ function EditForm({
   const [headerLines, setHeaderLines] = useState(() => formatHeaderLines(endpoint.headers));
   const [rate, setRate] = useState(endpoint.max_requests_per_second === null ? '' : String(endpoint.max_requests_per_second));
   const [asymmetric, setAsymmetric] = useState(endpoint.asymmetric_signature);
+  const [auth, setAuth] = useState<AuthChoice>(endpoint.authentication ? { mode: 'keep' } : { mode: 'none' });
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     api.catalog().then(setCatalog, setError);
@@ -517,6 +523,8 @@ function EditForm({
           // Empty is no cap; anything else goes as typed, and the server says what is wrong with it.
           max_requests_per_second: rateCapOf(rate),
           asymmetric_signature: asymmetric,
+          // Sent only when it changes: "signature only" on an endpoint that has none is no change.
+          ...(auth.mode === 'basic' || (auth.mode === 'none' && endpoint.authentication) ? { authentication: authenticationOf(auth) } : {}),
         }),
       );
     } catch (err) {
@@ -549,6 +557,7 @@ function EditForm({
         rate={rate}
         onRate={setRate}
       />
+      <ReceiverAuthFields idPrefix="edit-" current={endpoint.authentication?.username ?? null} value={auth} onChange={setAuth} />
       <label className="check">
         <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519
       </label>

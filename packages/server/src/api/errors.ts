@@ -28,14 +28,16 @@ function allowedValues(errors: AjvError[]): { values: unknown[]; schema?: Record
   if (e.keyword === 'enum' && Array.isArray(e.params.allowedValues)) return { values: e.params.allowedValues, schema: e.parentSchema };
   if (e.keyword !== 'const') return null;
   const values: unknown[] = [];
+  // One `const` alone (a literal field, such as a tagged object's `type`): its one value.
+  const single = () => (values.length === 1 && errors[0]!.keyword === 'const' ? { values, schema: e.parentSchema } : null);
   for (const err of errors) {
-    if (err.instancePath !== e.instancePath) return null;
+    if (err.instancePath !== e.instancePath) return single();
     if (err.keyword === 'anyOf') return { values, schema: err.parentSchema };
     if (err.keyword === 'const') values.push(err.params.allowedValue);
     else if (err.keyword === 'enum' && Array.isArray(err.params.allowedValues)) values.push(...err.params.allowedValues);
     else return null;
   }
-  return null;
+  return single();
 }
 
 const quote = (v: unknown) => (v === null ? 'null' : typeof v === 'string' ? v : JSON.stringify(v));

@@ -111,7 +111,8 @@ export function buildCli(): Command {
     .argument('<url>', 'your receiver, e.g. http://localhost:3000/webhooks')
     .requiredOption('--secret <whsec>', "the endpoint's whsec_ signing secret your receiver verifies with")
     .option('--json', 'print one JSON object instead of the report')
-    .action(async (url: string, opts: { secret: string; json?: boolean }) =>
+    .option('--basic', "send the endpoint's Basic authentication, read from PAYHOOKS_RECEIVER_BASIC (username:password)")
+    .action(async (url: string, opts: { secret: string; json?: boolean; basic?: boolean }) =>
       (await import('./check-receiver.ts')).checkReceiverCommand(url, opts),
     );
 

@@ -99,6 +99,12 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   maxRequestsPerSecond: integer('max_requests_per_second'),
   /** 0025: the earliest start of the cap's next request (written by payhooks.reserve_rate only). */
   rateNextAt: ts('rate_next_at'),
+  /** 0037: how payhooks authenticates to the receiver (security/receiver-credentials.ts); null: only the signature. */
+  authenticationType: text('authentication_type').$type<ReceiverAuthType>(),
+  /** 0037: what the API shows of it (basic: the username); never a secret. */
+  authenticationShown: jsonb('authentication_shown').$type<Record<string, string>>(),
+  /** 0037: its secret part, sealed to the endpoint (never shown). */
+  authenticationCiphertext: text('authentication_ciphertext'),
   /** 0024: also signed with ed25519 (`v1a=`), by the key pair below (kept while the flag is off). */
   asymmetricSignature: boolean('asymmetric_signature').notNull().default(false),
   /** 0024: the sealed PKCS#8 private key (never shown) and its public key (a JWK's `x`, in clear). */
@@ -130,6 +136,8 @@ export const operatorEndpoints = pgTable('operator_endpoints', {
 export type DeliveryOrder = 'unordered' | 'per_object';
 
 export type DisabledReason = 'manual' | 'failing';
+/** How payhooks authenticates to a receiver beside the signature (migration 0037). */
+export type ReceiverAuthType = 'basic' | 'oauth2_client_credentials' | 'mtls';
 
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
 

@@ -1,6 +1,7 @@
 import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import type { SecretBox } from '../security/encryption.ts';
-import { CustomHeaderSets } from './custom-headers-cache.ts';
+import { AuthorizationHeaders, CustomHeaderSets } from './custom-headers-cache.ts';
+import type { ReceiverAuthType } from '../db/schema.ts';
 import type { SendRequest } from './destinations/attempt.ts';
 import { SigningKeys, webhookKeysOf } from './signing-keys.ts';
 
@@ -35,6 +36,9 @@ export interface SendableRow {
   standard_webhooks: boolean;
   /** The endpoint's custom headers as JSON text (`headers::text`: parsed once per text), else null. */
   custom_headers: string | null;
+  /** How it authenticates to the receiver (migration 0037), else null; its sealed credentials. */
+  authentication_type: ReceiverAuthType | null;
+  authentication_ciphertext: string | null;
 }
 
 /**
@@ -48,7 +52,7 @@ export const SENDABLE_COLUMNS = `e.type AS event_type, e.body, e.trace_parent,
        CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
        CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > :now THEN w.previous_signing_key_ciphertext END
          AS previous_signing_key_ciphertext,
-       w.standard_webhooks, w.headers::text AS custom_headers`;
+       w.standard_webhooks, w.headers::text AS custom_headers, w.authentication_type, w.authentication_ciphertext`;
 
 /**
  * Joins a delivery (`alias`, with its event_id, created_at and endpoint_id) to its event `e` and
@@ -72,9 +76,12 @@ export class RequestBuilder {
   readonly keys: SigningKeys;
   /** Endpoints' custom headers, parsed once per distinct set. */
   private readonly headerSets = new CustomHeaderSets();
+  /** Receivers' Authorization headers, opened once per sealed credentials. */
+  private readonly authorizations: AuthorizationHeaders;
 
   constructor(secrets: SecretBox) {
     this.keys = new SigningKeys(secrets);
+    this.authorizations = new AuthorizationHeaders((box, aad) => this.keys.decrypt(box, aad));
   }
 
   /** The request; throws like `SecretBox.decrypt` when a secret can't be decrypted (a wrong PAYHOOKS_ENCRYPTION_KEY). */
@@ -93,6 +100,13 @@ export class RequestBuilder {
       webhookKeys: row.standard_webhooks ? webhookKeysOf(current, previous) : null,
       headers: row.custom_headers === null ? null : this.headerSets.get(row.custom_headers),
     };
+    if (row.authentication_type !== null && row.authentication_ciphertext !== null)
+      request.headers = this.authorizations.with(
+        request.headers ?? null,
+        row.authentication_type,
+        row.authentication_ciphertext,
+        row.endpoint_id,
+      );
     // Only endpoints signing with ed25519 pay for it: the others' rows carry null here.
     if (row.signing_key_ciphertext) {
       const privateKeys = [keys.privateKey(row.signing_key_ciphertext, row.endpoint_id)];

@@ -1,3 +1,5 @@
+import type { ReceiverAuthType } from '../db/schema.ts';
+import { basicAuthorization, openReceiverCredentials, REDACTED_AUTHORIZATION } from '../security/receiver-credentials.ts';
 import type { CustomHeaders } from './destinations/attempt.ts';
 
 /** Distinct custom-header sets one worker keeps parsed; all are dropped when full. */
@@ -28,6 +30,35 @@ export class CustomHeaderSets {
       headers = parseCustomHeaders(json);
       if (this.parsed.size >= this.capacity) this.parsed.clear();
       this.parsed.set(json, headers);
+    }
+    return headers;
+  }
+}
+
+/**
+ * An endpoint's headers with its receiver's `Authorization` added (Basic), by the sealed
+ * credentials and the custom headers' text: opened once, and a change to either is a new key.
+ * What the delivery log keeps (`json`) names the scheme only: `Authorization: Basic [redacted]`.
+ */
+export class AuthorizationHeaders {
+  private readonly made = new Map<string, CustomHeaders>();
+
+  constructor(
+    private readonly decrypt: (box: string, aad: string) => string,
+    private readonly capacity = CUSTOM_HEADER_SETS,
+  ) {}
+
+  with(custom: CustomHeaders | null, type: ReceiverAuthType, box: string, endpointId: string): CustomHeaders {
+    const key = `${box}\n${custom?.json ?? ''}`;
+    let headers = this.made.get(key);
+    if (headers === undefined) {
+      const credentials = openReceiverCredentials(this.decrypt, type, box, endpointId);
+      const value = basicAuthorization(credentials);
+      const shown: Record<string, string> = custom ? (JSON.parse(custom.json) as Record<string, string>) : {};
+      shown.Authorization = REDACTED_AUTHORIZATION[type];
+      headers = { json: JSON.stringify(shown), flat: [...(custom?.flat ?? []), 'authorization', value] };
+      if (this.made.size >= this.capacity) this.made.clear();
+      this.made.set(key, headers);
     }
     return headers;
   }

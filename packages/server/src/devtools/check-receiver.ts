@@ -34,6 +34,8 @@ export interface CheckOptions {
    * given an egress proxy (HttpDestination.post); undici's own request otherwise.
    */
   transport?: { post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Dispatcher.ResponseData> };
+  /** The `Authorization` header an endpoint with `authentication` sends (Basic), on every check. */
+  authorization?: string | undefined;
 }
 
 export interface DutyResult {
@@ -134,11 +136,12 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), deadlineMs);
     try {
+      const headers = options.authorization ? { ...d.headers, authorization: options.authorization } : d.headers;
       const res = options.transport
-        ? await options.transport.post(url, d.headers, d.body, controller.signal)
+        ? await options.transport.post(url, headers, d.body, controller.signal)
         : await request(url, {
             method: 'POST',
-            headers: d.headers,
+            headers,
             body: d.body,
             signal: controller.signal,
             maxRedirections: 0,

@@ -23,6 +23,13 @@ import { setEndpointOrdering } from '../delivery/ordering.ts';
 import { AppError } from '../errors.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { redactHeaderValues, validateCustomHeaders } from './custom-headers.ts';
+import {
+  authenticationColumns,
+  authenticationView,
+  checkAuthenticationFits,
+  type AuthenticationInput,
+  type AuthenticationView,
+} from './receiver-auth.ts';
 import { healthOf, type EndpointHealth } from './health.ts';
 import type { Ed25519Jwk } from '@payhooks/contract';
 import { generateSigningKeyPair, jwkOf, whpkOf } from '../security/signing-key-pairs.ts';
@@ -63,6 +70,8 @@ export interface WebhookEndpoint {
   paused_until: string | null;
   /** Also signed with ed25519: a `v1a=` entry per public key below in `Service-Signature`. */
   asymmetric_signature: boolean;
+  /** How payhooks authenticates to the receiver beside the signature (endpoints/receiver-auth.ts); never a secret; null: none. */
+  authentication: AuthenticationView | null;
   /** The public keys that sign (new first; two during a rotation's overlap); empty while the flag is off. */
   public_keys: PublicKey[];
   /** What the merchant should know about its deliveries: healthy, failing (with warnings), disabled, recovered. */
@@ -97,6 +106,8 @@ export interface EndpointSettingsInput {
   max_requests_per_second?: number | null | undefined;
   /** Absent at creation: the Platform's default (`asymmetric_signature_default`). */
   asymmetric_signature?: boolean | undefined;
+  /** Replaces the whole authentication; null removes it. */
+  authentication?: AuthenticationInput | null | undefined;
 }
 
 export interface CreateEndpointInput extends EndpointSettingsInput {
@@ -171,6 +182,7 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     max_requests_per_second: row.maxRequestsPerSecond,
     paused_until: row.pausedUntil && row.pausedUntil > now ? formatEventTimestamp(row.pausedUntil) : null,
     asymmetric_signature: row.asymmetricSignature,
+    authentication: authenticationView(row),
     public_keys: livePublicKeys(row, now),
     health: healthOf(row, now),
   };
@@ -218,6 +230,8 @@ export class EndpointService {
     const id = newId('webhookEndpoint');
     const secret = newSigningSecret();
     const now = this.clock.now();
+    const authentication = authenticationColumns(this.secrets, id, input.authentication ?? null);
+    checkAuthenticationFits(url, headers, authentication.authenticationType);
     const asymmetric = input.asymmetric_signature ?? (await this.asymmetricDefault(db, scope.platformId));
     const keyPair = asymmetric ? generateSigningKeyPair(this.secrets, id) : null;
     const [row] = await db
@@ -238,6 +252,7 @@ export class EndpointService {
         // A new secret is always one the Standard Webhooks libraries take (ids.ts).
         standardWebhooks: input.standard_webhooks ?? false,
         headers,
+        ...authentication,
         asymmetricSignature: asymmetric,
         signingKeyCiphertext: keyPair?.ciphertext ?? null,
         signingPublicKey: keyPair?.publicKey ?? null,
@@ -261,6 +276,7 @@ export class EndpointService {
         headers: redactHeaderValues(created.headers),
         max_requests_per_second: created.max_requests_per_second,
         asymmetric_signature: created.asymmetric_signature,
+        authentication: created.authentication,
       },
     });
     return { ...created, secret };
@@ -322,6 +338,12 @@ export class EndpointService {
         changes.standardWebhooks = input.standard_webhooks;
       }
       if (input.max_requests_per_second !== undefined) changes.maxRequestsPerSecond = checkRate(input.max_requests_per_second);
+      if (input.authentication !== undefined) Object.assign(changes, authenticationColumns(this.secrets, id, input.authentication));
+      checkAuthenticationFits(
+        changes.url ?? current.url,
+        changes.headers !== undefined ? changes.headers : current.headers,
+        changes.authenticationType !== undefined ? changes.authenticationType : current.authenticationType,
+      );
       if (input.asymmetric_signature !== undefined) {
         changes.asymmetricSignature = input.asymmetric_signature;
         // The first time on, a key pair is made. Turned off, it is kept (it signs nothing and is
@@ -361,7 +383,11 @@ export class EndpointService {
         action: `webhook_endpoint.${statusChange ?? 'update'}`,
         resourceType: 'webhook_endpoint',
         resourceId: id,
-        changes: changedFields(toApiEndpoint(current, this.clock.now()), updated),
+        changes: {
+          ...changedFields(toApiEndpoint(current, this.clock.now()), updated),
+          // Set again with the same username (a new password): recorded too, never its value.
+          ...(input.authentication !== undefined ? { authentication: updated.authentication } : {}),
+        },
       });
       return updated;
     });
@@ -528,6 +554,7 @@ function changedFields(before: WebhookEndpoint, after: WebhookEndpoint): Record<
     'headers',
     'max_requests_per_second',
     'asymmetric_signature',
+    'authentication',
   ] as const) {
     if (JSON.stringify(before[key]) !== JSON.stringify(after[key]))
       out[key] = key === 'headers' ? redactHeaderValues(after.headers) : after[key];

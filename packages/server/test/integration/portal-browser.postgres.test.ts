@@ -830,6 +830,39 @@ describe('Merchant Portal in Chromium', () => {
     expect((await svc.ctx.endpoints.get(scopeA(), other)).max_requests_per_second).toBeNull();
   });
 
+  it('the Add form sets Basic authentication to the receiver: sent with deliveries, shown as [redacted] in the log; Edit keeps it, then removes it', async () => {
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/new`);
+    await page.getByLabel('Endpoint URL').fill(`${receiver.url}?basic`);
+    await page.getByLabel('Authenticate to your receiver').selectOption('basic');
+    await page.getByLabel('Username').fill('gateway-user');
+    await page.getByLabel('Password', { exact: true }).fill('s3cret-typed-once');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await expectText(page.getByTestId('receiver-authentication'), 'Basic, as gateway-user');
+    const id = new URL(page.url()).pathname.split('/').pop()!;
+    expect((await svc.ctx.endpoints.get(scopeA(), id)).authentication).toEqual({ type: 'basic', username: 'gateway-user' });
+    expect(await page.content()).not.toContain('s3cret-typed-once');
+    const { event } = await publish(svc.ctx, a.merchant_id);
+    await drainUntil(svc.ctx, worker, scopeA(), id, 'delivered');
+    const sent = receiver.requests.find((r) => r.path === '/webhooks?basic' && r.headers['service-event-id'] === event.id)!;
+    expect(sent.headers.authorization).toBe(`Basic ${Buffer.from('gateway-user:s3cret-typed-once').toString('base64')}`);
+    const [d] = (await svc.ctx.deliveries.list(scopeA(), { limit: 1, endpointId: id })).data;
+    await page.goto(`${svc.url}/portal/webhooks/deliveries/${d!.id}`);
+    await page.getByText('Request headers').click();
+    await expectText(page.locator('[data-header]').filter({ hasText: 'Authorization' }), 'Basic [redacted]');
+    // Edit: kept unless changed; "Signature only" removes it.
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${id}`);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    const select = page.getByLabel('Authenticate to your receiver');
+    expect(await select.inputValue()).toBe('keep');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expectText(page.getByTestId('receiver-authentication'), 'Basic, as gateway-user');
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Authenticate to your receiver').selectOption('none');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForFunction(() => !(globalThis as any).document.querySelector('[data-testid="receiver-authentication"]'));
+    expect((await svc.ctx.endpoints.get(scopeA(), id)).authentication).toBeNull();
+  });
+
   it('issue 25: a broker endpoint made in the portal shows its URL without the credentials and says they are stored', async () => {
     await page.goto(`${svc.url}/portal/webhooks/endpoints`);
     await page.getByRole('link', { name: '+ Add endpoint' }).click();

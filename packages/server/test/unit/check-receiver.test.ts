@@ -180,6 +180,36 @@ describe('payhooks check-receiver (CLI)', () => {
     expect(r.stdout).toMatch(/^Nothing answers at http:\/\/127\.0\.0\.1:1\/webhooks: connection refused/);
   });
 
+  it("--basic: behind a gateway that wants Basic credentials, the checks carry the endpoint's authentication from PAYHOOKS_RECEIVER_BASIC", async () => {
+    const expected = `Basic ${Buffer.from('gw:pa:ss').toString('base64')}`;
+    // The SDK's handler behind a gate that answers 401 to anything without the credentials.
+    const inner = toNodeHandler(sdk.handler);
+    const gated = createServer((req, res) => {
+      if (req.headers.authorization !== expected) {
+        res.writeHead(401).end('unauthorized');
+        return;
+      }
+      inner(req, res);
+    });
+    await new Promise<void>((r) => gated.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(gated.address() as AddressInfo).port}/webhooks`;
+    try {
+      const without = await runPayhooks(['check-receiver', url, '--secret', SECRET, '--json'], {});
+      expect(without.code).toBe(1);
+      const withBasic = await runPayhooks(['check-receiver', url, '--secret', SECRET, '--json', '--basic'], {
+        PAYHOOKS_RECEIVER_BASIC: 'gw:pa:ss',
+      });
+      expect(withBasic.code, withBasic.stdout + withBasic.stderr).toBe(0);
+      expect(JSON.parse(withBasic.stdout)).toMatchObject({ url, ok: true });
+      expect(withBasic.stdout + withBasic.stderr).not.toContain('pa:ss');
+      const missing = await runPayhooks(['check-receiver', url, '--secret', SECRET, '--basic'], {});
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain('PAYHOOKS_RECEIVER_BASIC');
+    } finally {
+      await new Promise<void>((r) => gated.close(() => r()));
+    }
+  });
+
   it('bad input is refused with a message saying what to fix', async () => {
     const noPrefix = await runPayhooks(['check-receiver', sdk.url, '--secret', 'sk_test_nope'], {});
     expect(noPrefix.code).toBe(1);

@@ -66,6 +66,7 @@ const endpoint = {
   max_requests_per_second: null,
   paused_until: null,
   health: { state: 'healthy', since: AT, warning: null, disables_at: null },
+  authentication: null,
   asymmetric_signature: true,
   public_keys: [
     {

@@ -39,6 +39,25 @@ export const CustomHeadersInput = Type.Union([Type.Record(Type.String(), Type.St
   description: `Your own request headers, sent with every attempt and never signed, e.g. {"Authorization": "Basic …"}. Replaces the whole set on update; null or {} removes them. At most ${MAX_CUSTOM_HEADERS} headers and ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values; names are tokens, values printable ASCII. Refused (400 header_reserved): Content-Type, Content-Length, Content-Encoding, User-Agent, Host, Expect, traceparent, tracestate, the hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), and Service-* and webhook-* names.`,
 });
 
+/** RFC 7617: the user-id ends at the first colon; neither part may hold a control character. */
+export const AuthenticationInputSchema = Type.Union(
+  [
+    Type.Object(
+      {
+        type: Type.Literal('basic'),
+        username: Type.String({ minLength: 1, maxLength: 255, description: 'No colon.' }),
+        password: Type.String({ minLength: 1, maxLength: 1024, description: 'Stored encrypted; never shown again.' }),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
+  {
+    description:
+      'How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header.',
+  },
+);
+
 export const AsymmetricSignature = Type.Boolean({
   description:
     'Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default.',
@@ -111,6 +130,12 @@ const endpointProperties = {
     description: 'Your own request headers, sent with every attempt (HTTP headers; message headers for a broker); {} when none.',
   }),
   asymmetric_signature: AsymmetricSignature,
+  authentication: Type.Union(
+    [Type.Object({ type: Type.Literal('basic'), username: Type.String() }, { additionalProperties: false }), Type.Null()],
+    {
+      description: 'How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username); null: none.',
+    },
+  ),
   health: Type.Object(
     {
       state: Type.Union([Type.Literal('healthy'), Type.Literal('failing'), Type.Literal('disabled'), Type.Literal('recovered')]),
@@ -191,6 +216,7 @@ export const EndpointSettings = {
   headers: Type.Optional(CustomHeadersInput),
   max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
   asymmetric_signature: Type.Optional(AsymmetricSignature),
+  authentication: Type.Optional(AuthenticationInputSchema),
 };
 
 export const CreateEndpointBody = Type.Object(
