@@ -795,6 +795,10 @@ export interface components {
                 type: "basic";
                 username: string;
             } | null;
+            /** @description Certificate authorities trusted for this endpoint beside the public ones (PEM, as given); null: the public ones only. */
+            tls: {
+                ca_certificates: string;
+            } | null;
             /** @description failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered. */
             health: {
                 state: "healthy" | "failing" | "disabled" | "recovered";
@@ -860,6 +864,10 @@ export interface components {
                 /** @enum {string} */
                 type: "basic";
                 username: string;
+            } | null;
+            /** @description Certificate authorities trusted for this endpoint beside the public ones (PEM, as given); null: the public ones only. */
+            tls: {
+                ca_certificates: string;
             } | null;
             /** @description failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered. */
             health: {
@@ -2078,6 +2086,8 @@ export interface operations {
                      *             "warning": null,
                      *             "disables_at": null
                      *           },
+                     *           "authentication": null,
+                     *           "tls": null,
                      *           "asymmetric_signature": true,
                      *           "public_keys": [
                      *             {
@@ -2096,10 +2106,6 @@ export interface operations {
                      *               "expires_at": null
                      *             }
                      *           ],
-                     *           "authentication": {
-                     *             "type": "basic",
-                     *             "username": "string"
-                     *           },
                      *           "stats": {
                      *             "attempts": 0,
                      *             "succeeded": 0,
@@ -2184,6 +2190,11 @@ export interface operations {
                         /** @description Stored encrypted; never shown again. */
                         password: string;
                     } | null;
+                    /** @description For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them. */
+                    tls?: {
+                        /** @description PEM certificates, at most 10. */
+                        ca_certificates: string;
+                    } | null;
                 };
             };
         };
@@ -2233,6 +2244,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2251,11 +2264,7 @@ export interface operations {
                      *           "expires_at": null
                      *         }
                      *       ],
-                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d",
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       }
+                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpointWithSecret"];
@@ -2329,6 +2338,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2347,10 +2358,6 @@ export interface operations {
                      *           "expires_at": null
                      *         }
                      *       ],
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       },
                      *       "stats": {
                      *         "attempts": 0,
                      *         "succeeded": 0,
@@ -2476,6 +2483,11 @@ export interface operations {
                         /** @description Stored encrypted; never shown again. */
                         password: string;
                     } | null;
+                    /** @description For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them. */
+                    tls?: {
+                        /** @description PEM certificates, at most 10. */
+                        ca_certificates: string;
+                    } | null;
                 };
             };
         };
@@ -2525,6 +2537,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2542,11 +2556,7 @@ export interface operations {
                      *           "created_at": "2026-01-31T12:00:00Z",
                      *           "expires_at": null
                      *         }
-                     *       ],
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -2628,6 +2638,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2646,11 +2658,7 @@ export interface operations {
                      *           "expires_at": null
                      *         }
                      *       ],
-                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d",
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       }
+                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpointWithSecret"];
@@ -2730,6 +2738,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2747,11 +2757,7 @@ export interface operations {
                      *           "created_at": "2026-01-31T12:00:00Z",
                      *           "expires_at": null
                      *         }
-                     *       ],
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];

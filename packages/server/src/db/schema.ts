@@ -105,6 +105,8 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   authenticationShown: jsonb('authentication_shown').$type<Record<string, string>>(),
   /** 0037: its secret part, sealed to the endpoint (never shown). */
   authenticationCiphertext: text('authentication_ciphertext'),
+  /** 0038: certificate authorities trusted for this endpoint beside the public ones (PEM), else null. */
+  tlsCaCertificates: text('tls_ca_certificates'),
   /** 0024: also signed with ed25519 (`v1a=`), by the key pair below (kept while the flag is off). */
   asymmetricSignature: boolean('asymmetric_signature').notNull().default(false),
   /** 0024: the sealed PKCS#8 private key (never shown) and its public key (a JWK's `x`, in clear). */

@@ -39,6 +39,8 @@ export interface SendableRow {
   /** How it authenticates to the receiver (migration 0037), else null; its sealed credentials. */
   authentication_type: ReceiverAuthType | null;
   authentication_ciphertext: string | null;
+  /** Certificate authorities the endpoint trusts beside the public ones (PEM, migration 0038), else null. */
+  tls_ca_certificates: string | null;
 }
 
 /**
@@ -52,7 +54,8 @@ export const SENDABLE_COLUMNS = `e.type AS event_type, e.body, e.trace_parent,
        CASE WHEN w.asymmetric_signature THEN w.signing_key_ciphertext END AS signing_key_ciphertext,
        CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > :now THEN w.previous_signing_key_ciphertext END
          AS previous_signing_key_ciphertext,
-       w.standard_webhooks, w.headers::text AS custom_headers, w.authentication_type, w.authentication_ciphertext`;
+       w.standard_webhooks, w.headers::text AS custom_headers, w.authentication_type, w.authentication_ciphertext,
+       w.tls_ca_certificates`;
 
 /**
  * Joins a delivery (`alias`, with its event_id, created_at and endpoint_id) to its event `e` and
@@ -100,6 +103,7 @@ export class RequestBuilder {
       webhookKeys: row.standard_webhooks ? webhookKeysOf(current, previous) : null,
       headers: row.custom_headers === null ? null : this.headerSets.get(row.custom_headers),
     };
+    if (row.tls_ca_certificates !== null) request.trustedCas = row.tls_ca_certificates;
     if (row.authentication_type !== null && row.authentication_ciphertext !== null)
       request.headers = this.authorizations.with(
         request.headers ?? null,

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import type { ReceiverAuthType } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import type { SecretBox } from '../security/encryption.ts';
@@ -65,7 +66,19 @@ export function authenticationView(row: AuthenticationColumns): AuthenticationVi
  * and a custom `Authorization` header (the receiver would get two). Checked on the endpoint as
  * it will be after the change.
  */
-export function checkAuthenticationFits(url: string, headers: Record<string, string> | null, type: ReceiverAuthType | null): void {
+export function checkAuthenticationFits(
+  url: string,
+  headers: Record<string, string> | null,
+  type: ReceiverAuthType | null,
+  trustedCas: string | null = null,
+): void {
+  if (trustedCas !== null && !/^https?:/i.test(url))
+    throw new AppError(
+      'invalid_request',
+      'tls_not_supported',
+      'tls.ca_certificates is for HTTPS endpoints: a broker connection trusts the public authorities.',
+      { param: 'tls' },
+    );
   if (type === null) return;
   if (!/^https?:/i.test(url))
     throw new AppError(
@@ -82,4 +95,38 @@ export function checkAuthenticationFits(url: string, headers: Record<string, str
       `The endpoint has both authentication and a custom '${custom}' header: remove the header (authentication sends Authorization itself).`,
       { param: `headers[${custom}]` },
     );
+}
+
+/** What an endpoint's `tls` takes: certificate authorities to trust beside the public ones. */
+export type TlsInput = { ca_certificates: string };
+
+/** Most certificates and bytes an endpoint's own authorities may hold. */
+export const MAX_TRUSTED_CAS = 10;
+export const MAX_TRUSTED_CA_BYTES = 64 * 1024;
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/**
+ * The PEM to store for what a request gave (null removes it): every block a certificate Node can
+ * read, nothing else in the text, at most MAX_TRUSTED_CAS of them. Verification stays on whatever
+ * is given: these are trusted in addition to the public authorities, never instead of checking.
+ */
+export function trustedCasOf(input: TlsInput | null): string | null {
+  if (input === null) return null;
+  const param = 'tls[ca_certificates]';
+  const text = input.ca_certificates;
+  if (Buffer.byteLength(text) > MAX_TRUSTED_CA_BYTES)
+    throw invalid(param, `Invalid '${param}': at most ${MAX_TRUSTED_CA_BYTES} bytes of PEM.`);
+  const blocks = text.match(PEM_BLOCK) ?? [];
+  if (blocks.length === 0 || text.replace(PEM_BLOCK, '').trim() !== '')
+    throw invalid(param, `Invalid '${param}': give PEM certificates only (-----BEGIN CERTIFICATE----- … -----END CERTIFICATE-----).`);
+  if (blocks.length > MAX_TRUSTED_CAS) throw invalid(param, `Invalid '${param}': at most ${MAX_TRUSTED_CAS} certificates.`);
+  blocks.forEach((block, i) => {
+    try {
+      new X509Certificate(block);
+    } catch {
+      throw invalid(param, `Invalid '${param}': certificate ${i + 1} is not a readable X.509 certificate.`);
+    }
+  });
+  return `${blocks.join('\n')}\n`;
 }

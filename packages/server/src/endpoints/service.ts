@@ -27,7 +27,9 @@ import {
   authenticationColumns,
   authenticationView,
   checkAuthenticationFits,
+  trustedCasOf,
   type AuthenticationInput,
+  type TlsInput,
   type AuthenticationView,
 } from './receiver-auth.ts';
 import { healthOf, type EndpointHealth } from './health.ts';
@@ -72,6 +74,8 @@ export interface WebhookEndpoint {
   asymmetric_signature: boolean;
   /** How payhooks authenticates to the receiver beside the signature (endpoints/receiver-auth.ts); never a secret; null: none. */
   authentication: AuthenticationView | null;
+  /** Certificate authorities trusted for this endpoint beside the public ones (PEM); null: the public ones only. */
+  tls: { ca_certificates: string } | null;
   /** The public keys that sign (new first; two during a rotation's overlap); empty while the flag is off. */
   public_keys: PublicKey[];
   /** What the merchant should know about its deliveries: healthy, failing (with warnings), disabled, recovered. */
@@ -108,6 +112,8 @@ export interface EndpointSettingsInput {
   asymmetric_signature?: boolean | undefined;
   /** Replaces the whole authentication; null removes it. */
   authentication?: AuthenticationInput | null | undefined;
+  /** Replaces the endpoint's own trusted authorities; null removes them. */
+  tls?: TlsInput | null | undefined;
 }
 
 export interface CreateEndpointInput extends EndpointSettingsInput {
@@ -183,6 +189,7 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     paused_until: row.pausedUntil && row.pausedUntil > now ? formatEventTimestamp(row.pausedUntil) : null,
     asymmetric_signature: row.asymmetricSignature,
     authentication: authenticationView(row),
+    tls: row.tlsCaCertificates === null ? null : { ca_certificates: row.tlsCaCertificates },
     public_keys: livePublicKeys(row, now),
     health: healthOf(row, now),
   };
@@ -231,7 +238,8 @@ export class EndpointService {
     const secret = newSigningSecret();
     const now = this.clock.now();
     const authentication = authenticationColumns(this.secrets, id, input.authentication ?? null);
-    checkAuthenticationFits(url, headers, authentication.authenticationType);
+    const trustedCas = trustedCasOf(input.tls ?? null);
+    checkAuthenticationFits(url, headers, authentication.authenticationType, trustedCas);
     const asymmetric = input.asymmetric_signature ?? (await this.asymmetricDefault(db, scope.platformId));
     const keyPair = asymmetric ? generateSigningKeyPair(this.secrets, id) : null;
     const [row] = await db
@@ -253,6 +261,7 @@ export class EndpointService {
         standardWebhooks: input.standard_webhooks ?? false,
         headers,
         ...authentication,
+        tlsCaCertificates: trustedCas,
         asymmetricSignature: asymmetric,
         signingKeyCiphertext: keyPair?.ciphertext ?? null,
         signingPublicKey: keyPair?.publicKey ?? null,
@@ -277,6 +286,7 @@ export class EndpointService {
         max_requests_per_second: created.max_requests_per_second,
         asymmetric_signature: created.asymmetric_signature,
         authentication: created.authentication,
+        tls: created.tls,
       },
     });
     return { ...created, secret };
@@ -339,10 +349,12 @@ export class EndpointService {
       }
       if (input.max_requests_per_second !== undefined) changes.maxRequestsPerSecond = checkRate(input.max_requests_per_second);
       if (input.authentication !== undefined) Object.assign(changes, authenticationColumns(this.secrets, id, input.authentication));
+      if (input.tls !== undefined) changes.tlsCaCertificates = trustedCasOf(input.tls);
       checkAuthenticationFits(
         changes.url ?? current.url,
         changes.headers !== undefined ? changes.headers : current.headers,
         changes.authenticationType !== undefined ? changes.authenticationType : current.authenticationType,
+        changes.tlsCaCertificates !== undefined ? changes.tlsCaCertificates : current.tlsCaCertificates,
       );
       if (input.asymmetric_signature !== undefined) {
         changes.asymmetricSignature = input.asymmetric_signature;
@@ -555,6 +567,7 @@ function changedFields(before: WebhookEndpoint, after: WebhookEndpoint): Record<
     'max_requests_per_second',
     'asymmetric_signature',
     'authentication',
+    'tls',
   ] as const) {
     if (JSON.stringify(before[key]) !== JSON.stringify(after[key]))
       out[key] = key === 'headers' ? redactHeaderValues(after.headers) : after[key];

@@ -538,6 +538,10 @@ export interface components {
                 type: "basic";
                 username: string;
             } | null;
+            /** @description Certificate authorities trusted for this endpoint beside the public ones (PEM, as given); null: the public ones only. */
+            tls: {
+                ca_certificates: string;
+            } | null;
             /** @description failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered. */
             health: {
                 state: "healthy" | "failing" | "disabled" | "recovered";
@@ -603,6 +607,10 @@ export interface components {
                 /** @enum {string} */
                 type: "basic";
                 username: string;
+            } | null;
+            /** @description Certificate authorities trusted for this endpoint beside the public ones (PEM, as given); null: the public ones only. */
+            tls: {
+                ca_certificates: string;
             } | null;
             /** @description failing: every attempt has failed for PAYHOOKS_HEALTH_FAILING_AFTER (at least PAYHOOKS_HEALTH_FAILING_ATTEMPTS of them); recovered: a 2xx came after (shown for a day); disabled: the endpoint is disabled. Each change but disabled-by-hand is also sent as webhook_endpoint.failing, webhook_endpoint.disabled or webhook_endpoint.recovered. */
             health: {
@@ -1368,6 +1376,8 @@ export interface operations {
                      *             "warning": null,
                      *             "disables_at": null
                      *           },
+                     *           "authentication": null,
+                     *           "tls": null,
                      *           "asymmetric_signature": true,
                      *           "public_keys": [
                      *             {
@@ -1385,11 +1395,7 @@ export interface operations {
                      *               "created_at": "2026-01-31T12:00:00Z",
                      *               "expires_at": null
                      *             }
-                     *           ],
-                     *           "authentication": {
-                     *             "type": "basic",
-                     *             "username": "string"
-                     *           }
+                     *           ]
                      *         }
                      *       ],
                      *       "has_more": true
@@ -1459,6 +1465,11 @@ export interface operations {
                         /** @description Stored encrypted; never shown again. */
                         password: string;
                     } | null;
+                    /** @description For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them. */
+                    tls?: {
+                        /** @description PEM certificates, at most 10. */
+                        ca_certificates: string;
+                    } | null;
                 };
             };
         };
@@ -1509,6 +1520,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -1527,11 +1540,7 @@ export interface operations {
                      *           "expires_at": null
                      *         }
                      *       ],
-                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d",
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       }
+                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpointWithSecret"];
@@ -1606,6 +1615,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -1623,11 +1634,7 @@ export interface operations {
                      *           "created_at": "2026-01-31T12:00:00Z",
                      *           "expires_at": null
                      *         }
-                     *       ],
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1731,6 +1738,11 @@ export interface operations {
                         /** @description Stored encrypted; never shown again. */
                         password: string;
                     } | null;
+                    /** @description For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them. */
+                    tls?: {
+                        /** @description PEM certificates, at most 10. */
+                        ca_certificates: string;
+                    } | null;
                 };
             };
         };
@@ -1780,6 +1792,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -1797,11 +1811,7 @@ export interface operations {
                      *           "created_at": "2026-01-31T12:00:00Z",
                      *           "expires_at": null
                      *         }
-                     *       ],
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -1891,6 +1901,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -1909,11 +1921,7 @@ export interface operations {
                      *           "expires_at": null
                      *         }
                      *       ],
-                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d",
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       }
+                     *       "secret": "whsec_8f2b6c1d9e4a7f3b5c0d2e6a9b1f4c7d"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpointWithSecret"];
@@ -2002,6 +2010,8 @@ export interface operations {
                      *         "warning": null,
                      *         "disables_at": null
                      *       },
+                     *       "authentication": null,
+                     *       "tls": null,
                      *       "asymmetric_signature": true,
                      *       "public_keys": [
                      *         {
@@ -2019,11 +2029,7 @@ export interface operations {
                      *           "created_at": "2026-01-31T12:00:00Z",
                      *           "expires_at": null
                      *         }
-                     *       ],
-                     *       "authentication": {
-                     *         "type": "basic",
-                     *         "username": "string"
-                     *       }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];

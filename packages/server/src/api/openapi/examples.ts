@@ -67,6 +67,7 @@ const endpoint = {
   paused_until: null,
   health: { state: 'healthy', since: AT, warning: null, disables_at: null },
   authentication: null,
+  tls: null,
   asymmetric_signature: true,
   public_keys: [
     {

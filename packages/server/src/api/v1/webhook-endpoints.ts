@@ -58,6 +58,20 @@ export const AuthenticationInputSchema = Type.Union(
   },
 );
 
+export const TlsInputSchema = Type.Union(
+  [
+    Type.Object(
+      { ca_certificates: Type.String({ minLength: 1, maxLength: 65536, description: 'PEM certificates, at most 10.' }) },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
+  {
+    description:
+      'For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them.',
+  },
+);
+
 export const AsymmetricSignature = Type.Boolean({
   description:
     'Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default.',
@@ -136,6 +150,9 @@ const endpointProperties = {
       description: 'How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username); null: none.',
     },
   ),
+  tls: Type.Union([Type.Object({ ca_certificates: Type.String() }, { additionalProperties: false }), Type.Null()], {
+    description: 'Certificate authorities trusted for this endpoint beside the public ones (PEM, as given); null: the public ones only.',
+  }),
   health: Type.Object(
     {
       state: Type.Union([Type.Literal('healthy'), Type.Literal('failing'), Type.Literal('disabled'), Type.Literal('recovered')]),
@@ -217,6 +234,7 @@ export const EndpointSettings = {
   max_requests_per_second: Type.Optional(MaxRequestsPerSecond),
   asymmetric_signature: Type.Optional(AsymmetricSignature),
   authentication: Type.Optional(AuthenticationInputSchema),
+  tls: Type.Optional(TlsInputSchema),
 };
 
 export const CreateEndpointBody = Type.Object(

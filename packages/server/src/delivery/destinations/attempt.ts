@@ -81,6 +81,8 @@ export interface SendRequest {
   webhookKeys?: readonly KeyObject[] | null;
   /** The endpoint's custom headers; null or absent when it has none. */
   headers?: CustomHeaders | null;
+  /** Certificate authorities (PEM) the endpoint trusts beside the public ones; absent: the public ones only. */
+  trustedCas?: string | undefined;
 }
 
 /**

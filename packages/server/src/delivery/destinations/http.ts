@@ -1,4 +1,4 @@
-import type { ConnectionOptions } from 'node:tls';
+import { rootCertificates, type ConnectionOptions } from 'node:tls';
 import { Agent, Pool, type Dispatcher, type buildConnector } from 'undici';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER } from '@payhooks/contract';
 import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } from '../safe-lookup.ts';
@@ -23,6 +23,9 @@ export const RESPONSE_BODY_LIMIT = 16 * 1024;
 const BODY_GRACE_MS = 1000;
 
 export const USER_AGENT = 'payhooks/0.1 (+webhooks)';
+
+/** Endpoints with authorities of their own whose connections one process keeps (agentFor). */
+const CA_AGENTS_MAX = 200;
 
 export interface HttpOptions {
   timeoutMs: number;
@@ -52,6 +55,8 @@ export class HttpDestination implements Destination {
   private readonly targets = new Map<string, HttpTarget>();
   /** With a proxy: plain-http requests in absolute form to the proxy, and how their targets are checked. */
   private readonly viaProxy: { pool: Pool; origin: string; resolve: (hostname: string) => Promise<string>; note: string } | null;
+  /** Agents of endpoints that trust authorities of their own, by the authorities' PEM (agentFor). */
+  private readonly caAgents = new Map<string, Agent>();
 
   constructor(private readonly options: HttpOptions) {
     const { proxy } = options;
@@ -71,7 +76,14 @@ export class HttpDestination implements Destination {
           note: `Through ${describeProxy(proxy)}: `,
         }
       : null;
-    this.agent = new Agent({
+    this.agent = this.makeAgent(options.tls);
+  }
+
+  /** Connections with these TLS options (the SSRF guard, or the egress proxy's tunnel, either way). */
+  private makeAgent(tls: ConnectionOptions | undefined): Agent {
+    const { options } = this;
+    const { proxy } = options;
+    return new Agent({
       connections: options.connectionsPerOrigin,
       keepAliveTimeout: 4_000,
       keepAliveMaxTimeout: 30_000,
@@ -81,9 +93,38 @@ export class HttpDestination implements Destination {
       headersTimeout: 0,
       bodyTimeout: 0,
       connect: proxy
-        ? (tunnelConnector({ proxy, resolve, timeoutMs: options.timeoutMs, tls: options.tls }) as buildConnector.connector)
-        : { lookup: safeLookup(options.resolver, options.allowPrivate), ...options.tls },
+        ? (tunnelConnector({
+            proxy,
+            resolve: targetResolver(options.resolver, options.allowPrivate),
+            timeoutMs: options.timeoutMs,
+            tls,
+          }) as buildConnector.connector)
+        : { lookup: safeLookup(options.resolver, options.allowPrivate), ...tls },
     });
+  }
+
+  /**
+   * The connections for an endpoint that trusts certificate authorities of its own (a private
+   * PKI): the public ones and its own, hostname checked as always; one agent per set of
+   * authorities, so its connections are kept alive and reused like everyone else's. The least
+   * recently made goes when there are too many (closing lets its requests finish).
+   */
+  private agentFor(req: SendRequest): Agent {
+    const pem = req.trustedCas;
+    if (pem === undefined) return this.agent;
+    let agent = this.caAgents.get(pem);
+    if (agent === undefined) {
+      const base = this.options.tls?.ca;
+      const ca = [...(base === undefined ? rootCertificates : [base].flat()), pem] as string[];
+      agent = this.makeAgent({ ...this.options.tls, ca });
+      if (this.caAgents.size >= CA_AGENTS_MAX) {
+        const [oldest, old] = this.caAgents.entries().next().value as [string, Agent];
+        this.caAgents.delete(oldest);
+        void old.close().catch(() => {});
+      }
+      this.caAgents.set(pem, agent);
+    }
+    return agent;
   }
 
   /**
@@ -135,7 +176,7 @@ export class HttpDestination implements Destination {
       };
       const proxy = this.viaProxy;
       if (!proxy || !target.plain) {
-        dispatch(this.agent, target.origin, target.path);
+        dispatch(this.agentFor(req), target.origin, target.path);
         return;
       }
       // Plain http through the proxy: absolute form to the address checked here, Host the name.
@@ -171,7 +212,7 @@ export class HttpDestination implements Destination {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.agent.close(), this.viaProxy?.pool.close()]);
+    await Promise.all([this.agent.close(), this.viaProxy?.pool.close(), ...[...this.caAgents.values()].map((a) => a.close())]);
   }
 
   /** The URL parsed and checked (literal address, scheme), remembered: one parse per URL, not per attempt. */
