@@ -136,3 +136,32 @@ export function ReceiverAuthFields({
     </>
   );
 }
+
+/**
+ * Certificate authorities this endpoint trusts beside the public ones (a receiver on a private
+ * PKI), as PEM; empty for the public ones only.
+ */
+export function TrustedCasField({ idPrefix, value, onChange }: { idPrefix: string; value: string; onChange: (pem: string) => void }) {
+  return (
+    <>
+      <label htmlFor={`${idPrefix}cas`}>
+        Your own certificate authorities <span className="muted">(optional)</span>
+      </label>
+      <textarea
+        id={`${idPrefix}cas`}
+        className="mono"
+        rows={3}
+        placeholder="-----BEGIN CERTIFICATE-----"
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+      />
+      <p className="muted small">
+        For a receiver whose certificate comes from your own CA: paste the CA’s PEM. It is trusted for this endpoint beside the public
+        authorities, and the certificate is still checked in full, its hostname included.
+      </p>
+    </>
+  );
+}
+
+/** The field as the API takes it: empty is none (null). */
+export const tlsOf = (pem: string) => (pem.trim() === '' ? null : { ca_certificates: pem.trim() });

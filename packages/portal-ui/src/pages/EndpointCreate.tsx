@@ -1,7 +1,15 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, type Catalog, type Environment } from '../api.ts';
 import { rememberSecret } from '../created-secret.ts';
-import { authenticationOf, EndpointOptions, rateCapOf, ReceiverAuthFields, type AuthChoice } from '../EndpointOptions.tsx';
+import {
+  authenticationOf,
+  EndpointOptions,
+  rateCapOf,
+  ReceiverAuthFields,
+  TrustedCasField,
+  tlsOf,
+  type AuthChoice,
+} from '../EndpointOptions.tsx';
 import { EventTypePicker, initialTypes } from '../EventTypePicker.tsx';
 import { parseHeaderLines } from '../header-lines.ts';
 import { Link, navigate } from '../router.tsx';
@@ -17,6 +25,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
   const [asymmetric, setAsymmetric] = useState(false);
   const [rate, setRate] = useState('');
   const [auth, setAuth] = useState<AuthChoice>({ mode: 'none' });
+  const [cas, setCas] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
 
@@ -45,6 +54,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
         headers: parsed.headers,
         max_requests_per_second: rateCapOf(rate),
         ...(auth.mode === 'basic' ? { authentication: authenticationOf(auth) } : {}),
+        ...(cas.trim() !== '' ? { tls: tlsOf(cas) } : {}),
         // Left unticked, the Platform's default decides.
         ...(asymmetric ? { asymmetric_signature: true } : {}),
       });
@@ -94,6 +104,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
           onRate={setRate}
         />
         <ReceiverAuthFields idPrefix="create-" current={null} value={auth} onChange={setAuth} />
+        <TrustedCasField idPrefix="create-" value={cas} onChange={setCas} />
         <label className="check">
           <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519 (a public
           key verifies it)

@@ -2,7 +2,15 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, type BulkReplay, type Catalog, type Endpoint, type Environment } from '../api.ts';
 import { takeSecret } from '../created-secret.ts';
 import { DeliveryLog } from '../DeliveryLog.tsx';
-import { authenticationOf, EndpointOptions, rateCapOf, ReceiverAuthFields, type AuthChoice } from '../EndpointOptions.tsx';
+import {
+  authenticationOf,
+  EndpointOptions,
+  rateCapOf,
+  ReceiverAuthFields,
+  TrustedCasField,
+  tlsOf,
+  type AuthChoice,
+} from '../EndpointOptions.tsx';
 import { EventTypePicker } from '../EventTypePicker.tsx';
 import { LazyStatsPanel } from '../LazyStats.tsx';
 import { formatHeaderLines, parseHeaderLines } from '../header-lines.ts';
@@ -134,6 +142,11 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
           {endpoint.authentication && (
             <p className="muted small" data-testid="receiver-authentication">
               Authenticates to your receiver with Basic, as {endpoint.authentication.username}.
+            </p>
+          )}
+          {endpoint.tls && (
+            <p className="muted small" data-testid="trusted-cas">
+              Trusts certificate authorities of your own beside the public ones.
             </p>
           )}
         </div>
@@ -499,6 +512,7 @@ function EditForm({
   const [rate, setRate] = useState(endpoint.max_requests_per_second === null ? '' : String(endpoint.max_requests_per_second));
   const [asymmetric, setAsymmetric] = useState(endpoint.asymmetric_signature);
   const [auth, setAuth] = useState<AuthChoice>(endpoint.authentication ? { mode: 'keep' } : { mode: 'none' });
+  const [cas, setCas] = useState(endpoint.tls?.ca_certificates ?? '');
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     api.catalog().then(setCatalog, setError);
@@ -525,6 +539,8 @@ function EditForm({
           asymmetric_signature: asymmetric,
           // Sent only when it changes: "signature only" on an endpoint that has none is no change.
           ...(auth.mode === 'basic' || (auth.mode === 'none' && endpoint.authentication) ? { authentication: authenticationOf(auth) } : {}),
+          // Sent only when it changes, like the authentication.
+          ...(cas.trim() !== (endpoint.tls?.ca_certificates ?? '').trim() ? { tls: tlsOf(cas) } : {}),
         }),
       );
     } catch (err) {
@@ -558,6 +574,7 @@ function EditForm({
         onRate={setRate}
       />
       <ReceiverAuthFields idPrefix="edit-" current={endpoint.authentication?.username ?? null} value={auth} onChange={setAuth} />
+      <TrustedCasField idPrefix="edit-" value={cas} onChange={setCas} />
       <label className="check">
         <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519
       </label>

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -861,6 +862,20 @@ describe('Merchant Portal in Chromium', () => {
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForFunction(() => !(globalThis as any).document.querySelector('[data-testid="receiver-authentication"]'));
     expect((await svc.ctx.endpoints.get(scopeA(), id)).authentication).toBeNull();
+  });
+
+  it("Edit takes the endpoint's own certificate authorities as PEM, says it trusts them, and shows why a text that is not PEM is refused", async () => {
+    const ep = await endpointOfA('own-cas', { status: 200 });
+    const pem = readFileSync(new URL('../fixtures/self-signed.crt', import.meta.url), 'utf8');
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/${ep.id}`);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Your own certificate authorities').fill('not a certificate');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expectText(page.getByRole('alert'), 'PEM certificates only');
+    await page.getByLabel('Your own certificate authorities').fill(pem);
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expectText(page.getByTestId('trusted-cas'), 'certificate authorities of your own');
+    expect((await svc.ctx.endpoints.get(scopeA(), ep.id)).tls?.ca_certificates).toContain('BEGIN CERTIFICATE');
   });
 
   it('issue 25: a broker endpoint made in the portal shows its URL without the credentials and says they are stored', async () => {
