@@ -88,20 +88,18 @@ export function ReceiverAuthFields({
   onChange,
 }: {
   idPrefix: string;
-  /** The endpoint's username when it has Basic (Edit), else null. */
+  /** What the endpoint has now, in words ("Basic, as gw"), for Edit; null: none. */
   current: string | null;
   value: AuthChoice;
   onChange: (c: AuthChoice) => void;
 }) {
   const select = (mode: string) =>
-    onChange(
-      mode === 'basic' ? { mode: 'basic', username: current ?? '', password: '' } : mode === 'keep' ? { mode: 'keep' } : { mode: 'none' },
-    );
+    onChange(mode === 'basic' ? { mode: 'basic', username: '', password: '' } : mode === 'keep' ? { mode: 'keep' } : { mode: 'none' });
   return (
     <>
       <label htmlFor={`${idPrefix}auth`}>Authenticate to your receiver</label>
       <select id={`${idPrefix}auth`} value={value.mode} onChange={(e) => select(e.target.value)}>
-        {current !== null && <option value="keep">Basic, as {current} (unchanged)</option>}
+        {current !== null && <option value="keep">{current} (unchanged)</option>}
         <option value="none">Signature only</option>
         <option value="basic">{current !== null ? 'Basic, new credentials' : 'Basic (username and password)'}</option>
       </select>

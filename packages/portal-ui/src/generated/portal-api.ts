@@ -789,11 +789,20 @@ export interface components {
             };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
-            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username); null: none. */
+            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username; mtls: the client certificate); null: none. */
             authentication: {
                 /** @enum {string} */
                 type: "basic";
                 username: string;
+            } | {
+                /** @enum {string} */
+                type: "mtls";
+                subject: string;
+                issuer: string;
+                /** @description SHA-256 of the client certificate, colon-separated hex. */
+                fingerprint: string;
+                /** @description When the client certificate expires. UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+                not_after: string;
             } | null;
             /** @description Certificate authorities trusted for this endpoint beside the public ones (PEM, as given); null: the public ones only. */
             tls: {
@@ -859,11 +868,20 @@ export interface components {
             };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
-            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username); null: none. */
+            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username; mtls: the client certificate); null: none. */
             authentication: {
                 /** @enum {string} */
                 type: "basic";
                 username: string;
+            } | {
+                /** @enum {string} */
+                type: "mtls";
+                subject: string;
+                issuer: string;
+                /** @description SHA-256 of the client certificate, colon-separated hex. */
+                fingerprint: string;
+                /** @description When the client certificate expires. UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
+                not_after: string;
             } | null;
             /** @description Certificate authorities trusted for this endpoint beside the public ones (PEM, as given); null: the public ones only. */
             tls: {
@@ -2181,7 +2199,7 @@ export interface operations {
                     max_requests_per_second?: number | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
-                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header. */
+                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header. */
                     authentication?: {
                         /** @enum {string} */
                         type: "basic";
@@ -2189,6 +2207,13 @@ export interface operations {
                         username: string;
                         /** @description Stored encrypted; never shown again. */
                         password: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "mtls";
+                        /** @description The client certificate, then its chain (PEM). */
+                        certificate: string;
+                        /** @description The certificate's private key (unencrypted PEM); stored encrypted, never shown again. */
+                        private_key: string;
                     } | null;
                     /** @description For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them. */
                     tls?: {
@@ -2474,7 +2499,7 @@ export interface operations {
                     max_requests_per_second?: number | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
-                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header. */
+                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header. */
                     authentication?: {
                         /** @enum {string} */
                         type: "basic";
@@ -2482,6 +2507,13 @@ export interface operations {
                         username: string;
                         /** @description Stored encrypted; never shown again. */
                         password: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "mtls";
+                        /** @description The client certificate, then its chain (PEM). */
+                        certificate: string;
+                        /** @description The certificate's private key (unencrypted PEM); stored encrypted, never shown again. */
+                        private_key: string;
                     } | null;
                     /** @description For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them. */
                     tls?: {

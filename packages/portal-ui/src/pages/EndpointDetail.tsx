@@ -141,7 +141,7 @@ export function EndpointDetail({ id, environment }: { id: string; environment: E
           )}
           {endpoint.authentication && (
             <p className="muted small" data-testid="receiver-authentication">
-              Authenticates to your receiver with Basic, as {endpoint.authentication.username}.
+              Authenticates to your receiver: {authenticationWords(endpoint)}.
             </p>
           )}
           {endpoint.tls && (
@@ -573,7 +573,7 @@ function EditForm({
         rate={rate}
         onRate={setRate}
       />
-      <ReceiverAuthFields idPrefix="edit-" current={endpoint.authentication?.username ?? null} value={auth} onChange={setAuth} />
+      <ReceiverAuthFields idPrefix="edit-" current={authenticationWords(endpoint)} value={auth} onChange={setAuth} />
       <TrustedCasField idPrefix="edit-" value={cas} onChange={setCas} />
       <label className="check">
         <input type="checkbox" checked={asymmetric} onChange={(e) => setAsymmetric(e.target.checked)} /> Also sign with ed25519
@@ -706,4 +706,11 @@ function BulkReplayForm({ endpointId, onProgress }: { endpointId: string; onProg
       )}
     </form>
   );
+}
+
+/** The endpoint's receiver authentication in words, without its secret; null when it has none. */
+function authenticationWords(endpoint: Endpoint): string | null {
+  const a = endpoint.authentication;
+  if (!a) return null;
+  return a.type === 'basic' ? `Basic, as ${a.username}` : `client certificate ${a.subject}, issued by ${a.issuer}, until ${a.not_after}`;
 }

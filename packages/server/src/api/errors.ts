@@ -28,16 +28,27 @@ function allowedValues(errors: AjvError[]): { values: unknown[]; schema?: Record
   if (e.keyword === 'enum' && Array.isArray(e.params.allowedValues)) return { values: e.params.allowedValues, schema: e.parentSchema };
   if (e.keyword !== 'const') return null;
   const values: unknown[] = [];
-  // One `const` alone (a literal field, such as a tagged object's `type`): its one value.
-  const single = () => (values.length === 1 && errors[0]!.keyword === 'const' ? { values, schema: e.parentSchema } : null);
+  // A tagged object's `type` (one literal per branch of a union of objects): every branch's
+  // literal at that path, the other branches' errors being about other fields.
+  const tags = () => {
+    const cut = e.instancePath.lastIndexOf('/');
+    const field = e.instancePath.slice(cut + 1);
+    // Ajv stops each branch at its first error, so the other branches' literals come from the
+    // union's schema (the anyOf at the parent), not from their errors.
+    const union = errors.find((x) => x.keyword === 'anyOf' && x.instancePath === e.instancePath.slice(0, cut));
+    const branches = (union?.parentSchema?.anyOf ?? []) as { properties?: Record<string, { const?: unknown }> }[];
+    const all: unknown[] = Array.isArray(branches) ? branches.map((b) => b.properties?.[field]?.const).filter((v) => v !== undefined) : [];
+    if (all.length === 0) all.push(e.params.allowedValue);
+    return { values: [...new Set(all)], schema: e.parentSchema };
+  };
   for (const err of errors) {
-    if (err.instancePath !== e.instancePath) return single();
+    if (err.instancePath !== e.instancePath) return tags();
     if (err.keyword === 'anyOf') return { values, schema: err.parentSchema };
     if (err.keyword === 'const') values.push(err.params.allowedValue);
     else if (err.keyword === 'enum' && Array.isArray(err.params.allowedValues)) values.push(...err.params.allowedValues);
     else return null;
   }
-  return single();
+  return tags();
 }
 
 const quote = (v: unknown) => (v === null ? 'null' : typeof v === 'string' ? v : JSON.stringify(v));

@@ -1,6 +1,6 @@
 import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import type { SecretBox } from '../security/encryption.ts';
-import { AuthorizationHeaders, CustomHeaderSets } from './custom-headers-cache.ts';
+import { AuthorizationHeaders, ClientCertificates, CustomHeaderSets } from './custom-headers-cache.ts';
 import type { ReceiverAuthType } from '../db/schema.ts';
 import type { SendRequest } from './destinations/attempt.ts';
 import { SigningKeys, webhookKeysOf } from './signing-keys.ts';
@@ -81,10 +81,13 @@ export class RequestBuilder {
   private readonly headerSets = new CustomHeaderSets();
   /** Receivers' Authorization headers, opened once per sealed credentials. */
   private readonly authorizations: AuthorizationHeaders;
+  /** Receivers' client certificates (mutual TLS), opened once per sealed value. */
+  private readonly clientCertificates: ClientCertificates;
 
   constructor(secrets: SecretBox) {
     this.keys = new SigningKeys(secrets);
     this.authorizations = new AuthorizationHeaders((box, aad) => this.keys.decrypt(box, aad));
+    this.clientCertificates = new ClientCertificates((box, aad) => this.keys.decrypt(box, aad));
   }
 
   /** The request; throws like `SecretBox.decrypt` when a secret can't be decrypted (a wrong PAYHOOKS_ENCRYPTION_KEY). */
@@ -104,7 +107,9 @@ export class RequestBuilder {
       headers: row.custom_headers === null ? null : this.headerSets.get(row.custom_headers),
     };
     if (row.tls_ca_certificates !== null) request.trustedCas = row.tls_ca_certificates;
-    if (row.authentication_type !== null && row.authentication_ciphertext !== null)
+    if (row.authentication_type === 'mtls' && row.authentication_ciphertext !== null)
+      request.clientCertificate = this.clientCertificates.get(row.authentication_ciphertext, row.endpoint_id);
+    else if (row.authentication_type !== null && row.authentication_ciphertext !== null)
       request.headers = this.authorizations.with(
         request.headers ?? null,
         row.authentication_type,

@@ -1,6 +1,6 @@
 import type { ReceiverAuthType } from '../db/schema.ts';
 import { basicAuthorization, openReceiverCredentials, REDACTED_AUTHORIZATION } from '../security/receiver-credentials.ts';
-import type { CustomHeaders } from './destinations/attempt.ts';
+import type { ClientCertificate, CustomHeaders } from './destinations/attempt.ts';
 
 /** Distinct custom-header sets one worker keeps parsed; all are dropped when full. */
 export const CUSTOM_HEADER_SETS = 10_000;
@@ -53,6 +53,7 @@ export class AuthorizationHeaders {
     let headers = this.made.get(key);
     if (headers === undefined) {
       const credentials = openReceiverCredentials(this.decrypt, type, box, endpointId);
+      if (credentials.type !== 'basic') throw new Error(`endpoint ${endpointId}: ${type} credentials make no Authorization header`);
       const value = basicAuthorization(credentials);
       const shown: Record<string, string> = custom ? (JSON.parse(custom.json) as Record<string, string>) : {};
       shown.Authorization = REDACTED_AUTHORIZATION[type];
@@ -61,5 +62,30 @@ export class AuthorizationHeaders {
       this.made.set(key, headers);
     }
     return headers;
+  }
+}
+
+/**
+ * Endpoints' client certificates (mutual TLS), opened once per sealed value. Its `id` (the sealed
+ * text, unique per upload) names the connections made with it (destinations/http.ts).
+ */
+export class ClientCertificates {
+  private readonly opened = new Map<string, ClientCertificate>();
+
+  constructor(
+    private readonly decrypt: (box: string, aad: string) => string,
+    private readonly capacity = CUSTOM_HEADER_SETS,
+  ) {}
+
+  get(box: string, endpointId: string): ClientCertificate {
+    let cert = this.opened.get(box);
+    if (cert === undefined) {
+      const credentials = openReceiverCredentials(this.decrypt, 'mtls', box, endpointId);
+      if (credentials.type !== 'mtls') throw new Error(`endpoint ${endpointId}: its credentials are not a client certificate`);
+      cert = { id: box, cert: credentials.certificate, key: credentials.private_key };
+      if (this.opened.size >= this.capacity) this.opened.clear();
+      this.opened.set(box, cert);
+    }
+    return cert;
   }
 }

@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { ReceiverAuthType } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import type { SecretBox } from '../security/encryption.ts';
@@ -10,10 +10,14 @@ import { sealReceiverCredentials } from '../security/receiver-credentials.ts';
  * (docs/decisions/receiver-authentication.md). Written whole (`null` removes it); what is shown
  * of it never holds a secret, and the secret part is sealed to the endpoint.
  */
-export type AuthenticationInput = { type: 'basic'; username: string; password: string };
+export type AuthenticationInput =
+  | { type: 'basic'; username: string; password: string }
+  | { type: 'mtls'; certificate: string; private_key: string };
 
 /** What the API shows: the type and the fields that are not secret. */
-export type AuthenticationView = { type: 'basic'; username: string };
+export type AuthenticationView =
+  | { type: 'basic'; username: string }
+  | { type: 'mtls'; subject: string; issuer: string; fingerprint: string; not_after: string };
 
 /** The columns of an endpoint's authentication (all null: none). */
 export interface AuthenticationColumns {
@@ -33,11 +37,15 @@ const invalid = (param: string, message: string) => new AppError('invalid_reques
 /** The columns for what a request gave, checked; the password only ever leaves sealed. */
 export function authenticationColumns(secrets: SecretBox, endpointId: string, input: AuthenticationInput | null): AuthenticationColumns {
   if (input === null) return NONE;
+  if (input.type === 'mtls') return clientCertificateColumns(secrets, endpointId, input);
   // The API's schema admits only the types built so far; this is for in-process callers.
   if (input.type !== 'basic')
-    throw new AppError('invalid_request', 'parameter_invalid', `authentication.type '${String(input.type)}' is not supported: use basic.`, {
-      param: 'authentication[type]',
-    });
+    throw new AppError(
+      'invalid_request',
+      'parameter_invalid',
+      `authentication.type '${String((input as { type: unknown }).type)}' is not supported: use basic or mtls.`,
+      { param: 'authentication[type]' },
+    );
   if (input.username.includes(':') || CONTROL.test(input.username))
     throw invalid(
       'authentication[username]',
@@ -57,6 +65,15 @@ export function authenticationColumns(secrets: SecretBox, endpointId: string, in
 }
 
 export function authenticationView(row: AuthenticationColumns): AuthenticationView | null {
+  const shown = row.authenticationShown ?? {};
+  if (row.authenticationType === 'mtls')
+    return {
+      type: 'mtls',
+      subject: shown.subject ?? '',
+      issuer: shown.issuer ?? '',
+      fingerprint: shown.fingerprint ?? '',
+      not_after: shown.not_after ?? '',
+    };
   if (row.authenticationType !== 'basic') return null;
   return { type: 'basic', username: row.authenticationShown?.username ?? '' };
 }
@@ -80,6 +97,13 @@ export function checkAuthenticationFits(
       { param: 'tls' },
     );
   if (type === null) return;
+  if (type === 'mtls' && !/^https:/i.test(url))
+    throw new AppError(
+      'invalid_request',
+      'authentication_not_supported',
+      'A client certificate is presented in the TLS handshake: the endpoint URL must be https.',
+      { param: 'authentication' },
+    );
   if (!/^https?:/i.test(url))
     throw new AppError(
       'invalid_request',
@@ -129,4 +153,54 @@ export function trustedCasOf(input: TlsInput | null): string | null {
     }
   });
   return `${blocks.join('\n')}\n`;
+}
+
+/**
+ * A client certificate: the chain's first certificate is the client's, the key must be its, and
+ * it must not have expired (one that will is warned about by the health alerts' expiry notice,
+ * later work). The key leaves only sealed; the endpoint shows the certificate's subject, issuer,
+ * SHA-256 fingerprint and expiry.
+ */
+function clientCertificateColumns(
+  secrets: SecretBox,
+  endpointId: string,
+  input: { certificate: string; private_key: string },
+): AuthenticationColumns {
+  const certParam = 'authentication[certificate]';
+  const keyParam = 'authentication[private_key]';
+  const blocks = input.certificate.match(PEM_BLOCK) ?? [];
+  if (blocks.length === 0 || input.certificate.replace(PEM_BLOCK, '').trim() !== '')
+    throw invalid(certParam, `Invalid '${certParam}': give the client certificate, then its chain, as PEM certificates only.`);
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(blocks[0]!);
+    for (const block of blocks.slice(1)) new X509Certificate(block);
+  } catch {
+    throw invalid(certParam, `Invalid '${certParam}': a certificate is not a readable X.509 certificate.`);
+  }
+  let key: ReturnType<typeof createPrivateKey>;
+  try {
+    key = createPrivateKey(input.private_key);
+  } catch {
+    // Never the key's text: it is a secret, right or wrong.
+    throw invalid(keyParam, `Invalid '${keyParam}': not a readable, unencrypted PEM private key.`);
+  }
+  if (!cert.checkPrivateKey(key)) throw invalid(keyParam, `Invalid '${keyParam}': it is not the key of the certificate given.`);
+  const notAfter = new Date(cert.validTo);
+  if (!(notAfter.getTime() > Date.now()))
+    throw invalid(certParam, `Invalid '${certParam}': the certificate expired on ${notAfter.toISOString()}; give a current one.`);
+  return {
+    authenticationType: 'mtls',
+    authenticationShown: {
+      subject: cert.subject.replace(/\n/g, ', '),
+      issuer: cert.issuer.replace(/\n/g, ', '),
+      fingerprint: cert.fingerprint256,
+      not_after: `${notAfter.toISOString().slice(0, 19)}Z`,
+    },
+    authenticationCiphertext: sealReceiverCredentials(secrets, endpointId, {
+      type: 'mtls',
+      certificate: `${blocks.join('\n')}\n`,
+      private_key: key.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    }),
+  };
 }

@@ -13,7 +13,14 @@ export interface BasicCredentials {
   password: string;
 }
 
-export type ReceiverCredentials = BasicCredentials;
+/** A client certificate chain and its private key (PEM), for a receiver that requires mutual TLS. */
+export interface ClientCertificate {
+  type: 'mtls';
+  certificate: string;
+  private_key: string;
+}
+
+export type ReceiverCredentials = BasicCredentials | ClientCertificate;
 
 const aad = (endpointId: string) => `receiver-auth:${endpointId}`;
 

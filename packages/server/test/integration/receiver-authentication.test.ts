@@ -134,7 +134,7 @@ describe('receiver authentication: basic', () => {
     expect(unknown.body.error).toMatchObject({
       code: 'parameter_invalid',
       param: 'authentication[type]',
-      message: "Invalid 'authentication[type]' (got 'digest'): authentication[type] must be one of: basic.",
+      message: "Invalid 'authentication[type]' (got 'digest'): authentication[type] must be one of: basic, mtls.",
     });
   });
 

@@ -50,11 +50,23 @@ export const AuthenticationInputSchema = Type.Union(
       },
       { additionalProperties: false },
     ),
+    Type.Object(
+      {
+        type: Type.Literal('mtls'),
+        certificate: Type.String({ minLength: 1, maxLength: 65536, description: 'The client certificate, then its chain (PEM).' }),
+        private_key: Type.String({
+          minLength: 1,
+          maxLength: 65536,
+          description: "The certificate's private key (unencrypted PEM); stored encrypted, never shown again.",
+        }),
+      },
+      { additionalProperties: false },
+    ),
     Type.Null(),
   ],
   {
     description:
-      'How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header.',
+      'How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header.',
   },
 );
 
@@ -145,9 +157,23 @@ const endpointProperties = {
   }),
   asymmetric_signature: AsymmetricSignature,
   authentication: Type.Union(
-    [Type.Object({ type: Type.Literal('basic'), username: Type.String() }, { additionalProperties: false }), Type.Null()],
+    [
+      Type.Object({ type: Type.Literal('basic'), username: Type.String() }, { additionalProperties: false }),
+      Type.Object(
+        {
+          type: Type.Literal('mtls'),
+          subject: Type.String(),
+          issuer: Type.String(),
+          fingerprint: Type.String({ description: 'SHA-256 of the client certificate, colon-separated hex.' }),
+          not_after: Type.String({ description: 'When the client certificate expires. UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ' }),
+        },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ],
     {
-      description: 'How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username); null: none.',
+      description:
+        'How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username; mtls: the client certificate); null: none.',
     },
   ),
   tls: Type.Union([Type.Object({ ca_certificates: Type.String() }, { additionalProperties: false }), Type.Null()], {

@@ -83,6 +83,15 @@ export interface SendRequest {
   headers?: CustomHeaders | null;
   /** Certificate authorities (PEM) the endpoint trusts beside the public ones; absent: the public ones only. */
   trustedCas?: string | undefined;
+  /** The client certificate the endpoint's receiver requires (mutual TLS); absent: none. */
+  clientCertificate?: ClientCertificate | undefined;
+}
+
+/** A client certificate chain and key (PEM), opened; `id` names the connections made with it. */
+export interface ClientCertificate {
+  id: string;
+  cert: string;
+  key: string;
 }
 
 /**

@@ -24,8 +24,8 @@ const BODY_GRACE_MS = 1000;
 
 export const USER_AGENT = 'payhooks/0.1 (+webhooks)';
 
-/** Endpoints with authorities of their own whose connections one process keeps (agentFor). */
-const CA_AGENTS_MAX = 200;
+/** Endpoints with TLS of their own (authorities, a client certificate) whose connections one process keeps (agentFor). */
+const TLS_AGENTS_MAX = 200;
 
 export interface HttpOptions {
   timeoutMs: number;
@@ -55,8 +55,8 @@ export class HttpDestination implements Destination {
   private readonly targets = new Map<string, HttpTarget>();
   /** With a proxy: plain-http requests in absolute form to the proxy, and how their targets are checked. */
   private readonly viaProxy: { pool: Pool; origin: string; resolve: (hostname: string) => Promise<string>; note: string } | null;
-  /** Agents of endpoints that trust authorities of their own, by the authorities' PEM (agentFor). */
-  private readonly caAgents = new Map<string, Agent>();
+  /** Agents of endpoints with TLS of their own (authorities, a client certificate), by both (agentFor). */
+  private readonly tlsAgents = new Map<string, Agent>();
 
   constructor(private readonly options: HttpOptions) {
     const { proxy } = options;
@@ -104,25 +104,32 @@ export class HttpDestination implements Destination {
   }
 
   /**
-   * The connections for an endpoint that trusts certificate authorities of its own (a private
-   * PKI): the public ones and its own, hostname checked as always; one agent per set of
-   * authorities, so its connections are kept alive and reused like everyone else's. The least
-   * recently made goes when there are too many (closing lets its requests finish).
+   * The connections for an endpoint with TLS of its own: certificate authorities it trusts (a
+   * private PKI) beside the public ones, hostname checked as always, and a client certificate
+   * (mutual TLS). One agent per such pair, so its connections (and their handshakes) are kept
+   * alive and reused like everyone else's. The least recently made goes when there are too many
+   * (closing lets its requests finish).
    */
   private agentFor(req: SendRequest): Agent {
     const pem = req.trustedCas;
-    if (pem === undefined) return this.agent;
-    let agent = this.caAgents.get(pem);
+    const client = req.clientCertificate;
+    if (pem === undefined && client === undefined) return this.agent;
+    const key = `${pem ?? ''}\n${client?.id ?? ''}`;
+    let agent = this.tlsAgents.get(key);
     if (agent === undefined) {
-      const base = this.options.tls?.ca;
-      const ca = [...(base === undefined ? rootCertificates : [base].flat()), pem] as string[];
-      agent = this.makeAgent({ ...this.options.tls, ca });
-      if (this.caAgents.size >= CA_AGENTS_MAX) {
-        const [oldest, old] = this.caAgents.entries().next().value as [string, Agent];
-        this.caAgents.delete(oldest);
+      const tls: ConnectionOptions = { ...this.options.tls };
+      if (pem !== undefined) {
+        const base = this.options.tls?.ca;
+        tls.ca = [...(base === undefined ? rootCertificates : [base].flat()), pem] as string[];
+      }
+      if (client !== undefined) Object.assign(tls, { cert: client.cert, key: client.key });
+      agent = this.makeAgent(tls);
+      if (this.tlsAgents.size >= TLS_AGENTS_MAX) {
+        const [oldest, old] = this.tlsAgents.entries().next().value as [string, Agent];
+        this.tlsAgents.delete(oldest);
         void old.close().catch(() => {});
       }
-      this.caAgents.set(pem, agent);
+      this.tlsAgents.set(key, agent);
     }
     return agent;
   }
@@ -212,7 +219,7 @@ export class HttpDestination implements Destination {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.agent.close(), this.viaProxy?.pool.close(), ...[...this.caAgents.values()].map((a) => a.close())]);
+    await Promise.all([this.agent.close(), this.viaProxy?.pool.close(), ...[...this.tlsAgents.values()].map((a) => a.close())]);
   }
 
   /** The URL parsed and checked (literal address, scheme), remembered: one parse per URL, not per attempt. */
