@@ -149,7 +149,8 @@ try {
       const ms = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       if (received !== EVENTS) throw new Error(`${name}: ${received} of ${EVENTS} delivered`);
-      const r = (results[name] ??= { per_s: [], cpu_us: [] });
+      results[name] ??= { per_s: [], cpu_us: [] };
+      const r = results[name];
       r.per_s.push(Math.round(EVENTS / (ms / 1000)));
       r.cpu_us.push(Math.round((cpu.user + cpu.system) / EVENTS));
     }
