@@ -7,9 +7,8 @@
  *
  *   npx tsx --conditions=@payhooks/source bench/receiver-auth.ts   # ROUNDS=3 EVENTS=2000
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
@@ -23,55 +22,15 @@ import { openDatabase } from '../packages/server/src/db/client.ts';
 import { migrate } from '../packages/server/src/db/migrate.ts';
 import { publishEvents } from '../packages/server/src/events/publish.ts';
 import { createPlatform } from '../packages/server/src/tenancy/platforms.ts';
+import { issue, makeCa } from '../packages/server/test/helpers/certificates.ts';
 import { createPgDatabase } from '../packages/server/test/helpers/database.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const EVENTS = Number(process.env.EVENTS ?? 2000);
 const dir = mkdtempSync(join(tmpdir(), 'payhooks-bench-auth-'));
-const openssl = (args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
-const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-openssl([
-  'req',
-  '-x509',
-  ...ec,
-  '-days',
-  '1',
-  '-subj',
-  '/CN=bench-ca',
-  '-addext',
-  'basicConstraints=critical,CA:TRUE',
-  '-addext',
-  'keyUsage=critical,keyCertSign',
-  '-keyout',
-  join(dir, 'ca.key'),
-  '-out',
-  join(dir, 'ca.pem'),
-]);
-function issue(name: string, ext: string) {
-  openssl(['req', ...ec, '-subj', `/CN=${name}`, '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.csr`)]);
-  writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
-  openssl([
-    'x509',
-    '-req',
-    '-in',
-    join(dir, `${name}.csr`),
-    '-CA',
-    join(dir, 'ca.pem'),
-    '-CAkey',
-    join(dir, 'ca.key'),
-    '-CAcreateserial',
-    '-days',
-    '1',
-    '-extfile',
-    join(dir, `${name}.ext`),
-    '-out',
-    join(dir, `${name}.pem`),
-  ]);
-  return { key: readFileSync(join(dir, `${name}.key`), 'utf8'), cert: readFileSync(join(dir, `${name}.pem`), 'utf8') };
-}
-const ca = readFileSync(join(dir, 'ca.pem'), 'utf8');
-const serverCert = issue('receiver', 'subjectAltName=IP:127.0.0.1');
-const clientCert = issue('client', 'extendedKeyUsage=clientAuth');
+const ca = makeCa(dir, 'bench-ca');
+const serverCert = issue(dir, 'bench-ca', 'receiver', 'subjectAltName=IP:127.0.0.1');
+const clientCert = issue(dir, 'bench-ca', 'client', 'extendedKeyUsage=clientAuth');
 const BASIC = `Basic ${Buffer.from('bench:secret').toString('base64')}`;
 
 let received = 0;

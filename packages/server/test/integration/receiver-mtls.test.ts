@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issue, makeCa, type Issued } from '../helpers/certificates.ts';
 import { startService, type TestService } from '../helpers/service.ts';
 import { publish } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
@@ -27,80 +27,16 @@ let worker: DeliveryWorker;
 let p: CreatedPlatform;
 const accepted: { subject: string; socket: object }[] = [];
 
-const openssl = (args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
-
-function makeCa(name: string): void {
-  openssl([
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    `/CN=${name}`,
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-    '-keyout',
-    join(dir, `${name}.key`),
-    '-out',
-    join(dir, `${name}.pem`),
-  ]);
-}
-
-/** A certificate signed by CA `ca`, with the extensions given. */
-function issue(ca: string, name: string, ext: string): { key: string; cert: string } {
-  openssl([
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-subj',
-    `/CN=${name}`,
-    '-keyout',
-    join(dir, `${name}.key`),
-    '-out',
-    join(dir, `${name}.csr`),
-  ]);
-  writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
-  openssl([
-    'x509',
-    '-req',
-    '-in',
-    join(dir, `${name}.csr`),
-    '-CA',
-    join(dir, `${ca}.pem`),
-    '-CAkey',
-    join(dir, `${ca}.key`),
-    '-CAcreateserial',
-    '-days',
-    '1',
-    '-extfile',
-    join(dir, `${name}.ext`),
-    '-out',
-    join(dir, `${name}.pem`),
-  ]);
-  return { key: readFileSync(join(dir, `${name}.key`), 'utf8'), cert: readFileSync(join(dir, `${name}.pem`), 'utf8') };
-}
-
-let client: { key: string; cert: string };
-let stranger: { key: string; cert: string };
+let client: Issued;
+let stranger: Issued;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'payhooks-mtls-'));
-  makeCa('bank-ca');
-  makeCa('other-ca');
-  caPem = readFileSync(join(dir, 'bank-ca.pem'), 'utf8');
-  const serverCert = issue('bank-ca', 'receiver', 'subjectAltName=IP:127.0.0.1');
-  client = issue('bank-ca', 'payhooks-client', 'extendedKeyUsage=clientAuth');
-  stranger = issue('other-ca', 'stranger-client', 'extendedKeyUsage=clientAuth');
+  caPem = makeCa(dir, 'bank-ca');
+  makeCa(dir, 'other-ca');
+  const serverCert = issue(dir, 'bank-ca', 'receiver', 'subjectAltName=IP:127.0.0.1');
+  client = issue(dir, 'bank-ca', 'payhooks-client', 'extendedKeyUsage=clientAuth');
+  stranger = issue(dir, 'other-ca', 'stranger-client', 'extendedKeyUsage=clientAuth');
   // The bank's gateway: only clients with a certificate of its CA get in.
   server = createHttpsServer({ ...serverCert, ca: caPem, requestCert: true, rejectUnauthorized: true }, (req, res) => {
     const socket = req.socket as TLSSocket;

@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issue, makeCa } from '../helpers/certificates.ts';
 import { startService, type TestService } from '../helpers/service.ts';
 import { publish } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
@@ -25,46 +25,6 @@ let worker: DeliveryWorker;
 let p: CreatedPlatform;
 const received: string[] = [];
 
-const openssl = (args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
-
-/** A server certificate for `san`, signed by the private CA. */
-function serverCert(name: string, san: string): { key: Buffer; cert: string } {
-  const key = join(dir, `${name}.key`);
-  openssl([
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-subj',
-    `/CN=${name}`,
-    '-keyout',
-    key,
-    '-out',
-    join(dir, `${name}.csr`),
-  ]);
-  writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\n`);
-  openssl([
-    'x509',
-    '-req',
-    '-in',
-    join(dir, `${name}.csr`),
-    '-CA',
-    join(dir, 'ca.pem'),
-    '-CAkey',
-    join(dir, 'ca.key'),
-    '-CAcreateserial',
-    '-days',
-    '1',
-    '-extfile',
-    join(dir, `${name}.ext`),
-    '-out',
-    join(dir, `${name}.pem`),
-  ]);
-  return { key: readFileSync(key), cert: readFileSync(join(dir, `${name}.pem`), 'utf8') };
-}
-
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return `https://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
@@ -75,35 +35,14 @@ let wrongUrl: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'payhooks-private-ca-'));
-  openssl([
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=payhooks test private CA',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-    '-keyout',
-    join(dir, 'ca.key'),
-    '-out',
-    join(dir, 'ca.pem'),
-  ]);
-  caPem = readFileSync(join(dir, 'ca.pem'), 'utf8');
+  caPem = makeCa(dir, 'ca');
   const handler = (name: string) => (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
     received.push(name);
     req.resume();
     req.on('end', () => res.end('ok'));
   };
-  right = createHttpsServer(serverCert('right', 'IP:127.0.0.1'), handler('right'));
-  wrongHost = createHttpsServer(serverCert('wrong', 'DNS:another-host.example'), handler('wrong'));
+  right = createHttpsServer(issue(dir, 'ca', 'right', 'subjectAltName=IP:127.0.0.1'), handler('right'));
+  wrongHost = createHttpsServer(issue(dir, 'ca', 'wrong', 'subjectAltName=DNS:another-host.example'), handler('wrong'));
   rightUrl = await listen(right);
   wrongUrl = await listen(wrongHost);
   // Only the public authorities, as in production (no test CA given to the service).
