@@ -107,15 +107,11 @@ export class RequestBuilder {
       headers: row.custom_headers === null ? null : this.headerSets.get(row.custom_headers),
     };
     if (row.tls_ca_certificates !== null) request.trustedCas = row.tls_ca_certificates;
-    if (row.authentication_type === 'mtls' && row.authentication_ciphertext !== null)
-      request.clientCertificate = this.clientCertificates.get(row.authentication_ciphertext, row.endpoint_id);
-    else if (row.authentication_type !== null && row.authentication_ciphertext !== null)
-      request.headers = this.authorizations.with(
-        request.headers ?? null,
-        row.authentication_type,
-        row.authentication_ciphertext,
-        row.endpoint_id,
-      );
+    const sealed = row.authentication_ciphertext;
+    if (sealed !== null && row.authentication_type === 'mtls')
+      request.clientCertificate = this.clientCertificates.get(sealed, row.endpoint_id);
+    else if (sealed !== null && row.authentication_type === 'basic')
+      request.headers = this.authorizations.with(request.headers ?? null, sealed, row.endpoint_id);
     // Only endpoints signing with ed25519 pay for it: the others' rows carry null here.
     if (row.signing_key_ciphertext) {
       const privateKeys = [keys.privateKey(row.signing_key_ciphertext, row.endpoint_id)];

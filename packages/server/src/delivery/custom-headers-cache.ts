@@ -1,4 +1,3 @@
-import type { ReceiverAuthType } from '../db/schema.ts';
 import { basicAuthorization, openReceiverCredentials, REDACTED_AUTHORIZATION } from '../security/receiver-credentials.ts';
 import type { ClientCertificate, CustomHeaders } from './destinations/attempt.ts';
 
@@ -15,53 +14,59 @@ export function parseCustomHeaders(json: string): CustomHeaders {
 }
 
 /**
+ * Values made once per key (a header set's text, a sealed credential), in a bounded map that is
+ * emptied when full: the keys change only when the endpoint does, so a miss is rare.
+ */
+class MadeOnce<V> {
+  private readonly made = new Map<string, V>();
+
+  constructor(private readonly capacity: number) {}
+
+  get(key: string, make: () => V): V {
+    let value = this.made.get(key);
+    if (value === undefined) {
+      value = make();
+      if (this.made.size >= this.capacity) this.made.clear();
+      this.made.set(key, value);
+    }
+    return value;
+  }
+}
+
+/**
  * Parsed custom headers by their JSON text, so an attempt to an endpoint with headers parses
  * nothing the worker parsed before. Keyed by the text itself: a change to the headers is a new
  * text, found (and parsed) on the next claim, with nothing to invalidate.
  */
 export class CustomHeaderSets {
-  private readonly parsed = new Map<string, CustomHeaders>();
+  private readonly parsed: MadeOnce<CustomHeaders>;
 
-  constructor(private readonly capacity = CUSTOM_HEADER_SETS) {}
+  constructor(capacity = CUSTOM_HEADER_SETS) {
+    this.parsed = new MadeOnce(capacity);
+  }
 
   get(json: string): CustomHeaders {
-    let headers = this.parsed.get(json);
-    if (headers === undefined) {
-      headers = parseCustomHeaders(json);
-      if (this.parsed.size >= this.capacity) this.parsed.clear();
-      this.parsed.set(json, headers);
-    }
-    return headers;
+    return this.parsed.get(json, () => parseCustomHeaders(json));
   }
 }
 
 /**
- * An endpoint's headers with its receiver's `Authorization` added (Basic), by the sealed
+ * An endpoint's headers with its receiver's Basic `Authorization` added, by the sealed
  * credentials and the custom headers' text: opened once, and a change to either is a new key.
  * What the delivery log keeps (`json`) names the scheme only: `Authorization: Basic [redacted]`.
  */
 export class AuthorizationHeaders {
-  private readonly made = new Map<string, CustomHeaders>();
+  private readonly made = new MadeOnce<CustomHeaders>(CUSTOM_HEADER_SETS);
 
-  constructor(
-    private readonly decrypt: (box: string, aad: string) => string,
-    private readonly capacity = CUSTOM_HEADER_SETS,
-  ) {}
+  constructor(private readonly decrypt: (box: string, aad: string) => string) {}
 
-  with(custom: CustomHeaders | null, type: ReceiverAuthType, box: string, endpointId: string): CustomHeaders {
-    const key = `${box}\n${custom?.json ?? ''}`;
-    let headers = this.made.get(key);
-    if (headers === undefined) {
-      const credentials = openReceiverCredentials(this.decrypt, type, box, endpointId);
-      if (credentials.type !== 'basic') throw new Error(`endpoint ${endpointId}: ${type} credentials make no Authorization header`);
-      const value = basicAuthorization(credentials);
+  with(custom: CustomHeaders | null, box: string, endpointId: string): CustomHeaders {
+    return this.made.get(`${box}\n${custom?.json ?? ''}`, () => {
+      const credentials = openReceiverCredentials(this.decrypt, 'basic', box, endpointId);
       const shown: Record<string, string> = custom ? (JSON.parse(custom.json) as Record<string, string>) : {};
-      shown.Authorization = REDACTED_AUTHORIZATION[type];
-      headers = { json: JSON.stringify(shown), flat: [...(custom?.flat ?? []), 'authorization', value] };
-      if (this.made.size >= this.capacity) this.made.clear();
-      this.made.set(key, headers);
-    }
-    return headers;
+      shown.Authorization = REDACTED_AUTHORIZATION.basic;
+      return { json: JSON.stringify(shown), flat: [...(custom?.flat ?? []), 'authorization', basicAuthorization(credentials)] };
+    });
   }
 }
 
@@ -70,22 +75,14 @@ export class AuthorizationHeaders {
  * text, unique per upload) names the connections made with it (destinations/http.ts).
  */
 export class ClientCertificates {
-  private readonly opened = new Map<string, ClientCertificate>();
+  private readonly opened = new MadeOnce<ClientCertificate>(CUSTOM_HEADER_SETS);
 
-  constructor(
-    private readonly decrypt: (box: string, aad: string) => string,
-    private readonly capacity = CUSTOM_HEADER_SETS,
-  ) {}
+  constructor(private readonly decrypt: (box: string, aad: string) => string) {}
 
   get(box: string, endpointId: string): ClientCertificate {
-    let cert = this.opened.get(box);
-    if (cert === undefined) {
+    return this.opened.get(box, () => {
       const credentials = openReceiverCredentials(this.decrypt, 'mtls', box, endpointId);
-      if (credentials.type !== 'mtls') throw new Error(`endpoint ${endpointId}: its credentials are not a client certificate`);
-      cert = { id: box, cert: credentials.certificate, key: credentials.private_key };
-      if (this.opened.size >= this.capacity) this.opened.clear();
-      this.opened.set(box, cert);
-    }
-    return cert;
+      return { id: box, cert: credentials.certificate, key: credentials.private_key };
+    });
   }
 }

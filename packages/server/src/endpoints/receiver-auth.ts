@@ -1,5 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { ReceiverAuthType } from '../db/schema.ts';
+import { isBrokerProtocol } from '../endpoint-urls/broker-url.ts';
 import { AppError } from '../errors.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import { sealReceiverCredentials } from '../security/receiver-credentials.ts';
@@ -89,35 +90,35 @@ export function checkAuthenticationFits(
   type: ReceiverAuthType | null,
   trustedCas: string | null = null,
 ): void {
-  if (trustedCas !== null && !/^https?:/i.test(url))
-    throw new AppError(
-      'invalid_request',
+  // The URL was validated already (security/url-policy.ts): http, https or a broker's scheme.
+  const { protocol } = new URL(url);
+  const broker = isBrokerProtocol(protocol);
+  const refuse = (code: string, param: string, message: string) => new AppError('invalid_request', code, message, { param });
+  if (trustedCas !== null && broker)
+    throw refuse(
       'tls_not_supported',
+      'tls',
       'tls.ca_certificates is for HTTPS endpoints: a broker connection trusts the public authorities.',
-      { param: 'tls' },
     );
   if (type === null) return;
-  if (type === 'mtls' && !/^https:/i.test(url))
-    throw new AppError(
-      'invalid_request',
+  if (broker)
+    throw refuse(
       'authentication_not_supported',
-      'A client certificate is presented in the TLS handshake: the endpoint URL must be https.',
-      { param: 'authentication' },
-    );
-  if (!/^https?:/i.test(url))
-    throw new AppError(
-      'invalid_request',
-      'authentication_not_supported',
+      'authentication',
       'authentication is for HTTP endpoints: a broker URL carries its own credentials (user:password@).',
-      { param: 'authentication' },
+    );
+  if (type === 'mtls' && protocol !== 'https:')
+    throw refuse(
+      'authentication_not_supported',
+      'authentication',
+      'A client certificate is presented in the TLS handshake: the endpoint URL must be https.',
     );
   const custom = Object.keys(headers ?? {}).find((name) => name.toLowerCase() === 'authorization');
   if (custom !== undefined)
-    throw new AppError(
-      'invalid_request',
+    throw refuse(
       'header_conflicts_with_authentication',
+      `headers[${custom}]`,
       `The endpoint has both authentication and a custom '${custom}' header: remove the header (authentication sends Authorization itself).`,
-      { param: `headers[${custom}]` },
     );
 }
 

@@ -74,7 +74,8 @@ export function publishFunctionSql(): string {
   -- The statements events/publish.ts runs for one event: the plain one without a key
   -- (PUBLISH_PLAIN.one), else the one with the key window (PUBLISH.one). Delivery ids for the
   -- session's last fan-out (at most ${FANOUT_HINT_MAX}); a wider one writes nothing and says how many it needs.
-  v_pool := least(coalesce(nullif(current_setting('${FANOUT_SETTING}', true), '')::integer, 1), ${FANOUT_HINT_MAX});
+  v_hint := nullif(current_setting('${FANOUT_SETTING}', true), '')::integer;
+  v_pool := least(coalesce(v_hint, 1), ${FANOUT_HINT_MAX});
   LOOP
     v_ids := ARRAY(SELECT payhooks.new_id('whd_') FROM generate_series(1, v_pool));
     IF publish_event.idempotency_key IS NULL THEN
@@ -95,7 +96,7 @@ ${indent(run(PUBLISH.one).trim(), 6)}
     EXIT WHEN v_needed <= v_pool;
     v_pool := v_needed; -- more deliveries than ids: nothing was written; again with enough
   END LOOP;
-  IF v_needed > 0 THEN PERFORM set_config('${FANOUT_SETTING}', v_needed::text, false); END IF;
+  IF v_needed > 0 AND v_needed IS DISTINCT FROM v_hint THEN PERFORM set_config('${FANOUT_SETTING}', v_needed::text, false); END IF;
   IF v_platform IS NULL THEN
     PERFORM payhooks.refuse('resource_missing', 'merchant_id', format('No such merchant: ''%s''.', merchant_id));
   END IF;
@@ -195,6 +196,8 @@ DECLARE
   v_week timestamptz;
   v_ids text[];
   v_pool integer;
+  -- The session's last fan-out, as read (set again only when this one differs).
+  v_hint integer;
   v_plain record;
   v_keyed record;
   v_platform text;

@@ -1,4 +1,3 @@
-import type { ReceiverAuthType } from '../db/schema.ts';
 import type { SecretBox } from './encryption.ts';
 
 /**
@@ -28,16 +27,16 @@ export function sealReceiverCredentials(secrets: SecretBox, endpointId: string, 
   return secrets.encrypt(JSON.stringify(credentials), aad(endpointId));
 }
 
-/** Throws like `SecretBox.decrypt` when it can't be decrypted (a wrong key, another endpoint's). */
-export function openReceiverCredentials(
+/** Throws like `SecretBox.decrypt` when it can't be decrypted (a wrong key, another endpoint's) or is of another type. */
+export function openReceiverCredentials<T extends ReceiverCredentials['type']>(
   decrypt: (box: string, aad: string) => string,
-  type: ReceiverAuthType,
+  type: T,
   box: string,
   endpointId: string,
-): ReceiverCredentials {
+): Extract<ReceiverCredentials, { type: T }> {
   const opened = JSON.parse(decrypt(box, aad(endpointId))) as ReceiverCredentials;
   if (opened.type !== type) throw new Error(`endpoint ${endpointId}: its receiver credentials are not of type ${type}`);
-  return opened;
+  return opened as Extract<ReceiverCredentials, { type: T }>;
 }
 
 /** The `Authorization` value for Basic (RFC 7617, UTF-8). */
@@ -46,8 +45,4 @@ export function basicAuthorization(c: BasicCredentials): string {
 }
 
 /** What the delivery log shows instead: the scheme, never the credentials. */
-export const REDACTED_AUTHORIZATION: Record<ReceiverAuthType, string> = {
-  basic: 'Basic [redacted]',
-  oauth2_client_credentials: 'Bearer [redacted]',
-  mtls: '',
-};
+export const REDACTED_AUTHORIZATION = { basic: 'Basic [redacted]' } as const;

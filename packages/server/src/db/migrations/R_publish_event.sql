@@ -29,6 +29,8 @@ DECLARE
   v_week timestamptz;
   v_ids text[];
   v_pool integer;
+  -- The session's last fan-out, as read (set again only when this one differs).
+  v_hint integer;
   v_plain record;
   v_keyed record;
   v_platform text;
@@ -98,7 +100,8 @@ BEGIN
   -- The statements events/publish.ts runs for one event: the plain one without a key
   -- (PUBLISH_PLAIN.one), else the one with the key window (PUBLISH.one). Delivery ids for the
   -- session's last fan-out (at most 16); a wider one writes nothing and says how many it needs.
-  v_pool := least(coalesce(nullif(current_setting('payhooks.publish_fanout', true), '')::integer, 1), 16);
+  v_hint := nullif(current_setting('payhooks.publish_fanout', true), '')::integer;
+  v_pool := least(coalesce(v_hint, 1), 16);
   LOOP
     v_ids := ARRAY(SELECT payhooks.new_id('whd_') FROM generate_series(1, v_pool));
     IF publish_event.idempotency_key IS NULL THEN
@@ -211,7 +214,7 @@ BEGIN
     EXIT WHEN v_needed <= v_pool;
     v_pool := v_needed; -- more deliveries than ids: nothing was written; again with enough
   END LOOP;
-  IF v_needed > 0 THEN PERFORM set_config('payhooks.publish_fanout', v_needed::text, false); END IF;
+  IF v_needed > 0 AND v_needed IS DISTINCT FROM v_hint THEN PERFORM set_config('payhooks.publish_fanout', v_needed::text, false); END IF;
   IF v_platform IS NULL THEN
     PERFORM payhooks.refuse('resource_missing', 'merchant_id', format('No such merchant: ''%s''.', merchant_id));
   END IF;

@@ -55,6 +55,8 @@ export class HttpDestination implements Destination {
   private readonly targets = new Map<string, HttpTarget>();
   /** With a proxy: plain-http requests in absolute form to the proxy, and how their targets are checked. */
   private readonly viaProxy: { pool: Pool; origin: string; resolve: (hostname: string) => Promise<string>; note: string } | null;
+  /** How a target's name is resolved and checked behind the egress proxy (one for every agent). */
+  private readonly resolveTarget: (hostname: string) => Promise<string>;
   /** Agents of endpoints with TLS of their own (authorities, a client certificate), by both (agentFor). */
   private readonly tlsAgents = new Map<string, Agent>();
 
@@ -68,6 +70,7 @@ export class HttpDestination implements Destination {
       bodyTimeout: 0,
     };
     const resolve = targetResolver(options.resolver, options.allowPrivate);
+    this.resolveTarget = resolve;
     this.viaProxy = proxy
       ? {
           pool: new Pool(proxy.origin, { connections: options.connectionsPerOrigin, ...timeouts }),
@@ -95,7 +98,7 @@ export class HttpDestination implements Destination {
       connect: proxy
         ? (tunnelConnector({
             proxy,
-            resolve: targetResolver(options.resolver, options.allowPrivate),
+            resolve: this.resolveTarget,
             timeoutMs: options.timeoutMs,
             tls,
           }) as buildConnector.connector)
