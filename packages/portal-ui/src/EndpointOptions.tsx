@@ -70,16 +70,63 @@ export function EndpointOptions({
 /** The rate field as the API takes it: empty is no cap (null); the server checks the range. */
 export const rateCapOf = (rate: string): number | null => (rate.trim() === '' ? null : Number(rate.trim()));
 
-/** The authentication fields' state: unchanged (Edit only), none, or Basic with new credentials. */
-export type AuthChoice = { mode: 'keep' } | { mode: 'none' } | { mode: 'basic'; username: string; password: string };
+/** The authentication fields' state: unchanged (Edit only), none, or a kind with new credentials. */
+export type AuthChoice =
+  | { mode: 'keep' }
+  | { mode: 'none' }
+  | { mode: 'basic'; username: string; password: string }
+  | { mode: 'mtls'; certificate: string; privateKey: string }
+  | {
+      mode: 'oauth2';
+      tokenUrl: string;
+      clientId: string;
+      clientSecret: string;
+      scope: string;
+      audience: string;
+      method: 'client_secret_basic' | 'client_secret_post';
+    };
+
+/** Whether the choice sets new credentials (anything but keep and none). */
+export const setsCredentials = (c: AuthChoice) => c.mode !== 'keep' && c.mode !== 'none';
+
+const optional = (text: string) => (text.trim() === '' ? null : text.trim());
 
 /** What the API takes for a choice: undefined leaves the endpoint's as it is; null removes it. */
-export const authenticationOf = (c: AuthChoice) =>
-  c.mode === 'keep' ? undefined : c.mode === 'none' ? null : { type: 'basic' as const, username: c.username, password: c.password };
+export function authenticationOf(c: AuthChoice) {
+  switch (c.mode) {
+    case 'keep':
+      return undefined;
+    case 'none':
+      return null;
+    case 'basic':
+      return { type: 'basic' as const, username: c.username, password: c.password };
+    case 'mtls':
+      return { type: 'mtls' as const, certificate: c.certificate, private_key: c.privateKey };
+    case 'oauth2':
+      return {
+        type: 'oauth2_client_credentials' as const,
+        token_url: c.tokenUrl.trim(),
+        client_id: c.clientId,
+        client_secret: c.clientSecret,
+        scope: optional(c.scope),
+        audience: optional(c.audience),
+        client_auth_method: c.method,
+      };
+  }
+}
+
+const EMPTY: Record<string, AuthChoice> = {
+  keep: { mode: 'keep' },
+  none: { mode: 'none' },
+  basic: { mode: 'basic', username: '', password: '' },
+  mtls: { mode: 'mtls', certificate: '', privateKey: '' },
+  oauth2: { mode: 'oauth2', tokenUrl: '', clientId: '', clientSecret: '', scope: '', audience: '', method: 'client_secret_basic' },
+};
 
 /**
- * How payhooks authenticates to the merchant's receiver beside the signature. The password is
- * typed, sent once and never shown again: on Edit, "keep" leaves the stored one untouched.
+ * How payhooks authenticates to the merchant's receiver beside the signature. Passwords, keys
+ * and client secrets are typed, sent once and never shown again: on Edit, "keep" leaves the
+ * stored ones untouched.
  */
 export function ReceiverAuthFields({
   idPrefix,
@@ -93,43 +140,167 @@ export function ReceiverAuthFields({
   value: AuthChoice;
   onChange: (c: AuthChoice) => void;
 }) {
-  const select = (mode: string) =>
-    onChange(mode === 'basic' ? { mode: 'basic', username: '', password: '' } : mode === 'keep' ? { mode: 'keep' } : { mode: 'none' });
+  const field = (name: string, label: string, input: React.ReactNode) => (
+    <>
+      <label htmlFor={`${idPrefix}auth-${name}`}>{label}</label>
+      {input}
+    </>
+  );
+  const fresh = current !== null ? ', new credentials' : '';
   return (
     <>
       <label htmlFor={`${idPrefix}auth`}>Authenticate to your receiver</label>
-      <select id={`${idPrefix}auth`} value={value.mode} onChange={(e) => select(e.target.value)}>
+      <select id={`${idPrefix}auth`} value={value.mode} onChange={(e) => onChange(EMPTY[e.target.value] ?? EMPTY.none!)}>
         {current !== null && <option value="keep">{current} (unchanged)</option>}
         <option value="none">Signature only</option>
-        <option value="basic">{current !== null ? 'Basic, new credentials' : 'Basic (username and password)'}</option>
+        <option value="basic">{current !== null ? `Basic${fresh}` : 'Basic (username and password)'}</option>
+        <option value="mtls">Client certificate (mutual TLS){fresh}</option>
+        <option value="oauth2">OAuth 2.0 client credentials{fresh}</option>
       </select>
       {value.mode === 'basic' && (
         <>
-          <label htmlFor={`${idPrefix}auth-username`}>Username</label>
-          <input
-            id={`${idPrefix}auth-username`}
-            type="text"
-            required
-            maxLength={255}
-            autoComplete="off"
-            value={value.username}
-            onChange={(e) => onChange({ ...value, username: e.target.value })}
-          />
-          <label htmlFor={`${idPrefix}auth-password`}>Password</label>
-          <input
-            id={`${idPrefix}auth-password`}
-            type="password"
-            required
-            maxLength={1024}
-            autoComplete="new-password"
-            value={value.password}
-            onChange={(e) => onChange({ ...value, password: e.target.value })}
-          />
+          {field(
+            'username',
+            'Username',
+            <input
+              id={`${idPrefix}auth-username`}
+              type="text"
+              required
+              maxLength={255}
+              autoComplete="off"
+              value={value.username}
+              onChange={(e) => onChange({ ...value, username: e.target.value })}
+            />,
+          )}
+          {field(
+            'password',
+            'Password',
+            <input
+              id={`${idPrefix}auth-password`}
+              type="password"
+              required
+              maxLength={1024}
+              autoComplete="new-password"
+              value={value.password}
+              onChange={(e) => onChange({ ...value, password: e.target.value })}
+            />,
+          )}
+        </>
+      )}
+      {value.mode === 'mtls' && (
+        <>
+          {field(
+            'certificate',
+            'Client certificate (PEM)',
+            <textarea
+              id={`${idPrefix}auth-certificate`}
+              className="mono"
+              rows={3}
+              required
+              placeholder="-----BEGIN CERTIFICATE-----"
+              value={value.certificate}
+              onChange={(e) => onChange({ ...value, certificate: e.target.value })}
+            />,
+          )}
+          {field(
+            'key',
+            'Private key (PEM)',
+            <textarea
+              id={`${idPrefix}auth-key`}
+              className="mono"
+              rows={3}
+              required
+              autoComplete="off"
+              placeholder="-----BEGIN PRIVATE KEY-----"
+              value={value.privateKey}
+              onChange={(e) => onChange({ ...value, privateKey: e.target.value })}
+            />,
+          )}
+        </>
+      )}
+      {value.mode === 'oauth2' && (
+        <>
+          {field(
+            'token-url',
+            'Token URL',
+            <input
+              id={`${idPrefix}auth-token-url`}
+              type="url"
+              required
+              placeholder="https://auth.example.com/oauth/token"
+              value={value.tokenUrl}
+              onChange={(e) => onChange({ ...value, tokenUrl: e.target.value })}
+            />,
+          )}
+          {field(
+            'client-id',
+            'Client ID',
+            <input
+              id={`${idPrefix}auth-client-id`}
+              type="text"
+              required
+              maxLength={255}
+              autoComplete="off"
+              value={value.clientId}
+              onChange={(e) => onChange({ ...value, clientId: e.target.value })}
+            />,
+          )}
+          {field(
+            'client-secret',
+            'Client secret',
+            <input
+              id={`${idPrefix}auth-client-secret`}
+              type="password"
+              required
+              maxLength={1024}
+              autoComplete="new-password"
+              value={value.clientSecret}
+              onChange={(e) => onChange({ ...value, clientSecret: e.target.value })}
+            />,
+          )}
+          {field(
+            'scope',
+            'Scope (optional)',
+            <input
+              id={`${idPrefix}auth-scope`}
+              type="text"
+              maxLength={1024}
+              value={value.scope}
+              onChange={(e) => onChange({ ...value, scope: e.target.value })}
+            />,
+          )}
+          {field(
+            'audience',
+            'Audience (optional)',
+            <input
+              id={`${idPrefix}auth-audience`}
+              type="text"
+              maxLength={1024}
+              value={value.audience}
+              onChange={(e) => onChange({ ...value, audience: e.target.value })}
+            />,
+          )}
+          {field(
+            'method',
+            'Client authentication',
+            <select
+              id={`${idPrefix}auth-method`}
+              value={value.method}
+              onChange={(e) =>
+                onChange({ ...value, method: e.target.value === 'client_secret_post' ? 'client_secret_post' : 'client_secret_basic' })
+              }
+            >
+              <option value="client_secret_basic">HTTP Basic (client_secret_basic)</option>
+              <option value="client_secret_post">In the form body (client_secret_post)</option>
+            </select>,
+          )}
         </>
       )}
       <p className="muted small">
-        For a receiver behind a gateway that wants its own credentials: every delivery then carries <code>Authorization: Basic …</code>. The
-        password is stored encrypted and never shown again; the delivery log shows <code>Basic [redacted]</code>.
+        For a receiver behind a gateway that wants its own credentials: Basic sends <code>Authorization: Basic …</code>; a client
+        certificate is presented in the TLS handshake (https only); OAuth 2.0 gets an access token from your authorization server and sends{' '}
+        <code>Authorization: Bearer …</code>. Passwords, keys and client secrets are stored encrypted and never shown again; the delivery
+        log shows <code>[redacted]</code>.
       </p>
     </>
   );

@@ -789,7 +789,7 @@ export interface components {
             };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
-            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username; mtls: the client certificate); null: none. */
+            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username; mtls: the client certificate; oauth2_client_credentials: everything but the client secret); null: none. */
             authentication: {
                 /** @enum {string} */
                 type: "basic";
@@ -803,6 +803,14 @@ export interface components {
                 fingerprint: string;
                 /** @description When the client certificate expires. UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
                 not_after: string;
+            } | {
+                /** @enum {string} */
+                type: "oauth2_client_credentials";
+                token_url: string;
+                client_id: string;
+                scope: string | null;
+                audience: string | null;
+                client_auth_method: "client_secret_basic" | "client_secret_post";
             } | null;
             /** @description Certificate authorities trusted for this endpoint beside the public ones (PEM, as given); null: the public ones only. */
             tls: {
@@ -868,7 +876,7 @@ export interface components {
             };
             /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
             asymmetric_signature: boolean;
-            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username; mtls: the client certificate); null: none. */
+            /** @description How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username; mtls: the client certificate; oauth2_client_credentials: everything but the client secret); null: none. */
             authentication: {
                 /** @enum {string} */
                 type: "basic";
@@ -882,6 +890,14 @@ export interface components {
                 fingerprint: string;
                 /** @description When the client certificate expires. UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
                 not_after: string;
+            } | {
+                /** @enum {string} */
+                type: "oauth2_client_credentials";
+                token_url: string;
+                client_id: string;
+                scope: string | null;
+                audience: string | null;
+                client_auth_method: "client_secret_basic" | "client_secret_post";
             } | null;
             /** @description Certificate authorities trusted for this endpoint beside the public ones (PEM, as given); null: the public ones only. */
             tls: {
@@ -2199,7 +2215,7 @@ export interface operations {
                     max_requests_per_second?: number | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
-                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header. */
+                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt; {"type": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scope"?, "audience"?, "client_auth_method"?} gets an access token from your authorization server (cached until shortly before it expires, fetched again once when the receiver answers 401) and sends Authorization: Bearer. HTTP endpoints only, not brokers; passwords, keys and client secrets are stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted] or Bearer [redacted]. Replaced whole on update; null removes it. Not with a custom Authorization header. */
                     authentication?: {
                         /** @enum {string} */
                         type: "basic";
@@ -2214,6 +2230,20 @@ export interface operations {
                         certificate: string;
                         /** @description The certificate's private key (unencrypted PEM); stored encrypted, never shown again. */
                         private_key: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "oauth2_client_credentials";
+                        /** @description The authorization server's token endpoint: https, under the same address rules as endpoint URLs. */
+                        token_url: string;
+                        client_id: string;
+                        /** @description Stored encrypted; never shown again. */
+                        client_secret: string;
+                        /** @description Space-separated scopes to ask for. */
+                        scope?: string | null;
+                        /** @description Sent as the audience parameter, for authorization servers that issue tokens per API. */
+                        audience?: string | null;
+                        /** @description How the client authenticates at the token endpoint (default client_secret_basic). */
+                        client_auth_method?: "client_secret_basic" | "client_secret_post";
                     } | null;
                     /** @description For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them. */
                     tls?: {
@@ -2499,7 +2529,7 @@ export interface operations {
                     max_requests_per_second?: number | null;
                     /** @description Also sign with ed25519: Service-Signature gets a v1a=<base64> entry per public key in public_keys, over the same t.rawbody bytes as v1, which a receiver verifies with the public key alone. The first time it is turned on, payhooks makes the key pair (the private key is stored encrypted and never shown). On create, absent means the Platform default. */
                     asymmetric_signature?: boolean;
-                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header. */
+                    /** @description How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt; {"type": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scope"?, "audience"?, "client_auth_method"?} gets an access token from your authorization server (cached until shortly before it expires, fetched again once when the receiver answers 401) and sends Authorization: Bearer. HTTP endpoints only, not brokers; passwords, keys and client secrets are stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted] or Bearer [redacted]. Replaced whole on update; null removes it. Not with a custom Authorization header. */
                     authentication?: {
                         /** @enum {string} */
                         type: "basic";
@@ -2514,6 +2544,20 @@ export interface operations {
                         certificate: string;
                         /** @description The certificate's private key (unencrypted PEM); stored encrypted, never shown again. */
                         private_key: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "oauth2_client_credentials";
+                        /** @description The authorization server's token endpoint: https, under the same address rules as endpoint URLs. */
+                        token_url: string;
+                        client_id: string;
+                        /** @description Stored encrypted; never shown again. */
+                        client_secret: string;
+                        /** @description Space-separated scopes to ask for. */
+                        scope?: string | null;
+                        /** @description Sent as the audience parameter, for authorization servers that issue tokens per API. */
+                        audience?: string | null;
+                        /** @description How the client authenticates at the token endpoint (default client_secret_basic). */
+                        client_auth_method?: "client_secret_basic" | "client_secret_post";
                     } | null;
                     /** @description For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them. */
                     tls?: {

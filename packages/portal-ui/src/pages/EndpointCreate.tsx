@@ -3,6 +3,7 @@ import { api, type Catalog, type Environment } from '../api.ts';
 import { rememberSecret } from '../created-secret.ts';
 import {
   authenticationOf,
+  setsCredentials,
   EndpointOptions,
   rateCapOf,
   ReceiverAuthFields,
@@ -53,7 +54,7 @@ export function EndpointCreate({ environment }: { environment: Environment }) {
         standard_webhooks: standardWebhooks,
         headers: parsed.headers,
         max_requests_per_second: rateCapOf(rate),
-        ...(auth.mode === 'basic' ? { authentication: authenticationOf(auth) } : {}),
+        ...(setsCredentials(auth) ? { authentication: authenticationOf(auth) } : {}),
         ...(cas.trim() !== '' ? { tls: tlsOf(cas) } : {}),
         // Left unticked, the Platform's default decides.
         ...(asymmetric ? { asymmetric_signature: true } : {}),

@@ -4,6 +4,7 @@ import { takeSecret } from '../created-secret.ts';
 import { DeliveryLog } from '../DeliveryLog.tsx';
 import {
   authenticationOf,
+  setsCredentials,
   EndpointOptions,
   rateCapOf,
   ReceiverAuthFields,
@@ -538,7 +539,7 @@ function EditForm({
           max_requests_per_second: rateCapOf(rate),
           asymmetric_signature: asymmetric,
           // Sent only when it changes: "signature only" on an endpoint that has none is no change.
-          ...(auth.mode === 'basic' || (auth.mode === 'none' && endpoint.authentication) ? { authentication: authenticationOf(auth) } : {}),
+          ...(setsCredentials(auth) || (auth.mode === 'none' && endpoint.authentication) ? { authentication: authenticationOf(auth) } : {}),
           // Sent only when it changes, like the authentication.
           ...(cas.trim() !== (endpoint.tls?.ca_certificates ?? '').trim() ? { tls: tlsOf(cas) } : {}),
         }),
@@ -712,5 +713,12 @@ function BulkReplayForm({ endpointId, onProgress }: { endpointId: string; onProg
 function authenticationWords(endpoint: Endpoint): string | null {
   const a = endpoint.authentication;
   if (!a) return null;
-  return a.type === 'basic' ? `Basic, as ${a.username}` : `client certificate ${a.subject}, issued by ${a.issuer}, until ${a.not_after}`;
+  switch (a.type) {
+    case 'basic':
+      return `Basic, as ${a.username}`;
+    case 'mtls':
+      return `client certificate ${a.subject}, issued by ${a.issuer}, until ${a.not_after}`;
+    case 'oauth2_client_credentials':
+      return `OAuth 2.0 as client ${a.client_id}, tokens from ${a.token_url}`;
+  }
 }

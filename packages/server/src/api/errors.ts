@@ -6,6 +6,7 @@ import { REQUEST_ID_HEADER } from './request-id.ts';
 interface AjvError {
   keyword: string;
   instancePath: string;
+  schemaPath?: string;
   params: Record<string, unknown>;
   message?: string;
   /** Set when a `propertyNames` rule failed: the offending key. */
@@ -76,8 +77,29 @@ function paramOf(path: string, extra?: string): string | undefined {
   );
 }
 
+/**
+ * A tagged union of objects (`{"type": "basic", …} | {"type": "mtls", …}`) sent with a known
+ * `type`: only the errors of that type's branch, so the message is about what was meant, not
+ * about the first branch's fields.
+ */
+function tagged(errors: AjvError[]): AjvError[] {
+  for (const union of errors) {
+    if (union.keyword !== 'anyOf' || union.schemaPath === undefined) continue;
+    const tag = (union.data as { type?: unknown } | null)?.type;
+    if (typeof tag !== 'string') continue;
+    const branches = union.parentSchema?.anyOf as { properties?: { type?: { const?: unknown } } }[] | undefined;
+    const i = Array.isArray(branches) ? branches.findIndex((b) => b.properties?.type?.const === tag) : -1;
+    if (i < 0) continue;
+    const prefix = `${union.schemaPath}/${i}/`;
+    const mine = errors.filter((x) => x.schemaPath?.startsWith(prefix));
+    if (mine.length > 0) return mine;
+  }
+  return errors;
+}
+
 /** Turns the first schema violation into a 400 that names the field and what to send. */
-export function validationError(errors: AjvError[], part: string): AppError {
+export function validationError(all: AjvError[], part: string): AppError {
+  const errors = tagged(all);
   const e = errors[0]!;
   if (e.keyword === 'additionalProperties') {
     const name = String(e.params.additionalProperty);

@@ -1,6 +1,6 @@
 import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import type { SecretBox } from '../security/encryption.ts';
-import { AuthorizationHeaders, ClientCertificates, CustomHeaderSets } from './custom-headers-cache.ts';
+import { AuthorizationHeaders, ClientCertificates, CustomHeaderSets, OAuthClients } from './custom-headers-cache.ts';
 import type { ReceiverAuthType } from '../db/schema.ts';
 import type { SendRequest } from './destinations/attempt.ts';
 import { SigningKeys, webhookKeysOf } from './signing-keys.ts';
@@ -83,11 +83,14 @@ export class RequestBuilder {
   private readonly authorizations: AuthorizationHeaders;
   /** Receivers' client certificates (mutual TLS), opened once per sealed value. */
   private readonly clientCertificates: ClientCertificates;
+  /** Receivers' OAuth 2.0 clients, opened once per sealed value. */
+  private readonly oauthClients: OAuthClients;
 
   constructor(secrets: SecretBox) {
     this.keys = new SigningKeys(secrets);
     this.authorizations = new AuthorizationHeaders((box, aad) => this.keys.decrypt(box, aad));
     this.clientCertificates = new ClientCertificates((box, aad) => this.keys.decrypt(box, aad));
+    this.oauthClients = new OAuthClients((box, aad) => this.keys.decrypt(box, aad));
   }
 
   /** The request; throws like `SecretBox.decrypt` when a secret can't be decrypted (a wrong PAYHOOKS_ENCRYPTION_KEY). */
@@ -111,7 +114,11 @@ export class RequestBuilder {
     if (sealed !== null && row.authentication_type === 'mtls')
       request.clientCertificate = this.clientCertificates.get(sealed, row.endpoint_id);
     else if (sealed !== null && row.authentication_type === 'basic')
-      request.headers = this.authorizations.with(request.headers ?? null, sealed, row.endpoint_id);
+      request.headers = this.authorizations.with(request.headers ?? null, sealed, row.endpoint_id, 'basic');
+    else if (sealed !== null && row.authentication_type === 'oauth2_client_credentials') {
+      request.oauth2 = this.oauthClients.get(sealed, row.endpoint_id);
+      request.headers = this.authorizations.with(request.headers ?? null, sealed, row.endpoint_id, 'bearer');
+    }
     // Only endpoints signing with ed25519 pay for it: the others' rows carry null here.
     if (row.signing_key_ciphertext) {
       const privateKeys = [keys.privateKey(row.signing_key_ciphertext, row.endpoint_id)];

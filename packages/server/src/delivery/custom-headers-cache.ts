@@ -1,4 +1,5 @@
 import { basicAuthorization, openReceiverCredentials, REDACTED_AUTHORIZATION } from '../security/receiver-credentials.ts';
+import type { OAuthClient } from './destinations/access-tokens.ts';
 import type { ClientCertificate, CustomHeaders } from './destinations/attempt.ts';
 
 /** Distinct custom-header sets one worker keeps parsed; all are dropped when full. */
@@ -51,21 +52,46 @@ export class CustomHeaderSets {
 }
 
 /**
- * An endpoint's headers with its receiver's Basic `Authorization` added, by the sealed
- * credentials and the custom headers' text: opened once, and a change to either is a new key.
- * What the delivery log keeps (`json`) names the scheme only: `Authorization: Basic [redacted]`.
+ * An endpoint's headers with its receiver's `Authorization`, by the sealed credentials and the
+ * custom headers' text: opened once, and a change to either is a new key. Basic is added here;
+ * a Bearer token is added by the HTTP destination, which holds the tokens. What the delivery log
+ * keeps (`json`) names the scheme only: `Authorization: Basic [redacted]` or `Bearer [redacted]`.
  */
 export class AuthorizationHeaders {
   private readonly made = new MadeOnce<CustomHeaders>(CUSTOM_HEADER_SETS);
 
   constructor(private readonly decrypt: (box: string, aad: string) => string) {}
 
-  with(custom: CustomHeaders | null, box: string, endpointId: string): CustomHeaders {
+  with(custom: CustomHeaders | null, box: string, endpointId: string, scheme: 'basic' | 'bearer'): CustomHeaders {
     return this.made.get(`${box}\n${custom?.json ?? ''}`, () => {
-      const credentials = openReceiverCredentials(this.decrypt, 'basic', box, endpointId);
       const shown: Record<string, string> = custom ? (JSON.parse(custom.json) as Record<string, string>) : {};
-      shown.Authorization = REDACTED_AUTHORIZATION.basic;
-      return { json: JSON.stringify(shown), flat: [...(custom?.flat ?? []), 'authorization', basicAuthorization(credentials)] };
+      shown.Authorization = REDACTED_AUTHORIZATION[scheme];
+      const flat = [...(custom?.flat ?? [])];
+      if (scheme === 'basic')
+        flat.push('authorization', basicAuthorization(openReceiverCredentials(this.decrypt, 'basic', box, endpointId)));
+      return { json: JSON.stringify(shown), flat };
+    });
+  }
+}
+
+/** Endpoints' OAuth 2.0 clients, opened once per sealed value (its text keys the client's token). */
+export class OAuthClients {
+  private readonly opened = new MadeOnce<OAuthClient>(CUSTOM_HEADER_SETS);
+
+  constructor(private readonly decrypt: (box: string, aad: string) => string) {}
+
+  get(box: string, endpointId: string): OAuthClient {
+    return this.opened.get(box, () => {
+      const c = openReceiverCredentials(this.decrypt, 'oauth2_client_credentials', box, endpointId);
+      return {
+        id: box,
+        tokenUrl: c.token_url,
+        clientId: c.client_id,
+        clientSecret: c.client_secret,
+        scope: c.scope,
+        audience: c.audience,
+        method: c.client_auth_method,
+      };
     });
   }
 }

@@ -39,6 +39,7 @@ export class Sender {
       connectionsPerOrigin: options.connectionsPerOrigin,
       proxy: options.egressProxy,
       tls: options.tls,
+      now: () => options.now().getTime(),
     });
     this.brokers = new BrokerDestinations({ ...common, idleMs: options.brokerIdleMs });
   }

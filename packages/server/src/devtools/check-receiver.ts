@@ -33,7 +33,9 @@ export interface CheckOptions {
    * How the deliveries are POSTed: through the delivery engine's HTTP transport when the CLI is
    * given an egress proxy (HttpDestination.post); undici's own request otherwise.
    */
-  transport?: { post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Dispatcher.ResponseData> };
+  transport?: {
+    request(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Dispatcher.ResponseData>;
+  };
   /** The `Authorization` header an endpoint with `authentication` sends (Basic), on every check. */
   authorization?: string | undefined;
 }
@@ -138,7 +140,7 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
     try {
       const headers = options.authorization ? { ...d.headers, authorization: options.authorization } : d.headers;
       const res = options.transport
-        ? await options.transport.post(url, headers, d.body, controller.signal)
+        ? await options.transport.request(url, headers, d.body, controller.signal)
         : await request(url, {
             method: 'POST',
             headers,

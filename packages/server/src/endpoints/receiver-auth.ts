@@ -1,9 +1,10 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
-import type { ReceiverAuthType } from '../db/schema.ts';
+import type { Environment, ReceiverAuthType } from '../db/schema.ts';
 import { isBrokerProtocol } from '../endpoint-urls/broker-url.ts';
 import { AppError } from '../errors.ts';
 import type { SecretBox } from '../security/encryption.ts';
-import { sealReceiverCredentials } from '../security/receiver-credentials.ts';
+import { sealReceiverCredentials, type ClientAuthMethod } from '../security/receiver-credentials.ts';
+import { validateEndpointUrl, type UrlPolicy } from '../security/url-policy.ts';
 
 /**
  * An endpoint's `authentication`: how payhooks proves itself to the receiver beside the
@@ -13,12 +14,35 @@ import { sealReceiverCredentials } from '../security/receiver-credentials.ts';
  */
 export type AuthenticationInput =
   | { type: 'basic'; username: string; password: string }
-  | { type: 'mtls'; certificate: string; private_key: string };
+  | { type: 'mtls'; certificate: string; private_key: string }
+  | {
+      type: 'oauth2_client_credentials';
+      token_url: string;
+      client_id: string;
+      client_secret: string;
+      scope?: string | null | undefined;
+      audience?: string | null | undefined;
+      client_auth_method?: ClientAuthMethod | undefined;
+    };
 
 /** What the API shows: the type and the fields that are not secret. */
 export type AuthenticationView =
   | { type: 'basic'; username: string }
-  | { type: 'mtls'; subject: string; issuer: string; fingerprint: string; not_after: string };
+  | { type: 'mtls'; subject: string; issuer: string; fingerprint: string; not_after: string }
+  | {
+      type: 'oauth2_client_credentials';
+      token_url: string;
+      client_id: string;
+      scope: string | null;
+      audience: string | null;
+      client_auth_method: ClientAuthMethod;
+    };
+
+/** Where the endpoint is (its environment) and the outbound URL rules: a token URL follows the endpoint's. */
+export interface AuthenticationPlace {
+  environment: Environment;
+  urlPolicy: UrlPolicy;
+}
 
 /** The columns of an endpoint's authentication (all null: none). */
 export interface AuthenticationColumns {
@@ -36,15 +60,21 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 const invalid = (param: string, message: string) => new AppError('invalid_request', 'parameter_invalid', message, { param });
 
 /** The columns for what a request gave, checked; the password only ever leaves sealed. */
-export function authenticationColumns(secrets: SecretBox, endpointId: string, input: AuthenticationInput | null): AuthenticationColumns {
+export function authenticationColumns(
+  secrets: SecretBox,
+  endpointId: string,
+  input: AuthenticationInput | null,
+  place: AuthenticationPlace,
+): AuthenticationColumns {
   if (input === null) return NONE;
   if (input.type === 'mtls') return clientCertificateColumns(secrets, endpointId, input);
+  if (input.type === 'oauth2_client_credentials') return oauthClientColumns(secrets, endpointId, input, place);
   // The API's schema admits only the types built so far; this is for in-process callers.
   if (input.type !== 'basic')
     throw new AppError(
       'invalid_request',
       'parameter_invalid',
-      `authentication.type '${String((input as { type: unknown }).type)}' is not supported: use basic or mtls.`,
+      `authentication.type '${String((input as { type: unknown }).type)}' is not supported: use basic, mtls or oauth2_client_credentials.`,
       { param: 'authentication[type]' },
     );
   if (input.username.includes(':') || CONTROL.test(input.username))
@@ -74,6 +104,15 @@ export function authenticationView(row: AuthenticationColumns): AuthenticationVi
       issuer: shown.issuer ?? '',
       fingerprint: shown.fingerprint ?? '',
       not_after: shown.not_after ?? '',
+    };
+  if (row.authenticationType === 'oauth2_client_credentials')
+    return {
+      type: 'oauth2_client_credentials',
+      token_url: shown.token_url ?? '',
+      client_id: shown.client_id ?? '',
+      scope: shown.scope ?? null,
+      audience: shown.audience ?? null,
+      client_auth_method: shown.client_auth_method === 'client_secret_post' ? 'client_secret_post' : 'client_secret_basic',
     };
   if (row.authenticationType !== 'basic') return null;
   return { type: 'basic', username: row.authenticationShown?.username ?? '' };
@@ -202,6 +241,57 @@ function clientCertificateColumns(
       type: 'mtls',
       certificate: `${blocks.join('\n')}\n`,
       private_key: key.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    }),
+  };
+}
+
+/**
+ * An OAuth 2.0 client (RFC 6749 section 4.4): the token URL is held to the endpoint's own URL
+ * rules (environment, private addresses) and must be https, since the client secret travels to
+ * it; at send time it is reached through the same SSRF guard and egress proxy as the receiver.
+ * The client secret leaves only sealed; everything else is shown.
+ */
+function oauthClientColumns(
+  secrets: SecretBox,
+  endpointId: string,
+  input: Extract<AuthenticationInput, { type: 'oauth2_client_credentials' }>,
+  place: AuthenticationPlace,
+): AuthenticationColumns {
+  const param = 'authentication[token_url]';
+  let tokenUrl: string;
+  try {
+    tokenUrl = validateEndpointUrl(input.token_url, place.environment, place.urlPolicy).url;
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    throw new AppError(err.kind, err.code, err.message.replace(/^url\b/, 'authentication.token_url'), { param });
+  }
+  const parsed = new URL(tokenUrl);
+  if (parsed.protocol !== 'https:')
+    throw invalid(param, `Invalid '${param}': the token endpoint must be https (the client secret is sent to it).`);
+  if (parsed.search !== '')
+    throw invalid(param, `Invalid '${param}': no query string (the token request sends its parameters in the body).`);
+  for (const field of ['client_id', 'client_secret', 'scope', 'audience'] as const) {
+    const value = input[field];
+    if (typeof value === 'string' && CONTROL.test(value))
+      throw invalid(`authentication[${field}]`, `Invalid 'authentication[${field}]': no control character (CR, LF, NUL and the like).`);
+  }
+  const scope = input.scope ?? null;
+  const audience = input.audience ?? null;
+  const method: ClientAuthMethod = input.client_auth_method ?? 'client_secret_basic';
+  const shown: Record<string, string> = { token_url: tokenUrl, client_id: input.client_id, client_auth_method: method };
+  if (scope !== null) shown.scope = scope;
+  if (audience !== null) shown.audience = audience;
+  return {
+    authenticationType: 'oauth2_client_credentials',
+    authenticationShown: shown,
+    authenticationCiphertext: sealReceiverCredentials(secrets, endpointId, {
+      type: 'oauth2_client_credentials',
+      token_url: tokenUrl,
+      client_id: input.client_id,
+      client_secret: input.client_secret,
+      scope,
+      audience,
+      client_auth_method: method,
     }),
   };
 }

@@ -237,7 +237,10 @@ export class EndpointService {
     const id = newId('webhookEndpoint');
     const secret = newSigningSecret();
     const now = this.clock.now();
-    const authentication = authenticationColumns(this.secrets, id, input.authentication ?? null);
+    const authentication = authenticationColumns(this.secrets, id, input.authentication ?? null, {
+      environment: scope.environment,
+      urlPolicy: this.urlPolicy,
+    });
     const trustedCas = trustedCasOf(input.tls ?? null);
     checkAuthenticationFits(url, headers, authentication.authenticationType, trustedCas);
     const asymmetric = input.asymmetric_signature ?? (await this.asymmetricDefault(db, scope.platformId));
@@ -348,7 +351,11 @@ export class EndpointService {
         changes.standardWebhooks = input.standard_webhooks;
       }
       if (input.max_requests_per_second !== undefined) changes.maxRequestsPerSecond = checkRate(input.max_requests_per_second);
-      if (input.authentication !== undefined) Object.assign(changes, authenticationColumns(this.secrets, id, input.authentication));
+      if (input.authentication !== undefined)
+        Object.assign(
+          changes,
+          authenticationColumns(this.secrets, id, input.authentication, { environment: scope.environment, urlPolicy: this.urlPolicy }),
+        );
       if (input.tls !== undefined) changes.tlsCaCertificates = trustedCasOf(input.tls);
       checkAuthenticationFits(
         changes.url ?? current.url,

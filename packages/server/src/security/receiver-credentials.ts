@@ -19,7 +19,21 @@ export interface ClientCertificate {
   private_key: string;
 }
 
-export type ReceiverCredentials = BasicCredentials | ClientCertificate;
+/** How a client authenticates at an OAuth 2.0 token endpoint (RFC 6749 section 2.3.1). */
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post';
+
+/** An OAuth 2.0 client (RFC 6749 section 4.4) whose access tokens a receiver's gateway accepts. */
+export interface OAuthClientCredentials {
+  type: 'oauth2_client_credentials';
+  token_url: string;
+  client_id: string;
+  client_secret: string;
+  scope: string | null;
+  audience: string | null;
+  client_auth_method: ClientAuthMethod;
+}
+
+export type ReceiverCredentials = BasicCredentials | ClientCertificate | OAuthClientCredentials;
 
 const aad = (endpointId: string) => `receiver-auth:${endpointId}`;
 
@@ -45,4 +59,4 @@ export function basicAuthorization(c: BasicCredentials): string {
 }
 
 /** What the delivery log shows instead: the scheme, never the credentials. */
-export const REDACTED_AUTHORIZATION = { basic: 'Basic [redacted]' } as const;
+export const REDACTED_AUTHORIZATION = { basic: 'Basic [redacted]', bearer: 'Bearer [redacted]' } as const;

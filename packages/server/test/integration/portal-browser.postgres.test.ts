@@ -1,10 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { REQUIRED_LIVE_EVENT_TYPES, checkSignature } from '@payhooks/contract';
 import { launchBrowser } from '../helpers/browser.ts';
+import { issue, makeCa } from '../helpers/certificates.ts';
 import { ManualClock, startService, type TestService } from '../helpers/service.ts';
 import { startReceiver, type Behaviour, type TestReceiver } from '../helpers/receiver.ts';
 import { payment, publish } from '../helpers/publish.ts';
@@ -862,6 +865,48 @@ describe('Merchant Portal in Chromium', () => {
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForFunction(() => !(globalThis as any).document.querySelector('[data-testid="receiver-authentication"]'));
     expect((await svc.ctx.endpoints.get(scopeA(), id)).authentication).toBeNull();
+  });
+
+  it('the Add form sets OAuth 2.0 client credentials (the secret never shown again); Edit gives a client certificate, shown by subject', async () => {
+    await page.goto(`${svc.url}/portal/webhooks/endpoints/new`);
+    await page.getByLabel('Endpoint URL').fill('https://127.0.0.1:9/oauth-receiver');
+    await page.getByLabel('Authenticate to your receiver').selectOption('oauth2');
+    await page.getByLabel('Token URL').fill('https://127.0.0.1:9/token');
+    await page.getByLabel('Client ID').fill('portal-client');
+    await page.getByLabel('Client secret').fill('client-s3cret-typed-once');
+    await page.getByLabel('Scope (optional)').fill('webhooks:write');
+    await page.getByLabel('Client authentication').selectOption('client_secret_post');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await expectText(
+      page.getByTestId('receiver-authentication'),
+      'OAuth 2.0 as client portal-client, tokens from https://127.0.0.1:9/token',
+    );
+    const id = new URL(page.url()).pathname.split('/').pop()!;
+    expect((await svc.ctx.endpoints.get(scopeA(), id)).authentication).toEqual({
+      type: 'oauth2_client_credentials',
+      token_url: 'https://127.0.0.1:9/token',
+      client_id: 'portal-client',
+      scope: 'webhooks:write',
+      audience: null,
+      client_auth_method: 'client_secret_post',
+    });
+    expect(await page.content()).not.toContain('client-s3cret-typed-once');
+    // Edit: a client certificate and its key, pasted as PEM; the page then shows the certificate.
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-portal-mtls-'));
+    try {
+      makeCa(dir, 'portal-ca');
+      const client = issue(dir, 'portal-ca', 'portal-client-cert', 'extendedKeyUsage=clientAuth');
+      await page.getByRole('button', { name: 'Edit' }).click();
+      await page.getByLabel('Authenticate to your receiver').selectOption('mtls');
+      await page.getByLabel('Client certificate (PEM)').fill(client.cert);
+      await page.getByLabel('Private key (PEM)').fill(client.key);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await expectText(page.getByTestId('receiver-authentication'), 'client certificate CN=portal-client-cert, issued by CN=portal-ca');
+      expect((await svc.ctx.endpoints.get(scopeA(), id)).authentication).toMatchObject({ type: 'mtls', subject: 'CN=portal-client-cert' });
+      expect(await page.content()).not.toContain(client.key.split('\n')[1]!);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("Edit takes the endpoint's own certificate authorities as PEM, says it trusts them, and shows why a text that is not PEM is refused", async () => {

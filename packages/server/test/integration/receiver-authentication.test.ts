@@ -134,7 +134,8 @@ describe('receiver authentication: basic', () => {
     expect(unknown.body.error).toMatchObject({
       code: 'parameter_invalid',
       param: 'authentication[type]',
-      message: "Invalid 'authentication[type]' (got 'digest'): authentication[type] must be one of: basic, mtls.",
+      message:
+        "Invalid 'authentication[type]' (got 'digest'): authentication[type] must be one of: basic, mtls, oauth2_client_credentials.",
     });
   });
 

@@ -24,7 +24,7 @@ export const AttemptSchema = Type.Object(
     error_kind: Type.Union([
       Type.String({
         description:
-          'http_status, timeout, connection_refused, …; endpoint_disabled: the attempt fell due while the endpoint was disabled and no request was sent (it still counts toward the 8); or interrupted: its worker stopped mid-attempt, so the receiver may have received it.',
+          "http_status, timeout, connection_refused, …; endpoint_disabled: the attempt fell due while the endpoint was disabled and no request was sent (it still counts toward the 8); authentication_failed: the endpoint's OAuth 2.0 token endpoint gave no access token, so no request was sent (error_message says why); or interrupted: its worker stopped mid-attempt, so the receiver may have received it.",
       }),
       Type.Null(),
     ]),

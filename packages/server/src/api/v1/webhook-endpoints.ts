@@ -62,11 +62,37 @@ export const AuthenticationInputSchema = Type.Union(
       },
       { additionalProperties: false },
     ),
+    Type.Object(
+      {
+        type: Type.Literal('oauth2_client_credentials'),
+        token_url: Type.String({
+          minLength: 1,
+          maxLength: 2048,
+          description: "The authorization server's token endpoint: https, under the same address rules as endpoint URLs.",
+        }),
+        client_id: Type.String({ minLength: 1, maxLength: 255 }),
+        client_secret: Type.String({ minLength: 1, maxLength: 1024, description: 'Stored encrypted; never shown again.' }),
+        scope: Type.Optional(
+          Type.Union([Type.String({ minLength: 1, maxLength: 1024 }), Type.Null()], { description: 'Space-separated scopes to ask for.' }),
+        ),
+        audience: Type.Optional(
+          Type.Union([Type.String({ minLength: 1, maxLength: 1024 }), Type.Null()], {
+            description: 'Sent as the audience parameter, for authorization servers that issue tokens per API.',
+          }),
+        ),
+        client_auth_method: Type.Optional(
+          Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post')], {
+            description: 'How the client authenticates at the token endpoint (default client_secret_basic).',
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
     Type.Null(),
   ],
   {
     description:
-      'How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt (HTTP endpoints only, not brokers; the password is stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted]). Replaced whole on update; null removes it. Not with a custom Authorization header.',
+      'How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt; {"type": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scope"?, "audience"?, "client_auth_method"?} gets an access token from your authorization server (cached until shortly before it expires, fetched again once when the receiver answers 401) and sends Authorization: Bearer. HTTP endpoints only, not brokers; passwords, keys and client secrets are stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted] or Bearer [redacted]. Replaced whole on update; null removes it. Not with a custom Authorization header.',
   },
 );
 
@@ -169,11 +195,22 @@ const endpointProperties = {
         },
         { additionalProperties: false },
       ),
+      Type.Object(
+        {
+          type: Type.Literal('oauth2_client_credentials'),
+          token_url: Type.String(),
+          client_id: Type.String(),
+          scope: Type.Union([Type.String(), Type.Null()]),
+          audience: Type.Union([Type.String(), Type.Null()]),
+          client_auth_method: Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post')]),
+        },
+        { additionalProperties: false },
+      ),
       Type.Null(),
     ],
     {
       description:
-        'How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username; mtls: the client certificate); null: none.',
+        'How payhooks authenticates to the receiver beside the signature, without its secret (basic: the username; mtls: the client certificate; oauth2_client_credentials: everything but the client secret); null: none.',
     },
   ),
   tls: Type.Union([Type.Object({ ca_certificates: Type.String() }, { additionalProperties: false }), Type.Null()], {

@@ -7,6 +7,7 @@ import {
   WEBHOOK_TIMESTAMP_HEADER,
 } from '@payhooks/contract';
 import type { BrokerCredentials, BrokerKind } from '../../endpoint-urls/broker-url.ts';
+import type { OAuthClient } from './access-tokens.ts';
 import { ForbiddenAddressError } from '../safe-lookup.ts';
 
 /**
@@ -27,7 +28,9 @@ export type ErrorKind =
   /** A message broker refused or did not confirm the message (nack, unroutable, no stream, credentials). */
   | 'broker'
   /** No request was sent: the endpoint is disabled (the attempt still counts toward the 8). */
-  | 'endpoint_disabled';
+  | 'endpoint_disabled'
+  /** No request was sent: the endpoint's OAuth 2.0 token endpoint gave no access token. */
+  | 'authentication_failed';
 
 export interface AttemptResult {
   succeeded: boolean;
@@ -85,6 +88,8 @@ export interface SendRequest {
   trustedCas?: string | undefined;
   /** The client certificate the endpoint's receiver requires (mutual TLS); absent: none. */
   clientCertificate?: ClientCertificate | undefined;
+  /** The OAuth 2.0 client whose access token goes in `Authorization: Bearer` (HTTP only); absent: none. */
+  oauth2?: OAuthClient | undefined;
 }
 
 /** A client certificate chain and key (PEM), opened; `id` names the connections made with it. */

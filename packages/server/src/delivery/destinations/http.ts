@@ -5,6 +5,7 @@ import { checkLiteralHost, ForbiddenAddressError, safeLookup, type Resolver } fr
 import { authority, describeProxy, targetResolver, tunnelConnector } from '../egress-proxy.ts';
 import { DeadlineQueue, type Deadline } from '../deadlines.ts';
 import { PAUSING_STATUSES } from '../retry-after.ts';
+import { AccessTokens, TokenEndpointError, type OAuthClient } from './access-tokens.ts';
 import {
   addEndpointHeaders,
   classify,
@@ -39,6 +40,8 @@ export interface HttpOptions {
   proxy?: URL | undefined;
   /** TLS options for https targets (tests trust their own certificate authority with `ca`). */
   tls?: ConnectionOptions | undefined;
+  /** The clock's time in ms: when an OAuth 2.0 access token is due for renewal. */
+  now?: (() => number) | undefined;
 }
 
 /**
@@ -59,8 +62,11 @@ export class HttpDestination implements Destination {
   private readonly resolveTarget: (hostname: string) => Promise<string>;
   /** Agents of endpoints with TLS of their own (authorities, a client certificate), by both (agentFor). */
   private readonly tlsAgents = new Map<string, Agent>();
+  /** Receivers' OAuth 2.0 access tokens, shared by this process's attempts. */
+  private readonly tokens: AccessTokens;
 
   constructor(private readonly options: HttpOptions) {
+    this.tokens = new AccessTokens(options.now ?? Date.now);
     const { proxy } = options;
     const timeouts = {
       keepAliveTimeout: 4_000,
@@ -141,6 +147,40 @@ export class HttpDestination implements Destination {
    * Not an async function, and one promise per attempt: the worker makes thousands a second.
    */
   send(req: SendRequest, startedAt: Date, t0: number): Promise<AttemptResult> {
+    return req.oauth2 === undefined ? this.attempt(req, startedAt, t0, null) : this.sendWithToken(req, req.oauth2, startedAt, t0);
+  }
+
+  /**
+   * An attempt to a receiver behind an OAuth 2.0 gateway: with the client's access token (held,
+   * or asked for now through the same connections as the receiver's: the SSRF guard, the egress
+   * proxy, the endpoint's own authorities). A 401 means the gateway no longer takes the token
+   * (revoked, or its clock ahead of ours): a new one is asked for and the request sent once more,
+   * within the same attempt. No token, no request: the attempt fails as `authentication_failed`.
+   */
+  private async sendWithToken(req: SendRequest, client: OAuthClient, startedAt: Date, t0: number): Promise<AttemptResult> {
+    const transport = (url: string, headers: Record<string, string>, body: string) =>
+      this.request(url, headers, body, AbortSignal.timeout(this.options.timeoutMs), this.agentFor(req)).catch((err: unknown) => {
+        // Classified like a receiver's connection error (refused, DNS, TLS, forbidden address, timeout).
+        const reason = classify(err, (kind, message) => failed(startedAt, 0, kind, message)).errorMessage;
+        throw new TokenEndpointError(`The token endpoint ${url} could not be reached: ${reason}`);
+      });
+    let token: string;
+    try {
+      token = await this.tokens.get(client, transport);
+      const first = await this.attempt(req, startedAt, t0, token);
+      if (first.statusCode !== 401) return first;
+      this.tokens.refused(client, token);
+      token = await this.tokens.get(client, transport);
+    } catch (err) {
+      // Only the token request fails here: `attempt` never rejects for the receiver's sake.
+      if (!(err instanceof TokenEndpointError)) throw err;
+      return failed(startedAt, Math.round(performance.now() - t0), 'authentication_failed', err.message);
+    }
+    return this.attempt(req, startedAt, t0, token);
+  }
+
+  /** The attempt's POST, with `Authorization: Bearer <token>` when `bearer` is given. */
+  private attempt(req: SendRequest, startedAt: Date, t0: number, bearer: string | null): Promise<AttemptResult> {
     let url: HttpTarget;
     try {
       url = this.target(req.url);
@@ -181,6 +221,7 @@ export class HttpDestination implements Destination {
             };
         // Most endpoints ask for neither: one check each, no more.
         if (webhookSignature !== null || req.headers) addEndpointHeaders(headers, req, startedAt, webhookSignature);
+        if (bearer !== null) headers.authorization = `Bearer ${bearer}`;
         if (host) headers.host = host;
         dispatcher.dispatch({ origin, path, method: 'POST', headers, body: bytes }, handler);
       };
@@ -203,14 +244,19 @@ export class HttpDestination implements Destination {
 
   /**
    * A POST with the caller's own headers, through the same transport as attempts (the SSRF
-   * guard, the egress proxy, the TLS options): for `payhooks check-receiver`, whose deliveries
-   * are wrong on purpose in ways `send` never is. Not on the worker's path.
+   * guard, the egress proxy, the TLS options): for an OAuth 2.0 token request, and for
+   * `payhooks check-receiver`, whose deliveries are wrong on purpose in ways `send` never is.
    */
-  async post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+  async request(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal,
+    agent: Agent = this.agent,
+  ): Promise<Dispatcher.ResponseData> {
     const target = this.target(url);
     const proxy = this.viaProxy;
-    if (!proxy || !target.plain)
-      return this.agent.request({ origin: target.origin, path: target.path, method: 'POST', headers, body, signal });
+    if (!proxy || !target.plain) return agent.request({ origin: target.origin, path: target.path, method: 'POST', headers, body, signal });
     const address = await proxy.resolve(target.hostname);
     return proxy.pool.request({
       path: `http://${authority(address, target.port)}${target.path}`,
