@@ -717,7 +717,9 @@ function authenticationWords(endpoint: Endpoint): string | null {
     case 'basic':
       return `Basic, as ${a.username}`;
     case 'mtls':
-      return `client certificate ${a.subject}, issued by ${a.issuer}, until ${a.not_after}`;
+      return `client certificate ${a.subject}, issued by ${a.issuer}, until ${a.not_after}${
+        a.previous ? ` (and the previous one, ${a.previous.subject}, when your gateway refuses it, until ${a.previous.expires_at})` : ''
+      }`;
     case 'oauth2_client_credentials':
       return `OAuth 2.0 as client ${a.client_id}, tokens from ${a.token_url}`;
   }

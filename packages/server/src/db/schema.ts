@@ -105,6 +105,10 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   authenticationShown: jsonb('authentication_shown').$type<Record<string, string>>(),
   /** 0037: its secret part, sealed to the endpoint (never shown). */
   authenticationCiphertext: text('authentication_ciphertext'),
+  /** 0039: the replaced client certificate, presented when the receiver refuses the current one, until the expiry below. */
+  previousClientCertificateCiphertext: text('previous_client_certificate_ciphertext'),
+  previousClientCertificateShown: jsonb('previous_client_certificate_shown').$type<Record<string, string>>(),
+  previousClientCertificateExpiresAt: ts('previous_client_certificate_expires_at'),
   /** 0038: certificate authorities trusted for this endpoint beside the public ones (PEM), else null. */
   tlsCaCertificates: text('tls_ca_certificates'),
   /** 0024: also signed with ed25519 (`v1a=`), by the key pair below (kept while the flag is off). */

@@ -39,6 +39,8 @@ export interface SendableRow {
   /** How it authenticates to the receiver (migration 0037), else null; its sealed credentials. */
   authentication_type: ReceiverAuthType | null;
   authentication_ciphertext: string | null;
+  /** The replaced client certificate while its overlap lasts (migration 0039; expiry checked by the statement), else null. */
+  previous_client_certificate_ciphertext: string | null;
   /** Certificate authorities the endpoint trusts beside the public ones (PEM, migration 0038), else null. */
   tls_ca_certificates: string | null;
 }
@@ -55,6 +57,8 @@ export const SENDABLE_COLUMNS = `e.type AS event_type, e.body, e.trace_parent,
        CASE WHEN w.asymmetric_signature AND w.previous_signing_key_expires_at > :now THEN w.previous_signing_key_ciphertext END
          AS previous_signing_key_ciphertext,
        w.standard_webhooks, w.headers::text AS custom_headers, w.authentication_type, w.authentication_ciphertext,
+       CASE WHEN w.previous_client_certificate_expires_at > :now THEN w.previous_client_certificate_ciphertext END
+         AS previous_client_certificate_ciphertext,
        w.tls_ca_certificates`;
 
 /**
@@ -111,9 +115,11 @@ export class RequestBuilder {
     };
     if (row.tls_ca_certificates !== null) request.trustedCas = row.tls_ca_certificates;
     const sealed = row.authentication_ciphertext;
-    if (sealed !== null && row.authentication_type === 'mtls')
+    if (sealed !== null && row.authentication_type === 'mtls') {
       request.clientCertificate = this.clientCertificates.get(sealed, row.endpoint_id);
-    else if (sealed !== null && row.authentication_type === 'basic')
+      const previous = row.previous_client_certificate_ciphertext;
+      if (previous !== null) request.previousClientCertificate = this.clientCertificates.get(previous, row.endpoint_id);
+    } else if (sealed !== null && row.authentication_type === 'basic')
       request.headers = this.authorizations.with(request.headers ?? null, sealed, row.endpoint_id, 'basic');
     else if (sealed !== null && row.authentication_type === 'oauth2_client_credentials') {
       request.oauth2 = this.oauthClients.get(sealed, row.endpoint_id);

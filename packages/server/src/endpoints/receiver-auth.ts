@@ -14,7 +14,7 @@ import { validateEndpointUrl, type UrlPolicy } from '../security/url-policy.ts';
  */
 export type AuthenticationInput =
   | { type: 'basic'; username: string; password: string }
-  | { type: 'mtls'; certificate: string; private_key: string }
+  | { type: 'mtls'; certificate: string; private_key: string; expire_previous_in?: number | undefined }
   | {
       type: 'oauth2_client_credentials';
       token_url: string;
@@ -28,7 +28,7 @@ export type AuthenticationInput =
 /** What the API shows: the type and the fields that are not secret. */
 export type AuthenticationView =
   | { type: 'basic'; username: string }
-  | { type: 'mtls'; subject: string; issuer: string; fingerprint: string; not_after: string }
+  | (CertificateView & { type: 'mtls'; previous: (CertificateView & { expires_at: string }) | null })
   | {
       type: 'oauth2_client_credentials';
       token_url: string;
@@ -37,6 +37,14 @@ export type AuthenticationView =
       audience: string | null;
       client_auth_method: ClientAuthMethod;
     };
+
+/** What is shown of a client certificate. */
+export interface CertificateView {
+  subject: string;
+  issuer: string;
+  fingerprint: string;
+  not_after: string;
+}
 
 /** Where the endpoint is (its environment) and the outbound URL rules: a token URL follows the endpoint's. */
 export interface AuthenticationPlace {
@@ -49,6 +57,43 @@ export interface AuthenticationColumns {
   authenticationType: ReceiverAuthType | null;
   authenticationShown: Record<string, string> | null;
   authenticationCiphertext: string | null;
+}
+
+/** A replaced client certificate's columns, kept for the overlap (all null: none). */
+export interface PreviousCertificateColumns {
+  previousClientCertificateCiphertext: string | null;
+  previousClientCertificateShown: Record<string, string> | null;
+  previousClientCertificateExpiresAt: Date | null;
+}
+
+/** How long a replaced client certificate is still presented, unless the request says otherwise (like a signing secret's). */
+export const DEFAULT_CERTIFICATE_OVERLAP_S = 86_400;
+
+const NO_PREVIOUS: PreviousCertificateColumns = {
+  previousClientCertificateCiphertext: null,
+  previousClientCertificateShown: null,
+  previousClientCertificateExpiresAt: null,
+};
+
+/**
+ * When a client certificate replaces another, the replaced one is kept for `expire_previous_in`
+ * seconds (default a day; 0: not kept): attempts present the new one and, when the receiver
+ * refuses its handshake, the previous one, so the merchant's gateway can be taught to trust the
+ * new certificate at any time in between. Any other change drops it.
+ */
+export function previousCertificateColumns(
+  current: AuthenticationColumns,
+  input: AuthenticationInput | null,
+  now: Date,
+): PreviousCertificateColumns {
+  if (input?.type !== 'mtls' || current.authenticationType !== 'mtls' || current.authenticationCiphertext === null) return NO_PREVIOUS;
+  const overlapS = input.expire_previous_in ?? DEFAULT_CERTIFICATE_OVERLAP_S;
+  if (overlapS <= 0) return NO_PREVIOUS;
+  return {
+    previousClientCertificateCiphertext: current.authenticationCiphertext,
+    previousClientCertificateShown: current.authenticationShown,
+    previousClientCertificateExpiresAt: new Date(now.getTime() + overlapS * 1000),
+  };
 }
 
 const NONE: AuthenticationColumns = { authenticationType: null, authenticationShown: null, authenticationCiphertext: null };
@@ -95,16 +140,24 @@ export function authenticationColumns(
   };
 }
 
-export function authenticationView(row: AuthenticationColumns): AuthenticationView | null {
+const certificateView = (shown: Record<string, string>): CertificateView => ({
+  subject: shown.subject ?? '',
+  issuer: shown.issuer ?? '',
+  fingerprint: shown.fingerprint ?? '',
+  not_after: shown.not_after ?? '',
+});
+
+/** `now` decides whether a replaced client certificate is still presented. */
+export function authenticationView(row: AuthenticationColumns & PreviousCertificateColumns, now: Date): AuthenticationView | null {
   const shown = row.authenticationShown ?? {};
-  if (row.authenticationType === 'mtls')
-    return {
-      type: 'mtls',
-      subject: shown.subject ?? '',
-      issuer: shown.issuer ?? '',
-      fingerprint: shown.fingerprint ?? '',
-      not_after: shown.not_after ?? '',
-    };
+  if (row.authenticationType === 'mtls') {
+    const until = row.previousClientCertificateExpiresAt;
+    const previous =
+      until !== null && until > now && row.previousClientCertificateShown !== null
+        ? { ...certificateView(row.previousClientCertificateShown), expires_at: `${until.toISOString().slice(0, 19)}Z` }
+        : null;
+    return { type: 'mtls', ...certificateView(shown), previous };
+  }
   if (row.authenticationType === 'oauth2_client_credentials')
     return {
       type: 'oauth2_client_credentials',

@@ -26,6 +26,7 @@ import { redactHeaderValues, validateCustomHeaders } from './custom-headers.ts';
 import {
   authenticationColumns,
   authenticationView,
+  previousCertificateColumns,
   checkAuthenticationFits,
   trustedCasOf,
   type AuthenticationInput,
@@ -188,7 +189,7 @@ export function toApiEndpoint(row: WebhookEndpointRow, now: Date): WebhookEndpoi
     max_requests_per_second: row.maxRequestsPerSecond,
     paused_until: row.pausedUntil && row.pausedUntil > now ? formatEventTimestamp(row.pausedUntil) : null,
     asymmetric_signature: row.asymmetricSignature,
-    authentication: authenticationView(row),
+    authentication: authenticationView(row, now),
     tls: row.tlsCaCertificates === null ? null : { ca_certificates: row.tlsCaCertificates },
     public_keys: livePublicKeys(row, now),
     health: healthOf(row, now),
@@ -355,6 +356,7 @@ export class EndpointService {
         Object.assign(
           changes,
           authenticationColumns(this.secrets, id, input.authentication, { environment: scope.environment, urlPolicy: this.urlPolicy }),
+          previousCertificateColumns(current, input.authentication, this.clock.now()),
         );
       if (input.tls !== undefined) changes.tlsCaCertificates = trustedCasOf(input.tls);
       checkAuthenticationFits(

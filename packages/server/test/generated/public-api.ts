@@ -546,6 +546,15 @@ export interface components {
                 fingerprint: string;
                 /** @description When the client certificate expires. UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
                 not_after: string;
+                /** @description The replaced client certificate while its overlap lasts (see expire_previous_in); null: none. */
+                previous: {
+                    subject: string;
+                    issuer: string;
+                    fingerprint: string;
+                    not_after: string;
+                    /** @description Until when it is presented when the receiver refuses the current one. */
+                    expires_at: string;
+                } | null;
             } | {
                 /** @enum {string} */
                 type: "oauth2_client_credentials";
@@ -633,6 +642,15 @@ export interface components {
                 fingerprint: string;
                 /** @description When the client certificate expires. UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ */
                 not_after: string;
+                /** @description The replaced client certificate while its overlap lasts (see expire_previous_in); null: none. */
+                previous: {
+                    subject: string;
+                    issuer: string;
+                    fingerprint: string;
+                    not_after: string;
+                    /** @description Until when it is presented when the receiver refuses the current one. */
+                    expires_at: string;
+                } | null;
             } | {
                 /** @enum {string} */
                 type: "oauth2_client_credentials";
@@ -1505,6 +1523,8 @@ export interface operations {
                         certificate: string;
                         /** @description The certificate's private key (unencrypted PEM); stored encrypted, never shown again. */
                         private_key: string;
+                        /** @description When this replaces a client certificate: seconds the replaced one is still presented if the receiver refuses the new one (default 86400 = 24 h; 0: not kept), so your gateway can be taught to trust the new certificate in the meantime. */
+                        expire_previous_in?: number;
                     } | {
                         /** @enum {string} */
                         type: "oauth2_client_credentials";
@@ -1799,6 +1819,8 @@ export interface operations {
                         certificate: string;
                         /** @description The certificate's private key (unencrypted PEM); stored encrypted, never shown again. */
                         private_key: string;
+                        /** @description When this replaces a client certificate: seconds the replaced one is still presented if the receiver refuses the new one (default 86400 = 24 h; 0: not kept), so your gateway can be taught to trust the new certificate in the meantime. */
+                        expire_previous_in?: number;
                     } | {
                         /** @enum {string} */
                         type: "oauth2_client_credentials";

@@ -38,9 +38,10 @@ export function makeCa(dir: string, name: string): string {
 
 /**
  * A certificate for `name` (CN) signed by the CA `ca` made by makeCa, with the extensions `ext`
- * (an openssl extension line: `subjectAltName=IP:127.0.0.1`, `extendedKeyUsage=clientAuth`).
+ * (an openssl extension line: `subjectAltName=IP:127.0.0.1`, `extendedKeyUsage=clientAuth`),
+ * valid for `days` from now (-1: it expired a day ago).
  */
-export function issue(dir: string, ca: string, name: string, ext: string): Issued {
+export function issue(dir: string, ca: string, name: string, ext: string, days = 1): Issued {
   openssl(['req', ...EC, '-subj', `/CN=${name}`, '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.csr`)]);
   writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
   openssl([
@@ -54,7 +55,7 @@ export function issue(dir: string, ca: string, name: string, ext: string): Issue
     join(dir, `${ca}.key`),
     '-CAcreateserial',
     '-days',
-    '1',
+    String(days),
     '-extfile',
     join(dir, `${name}.ext`),
     '-out',

@@ -59,6 +59,14 @@ export const AuthenticationInputSchema = Type.Union(
           maxLength: 65536,
           description: "The certificate's private key (unencrypted PEM); stored encrypted, never shown again.",
         }),
+        expire_previous_in: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            maximum: MAX_EXPIRE_PREVIOUS_IN,
+            description:
+              'When this replaces a client certificate: seconds the replaced one is still presented if the receiver refuses the new one (default 86400 = 24 h; 0: not kept), so your gateway can be taught to trust the new certificate in the meantime.',
+          }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -192,6 +200,22 @@ const endpointProperties = {
           issuer: Type.String(),
           fingerprint: Type.String({ description: 'SHA-256 of the client certificate, colon-separated hex.' }),
           not_after: Type.String({ description: 'When the client certificate expires. UTC, ISO 8601 YYYY-MM-DDThh:mm:ssZ' }),
+          previous: Type.Union(
+            [
+              Type.Object(
+                {
+                  subject: Type.String(),
+                  issuer: Type.String(),
+                  fingerprint: Type.String(),
+                  not_after: Type.String(),
+                  expires_at: Type.String({ description: 'Until when it is presented when the receiver refuses the current one.' }),
+                },
+                { additionalProperties: false },
+              ),
+              Type.Null(),
+            ],
+            { description: 'The replaced client certificate while its overlap lasts (see expire_previous_in); null: none.' },
+          ),
         },
         { additionalProperties: false },
       ),

@@ -88,6 +88,8 @@ export interface SendRequest {
   trustedCas?: string | undefined;
   /** The client certificate the endpoint's receiver requires (mutual TLS); absent: none. */
   clientCertificate?: ClientCertificate | undefined;
+  /** The replaced client certificate while its overlap lasts: presented when the receiver refuses `clientCertificate`. */
+  previousClientCertificate?: ClientCertificate | undefined;
   /** The OAuth 2.0 client whose access token goes in `Authorization: Bearer` (HTTP only); absent: none. */
   oauth2?: OAuthClient | undefined;
 }

@@ -14,6 +14,7 @@ import {
   signAttempt,
   signStandardAttempt,
   type AttemptResult,
+  type ClientCertificate,
   type Destination,
   type SendRequest,
 } from './attempt.ts';
@@ -27,6 +28,8 @@ export const USER_AGENT = 'payhooks/0.1 (+webhooks)';
 
 /** Endpoints with TLS of their own (authorities, a client certificate) whose connections one process keeps (agentFor). */
 const TLS_AGENTS_MAX = 200;
+/** How long a receiver that took only the replaced client certificate gets it first (sendWithEither). */
+export const CERTIFICATE_PREFERENCE_MS = 60_000;
 
 export interface HttpOptions {
   timeoutMs: number;
@@ -62,6 +65,8 @@ export class HttpDestination implements Destination {
   private readonly resolveTarget: (hostname: string) => Promise<string>;
   /** Agents of endpoints with TLS of their own (authorities, a client certificate), by both (agentFor). */
   private readonly tlsAgents = new Map<string, Agent>();
+  /** Endpoints in a certificate overlap whose receiver took only the previous certificate: until when it goes first. */
+  private readonly previousPreferred = new Map<string, number>();
   /** Receivers' OAuth 2.0 access tokens, shared by this process's attempts. */
   private readonly tokens: AccessTokens;
 
@@ -147,7 +152,39 @@ export class HttpDestination implements Destination {
    * Not an async function, and one promise per attempt: the worker makes thousands a second.
    */
   send(req: SendRequest, startedAt: Date, t0: number): Promise<AttemptResult> {
-    return req.oauth2 === undefined ? this.attempt(req, startedAt, t0, null) : this.sendWithToken(req, req.oauth2, startedAt, t0);
+    if (req.oauth2 !== undefined) return this.sendWithToken(req, req.oauth2, startedAt, t0);
+    if (req.previousClientCertificate !== undefined && req.clientCertificate !== undefined)
+      return this.sendWithEither(req, req.clientCertificate, req.previousClientCertificate, startedAt, t0);
+    return this.attempt(req, startedAt, t0, null);
+  }
+
+  /**
+   * An attempt while a replaced client certificate's overlap lasts: the new certificate, and if
+   * the receiver refuses the handshake (a `tls` failure or a reset before any answer), the
+   * previous one, within the same attempt. Once the previous one got through, it goes first for
+   * CERTIFICATE_PREFERENCE_MS, so a gateway that doesn't trust the new certificate yet costs one
+   * refused handshake a minute, not one per attempt.
+   */
+  private async sendWithEither(
+    req: SendRequest,
+    current: ClientCertificate,
+    previous: ClientCertificate,
+    startedAt: Date,
+    t0: number,
+  ): Promise<AttemptResult> {
+    const now = this.options.now ?? Date.now;
+    const previousFirst = (this.previousPreferred.get(current.id) ?? 0) > now();
+    const [first, second] = previousFirst ? [previous, current] : [current, previous];
+    const tried = await this.attempt({ ...req, clientCertificate: first }, startedAt, t0, null);
+    if (tried.statusCode !== null || (tried.errorKind !== 'tls' && tried.errorKind !== 'connection_reset')) return tried;
+    const result = await this.attempt({ ...req, clientCertificate: second }, startedAt, t0, null);
+    if (result.statusCode !== null) {
+      if (second === previous) {
+        if (this.previousPreferred.size >= TLS_AGENTS_MAX) this.previousPreferred.clear();
+        this.previousPreferred.set(current.id, now() + CERTIFICATE_PREFERENCE_MS);
+      } else this.previousPreferred.delete(current.id);
+    }
+    return result;
   }
 
   /**
