@@ -128,6 +128,29 @@ async function mailGroup(
   for (const n of rows) {
     const [endpoint] = await tx.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, n.endpointId));
     if (!endpoint) continue;
+    if (n.kind === 'certificate_expiring') {
+      const shown = endpoint.authenticationShown ?? {};
+      // Replaced (or removed) since the notice: nothing left to warn about.
+      if (endpoint.authenticationType !== 'mtls' || !endpoint.certificateWarned?.startsWith(`${shown.fingerprint}/`)) continue;
+      const expired = Date.parse(shown.not_after ?? '') <= now.getTime();
+      const headline = expired ? 'has an expired client certificate' : `has a client certificate that expires at ${shown.not_after}`;
+      headlines.push(`${endpoint.url} ${headline}`);
+      sections.push(
+        [
+          `${oneLine(endpoint.url, 300)} ${headline}.`,
+          '',
+          `Endpoint: ${oneLine(endpoint.url, 300)} (${endpoint.id})`,
+          ...(endpoint.description ? [`Description: ${oneLine(endpoint.description, 200)}`] : []),
+          `Environment: ${environment === 'live' ? 'Live' : 'Sandbox'}`,
+          `Client certificate: ${oneLine(shown.subject ?? '', 200)}, issued by ${oneLine(shown.issuer ?? '', 200)}, SHA-256 ${shown.fingerprint}.`,
+          expired
+            ? `It expired at ${shown.not_after}: your receiver's gateway refuses it, so deliveries fail. Give the endpoint a new certificate, then replay what failed.`
+            : `Give the endpoint a new certificate before ${shown.not_after}. The one it replaces is still presented for a day when your gateway refuses the new one, so you can add the new CA to your gateway in the meantime.`,
+          `Open it: ${endpointLink(settings, publicUrl, endpoint.id)}`,
+        ].join('\n'),
+      );
+      continue;
+    }
     const d = await details(tx, endpoint.id, now);
     const health = healthOf(endpoint, now);
     const headline = headlineOf(n.kind, n.warning, health.disables_at);
@@ -150,11 +173,11 @@ async function mailGroup(
   const subject =
     sections.length === 1
       ? `[${platform.name}] ${env} webhook endpoint ${headlines[0]}`
-      : `[${platform.name}] ${sections.length} ${env.toLowerCase()} webhook endpoints changed health`;
+      : `[${platform.name}] ${sections.length} ${env.toLowerCase()} webhook endpoints need attention`;
   const intro =
     sections.length === 1
-      ? `A webhook endpoint of ${platform.name} changed health:`
-      : `${sections.length} webhook endpoints of ${platform.name} changed health:`;
+      ? `A webhook endpoint of ${platform.name} needs attention:`
+      : `${sections.length} webhook endpoints of ${platform.name} need attention:`;
   let mailed = 0;
   for (const r of recipients.values()) {
     const text = [

@@ -33,7 +33,7 @@ export const healthNotices = pgTable('health_notices', {
   sentAt: ts('sent_at'),
 });
 
-export type HealthNoticeKind = 'failing' | 'warning' | 'disabled' | 'recovered';
+export type HealthNoticeKind = 'failing' | 'warning' | 'disabled' | 'recovered' | 'certificate_expiring';
 
 export const merchants = pgTable('merchants', {
   id: text('id').primaryKey(),
@@ -109,6 +109,8 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   previousClientCertificateCiphertext: text('previous_client_certificate_ciphertext'),
   previousClientCertificateShown: jsonb('previous_client_certificate_shown').$type<Record<string, string>>(),
   previousClientCertificateExpiresAt: ts('previous_client_certificate_expires_at'),
+  /** 0040: `<fingerprint>/<days>`: the client certificate and stage (30, 7 days) last warned about (endpoints/certificate-expiry.ts). */
+  certificateWarned: text('certificate_warned'),
   /** 0038: certificate authorities trusted for this endpoint beside the public ones (PEM), else null. */
   tlsCaCertificates: text('tls_ca_certificates'),
   /** 0024: also signed with ed25519 (`v1a=`), by the key pair below (kept while the flag is off). */

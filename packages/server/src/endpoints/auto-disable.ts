@@ -8,6 +8,7 @@ import type { DeliveryMetrics } from '../delivery/metrics.ts';
 import { PeriodicJob } from '../periodic-job.ts';
 import type { AuditTrail } from '../audit/trail.ts';
 import { sweepEndpointHealth, type HealthSweepDeps } from './health-sweep.ts';
+import { warnExpiringCertificates } from './certificate-expiry.ts';
 import { recordHealthNotice } from './health-notices.ts';
 import { publishEndpointEvent } from './endpoint-events.ts';
 import { failureRunCounts } from './failure-run.ts';
@@ -138,6 +139,7 @@ export class AutoDisableJob extends PeriodicJob {
   async runOnce(): Promise<void> {
     await this.requeueOnce();
     await sweepEndpointHealth(this.deps);
+    await warnExpiringCertificates(this.deps);
     await disableFailingEndpoints(this.deps);
     await this.deps.afterSweep?.();
   }

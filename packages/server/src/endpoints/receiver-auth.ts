@@ -46,10 +46,12 @@ export interface CertificateView {
   not_after: string;
 }
 
-/** Where the endpoint is (its environment) and the outbound URL rules: a token URL follows the endpoint's. */
+/** Where the endpoint is (its environment), the outbound URL rules (a token URL follows the endpoint's) and the time. */
 export interface AuthenticationPlace {
   environment: Environment;
   urlPolicy: UrlPolicy;
+  /** The clock's time: a client certificate must not have expired by then. */
+  now: Date;
 }
 
 /** The columns of an endpoint's authentication (all null: none). */
@@ -112,7 +114,7 @@ export function authenticationColumns(
   place: AuthenticationPlace,
 ): AuthenticationColumns {
   if (input === null) return NONE;
-  if (input.type === 'mtls') return clientCertificateColumns(secrets, endpointId, input);
+  if (input.type === 'mtls') return clientCertificateColumns(secrets, endpointId, input, place.now);
   if (input.type === 'oauth2_client_credentials') return oauthClientColumns(secrets, endpointId, input, place);
   // The API's schema admits only the types built so far; this is for in-process callers.
   if (input.type !== 'basic')
@@ -258,6 +260,7 @@ function clientCertificateColumns(
   secrets: SecretBox,
   endpointId: string,
   input: { certificate: string; private_key: string },
+  now: Date,
 ): AuthenticationColumns {
   const certParam = 'authentication[certificate]';
   const keyParam = 'authentication[private_key]';
@@ -280,7 +283,7 @@ function clientCertificateColumns(
   }
   if (!cert.checkPrivateKey(key)) throw invalid(keyParam, `Invalid '${keyParam}': it is not the key of the certificate given.`);
   const notAfter = new Date(cert.validTo);
-  if (!(notAfter.getTime() > Date.now()))
+  if (!(notAfter > now))
     throw invalid(certParam, `Invalid '${certParam}': the certificate expired on ${notAfter.toISOString()}; give a current one.`);
   return {
     authenticationType: 'mtls',

@@ -241,6 +241,7 @@ export class EndpointService {
     const authentication = authenticationColumns(this.secrets, id, input.authentication ?? null, {
       environment: scope.environment,
       urlPolicy: this.urlPolicy,
+      now,
     });
     const trustedCas = trustedCasOf(input.tls ?? null);
     checkAuthenticationFits(url, headers, authentication.authenticationType, trustedCas);
@@ -352,12 +353,14 @@ export class EndpointService {
         changes.standardWebhooks = input.standard_webhooks;
       }
       if (input.max_requests_per_second !== undefined) changes.maxRequestsPerSecond = checkRate(input.max_requests_per_second);
-      if (input.authentication !== undefined)
+      if (input.authentication !== undefined) {
+        const now = this.clock.now();
         Object.assign(
           changes,
-          authenticationColumns(this.secrets, id, input.authentication, { environment: scope.environment, urlPolicy: this.urlPolicy }),
-          previousCertificateColumns(current, input.authentication, this.clock.now()),
+          authenticationColumns(this.secrets, id, input.authentication, { environment: scope.environment, urlPolicy: this.urlPolicy, now }),
+          previousCertificateColumns(current, input.authentication, now),
         );
+      }
       if (input.tls !== undefined) changes.tlsCaCertificates = trustedCasOf(input.tls);
       checkAuthenticationFits(
         changes.url ?? current.url,

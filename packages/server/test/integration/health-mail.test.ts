@@ -161,7 +161,7 @@ describe('health mail', () => {
     await publish(svc.ctx, p.merchant_id, { environment: 'sandbox' });
     for (const m of [0, 5, 10, 15]) await step(start + m * MIN);
     const mails = mailsTo(dev.email, from).map((m) => parseMail(m.raw));
-    expect(mails.map((m) => m.headers.subject)).toEqual(['[Digest Shop] 2 live webhook endpoints changed health']);
+    expect(mails.map((m) => m.headers.subject)).toEqual(['[Digest Shop] 2 live webhook endpoints need attention']);
     expect(mails[0]!.text).toContain(`${at('/down/a')} is failing.`);
     expect(mails[0]!.text).toContain(`${at('/down/b')} is failing.`);
     expect(mails[0]!.text).not.toContain('/down/sandbox');

@@ -127,6 +127,8 @@ describe('receiver authentication: a client certificate replaced with an overlap
   });
 
   it('expire_previous_in: 0 keeps no previous certificate, and a change to another kind drops it', async () => {
+    // Back from the day the first test moved on, to the time the certificates below are made at.
+    clock.set(Date.now());
     const a = issue(dir, 'bank-ca', 'a-client', 'extendedKeyUsage=clientAuth');
     const b = issue(dir, 'bank-ca', 'b-client', 'extendedKeyUsage=clientAuth');
     const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
@@ -162,6 +164,7 @@ describe('receiver authentication: a client certificate replaced with an overlap
   });
 
   it('an expired certificate is refused by the API, and by the receiver when it expired after it was given', async () => {
+    clock.set(Date.now());
     const expired = issue(dir, 'bank-ca', 'expired-client', 'extendedKeyUsage=clientAuth', -1);
     const refused = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
       url,
