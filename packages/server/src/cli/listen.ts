@@ -1,8 +1,10 @@
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER } from '@payhooks/contract';
 import { ConfigError } from '../errors.ts';
 import { RESPONSE_BODY_LIMIT, USER_AGENT } from '../delivery/destinations/http.ts';
 import type { ForwardRequest, ForwardResult } from '../devtools/listen-sessions.ts';
+import { receiverAccess, type ReceiverAccess } from './receiver-access.ts';
+import type { ReceiverAuthFlags } from './receiver-auth-flags.ts';
 
 export interface ListenOptions {
   apiKey: string;
@@ -12,6 +14,8 @@ export interface ListenOptions {
   /** Ends the session when aborted (Ctrl-C). */
   signal: AbortSignal;
   print: (line: string) => void;
+  /** How to reach the local receiver when it wants what an endpoint's `authentication` and `tls` give. */
+  receiver?: ReceiverAuthFlags | undefined;
 }
 
 /** Reads an SSE stream into `{event, data}` messages; comments (heartbeats) are skipped. */
@@ -52,6 +56,15 @@ export async function runListen(options: ListenOptions): Promise<void> {
     );
   }
   if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new ConfigError('--forward-to must be an http or https URL.');
+  const access = receiverAccess(options.receiver ?? {});
+  try {
+    await listenWith(options, target, access);
+  } finally {
+    await access.close();
+  }
+}
+
+async function listenWith(options: ListenOptions, target: URL, access: ReceiverAccess): Promise<void> {
   const base = options.url.replace(/\/+$/, '');
   const auth = { authorization: `Bearer ${options.apiKey}` };
   let res: Response;
@@ -91,7 +104,7 @@ export async function runListen(options: ListenOptions): Promise<void> {
         options.print('Press Ctrl-C to stop.');
       } else if (msg.event === 'delivery') {
         const d = JSON.parse(msg.data) as ForwardRequest;
-        const p = forward(d, target.href).then(async (result) => {
+        const p = forward(d, target.href, access).then(async (result) => {
           options.print(
             result.status_code !== null
               ? `<-- ${result.status_code} ${result.duration_ms} ms ${d.event_id}`
@@ -118,22 +131,21 @@ export async function runListen(options: ListenOptions): Promise<void> {
   if (!options.signal.aborted) throw new ConfigError('payhooks closed the listen session (the server stopped?).');
 }
 
-/** One forward: the server's bytes and signature, to the local receiver, within 10 s. */
-async function forward(d: ForwardRequest, url: string): Promise<ForwardResult> {
+/**
+ * One forward: the server's bytes and signature, to the local receiver, within 10 s; with the
+ * receiver's authentication, and once more with a new token when it answers 401 to one.
+ */
+async function forward(d: ForwardRequest, url: string, access: ReceiverAccess): Promise<ForwardResult> {
   const started = performance.now();
   try {
-    const res = await request(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': USER_AGENT,
-        [EVENT_ID_HEADER]: d.event_id,
-        [SIGNATURE_HEADER]: d.signature,
-      },
-      body: d.body,
-      headersTimeout: 9_000,
-      bodyTimeout: 9_000,
-    });
+    let authorization = await access.authorization();
+    let res = await post(d, url, access, authorization);
+    if (res.statusCode === 401 && authorization?.startsWith('Bearer ')) {
+      await res.body.dump();
+      access.refused(authorization);
+      authorization = await access.authorization();
+      res = await post(d, url, access, authorization);
+    }
     const duration_ms = Math.round(performance.now() - started);
     const body = (await res.body.text()).slice(0, RESPONSE_BODY_LIMIT);
     return { status_code: res.statusCode, body, duration_ms, error: null };
@@ -146,4 +158,16 @@ async function forward(d: ForwardRequest, url: string): Promise<ForwardResult> {
       error: e.cause?.code ?? e.code ?? e.message,
     };
   }
+}
+
+function post(d: ForwardRequest, url: string, access: ReceiverAccess, authorization: string | null): Promise<Dispatcher.ResponseData> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': USER_AGENT,
+    [EVENT_ID_HEADER]: d.event_id,
+    [SIGNATURE_HEADER]: d.signature,
+  };
+  if (authorization !== null) headers.authorization = authorization;
+  if (access.transport) return access.transport.request(url, headers, d.body, AbortSignal.timeout(9_000));
+  return request(url, { method: 'POST', headers, body: d.body, headersTimeout: 9_000, bodyTimeout: 9_000 });
 }

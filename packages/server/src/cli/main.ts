@@ -4,6 +4,7 @@ import { RESOURCE_EVENT_TYPES } from '@payhooks/contract';
 import { settingsHelp } from '../config.ts';
 import { ConfigError } from '../errors.ts';
 import { describeDbError } from '../db/faults.ts';
+import { withReceiverAuthFlags, type ReceiverAuthFlags } from './receiver-auth-flags.ts';
 
 /*
  * The command tree only. Each command imports its implementation when it runs, so `--help`,
@@ -70,51 +71,53 @@ export function buildCli(): Command {
       if (opts.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     });
 
-  program
-    .command('listen')
-    .description(
-      "forward sandbox events from a running payhooks to a local receiver, signed with the session's own whsec_ secret (Ctrl-C ends the session)",
-    )
-    .requiredOption('--api-key <key>', 'a sandbox API key (sk_test_…)')
-    .requiredOption('--forward-to <url>', 'your local receiver, e.g. http://localhost:3000/webhooks')
-    .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')
-    .option('--events <types>', 'comma-separated event types to forward (default: every type)')
-    .action(async (opts: { apiKey: string; forwardTo: string; url: string; events?: string }) => {
-      const { runListen } = await import('./listen.ts');
-      const controller = new AbortController();
-      const stop = () => {
-        if (controller.signal.aborted) process.exit(1); // a second Ctrl-C: leave now
-        controller.abort();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-      const events = opts.events
-        ?.split(',')
-        .map((t) => t.trim())
-        .filter(Boolean);
-      await runListen({
-        apiKey: opts.apiKey,
-        forwardTo: opts.forwardTo,
-        url: opts.url,
-        events,
-        signal: controller.signal,
-        print: (line) => process.stdout.write(`${line}\n`),
-      });
-      process.stdout.write('Session ended.\n');
+  withReceiverAuthFlags(
+    program
+      .command('listen')
+      .description(
+        "forward sandbox events from a running payhooks to a local receiver, signed with the session's own whsec_ secret (Ctrl-C ends the session)",
+      )
+      .requiredOption('--api-key <key>', 'a sandbox API key (sk_test_…)')
+      .requiredOption('--forward-to <url>', 'your local receiver, e.g. http://localhost:3000/webhooks')
+      .option('--url <url>', 'where payhooks runs', 'http://127.0.0.1:8080')
+      .option('--events <types>', 'comma-separated event types to forward (default: every type)'),
+  ).action(async (opts: { apiKey: string; forwardTo: string; url: string; events?: string } & ReceiverAuthFlags) => {
+    const { runListen } = await import('./listen.ts');
+    const controller = new AbortController();
+    const stop = () => {
+      if (controller.signal.aborted) process.exit(1); // a second Ctrl-C: leave now
+      controller.abort();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    const events = opts.events
+      ?.split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
+    await runListen({
+      apiKey: opts.apiKey,
+      forwardTo: opts.forwardTo,
+      url: opts.url,
+      events,
+      signal: controller.signal,
+      print: (line) => process.stdout.write(`${line}\n`),
+      receiver: opts,
     });
+    process.stdout.write('Session ended.\n');
+  });
 
-  program
-    .command('check-receiver')
-    .description(
-      'send your receiver a battery of signed and mis-signed deliveries and report, duty by duty, what it does wrong (exit 0 only when every duty holds)',
-    )
-    .argument('<url>', 'your receiver, e.g. http://localhost:3000/webhooks')
-    .requiredOption('--secret <whsec>', "the endpoint's whsec_ signing secret your receiver verifies with")
-    .option('--json', 'print one JSON object instead of the report')
-    .option('--basic', "send the endpoint's Basic authentication, read from PAYHOOKS_RECEIVER_BASIC (username:password)")
-    .action(async (url: string, opts: { secret: string; json?: boolean; basic?: boolean }) =>
-      (await import('./check-receiver.ts')).checkReceiverCommand(url, opts),
-    );
+  withReceiverAuthFlags(
+    program
+      .command('check-receiver')
+      .description(
+        'send your receiver a battery of signed and mis-signed deliveries and report, duty by duty, what it does wrong (exit 0 only when every duty holds)',
+      )
+      .argument('<url>', 'your receiver, e.g. http://localhost:3000/webhooks')
+      .requiredOption('--secret <whsec>', "the endpoint's whsec_ signing secret your receiver verifies with")
+      .option('--json', 'print one JSON object instead of the report'),
+  ).action(async (url: string, opts: { secret: string; json?: boolean } & ReceiverAuthFlags) =>
+    (await import('./check-receiver.ts')).checkReceiverCommand(url, opts),
+  );
 
   program
     .command('maintain')

@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebhookHandler, memoryStore, toNodeHandler, type WebhookEvent, type WebhookHandler } from '../../../receiver/src/index.ts';
 import { startService, type TestService } from '../helpers/service.ts';
@@ -10,6 +13,7 @@ import type { DeliveryWorker } from '../../src/delivery/worker.ts';
 import { HEARTBEAT_MS, LEASE_MS, ListenHub } from '../../src/devtools/listen-sessions.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { until } from '../helpers/wait.ts';
+import { startAuthorizationServer, startTokenGateway } from '../helpers/oauth-server.ts';
 
 /**
  * Issue 12 item 1: `payhooks listen` as a real process against a real service with a running
@@ -139,6 +143,33 @@ describe('payhooks listen', () => {
       expect(await cli.exited).toBe(0);
     } finally {
       await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it('with --token-url/--client-id/--ca, forwards behind a gateway that takes OAuth 2.0 tokens: one token, sent as Bearer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-listen-oauth-'));
+    const auth = await startAuthorizationServer(dir, [{ client_id: 'laptop', client_secret: 'laptop-s3cret' }]);
+    const gateway = await startTokenGateway(auth);
+    writeFileSync(join(dir, 'ca.pem'), auth.caPem);
+    try {
+      const flags = ['--token-url', auth.tokenUrl, '--client-id', 'laptop', '--ca', join(dir, 'ca.pem')];
+      const cli = spawnPayhooks(['listen', '--api-key', p.keys.sandbox, '--forward-to', gateway.url, '--url', svc.url, ...flags], {
+        PAYHOOKS_RECEIVER_CLIENT_SECRET: 'laptop-s3cret',
+      });
+      await cli.waitFor(/signing secret for this session is whsec_\S+/);
+      const first = await publish(svc.ctx, p.merchant_id);
+      const second = await publish(svc.ctx, p.merchant_id);
+      await cli.waitFor(new RegExp(`<-- 200 \\d+ ms ${first.event.id}`));
+      await cli.waitFor(new RegExp(`<-- 200 \\d+ ms ${second.event.id}`));
+      expect(gateway.seen.filter((s) => s.status === 200 && s.clientId === 'laptop').length).toBeGreaterThanOrEqual(2);
+      expect(auth.tokenRequests()).toBe(1);
+      expect(cli.output()).not.toContain('laptop-s3cret');
+      cli.child.kill('SIGINT');
+      expect(await cli.exited).toBe(0);
+    } finally {
+      await gateway.close();
+      await auth.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

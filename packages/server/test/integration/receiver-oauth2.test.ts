@@ -1,14 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import Provider from 'oidc-provider';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issue, makeCa } from '../helpers/certificates.ts';
+import { startAuthorizationServer, startTokenGateway, type Admitted, type AuthorizationServer } from '../helpers/oauth-server.ts';
 import { ManualClock, startService, type TestService } from '../helpers/service.ts';
 import { publish } from '../helpers/publish.ts';
 import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
@@ -29,19 +27,16 @@ const POST_SECRET = 'cs-post-88c1-never-shown';
 const TOKEN_TTL_S = 600;
 
 let dir: string;
-let caPem: string;
-let provider: Provider;
-let authServer: Server;
+let auth: AuthorizationServer;
 let tokenUrl: string;
-/** The token endpoint's behaviour: the authorization server, or a 503. */
-let tokenEndpoint: 'up' | 'down' = 'up';
-let tokenRequests = 0;
-let gateway: Server;
+let caPem: string;
+let gateway: Awaited<ReturnType<typeof startTokenGateway>>;
 let receiverUrl: string;
 /** Tokens the gateway no longer takes (revoked), and whether it refuses every token. */
 const revoked = new Set<string>();
 let refuseAll = false;
-const seen: { status: number; token: string | null; clientId?: string; scope?: string | undefined }[] = [];
+let seen: Admitted[];
+const tokenRequests = () => auth.tokenRequests();
 
 const clock = new ManualClock(Date.now());
 let svc: TestService;
@@ -51,61 +46,18 @@ const logLines: string[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'payhooks-oauth2-'));
-  caPem = makeCa(dir, 'idp-ca');
-  const serverCert = issue(dir, 'idp-ca', 'idp', 'subjectAltName=IP:127.0.0.1');
-  let callback: ((req: IncomingMessage, res: ServerResponse) => void) | null = null;
-  authServer = createHttpsServer(serverCert, (req, res) => {
-    if (req.url?.startsWith('/token')) tokenRequests++;
-    if (tokenEndpoint === 'down') {
-      req.resume();
-      res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"temporarily_unavailable"}');
-      return;
-    }
-    callback!(req, res);
-  });
-  await new Promise<void>((r) => authServer.listen(0, '127.0.0.1', r));
-  const issuer = `https://127.0.0.1:${(authServer.address() as AddressInfo).port}`;
-  tokenUrl = `${issuer}/token`;
-  provider = new Provider(issuer, {
-    clients: [
-      {
-        client_id: 'payhooks-basic',
-        client_secret: SECRET,
-        grant_types: ['client_credentials'],
-        redirect_uris: [],
-        response_types: [],
-        scope: 'webhooks',
-      },
-      {
-        client_id: 'payhooks-post',
-        client_secret: POST_SECRET,
-        grant_types: ['client_credentials'],
-        redirect_uris: [],
-        response_types: [],
-        token_endpoint_auth_method: 'client_secret_post',
-      },
+  auth = await startAuthorizationServer(
+    dir,
+    [
+      { client_id: 'payhooks-basic', client_secret: SECRET, scope: 'webhooks' },
+      { client_id: 'payhooks-post', client_secret: POST_SECRET, token_endpoint_auth_method: 'client_secret_post' },
     ],
-    scopes: ['webhooks'],
-    features: { clientCredentials: { enabled: true }, devInteractions: { enabled: false } },
-    ttl: { ClientCredentials: TOKEN_TTL_S },
-    cookies: { keys: ['test-cookie-key'] },
-  });
-  callback = provider.callback();
-  // The receiver's gateway: a token the authorization server issued, not revoked, or 401.
-  gateway = createServer(async (req, res) => {
-    req.resume();
-    const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? null;
-    const found = token !== null && !refuseAll && !revoked.has(token) ? await provider.ClientCredentials.find(token) : undefined;
-    if (!found) {
-      seen.push({ status: 401, token });
-      res.writeHead(401, { 'www-authenticate': 'Bearer error="invalid_token"' }).end();
-      return;
-    }
-    seen.push({ status: 200, token, clientId: found.clientId, scope: found.scope });
-    res.end('ok');
-  });
-  await new Promise<void>((r) => gateway.listen(0, '127.0.0.1', r));
-  receiverUrl = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}/webhooks`;
+    TOKEN_TTL_S,
+  );
+  ({ tokenUrl, caPem } = auth);
+  gateway = await startTokenGateway(auth, { refuse: (token) => refuseAll || revoked.has(token) });
+  seen = gateway.seen;
+  receiverUrl = gateway.url;
   const sink = new Writable({
     write(chunk, _enc, done) {
       logLines.push(String(chunk));
@@ -118,7 +70,8 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await svc?.close();
-  for (const server of [authServer, gateway]) await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  await auth?.close();
+  await gateway?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -184,7 +137,7 @@ describe('receiver authentication: OAuth 2.0 client credentials', () => {
       audience: null,
       client_auth_method: 'client_secret_basic',
     });
-    const before = tokenRequests;
+    const before = tokenRequests();
     const attempt = await deliver(endpointId, 3);
     expect(attempt.status_code).toBe(200);
     expect(attempt.request_headers!.Authorization).toBe('Bearer [redacted]');
@@ -192,33 +145,33 @@ describe('receiver authentication: OAuth 2.0 client credentials', () => {
     expect(accepted.map((s) => s.status)).toEqual([200, 200, 200]);
     expect(new Set(accepted.map((s) => s.token)).size).toBe(1);
     expect(accepted[0]).toMatchObject({ clientId: 'payhooks-basic', scope: 'webhooks' });
-    expect(tokenRequests - before).toBe(1);
+    expect(tokenRequests() - before).toBe(1);
   });
 
   it('kept until shortly before it expires by the injected clock, then a new one is asked for', async () => {
-    const before = tokenRequests;
+    const before = tokenRequests();
     const first = seen.at(-1)!.token;
     // 90 % of the lifetime, and never within a minute of its end: kept at 530 s, renewed at 540 s.
     clock.advance(530_000);
     expect((await deliver(endpointId)).status_code).toBe(200);
-    expect(tokenRequests - before).toBe(0);
+    expect(tokenRequests() - before).toBe(0);
     expect(seen.at(-1)!.token).toBe(first);
     clock.advance(10_000);
     expect((await deliver(endpointId)).status_code).toBe(200);
-    expect(tokenRequests - before).toBe(1);
+    expect(tokenRequests() - before).toBe(1);
     expect(seen.at(-1)!.token).not.toBe(first);
   });
 
   it('a 401 from the receiver brings one new token and the request is sent again in the same attempt', async () => {
     const token = seen.at(-1)!.token!;
     revoked.add(token);
-    const before = tokenRequests;
+    const before = tokenRequests();
     const seenBefore = seen.length;
     const attempt = await deliver(endpointId);
     expect(attempt.status_code).toBe(200);
     expect(seen.slice(seenBefore).map((s) => s.status)).toEqual([401, 200]);
     expect(seen.at(-1)!.token).not.toBe(token);
-    expect(tokenRequests - before).toBe(1);
+    expect(tokenRequests() - before).toBe(1);
     // One attempt in the log for that delivery: the retry with the new token is part of it.
     expect(await attemptsOf(endpointId)).toHaveLength(1);
   });
@@ -226,13 +179,13 @@ describe('receiver authentication: OAuth 2.0 client credentials', () => {
   it('a receiver that refuses every token gets one new token per attempt, not a loop: the attempt is its 401', async () => {
     refuseAll = true;
     try {
-      const before = tokenRequests;
+      const before = tokenRequests();
       const seenBefore = seen.length;
       const attempt = await deliver(endpointId);
       expect(attempt.status_code).toBe(401);
       expect(attempt.error_kind).toBe('http_status');
       expect(seen.slice(seenBefore).map((s) => s.status)).toEqual([401, 401]);
-      expect(tokenRequests - before).toBe(1);
+      expect(tokenRequests() - before).toBe(1);
     } finally {
       refuseAll = false;
     }
@@ -259,19 +212,19 @@ describe('receiver authentication: OAuth 2.0 client credentials', () => {
     await disable(wrong);
 
     const id = await create(oauth(), '/down');
-    tokenEndpoint = 'down';
+    auth.setDown(true);
     const down = await deliver(id);
     expect(down).toMatchObject({ status_code: null, error_kind: 'authentication_failed' });
     expect(down.error_message).toContain('HTTP 503 (temporarily_unavailable)');
     // Within the pause the token endpoint is not asked again: the next attempt fails the same way.
-    const before = tokenRequests;
+    const before = tokenRequests();
     const listed = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?endpoint_id=${id}&limit=1`);
     const deliveryId = listed.body.data[0].id as string;
     const scope = { platformId: p.platform_id, environment: 'sandbox' as const, actor: { type: 'operator' as const, id: 'test' } };
     await svc.ctx.deliveries.replay(scope, deliveryId);
-    expect(tokenRequests).toBe(before);
+    expect(tokenRequests()).toBe(before);
     expect((await attemptsOf(id)).at(-1)).toMatchObject({ error_kind: 'authentication_failed' });
-    tokenEndpoint = 'up';
+    auth.setDown(false);
     clock.advance(6_000);
     await svc.ctx.deliveries.replay(scope, deliveryId);
     expect((await attemptsOf(id)).at(-1)).toMatchObject({ status_code: 200 });

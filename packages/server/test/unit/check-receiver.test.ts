@@ -1,10 +1,16 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebhookHandler, memoryStore, toNodeHandler, type WebhookHandler } from '../../../receiver/src/index.ts';
 import { checkReceiver, formatReport } from '../../src/devtools/check-receiver.ts';
 import { startBrokenReceiver, type Fault } from '../helpers/broken-receivers.ts';
+import { issue, makeCa } from '../helpers/certificates.ts';
 import { runPayhooks } from '../helpers/cli.ts';
+import { startAuthorizationServer, startTokenGateway } from '../helpers/oauth-server.ts';
 
 /**
  * Issue 12 item 2: `payhooks check-receiver` against real HTTP receivers on port 0 (no
@@ -207,6 +213,64 @@ describe('payhooks check-receiver (CLI)', () => {
       expect(missing.stderr).toContain('PAYHOOKS_RECEIVER_BASIC');
     } finally {
       await new Promise<void>((r) => gated.close(() => r()));
+    }
+  });
+
+  it('--client-cert/--client-key/--ca: behind a gateway that requires a client certificate of its own CA, on a private PKI', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-check-mtls-'));
+    const ca = makeCa(dir, 'gw-ca');
+    const serverCert = issue(dir, 'gw-ca', 'gateway', 'subjectAltName=IP:127.0.0.1');
+    issue(dir, 'gw-ca', 'checker', 'extendedKeyUsage=clientAuth');
+    const gated = createHttpsServer({ ...serverCert, ca, requestCert: true, rejectUnauthorized: true }, toNodeHandler(sdk.handler));
+    await new Promise<void>((r) => gated.listen(0, '127.0.0.1', r));
+    const url = `https://127.0.0.1:${(gated.address() as AddressInfo).port}/webhooks`;
+    try {
+      const flags = ['--client-cert', join(dir, 'checker.pem'), '--client-key', join(dir, 'checker.key'), '--ca', join(dir, 'gw-ca.pem')];
+      const withCert = await runPayhooks(['check-receiver', url, '--secret', SECRET, '--json', ...flags], {});
+      expect(withCert.code, withCert.stdout + withCert.stderr).toBe(0);
+      expect(JSON.parse(withCert.stdout)).toMatchObject({ url, ok: true });
+      // Without the certificate the gateway refuses every handshake: no duty holds (with TLS 1.3 the
+      // refusal may come after the client's side of the handshake, so "nothing answers" or failures).
+      const without = await runPayhooks(['check-receiver', url, '--secret', SECRET, '--ca', join(dir, 'gw-ca.pem'), '--json'], {});
+      expect([1, 3]).toContain(without.code);
+      expect(JSON.parse(without.stdout).ok).toBe(false);
+      const half = await runPayhooks(['check-receiver', url, '--secret', SECRET, '--client-cert', join(dir, 'checker.pem')], {});
+      expect(half.code).toBe(1);
+      expect(half.stderr).toContain('--client-cert and --client-key go together');
+    } finally {
+      await new Promise<void>((r) => gated.close(() => r()));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('--token-url/--client-id: behind a gateway that takes OAuth 2.0 tokens, with the secret from PAYHOOKS_RECEIVER_CLIENT_SECRET', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-check-oauth-'));
+    const auth = await startAuthorizationServer(dir, [{ client_id: 'checker', client_secret: 'checker-s3cret', scope: 'webhooks' }]);
+    const gateway = await startTokenGateway(auth, { inner: toNodeHandler(sdk.handler) });
+    try {
+      writeFileSync(join(dir, 'idp-ca-only.pem'), auth.caPem);
+      const flags = ['--token-url', auth.tokenUrl, '--client-id', 'checker', '--scope', 'webhooks', '--ca', join(dir, 'idp-ca-only.pem')];
+      const ok = await runPayhooks(['check-receiver', gateway.url, '--secret', SECRET, '--json', ...flags], {
+        PAYHOOKS_RECEIVER_CLIENT_SECRET: 'checker-s3cret',
+      });
+      expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+      expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true });
+      expect(auth.tokenRequests()).toBe(1);
+      expect(gateway.seen.every((s) => s.status === 200 && s.clientId === 'checker')).toBe(true);
+      expect(ok.stdout + ok.stderr).not.toContain('checker-s3cret');
+      const wrong = await runPayhooks(['check-receiver', gateway.url, '--secret', SECRET, ...flags], {
+        PAYHOOKS_RECEIVER_CLIENT_SECRET: 'not-it',
+      });
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toContain('answered HTTP 401 (invalid_client');
+      expect(wrong.stderr).not.toContain('not-it');
+      const noSecret = await runPayhooks(['check-receiver', gateway.url, '--secret', SECRET, ...flags], {});
+      expect(noSecret.code).toBe(1);
+      expect(noSecret.stderr).toContain('PAYHOOKS_RECEIVER_CLIENT_SECRET');
+    } finally {
+      await gateway.close();
+      await auth.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
