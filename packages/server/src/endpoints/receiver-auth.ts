@@ -1,6 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { Environment, ReceiverAuthType } from '../db/schema.ts';
-import { isBrokerProtocol } from '../endpoint-urls/broker-url.ts';
+import { BROKER_PROTOCOLS, isBrokerProtocol } from '../endpoint-urls/broker-url.ts';
 import { AppError } from '../errors.ts';
 import type { SecretBox } from '../security/encryption.ts';
 import { sealReceiverCredentials, type ClientAuthMethod } from '../security/receiver-credentials.ts';
@@ -187,25 +187,23 @@ export function checkAuthenticationFits(
   // The URL was validated already (security/url-policy.ts): http, https or a broker's scheme.
   const { protocol } = new URL(url);
   const broker = isBrokerProtocol(protocol);
+  // https, or a broker over TLS (amqps://, tls://): where a handshake can use them.
+  const withTls = protocol === 'https:' || (broker && BROKER_PROTOCOLS[protocol]!.tls);
   const refuse = (code: string, param: string, message: string) => new AppError('invalid_request', code, message, { param });
-  if (trustedCas !== null && broker)
-    throw refuse(
-      'tls_not_supported',
-      'tls',
-      'tls.ca_certificates is for HTTPS endpoints: a broker connection trusts the public authorities.',
-    );
+  if (trustedCas !== null && !withTls)
+    throw refuse('tls_not_supported', 'tls', 'tls.ca_certificates is for endpoints reached over TLS: https, amqps:// or tls:// (NATS).');
   if (type === null) return;
-  if (broker)
+  if (type === 'mtls' && !withTls)
     throw refuse(
       'authentication_not_supported',
       'authentication',
-      'authentication is for HTTP endpoints: a broker URL carries its own credentials (user:password@).',
+      'A client certificate is presented in the TLS handshake: the endpoint URL must be https, amqps:// or tls:// (NATS).',
     );
-  if (type === 'mtls' && protocol !== 'https:')
+  if (broker && type !== 'mtls')
     throw refuse(
       'authentication_not_supported',
       'authentication',
-      'A client certificate is presented in the TLS handshake: the endpoint URL must be https.',
+      'A broker takes its credentials in the URL (user:password@), and a client certificate as authentication {"type": "mtls"}; Basic and OAuth 2.0 are for HTTP endpoints.',
     );
   const custom = Object.keys(headers ?? {}).find((name) => name.toLowerCase() === 'authorization');
   if (custom !== undefined)

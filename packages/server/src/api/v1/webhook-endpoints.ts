@@ -100,7 +100,7 @@ export const AuthenticationInputSchema = Type.Union(
   ],
   {
     description:
-      'How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt; {"type": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scope"?, "audience"?, "client_auth_method"?} gets an access token from your authorization server (cached until shortly before it expires, fetched again once when the receiver answers 401) and sends Authorization: Bearer. HTTP endpoints only, not brokers; passwords, keys and client secrets are stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted] or Bearer [redacted]. Replaced whole on update; null removes it. Not with a custom Authorization header.',
+      'How payhooks authenticates to your receiver beside the signature, for a gateway that wants its own credentials: {"type": "mtls", "certificate", "private_key"} presents a client certificate in the TLS handshake; {"type": "basic", "username", "password"} sends Authorization: Basic with every attempt; {"type": "oauth2_client_credentials", "token_url", "client_id", "client_secret", "scope"?, "audience"?, "client_auth_method"?} gets an access token from your authorization server (cached until shortly before it expires, fetched again once when the receiver answers 401) and sends Authorization: Bearer. Basic and OAuth 2.0 for HTTP endpoints, a client certificate for https, amqps:// and tls:// (NATS); passwords, keys and client secrets are stored encrypted and never shown; the delivery log shows Authorization: Basic [redacted] or Bearer [redacted]. Replaced whole on update; null removes it. Not with a custom Authorization header.',
   },
 );
 
@@ -114,7 +114,7 @@ export const TlsInputSchema = Type.Union(
   ],
   {
     description:
-      'For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. Replaced whole on update; null removes them.',
+      'For a receiver on a private PKI: {"ca_certificates": PEM} adds certificate authorities this endpoint trusts beside the public ones, verified as strictly (the hostname included); verification is never turned off. For https, amqps:// and tls:// (NATS) URLs, and an OAuth 2.0 token URL. Replaced whole on update; null removes them.',
   },
 );
 

@@ -1,7 +1,14 @@
-import { isIP } from 'node:net';
 import { connect, type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
 import { PooledDestination } from './connections.ts';
-import { BrokerRefusal, resolveBrokerHost, type BrokerMessage, type DialOptions } from './broker.ts';
+import {
+  BrokerRefusal,
+  brokerTlsOptions,
+  resolveBrokerHost,
+  tlsKey,
+  type BrokerMessage,
+  type BrokerTls,
+  type DialOptions,
+} from './broker.ts';
 import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 interface Connection {
@@ -31,11 +38,19 @@ export class AmqpDestination extends PooledDestination<Connection> {
     super(options, (c) => c.model.close().catch(() => {}));
   }
 
-  publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage): Promise<string> {
-    const key = JSON.stringify([target.tls, target.host, target.port, target.vhost, credentials?.username, credentials?.password]);
+  publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage, tls: BrokerTls = {}): Promise<string> {
+    const key = JSON.stringify([
+      target.tls,
+      target.host,
+      target.port,
+      target.vhost,
+      credentials?.username,
+      credentials?.password,
+      ...(target.tls ? tlsKey(tls) : []),
+    ]);
     return this.pool.use(
       key,
-      () => this.open(target, credentials),
+      () => this.open(target, credentials, tls),
       async (conn) => {
         const exchange = await this.channelFor(conn, target.exchange);
         return this.publishOn(exchange, target, message, conn);
@@ -43,7 +58,7 @@ export class AmqpDestination extends PooledDestination<Connection> {
     );
   }
 
-  private async open(target: BrokerTarget, credentials: BrokerCredentials | null): Promise<Connection> {
+  private async open(target: BrokerTarget, credentials: BrokerCredentials | null, tls: BrokerTls): Promise<Connection> {
     const address = await resolveBrokerHost(target.host, this.options);
     const model = await connect(
       {
@@ -57,7 +72,7 @@ export class AmqpDestination extends PooledDestination<Connection> {
         heartbeat: 30,
       },
       // The socket goes to the checked address; TLS checks the certificate against the name.
-      { ...(isIP(target.host) ? {} : { servername: target.host }), timeout: this.options.connectTimeoutMs, noDelay: true },
+      { ...(target.tls ? brokerTlsOptions(target.host, tls) : {}), timeout: this.options.connectTimeoutMs, noDelay: true },
     ).catch((err: Error) => {
       throw describe(err, `Could not open an AMQP connection to ${target.host}:${target.port}`);
     });

@@ -1,6 +1,7 @@
 import type { LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
-import type { ErrorKind } from './attempt.ts';
+import { rootCertificates, type ConnectionOptions } from 'node:tls';
+import type { ClientCertificate, ErrorKind } from './attempt.ts';
 import { ForbiddenAddressError, safeLookup, type Resolver } from '../safe-lookup.ts';
 import { isForbiddenAddress } from '../../security/ip-ranges.ts';
 import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
@@ -11,6 +12,27 @@ export interface BrokerMessage {
   /** Service-Event-Id, Service-Signature (and traceparent when tracing): message headers. */
   headers: Record<string, string>;
   eventId: string;
+}
+
+/** An endpoint's own TLS for a broker with TLS (amqps://, tls://): authorities it trusts beside the public ones, a client certificate. */
+export interface BrokerTls {
+  trustedCas?: string | undefined;
+  clientCertificate?: ClientCertificate | undefined;
+}
+
+/** What names a connection's TLS in its pool key: a change of either is another connection. */
+export const tlsKey = (tls: BrokerTls) => [tls.trustedCas ?? null, tls.clientCertificate?.id ?? null];
+
+/**
+ * The TLS options for a broker connection to `host`: the certificate checked against its name
+ * (servername; an IP literal is checked against the certificate's IP entries), the endpoint's own
+ * authorities beside the public ones, its client certificate.
+ */
+export function brokerTlsOptions(host: string, tls: BrokerTls): ConnectionOptions {
+  const options: ConnectionOptions = isIP(host) ? {} : { servername: host };
+  if (tls.trustedCas !== undefined) options.ca = [...rootCertificates, tls.trustedCas];
+  if (tls.clientCertificate !== undefined) Object.assign(options, { cert: tls.clientCertificate.cert, key: tls.clientCertificate.key });
+  return options;
 }
 
 /**
@@ -36,7 +58,7 @@ export interface BrokerDestination {
    * Publishes and resolves with a line for the delivery log once the broker confirmed it;
    * rejects otherwise. The caller enforces the attempt's deadline.
    */
-  publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage): Promise<string>;
+  publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage, tls?: BrokerTls): Promise<string>;
   /** Connections open now (one per broker address and credentials). */
   readonly openConnections: number;
   close(): Promise<void>;

@@ -70,7 +70,8 @@ export class BrokerDestinations implements Destination {
         ),
       );
     });
-    const attempt = broker.publish(target, req.credentials ?? null, { body: bytes, headers, eventId: req.eventId }).then(
+    const tls = { trustedCas: req.trustedCas, clientCertificate: req.clientCertificate };
+    const attempt = broker.publish(target, req.credentials ?? null, { body: bytes, headers, eventId: req.eventId }, tls).then(
       (detail): AttemptResult => ({
         succeeded: true,
         startedAt,

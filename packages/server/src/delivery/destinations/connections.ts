@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { BrokerDestination, BrokerMessage, DialOptions } from './broker.ts';
+import type { BrokerDestination, BrokerMessage, BrokerTls, DialOptions } from './broker.ts';
 import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 interface Entry<C> {
@@ -110,7 +110,7 @@ export abstract class PooledDestination<C> implements BrokerDestination {
     this.pool = new ConnectionPool(options.idleMs, closeConnection);
   }
 
-  abstract publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage): Promise<string>;
+  abstract publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage, tls?: BrokerTls): Promise<string>;
 
   get openConnections(): number {
     return this.pool.size;

@@ -2,7 +2,15 @@ import { isIP } from 'node:net';
 import { connect, headers, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { PooledDestination } from './connections.ts';
-import { BrokerRefusal, resolveBrokerHost, type BrokerMessage, type DialOptions } from './broker.ts';
+import {
+  BrokerRefusal,
+  brokerTlsOptions,
+  resolveBrokerHost,
+  tlsKey,
+  type BrokerMessage,
+  type BrokerTls,
+  type DialOptions,
+} from './broker.ts';
 import type { BrokerCredentials, BrokerTarget } from '../../endpoint-urls/broker-url.ts';
 
 interface Connection {
@@ -22,11 +30,18 @@ export class NatsDestination extends PooledDestination<Connection> {
     super(options, (c) => c.nc.close().catch(() => {}));
   }
 
-  publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage): Promise<string> {
-    const key = JSON.stringify([target.tls, target.host, target.port, credentials?.username, credentials?.password]);
+  publish(target: BrokerTarget, credentials: BrokerCredentials | null, message: BrokerMessage, tls: BrokerTls = {}): Promise<string> {
+    const key = JSON.stringify([
+      target.tls,
+      target.host,
+      target.port,
+      credentials?.username,
+      credentials?.password,
+      ...(target.tls ? tlsKey(tls) : []),
+    ]);
     return this.pool.use(
       key,
-      () => this.open(target, credentials),
+      () => this.open(target, credentials, tls),
       async ({ js }) => {
         const h = headers();
         for (const [name, value] of Object.entries(message.headers)) h.set(name, value);
@@ -47,7 +62,7 @@ export class NatsDestination extends PooledDestination<Connection> {
     );
   }
 
-  private async open(target: BrokerTarget, credentials: BrokerCredentials | null): Promise<Connection> {
+  private async open(target: BrokerTarget, credentials: BrokerCredentials | null, tls: BrokerTls): Promise<Connection> {
     const address = await resolveBrokerHost(target.host, this.options);
     const server = isIP(address) === 6 ? `[${address}]:${target.port}` : `${address}:${target.port}`;
     let nc: NatsConnection;
@@ -56,9 +71,10 @@ export class NatsDestination extends PooledDestination<Connection> {
         servers: server,
         name: 'payhooks',
         ...(credentials ? { user: credentials.username, pass: credentials.password } : {}),
-        // tls://: TLS is required, the certificate checked against the host's name.
-        // (servername is passed through to tls.connect; the type doesn't list it.)
-        ...(target.tls ? { tls: (isIP(target.host) ? {} : { servername: target.host }) as NodeConnectionOptions['tls'] } : {}),
+        // tls://: TLS is required, the certificate checked against the host's name, with the
+        // endpoint's own authorities and client certificate. (The options are passed through to
+        // tls.connect; the type doesn't list servername.)
+        ...(target.tls ? { tls: brokerTlsOptions(target.host, tls) as NodeConnectionOptions['tls'] } : {}),
         timeout: this.options.connectTimeoutMs,
         reconnect: false,
         ignoreClusterUpdates: true,
