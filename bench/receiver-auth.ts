@@ -1,9 +1,10 @@
 /**
  * What authenticating to the receiver costs per delivery: the same backlog drained by one worker
- * to a plain HTTP receiver, to one that checks Basic credentials, to an HTTPS receiver on a
- * private CA, and to one that requires a client certificate (mutual TLS), in alternating rounds.
- * Every receiver runs in this process (its CPU is counted with the worker's), on a scratch
- * PostgreSQL database; certificates are made with openssl.
+ * to a plain HTTP receiver, to one that checks Basic credentials, to one behind a gateway that
+ * takes OAuth 2.0 access tokens (oidc-provider issuing them over HTTPS; the gateway looks each one
+ * up), to an HTTPS receiver on a private CA, and to one that requires a client certificate
+ * (mutual TLS), in alternating rounds. Every receiver runs in this process (its CPU is counted
+ * with the worker's), on a scratch PostgreSQL database; certificates are made with openssl.
  *
  *   npx tsx --conditions=@payhooks/source bench/receiver-auth.ts   # ROUNDS=3 EVENTS=2000
  */
@@ -24,6 +25,7 @@ import { publishEvents } from '../packages/server/src/events/publish.ts';
 import { createPlatform } from '../packages/server/src/tenancy/platforms.ts';
 import { issue, makeCa } from '../packages/server/test/helpers/certificates.ts';
 import { createPgDatabase } from '../packages/server/test/helpers/database.ts';
+import { startAuthorizationServer, startTokenGateway } from '../packages/server/test/helpers/oauth-server.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const EVENTS = Number(process.env.EVENTS ?? 2000);
@@ -57,6 +59,9 @@ const mtls = createHttpsServer(
   answer(() => true),
 );
 
+const auth = await startAuthorizationServer(dir, [{ client_id: 'bench', client_secret: 'bench-secret' }]);
+const gateway = await startTokenGateway(auth, { inner: answer(() => true) });
+
 const scratch = await createPgDatabase(process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'payhooks_bench_auth');
 const database = await openDatabase({ databaseUrl: scratch.url, poolSize: 10 });
 try {
@@ -68,6 +73,18 @@ try {
     basic: {
       url: await listen(basic, 'http'),
       settings: { authentication: { type: 'basic' as const, username: 'bench', password: 'secret' } },
+    },
+    oauth2: {
+      url: gateway.url,
+      settings: {
+        tls: { ca_certificates: auth.caPem },
+        authentication: {
+          type: 'oauth2_client_credentials' as const,
+          token_url: auth.tokenUrl,
+          client_id: 'bench',
+          client_secret: 'bench-secret',
+        },
+      },
     },
     tls: { url: await listen(tls, 'https'), settings: { tls: { ca_certificates: ca } } },
     mtls: {
@@ -121,11 +138,13 @@ try {
       { deliveries_per_s: median(v.per_s), process_cpu_us_per_delivery: median(v.cpu_us), rounds: v },
     ]),
   );
-  console.log(JSON.stringify({ events_per_round: EVENTS, rounds: ROUNDS, results: out }, null, 2));
+  console.log(JSON.stringify({ events_per_round: EVENTS, rounds: ROUNDS, token_requests: auth.tokenRequests(), results: out }, null, 2));
   await ctx.close();
 } finally {
   await database.close();
   await scratch.drop();
   for (const s of [plain, basic, tls, mtls]) s.close();
+  await gateway.close();
+  await auth.close();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -190,8 +190,9 @@ export function checkAuthenticationFits(
   // https, or a broker over TLS (amqps://, tls://): where a handshake can use them.
   const withTls = protocol === 'https:' || (broker && BROKER_PROTOCOLS[protocol]!.tls);
   const refuse = (code: string, param: string, message: string) => new AppError('invalid_request', code, message, { param });
-  if (trustedCas !== null && !withTls)
-    throw refuse('tls_not_supported', 'tls', 'tls.ca_certificates is for endpoints reached over TLS: https, amqps:// or tls:// (NATS).');
+  // (An http endpoint may have them: its OAuth 2.0 token URL is https.)
+  if (trustedCas !== null && broker && !withTls)
+    throw refuse('tls_not_supported', 'tls', 'tls.ca_certificates is for connections over TLS: on a broker, amqps:// or tls:// (NATS).');
   if (type === null) return;
   if (type === 'mtls' && !withTls)
     throw refuse(
