@@ -119,6 +119,9 @@ export function tunnelConnector(options: {
           const secure = tlsConnect({
             ...options.tls,
             socket,
+            // The certificate is checked against `host` (Node takes "localhost" when it is
+            // missing, which would refuse an IP-literal URL's own certificate).
+            host,
             ...(servername ? { servername } : {}),
             ALPNProtocols: ['http/1.1'],
           });

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from './wait.ts';
 
 /**
  * Brokers that require a client certificate, started for a test from the machine's own Debian
@@ -12,14 +12,6 @@ import { join } from 'node:path';
 export interface TlsBroker {
   port: number;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 function started(child: ChildProcess, ready: RegExp, what: string, timeoutMs: number): Promise<void> {

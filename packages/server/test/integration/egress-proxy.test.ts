@@ -15,6 +15,7 @@ import type { CreatedPlatform } from '../../src/tenancy/platforms.ts';
 import { createServer as createHttpServer } from 'node:http';
 import { createWebhookHandler, memoryStore, toNodeHandler } from '../../../receiver/src/index.ts';
 import { runPayhooks } from '../helpers/cli.ts';
+import { startAuthorizationServer, type AuthorizationServer } from '../helpers/oauth-server.ts';
 
 /**
  * Deliveries through the operator's forward proxy (PAYHOOKS_EGRESS_PROXY), against Debian's
@@ -35,6 +36,7 @@ const resolver: Resolver = (hostname, _options, callback) => {
 
 let dir: string;
 let cert: string;
+let auth: AuthorizationServer;
 let proxy: ForwardProxy;
 let receiver: TestReceiver;
 let tlsServer: Server;
@@ -80,8 +82,9 @@ beforeAll(async () => {
   await new Promise<void>((r) => tlsServer.listen(0, '127.0.0.1', r));
   tlsPort = (tlsServer.address() as AddressInfo).port;
   receiver = await startReceiver();
-  // CONNECT only to the TLS receiver's port: a tunnel anywhere else is the proxy's 403.
-  proxy = await startForwardProxy({ connectPorts: [tlsPort] });
+  auth = await startAuthorizationServer(dir, [{ client_id: 'proxied', client_secret: 'proxied-secret' }]);
+  // CONNECT only to the TLS receiver's and the token endpoint's ports: a tunnel anywhere else is the proxy's 403.
+  proxy = await startForwardProxy({ connectPorts: [tlsPort, Number(new URL(auth.tokenUrl).port)] });
   // The receivers are on 127.0.0.1: private targets allowed here; the SSRF test has its own service.
   [svc, strict] = await Promise.all([
     startService({ allowPrivateUrls: true, egressProxy: proxy.url }, { resolver, tls: { ca: cert } }),
@@ -94,6 +97,7 @@ afterAll(async () => {
   await strict?.close();
   await proxy?.stop();
   await receiver?.close();
+  await auth?.close();
   await new Promise((r) => tlsServer?.close(r));
   rmSync(dir, { recursive: true, force: true });
 });
@@ -160,6 +164,32 @@ describe('deliveries through the egress proxy (PAYHOOKS_EGRESS_PROXY)', () => {
     expect(d.state, JSON.stringify(d.attempts)).toBe('delivered');
     expect(proxy.requests()).toContain(`CONNECT 127.0.0.1:${tlsPort} HTTP/1.1`);
     expect(tlsRequests.at(-1)).toEqual({ host: `receiver.test:${tlsPort}`, servername: 'receiver.test' });
+  });
+
+  it("an OAuth 2.0 endpoint's token request leaves through the proxy too (a CONNECT tunnel to the token endpoint)", async () => {
+    const before = proxy.requests().length;
+    const created = await svc.api(p.keys.sandbox, 'POST', '/api/v1/webhook_endpoints', {
+      url: receiver.url,
+      enabled_events: ['*'],
+      tls: { ca_certificates: auth.caPem },
+      authentication: {
+        type: 'oauth2_client_credentials',
+        token_url: auth.tokenUrl,
+        client_id: 'proxied',
+        client_secret: 'proxied-secret',
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const { event } = await publish(svc.ctx, p.merchant_id);
+    await svc.ctx.createWorker().drain();
+    const d = await svc.api(p.keys.sandbox, 'GET', `/api/v1/webhook_deliveries?event_id=${event.id}&endpoint_id=${created.body.id}`);
+    expect(d.body.data[0].attempts[0], JSON.stringify(d.body.data[0].attempts[0])).toMatchObject({ status_code: 200 });
+    const sent = receiver.requests.find((r) => r.headers['service-event-id'] === event.id && r.headers.authorization !== undefined);
+    expect(sent?.headers.authorization).toMatch(/^Bearer \S+$/);
+    expect(auth.tokenRequests()).toBe(1);
+    const tunnels = proxy.requests().slice(before);
+    expect(tunnels, proxy.log()).toContain(`CONNECT 127.0.0.1:${new URL(auth.tokenUrl).port} HTTP/1.1`);
+    await svc.api(p.keys.sandbox, 'DELETE', `/api/v1/webhook_endpoints/${created.body.id}`);
   });
 
   it('a tunnel the proxy refuses (403) is logged as connection_refused, with the proxy and its answer', async () => {
