@@ -29,6 +29,7 @@ debian_packages=(
   openjdk-17-jdk-headless libpostgresql-jdbc-java junit5 libtomcat10-embed-java libtomcat10-java libjackson2-databind-java libjakarta-servlet-api-java
   maven maven-debian-helper maven-repo-helper libmaven-compiler-plugin-java libmaven-jar-plugin-java libsurefire-java libmaven-resources-plugin-java libmaven-install-plugin-java
   tinyproxy
+  podman runc debootstrap podman-compose
 )
 
 # PAYHOOKS_TEST_SETUP_UID stands in for `id -u` in this script's own test only.

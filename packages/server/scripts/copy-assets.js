@@ -2,7 +2,7 @@
 // Copies what the compiled server reads from disk at run time next to it in dist/: the SQL
 // migrations (always) and, with --portal, the built Merchant Portal (for the published package,
 // which can't reach packages/portal-ui). tsc only emits JavaScript, so this runs after it.
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,6 +23,27 @@ if (process.argv.includes('--portal')) {
     process.exit(1);
   }
   const target = join(root, 'dist/portal-ui');
-  rmSync(target, { recursive: true, force: true });
-  cpSync(portal, target, { recursive: true });
+  // Two packings at once (the package tests) must never see the directory missing or half
+  // written: unchanged, it is left alone; changed, a full copy is swapped in by renames.
+  if (!sameTree(portal, target)) {
+    const fresh = `${target}.new-${process.pid}`;
+    const old = `${target}.old-${process.pid}`;
+    cpSync(portal, fresh, { recursive: true });
+    if (existsSync(target)) renameSync(target, old);
+    renameSync(fresh, target);
+    rmSync(old, { recursive: true, force: true });
+  }
+}
+
+/** Whether `b` holds the same files with the same bytes as `a`. */
+function sameTree(a, b) {
+  if (!existsSync(b)) return false;
+  const files = (dir) =>
+    readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => join(e.parentPath ?? e.path, e.name).slice(dir.length))
+      .sort();
+  const left = files(a);
+  const right = files(b);
+  return left.length === right.length && left.every((f, i) => f === right[i] && readFileSync(join(a, f)).equals(readFileSync(join(b, f))));
 }
