@@ -37,3 +37,13 @@ export async function buildImage(tag: string): Promise<{ base: string; image: st
   const image = await script('build-image.sh', [tag], { NODE_IMAGE: base, PACKED: '1', CONTAINER_ENGINE: 'podman' });
   return { base, image };
 }
+
+/** podman-compose on deploy/compose/compose.yaml as project `project` (its settings from `env`, as from a .env). */
+export async function compose(project: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  const { stdout } = await run(
+    'podman-compose',
+    ['--podman-args', GLOBAL.join(' '), '-f', `${ROOT}deploy/compose/compose.yaml`, '-p', project, ...args],
+    { timeout: 300_000, maxBuffer: 64 * 1024 * 1024, env },
+  );
+  return stdout;
+}

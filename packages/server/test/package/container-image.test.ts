@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebhookHandler, memoryStore, toNodeHandler, type WebhookEvent, type WebhookHandler } from '../../../receiver/src/index.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { publishEvents } from '../../src/events/publish.ts';
-import { buildImage, LIMITS, podman } from '../helpers/containers.ts';
+import { buildImage, compose, LIMITS, podman, script } from '../helpers/containers.ts';
 import { createPgDatabase } from '../helpers/database.ts';
 import { freePort, until } from '../helpers/wait.ts';
 
@@ -30,9 +30,13 @@ beforeAll(async () => {
   ({ base, image } = await buildImage(TAG));
 }, 600_000);
 afterAll(async () => {
-  for (const id of started) await podman(['rm', '-f', '-t', '0', id]).catch(() => {});
+  for (const id of started) await podman(['rm', '-f', '-v', '-t', '0', id]).catch(() => {});
   for (const v of volumes) await podman(['volume', 'rm', '-f', v]).catch(() => {});
   await podman(['rmi', '-f', TAG]).catch(() => {});
+  // The image's VOLUME gives each container that mounts nothing there an anonymous volume, and
+  // the build leaves its install stage: neither is used by anything once the containers are gone.
+  await podman(['volume', 'prune', '-f']).catch(() => {});
+  await podman(['image', 'prune', '-f']).catch(() => {});
   await database?.close();
   await db?.drop();
 });
@@ -106,7 +110,7 @@ describe('the container image', () => {
       Volumes: Record<string, unknown>;
     };
     expect(config.User).toBe('10001:10001');
-    expect(config.Entrypoint.join(' ')).toContain('@payhooks/server/bin/payhooks.js');
+    expect(config.Entrypoint).toEqual(['payhooks']);
     expect(config.Cmd).toEqual(['serve']);
     expect(config.Labels).toMatchObject({
       'org.opencontainers.image.source': 'https://github.com/payhooks/payhooks',
@@ -258,6 +262,80 @@ describe('the container image', () => {
           )[0]!.n,
         );
       await until(async () => (await notDelivered()) === 0, { timeout: 60_000, message: 'every delivery recorded as delivered' });
+    });
+  });
+
+  describe('the compose stack (deploy/compose): PostgreSQL, migrate, api and worker, with podman-compose', () => {
+    const project = `phtest${process.pid}`;
+    let environment: NodeJS.ProcessEnv;
+    let apiPort: number;
+    let receiver: Server;
+    let handler: WebhookHandler | null = null;
+    const received: WebhookEvent[] = [];
+
+    beforeAll(async () => {
+      // PostgreSQL 15 from Debian's packages with the official image's environment (no registry here).
+      const postgresImage = await script('container-postgres.sh');
+      apiPort = await freePort();
+      environment = {
+        ...process.env,
+        POSTGRES_PASSWORD: randomBytes(12).toString('hex'),
+        PAYHOOKS_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+        PAYHOOKS_IMAGE: image,
+        POSTGRES_IMAGE: postgresImage,
+        PAYHOOKS_API_PORT: String(apiPort),
+        PAYHOOKS_ALLOW_PRIVATE_URLS: 'true',
+        PAYHOOKS_LOG_LEVEL: 'warn',
+      };
+      // On every address: the containers reach the host at host.containers.internal.
+      receiver = createServer((req, res) => (handler ? toNodeHandler(handler)(req, res) : res.writeHead(503).end()));
+      await new Promise<void>((r) => receiver.listen(0, '0.0.0.0', r));
+      await compose(project, ['up', '-d'], environment);
+    }, 300_000);
+    afterAll(async () => {
+      await compose(project, ['down', '-v'], environment).catch(() => {});
+      // podman-compose 1.0 leaves the project's network and its containers' anonymous volumes.
+      await podman(['network', 'rm', '-f', `${project}_default`]).catch(() => {});
+      await handler?.close();
+      await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()));
+    });
+
+    it('comes up healthy, and an event published through its API is delivered by its worker to a receiver on the host', async () => {
+      const ms = await ready(apiPort);
+      console.log(`compose: the API answered /readyz ${ms} ms after up -d returned`);
+      expect(await (await fetch(`http://127.0.0.1:${apiPort}/readyz`)).json()).toMatchObject({ database: 'postgres' });
+      const api = `${project}_api_1`;
+      const created = JSON.parse(
+        (await podman(['exec', api, 'payhooks', 'admin', 'create-platform', '--name', 'Compose Shop', '--json'])).split('\n')[0]!,
+      ) as { keys: { sandbox: string } };
+      const key = created.keys.sandbox;
+      const port = (receiver.address() as AddressInfo).port;
+      const r = await fetch(`http://127.0.0.1:${apiPort}/api/v1/webhook_endpoints`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: `http://host.containers.internal:${port}/webhooks`, enabled_events: ['payment.succeeded'] }),
+      });
+      expect(r.status).toBe(201);
+      handler = createWebhookHandler({
+        secret: ((await r.json()) as { secret: string }).secret,
+        store: memoryStore(),
+        onEvent: (e) => void received.push(e),
+      });
+      await podman(['exec', api, 'payhooks', 'trigger', 'payment.succeeded', '--api-key', key, '--url', 'http://127.0.0.1:8080']);
+      await until(() => received.some((e) => e.type === 'payment.succeeded'), {
+        timeout: 60_000,
+        message: 'the event, verified by the SDK',
+      });
+      const states = await podman([
+        'ps',
+        '-a',
+        '--filter',
+        `label=io.podman.compose.project=${project}`,
+        '--format',
+        '{{.Names}} {{.Status}}',
+      ]);
+      expect(states).toMatch(new RegExp(`${project}_migrate_1 Exited \\(0\\)`));
+      expect(states).toMatch(new RegExp(`${project}_worker_1 Up`));
     });
   });
 });
