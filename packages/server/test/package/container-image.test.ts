@@ -41,42 +41,31 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** A container on the host's network, read-only root, /tmp a tmpfs; returns its id. */
+/** `podman run` of the image on the host's network, read-only root, /tmp a tmpfs, with `env`. */
+const runArgs = (mode: '-d' | '--rm', args: string[], env: Record<string, string>, extra: string[] = []) => [
+  'run',
+  mode,
+  '--network',
+  'host',
+  '--read-only',
+  '--tmpfs',
+  '/tmp',
+  ...LIMITS,
+  ...extra,
+  ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
+  image,
+  ...args,
+];
+
+/** A container left running (removed after the tests); its id. */
 async function start(args: string[], env: Record<string, string>, extra: string[] = []): Promise<string> {
-  const id = await podman([
-    'run',
-    '-d',
-    '--network',
-    'host',
-    '--read-only',
-    '--tmpfs',
-    '/tmp',
-    ...LIMITS,
-    ...extra,
-    ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
-    image,
-    ...args,
-  ]);
+  const id = await podman(runArgs('-d', args, env, extra));
   started.push(id);
   return id;
 }
 
 /** A one-off command in the image (migrate, admin…), its stdout. */
-async function once(args: string[], env: Record<string, string>): Promise<string> {
-  return podman([
-    'run',
-    '--rm',
-    '--network',
-    'host',
-    '--read-only',
-    '--tmpfs',
-    '/tmp',
-    ...LIMITS,
-    ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
-    image,
-    ...args,
-  ]);
-}
+const once = (args: string[], env: Record<string, string>) => podman(runArgs('--rm', args, env));
 
 async function ready(port: number): Promise<number> {
   const t0 = performance.now();
