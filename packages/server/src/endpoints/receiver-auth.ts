@@ -251,9 +251,9 @@ export function trustedCasOf(input: TlsInput | null): string | null {
 
 /**
  * A client certificate: the chain's first certificate is the client's, the key must be its, and
- * it must not have expired (one that will is warned about by the health alerts' expiry notice,
- * later work). The key leaves only sealed; the endpoint shows the certificate's subject, issuer,
- * SHA-256 fingerprint and expiry.
+ * it must not have expired (the health mail warns 30 and 7 days before it does:
+ * certificate-expiry.ts). The key leaves only sealed; the endpoint shows the certificate's
+ * subject, issuer, SHA-256 fingerprint and expiry.
  */
 function clientCertificateColumns(
   secrets: SecretBox,
