@@ -207,6 +207,47 @@ export interface DrainResult {
   /** payhooks only: claim statements per delivery and the mean claim batch. */
   claims: Claims | null;
   worker_peak_rss_mib: number;
+  /** WAL bytes PostgreSQL wrote per delivery while draining (pg_stat_wal, the whole cluster: nothing else runs). */
+  wal_bytes_per_delivery: number;
+  /** Rows each table had inserted, updated (of which HOT) and deleted per delivery while draining. */
+  rows_per_delivery: Record<string, { ins: number; upd: number; hot: number; del: number }>;
+}
+
+/** What PostgreSQL has written: the cluster's WAL bytes, and the rows of each table of `db`. */
+async function writeCounters(db: Scratch): Promise<{ wal: number; tables: Map<string, number[]> }> {
+  const { default: pgModule } = await import('pg');
+  const client = new pgModule.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    const [wal] = (await client.query<{ wal_bytes: string }>('SELECT wal_bytes FROM pg_stat_wal')).rows;
+    const rows = await client.query<{ relname: string; ins: string; upd: string; hot: string; del: string }>(
+      `SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_hot_upd AS hot, n_tup_del AS del FROM pg_stat_user_tables`,
+    );
+    const tables = new Map<string, number[]>();
+    for (const r of rows.rows) {
+      // Partitions count under their table (delivery_attempts_2026w49 -> delivery_attempts).
+      const name = r.relname.replace(/_(\d{4}w\d{2}|default|p\d+)$/, '');
+      const sum = tables.get(name) ?? [0, 0, 0, 0];
+      [r.ins, r.upd, r.hot, r.del].forEach((v, i) => {
+        sum[i]! += Number(v);
+      });
+      tables.set(name, sum);
+    }
+    return { wal: Number(wal!.wal_bytes), tables };
+  } finally {
+    await client.end();
+  }
+}
+
+function writesPer(before: Awaited<ReturnType<typeof writeCounters>>, after: typeof before, deliveries: number) {
+  const per = (n: number) => round(n / deliveries, 3);
+  const rows: DrainResult['rows_per_delivery'] = {};
+  for (const [table, a] of after.tables) {
+    const b = before.tables.get(table) ?? [0, 0, 0, 0];
+    const d = a.map((v, i) => v - b[i]!);
+    if (d.some((v) => v !== 0)) rows[table] = { ins: per(d[0]!), upd: per(d[1]!), hot: per(d[2]!), del: per(d[3]!) };
+  }
+  return { wal_bytes_per_delivery: Math.round((after.wal - before.wal) / deliveries), rows_per_delivery: rows };
 }
 
 /**
@@ -250,6 +291,7 @@ export async function backlog(
       concurrency: 4,
     });
     env.receivers.arrivals.reset();
+    const written = await writeCounters(db);
     db.sampler.start([]);
     const workers =
       o.target === 'payhooks'
@@ -286,8 +328,12 @@ export async function backlog(
       cpu_per_delivery: cpuPer(db, warmAt, a.last, times.length ? counted - warm : counted),
       claims: claimsBetween({ claims: 0, claimed: 0 }, await claimCounters(workers), total),
       worker_peak_rss_mib: db.sampler.peakRssMib(),
+      wal_bytes_per_delivery: 0,
+      rows_per_delivery: {},
     };
     await Promise.all(workers.map((w) => w.kill()));
+    // After the workers exit: a backend's table counters reach the shared statistics by then.
+    Object.assign(result, writesPer(written, await writeCounters(db), total));
     return result;
   } finally {
     await drop(env, db);
