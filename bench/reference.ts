@@ -9,7 +9,7 @@
  *
  * --quick: small sizes, the whole run in about a minute (a smoke run, not figures to quote).
  * --json: print one JSON object on stdout instead of the table (progress goes to stderr).
- * --only publish,latency,...: only these scenarios (publish, backlog1, backlog100, baseline,
+ * --only publish,latency,...: only these scenarios (publish, recording-ceiling, backlog1, backlog100, baseline,
  *   pipeline, latency, latency-baseline, isolation, fanout, publish-http, fleet, growth), their
  *   figures as JSON on stdout; growth (costs against stored history, bench/growth/) runs only
  *   this way: 5 k, 1 M and 5 M deliveries (--long adds 20 M; GROWTH_SIZES=a,b,c picks others);
@@ -161,6 +161,8 @@ async function main() {
     // a third between runs minutes apart.)
     log('ceiling: bare undici client, no database (1 of 2)');
     const ceil = await ceiling(env, { requests: SIZE.ceiling });
+    log('recording ceiling: the same client, each outcome written to PostgreSQL 100 rows per INSERT');
+    const recording = await run['recording-ceiling']();
     log('backlog: 100 endpoints (1 of 2)');
     const b100 = await run.backlog100();
     log('baseline: graphile-worker, 100 endpoints (1 of 2)');
@@ -213,6 +215,9 @@ async function main() {
       baseline_per_s: paired.baseline_per_s,
       throughput_vs_ceiling: round(paired.throughput_per_s / paired.ceiling_per_s, 2),
       throughput_vs_baseline: round(paired.throughput_per_s / paired.baseline_per_s, 2),
+      // The same client recording each outcome in PostgreSQL (100 rows per INSERT), one pass.
+      recording_ceiling_per_s: recording.per_s,
+      throughput_vs_recording_ceiling: round(paired.throughput_per_s / recording.per_s, 2),
       latency_ms: { p50: latHalf.latency_ms.p50, p95: latHalf.latency_ms.p95, p99: latHalf.latency_ms.p99 },
       latency_at_per_s: half,
       publish_per_s: publish1.batched_events_per_s,
@@ -370,6 +375,8 @@ function runners(env: Env) {
       endpoints_1: await publishRate(env, { endpoints: 1, events: SIZE.publish }),
       endpoints_10: await publishRate(env, { endpoints: 10, events: Math.round(SIZE.publish / 2) }),
     }),
+    /** The ceiling client recording each outcome in PostgreSQL, 100 rows per INSERT (one pass). */
+    'recording-ceiling': () => ceiling(env, { requests: SIZE.ceiling, record: true }),
     backlog1: () => backlog(env, { target: 'payhooks', endpoints: 1, events: SIZE.backlog1, timeoutMs }),
     backlog100: (workers = 1) => backlog(env, { target: 'payhooks', endpoints: 100, events: SIZE.backlog100, workers, timeoutMs }),
     /** The same backlog with every endpoint `per_object` (each event a payment of its own, so nothing waits: the check's cost). */
@@ -457,6 +464,7 @@ function runners(env: Env) {
 async function focused(run: ReturnType<typeof runners>, only: string[]): Promise<Record<string, unknown>> {
   const pick: Record<string, () => Promise<unknown>> = {
     publish: run.publish,
+    'recording-ceiling': run['recording-ceiling'],
     backlog1: run.backlog1,
     backlog100: () => run.backlog100(),
     'backlog100-ordered': run['backlog100-ordered'],
@@ -495,6 +503,10 @@ function table(r: Result): string {
   const b = r.cpu_bound;
   const rows: [string, string][] = [
     ['ceiling: bare undici, 50 in flight, 5 receivers', `${r.ceiling_per_s}/s (passes ${passes.ceiling_per_s.join(', ')})`],
+    [
+      'recording ceiling: the same, 100 rows per INSERT',
+      `${r.recording_ceiling_per_s}/s; the 100-endpoint backlog ${r.throughput_vs_recording_ceiling} of it`,
+    ],
     ['baseline: graphile-worker (tuned), 100 endpoints', `${r.baseline_per_s}/s (passes ${passes.baseline_per_s.join(', ')})`],
     ['backlog, 1 endpoint', `${f.backlog.endpoints_1.throughput_per_s}/s (${f.backlog.endpoints_1.deliveries} deliveries)`],
     ...(f.backlog.endpoints_10

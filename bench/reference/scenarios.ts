@@ -783,7 +783,36 @@ export interface CeilingResult {
 }
 
 /** A bare undici client, 50 in flight, to the same receivers (round robin over 100 paths). */
-export async function ceiling(env: Env, o: { requests: number }): Promise<CeilingResult> {
+export async function ceiling(env: Env, o: { requests: number; record?: boolean }): Promise<CeilingResult> {
+  // The recording ceiling writes each outcome to a table of its own in a scratch database.
+  const db = o.record ? await scratch(env, false) : null;
+  try {
+    if (db) {
+      const { default: pgModule } = await import('pg');
+      const client = new pgModule.Client({ connectionString: db.url });
+      await client.connect();
+      await client.query(
+        'CREATE TABLE recorded (request int NOT NULL, status int NOT NULL, response text, recorded_at timestamptz NOT NULL)',
+      );
+      await client.end();
+    }
+    const result = await ceilingRun(env, o.requests, db);
+    if (db) {
+      // Every outcome, the warm-up's included, is in the table: the figure is of a client that recorded.
+      const { default: pgModule } = await import('pg');
+      const client = new pgModule.Client({ connectionString: db.url });
+      await client.connect();
+      const [row] = (await client.query<{ n: string }>('SELECT count(*) AS n FROM recorded')).rows;
+      await client.end();
+      if (Number(row!.n) !== o.requests + WARM_UP) throw new Error(`recording ceiling: ${row!.n} rows recorded of ${o.requests + WARM_UP}`);
+    }
+    return result;
+  } finally {
+    if (db) await drop(env, db);
+  }
+}
+
+async function ceilingRun(env: Env, requests: number, db: Scratch | null): Promise<CeilingResult> {
   const { fork } = await import('node:child_process');
   const child = fork(new URL('./ceiling-client.mjs', import.meta.url), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const body = JSON.stringify({
@@ -810,7 +839,7 @@ export async function ceiling(env: Env, o: { requests: number }): Promise<Ceilin
   let receiversBefore = Number.NaN;
   const done = await ask<{ ms: number; total: number; errors: number; cpu_ms: number }>(
     child,
-    { urls, total: o.requests, concurrency: IN_FLIGHT, body, warmup: WARM_UP },
+    { urls, total: requests, concurrency: IN_FLIGHT, body, warmup: WARM_UP, ...(db ? { databaseUrl: db.url } : {}) },
     'done',
     (m) => {
       if (m?.type === 'measuring') receiversBefore = cpuMsOfAll(env.receivers.pids);
@@ -819,7 +848,7 @@ export async function ceiling(env: Env, o: { requests: number }): Promise<Ceilin
   const receiversMs = cpuMsOfAll(env.receivers.pids) - receiversBefore;
   child.kill();
   return {
-    requests: o.requests,
+    requests,
     in_flight: IN_FLIGHT,
     per_s: perSecond(done.total, done.ms),
     errors: done.errors,
