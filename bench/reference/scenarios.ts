@@ -213,12 +213,21 @@ export interface DrainResult {
   rows_per_delivery: Record<string, { ins: number; upd: number; hot: number; del: number }>;
 }
 
-/** What PostgreSQL has written: the cluster's WAL bytes, and the rows of each table of `db`. */
-async function writeCounters(db: Scratch): Promise<{ wal: number; tables: Map<string, number[]> }> {
+/** `fn` on a connection of its own to `db`, closed after. */
+async function onScratch<T>(db: Scratch, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const { default: pgModule } = await import('pg');
   const client = new pgModule.Client({ connectionString: db.url });
   await client.connect();
   try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** What PostgreSQL has written: the cluster's WAL bytes, and the rows of each table of `db`. */
+function writeCounters(db: Scratch): Promise<{ wal: number; tables: Map<string, number[]> }> {
+  return onScratch(db, async (client) => {
     const [wal] = (await client.query<{ wal_bytes: string }>('SELECT wal_bytes FROM pg_stat_wal')).rows;
     const rows = await client.query<{ relname: string; ins: string; upd: string; hot: string; del: string }>(
       `SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_hot_upd AS hot, n_tup_del AS del FROM pg_stat_user_tables`,
@@ -234,9 +243,7 @@ async function writeCounters(db: Scratch): Promise<{ wal: number; tables: Map<st
       tables.set(name, sum);
     }
     return { wal: Number(wal!.wal_bytes), tables };
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 function writesPer(before: Awaited<ReturnType<typeof writeCounters>>, after: typeof before, deliveries: number) {
@@ -787,24 +794,17 @@ export async function ceiling(env: Env, o: { requests: number; record?: boolean 
   // The recording ceiling writes each outcome to a table of its own in a scratch database.
   const db = o.record ? await scratch(env, false) : null;
   try {
-    if (db) {
-      const { default: pgModule } = await import('pg');
-      const client = new pgModule.Client({ connectionString: db.url });
-      await client.connect();
-      await client.query(
-        'CREATE TABLE recorded (request int NOT NULL, status int NOT NULL, response text, recorded_at timestamptz NOT NULL)',
+    if (db)
+      await onScratch(db, (client) =>
+        client.query('CREATE TABLE recorded (request int NOT NULL, status int NOT NULL, response text, recorded_at timestamptz NOT NULL)'),
       );
-      await client.end();
-    }
     const result = await ceilingRun(env, o.requests, db);
     if (db) {
       // Every outcome, the warm-up's included, is in the table: the figure is of a client that recorded.
-      const { default: pgModule } = await import('pg');
-      const client = new pgModule.Client({ connectionString: db.url });
-      await client.connect();
-      const [row] = (await client.query<{ n: string }>('SELECT count(*) AS n FROM recorded')).rows;
-      await client.end();
-      if (Number(row!.n) !== o.requests + WARM_UP) throw new Error(`recording ceiling: ${row!.n} rows recorded of ${o.requests + WARM_UP}`);
+      const recorded = await onScratch(db, async (client) =>
+        Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM recorded')).rows[0]!.n),
+      );
+      if (recorded !== o.requests + WARM_UP) throw new Error(`recording ceiling: ${recorded} rows recorded of ${o.requests + WARM_UP}`);
     }
     return result;
   } finally {

@@ -128,45 +128,43 @@ async function mailGroup(
   for (const n of rows) {
     const [endpoint] = await tx.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, n.endpointId));
     if (!endpoint) continue;
+    // What the change is (a headline) and what to do about it, between the lines every notice has.
+    let headline: string;
+    let body: string[];
     if (n.kind === 'certificate_expiring') {
       const shown = endpoint.authenticationShown ?? {};
       // Replaced (or removed) since the notice: nothing left to warn about.
       if (endpoint.authenticationType !== 'mtls' || !endpoint.certificateWarned?.startsWith(`${shown.fingerprint}/`)) continue;
       const expired = Date.parse(shown.not_after ?? '') <= now.getTime();
-      const headline = expired ? 'has an expired client certificate' : `has a client certificate that expires at ${shown.not_after}`;
-      headlines.push(`${endpoint.url} ${headline}`);
-      sections.push(
-        [
-          `${oneLine(endpoint.url, 300)} ${headline}.`,
-          '',
-          `Endpoint: ${oneLine(endpoint.url, 300)} (${endpoint.id})`,
-          ...(endpoint.description ? [`Description: ${oneLine(endpoint.description, 200)}`] : []),
-          `Environment: ${environment === 'live' ? 'Live' : 'Sandbox'}`,
-          `Client certificate: ${oneLine(shown.subject ?? '', 200)}, issued by ${oneLine(shown.issuer ?? '', 200)}, SHA-256 ${shown.fingerprint}.`,
-          expired
-            ? `It expired at ${shown.not_after}: your receiver's gateway refuses it, so deliveries fail. Give the endpoint a new certificate, then replay what failed.`
-            : `Give the endpoint a new certificate before ${shown.not_after}. The one it replaces is still presented for a day when your gateway refuses the new one, so you can add the new CA to your gateway in the meantime.`,
-          `Open it: ${endpointLink(settings, publicUrl, endpoint.id)}`,
-        ].join('\n'),
-      );
-      continue;
+      headline = expired ? 'has an expired client certificate' : `has a client certificate that expires at ${shown.not_after}`;
+      body = [
+        `Client certificate: ${oneLine(shown.subject ?? '', 200)}, issued by ${oneLine(shown.issuer ?? '', 200)}, SHA-256 ${shown.fingerprint}.`,
+        expired
+          ? `It expired at ${shown.not_after}: your receiver's gateway refuses it, so deliveries fail. Give the endpoint a new certificate, then replay what failed.`
+          : `Give the endpoint a new certificate before ${shown.not_after}. The one it replaces is still presented for a day when your gateway refuses the new one, so you can add the new CA to your gateway in the meantime.`,
+      ];
+    } else {
+      const d = await details(tx, endpoint.id, now);
+      const health = healthOf(endpoint, now);
+      headline = headlineOf(n.kind, n.warning, health.disables_at);
+      body = [
+        sinceLine(n.kind, health.since, health.disables_at),
+        `Last attempts: ${d.attempts.length ? d.attempts.join('; ') : 'none'}`,
+        `Deliveries waiting for a retry: ${d.waiting}. Exhausted (every attempt failed) in the last 7 days: ${d.exhausted}.`,
+      ];
     }
-    const d = await details(tx, endpoint.id, now);
-    const health = healthOf(endpoint, now);
-    const headline = headlineOf(n.kind, n.warning, health.disables_at);
     headlines.push(`${endpoint.url} ${headline}`);
-    const lines = [
-      `${oneLine(endpoint.url, 300)} ${headline}.`,
-      '',
-      `Endpoint: ${oneLine(endpoint.url, 300)} (${endpoint.id})`,
-      ...(endpoint.description ? [`Description: ${oneLine(endpoint.description, 200)}`] : []),
-      `Environment: ${environment === 'live' ? 'Live' : 'Sandbox'}`,
-      sinceLine(n.kind, health.since, health.disables_at),
-      `Last attempts: ${d.attempts.length ? d.attempts.join('; ') : 'none'}`,
-      `Deliveries waiting for a retry: ${d.waiting}. Exhausted (every attempt failed) in the last 7 days: ${d.exhausted}.`,
-      `Open it: ${endpointLink(settings, publicUrl, endpoint.id)}`,
-    ];
-    sections.push(lines.join('\n'));
+    sections.push(
+      [
+        `${oneLine(endpoint.url, 300)} ${headline}.`,
+        '',
+        `Endpoint: ${oneLine(endpoint.url, 300)} (${endpoint.id})`,
+        ...(endpoint.description ? [`Description: ${oneLine(endpoint.description, 200)}`] : []),
+        `Environment: ${environment === 'live' ? 'Live' : 'Sandbox'}`,
+        ...body,
+        `Open it: ${endpointLink(settings, publicUrl, endpoint.id)}`,
+      ].join('\n'),
+    );
   }
   if (sections.length === 0) return 0;
   const env = environment === 'live' ? 'Live' : 'Sandbox';

@@ -3,7 +3,7 @@ import { rootCertificates, type ConnectionOptions } from 'node:tls';
 import { ACK_DEADLINE_MS } from '@payhooks/contract';
 import { ConfigError } from '../errors.ts';
 import { DeadlineQueue } from '../delivery/deadlines.ts';
-import { AccessTokens, TokenEndpointError, type OAuthClient } from '../delivery/destinations/access-tokens.ts';
+import { AccessTokens, type OAuthClient, type TokenEndpointError } from '../delivery/destinations/access-tokens.ts';
 import { HttpDestination } from '../delivery/destinations/http.ts';
 import { basicAuthorization, type ClientAuthMethod } from '../security/receiver-credentials.ts';
 import type { ReceiverAuthFlags } from './receiver-auth-flags.ts';
@@ -64,8 +64,8 @@ export function receiverAccess(flags: ReceiverAuthFlags, proxy?: string): Receiv
         );
         return `Bearer ${token}`;
       } catch (err) {
-        if (err instanceof TokenEndpointError) throw new ConfigError(err.message);
-        throw new ConfigError(`The token endpoint ${client.tokenUrl} could not be reached: ${(err as Error).message}`);
+        // AccessTokens rejects with TokenEndpointError alone: words fit for the terminal.
+        throw new ConfigError((err as TokenEndpointError).message);
       }
     },
     refused(authorization) {

@@ -1,6 +1,6 @@
 import { credentialsAad, decodeCredentials } from '../endpoint-urls/broker-url.ts';
 import type { SecretBox } from '../security/encryption.ts';
-import { AuthorizationHeaders, ClientCertificates, CustomHeaderSets, OAuthClients } from './custom-headers-cache.ts';
+import { AuthorizationHeaders, clientCertificates, CustomHeaderSets, oauthClients } from './custom-headers-cache.ts';
 import type { ReceiverAuthType } from '../db/schema.ts';
 import type { SendRequest } from './destinations/attempt.ts';
 import { SigningKeys, webhookKeysOf } from './signing-keys.ts';
@@ -86,15 +86,16 @@ export class RequestBuilder {
   /** Receivers' Authorization headers, opened once per sealed credentials. */
   private readonly authorizations: AuthorizationHeaders;
   /** Receivers' client certificates (mutual TLS), opened once per sealed value. */
-  private readonly clientCertificates: ClientCertificates;
+  private readonly clientCertificates: ReturnType<typeof clientCertificates>;
   /** Receivers' OAuth 2.0 clients, opened once per sealed value. */
-  private readonly oauthClients: OAuthClients;
+  private readonly oauthClients: ReturnType<typeof oauthClients>;
 
   constructor(secrets: SecretBox) {
     this.keys = new SigningKeys(secrets);
-    this.authorizations = new AuthorizationHeaders((box, aad) => this.keys.decrypt(box, aad));
-    this.clientCertificates = new ClientCertificates((box, aad) => this.keys.decrypt(box, aad));
-    this.oauthClients = new OAuthClients((box, aad) => this.keys.decrypt(box, aad));
+    const decrypt = (box: string, aad: string) => this.keys.decrypt(box, aad);
+    this.authorizations = new AuthorizationHeaders(decrypt);
+    this.clientCertificates = clientCertificates(decrypt);
+    this.oauthClients = oauthClients(decrypt);
   }
 
   /** The request; throws like `SecretBox.decrypt` when a secret can't be decrypted (a wrong PAYHOOKS_ENCRYPTION_KEY). */

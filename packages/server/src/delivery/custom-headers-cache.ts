@@ -1,4 +1,9 @@
-import { basicAuthorization, openReceiverCredentials, REDACTED_AUTHORIZATION } from '../security/receiver-credentials.ts';
+import {
+  basicAuthorization,
+  openReceiverCredentials,
+  REDACTED_AUTHORIZATION,
+  type ReceiverCredentials,
+} from '../security/receiver-credentials.ts';
 import type { OAuthClient } from './destinations/access-tokens.ts';
 import type { ClientCertificate, CustomHeaders } from './destinations/attempt.ts';
 
@@ -74,41 +79,41 @@ export class AuthorizationHeaders {
   }
 }
 
-/** Endpoints' OAuth 2.0 clients, opened once per sealed value (its text keys the client's token). */
-export class OAuthClients {
-  private readonly opened = new MadeOnce<OAuthClient>(CUSTOM_HEADER_SETS);
-
-  constructor(private readonly decrypt: (box: string, aad: string) => string) {}
-
-  get(box: string, endpointId: string): OAuthClient {
-    return this.opened.get(box, () => {
-      const c = openReceiverCredentials(this.decrypt, 'oauth2_client_credentials', box, endpointId);
-      return {
-        id: box,
-        tokenUrl: c.token_url,
-        clientId: c.client_id,
-        clientSecret: c.client_secret,
-        scope: c.scope,
-        audience: c.audience,
-        method: c.client_auth_method,
-      };
-    });
-  }
-}
-
 /**
- * Endpoints' client certificates (mutual TLS), opened once per sealed value. Its `id` (the sealed
- * text, unique per upload) names the connections made with it (destinations/http.ts).
+ * Receiver credentials of one type, opened once per sealed value and shaped for sending by
+ * `shape` (given the sealed text, which keys what is made from them: a client certificate's
+ * connections in destinations/http.ts, an OAuth 2.0 client's token).
  */
-export class ClientCertificates {
-  private readonly opened = new MadeOnce<ClientCertificate>(CUSTOM_HEADER_SETS);
+export class OpenedCredentials<T extends ReceiverCredentials['type'], V> {
+  private readonly opened = new MadeOnce<V>(CUSTOM_HEADER_SETS);
 
-  constructor(private readonly decrypt: (box: string, aad: string) => string) {}
+  constructor(
+    private readonly decrypt: (box: string, aad: string) => string,
+    private readonly type: T,
+    private readonly shape: (credentials: Extract<ReceiverCredentials, { type: T }>, box: string) => V,
+  ) {}
 
-  get(box: string, endpointId: string): ClientCertificate {
-    return this.opened.get(box, () => {
-      const credentials = openReceiverCredentials(this.decrypt, 'mtls', box, endpointId);
-      return { id: box, cert: credentials.certificate, key: credentials.private_key };
-    });
+  get(box: string, endpointId: string): V {
+    return this.opened.get(box, () => this.shape(openReceiverCredentials(this.decrypt, this.type, box, endpointId), box));
   }
 }
+
+/** Endpoints' client certificates (mutual TLS). */
+export const clientCertificates = (decrypt: (box: string, aad: string) => string) =>
+  new OpenedCredentials(decrypt, 'mtls', (c, box): ClientCertificate => ({ id: box, cert: c.certificate, key: c.private_key }));
+
+/** Endpoints' OAuth 2.0 clients. */
+export const oauthClients = (decrypt: (box: string, aad: string) => string) =>
+  new OpenedCredentials(
+    decrypt,
+    'oauth2_client_credentials',
+    (c, box): OAuthClient => ({
+      id: box,
+      tokenUrl: c.token_url,
+      clientId: c.client_id,
+      clientSecret: c.client_secret,
+      scope: c.scope,
+      audience: c.audience,
+      method: c.client_auth_method,
+    }),
+  );

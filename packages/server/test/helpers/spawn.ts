@@ -16,6 +16,11 @@ export function spawnPayhooks(args: string[], env: Record<string, string>, bin =
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  return watched(child);
+}
+
+/** A child started with piped stdout and stderr, its output collected and waited on. */
+export function watched(child: ChildProcess): Spawned {
   let out = '';
   const listeners = new Set<() => void>();
   const onData = (b: Buffer) => {

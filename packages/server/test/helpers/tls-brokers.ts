@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { watched } from './spawn.ts';
 import { freePort } from './wait.ts';
 
 /**
@@ -12,26 +13,6 @@ import { freePort } from './wait.ts';
 export interface TlsBroker {
   port: number;
   stop(): Promise<void>;
-}
-
-function started(child: ChildProcess, ready: RegExp, what: string, timeoutMs: number): Promise<void> {
-  let output = '';
-  return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what} did not start within ${timeoutMs} ms:\n${output}`)), timeoutMs);
-    const read = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (ready.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', read);
-    child.stderr?.on('data', read);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited (${code}) before it was ready:\n${output}`));
-    });
-  });
 }
 
 function stopper(child: ChildProcess): () => Promise<void> {
@@ -85,7 +66,7 @@ export async function startTlsRabbit(dir: string, files: { ca: string; cert: str
   });
   const stop = stopper(child);
   try {
-    await started(child, /Starting broker\.\.\. completed/, 'RabbitMQ (TLS)', 60_000);
+    await watched(child).waitFor(/Starting broker\.\.\. completed/, 60_000);
   } catch (err) {
     await stop();
     throw err;
@@ -120,7 +101,7 @@ export async function startTlsNats(dir: string, files: { ca: string; cert: strin
   );
   const stop = stopper(child);
   try {
-    await started(child, /Server is ready/, 'nats-server (TLS)', 30_000);
+    await watched(child).waitFor(/Server is ready/, 30_000);
   } catch (err) {
     await stop();
     throw err;

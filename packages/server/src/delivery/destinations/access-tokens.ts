@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { ClientAuthMethod } from '../../security/receiver-credentials.ts';
+import { classify, failed } from './attempt.ts';
 
 /**
  * Access tokens for receivers behind an OAuth 2.0 gateway (client credentials, RFC 6749 section
@@ -77,8 +78,8 @@ export class AccessTokens {
       this.hold(client.id, { token, until: refreshAt(this.now(), lifetimeS) });
       return token;
     } catch (err) {
-      const error = err instanceof TokenEndpointError ? err : new TokenEndpointError(`The token request failed: ${String(err)}`);
-      const safe = new TokenEndpointError(redact(error.message, client.clientSecret));
+      // requestToken rejects with TokenEndpointError only; the secret never reaches its words.
+      const safe = new TokenEndpointError(redact((err as Error).message, client.clientSecret));
       this.hold(client.id, { error: safe, until: this.now() + FAILURE_HOLD_MS });
       throw safe;
     }
@@ -104,8 +105,17 @@ async function requestToken(client: OAuthClient, transport: TokenTransport): Pro
     const user = `${formEncode(client.clientId)}:${formEncode(client.clientSecret)}`;
     headers.authorization = `Basic ${Buffer.from(user, 'utf8').toString('base64')}`;
   }
-  const answer = await transport(client.tokenUrl, headers, form.toString());
-  const text = await readLimited(answer.body);
+  const where = `The token endpoint ${client.tokenUrl}`;
+  let answer: Dispatcher.ResponseData;
+  let text: string;
+  try {
+    answer = await transport(client.tokenUrl, headers, form.toString());
+    text = await readLimited(answer.body);
+  } catch (err) {
+    // In the words of a receiver's connection error (refused, DNS, TLS, forbidden address, timeout).
+    const reason = classify(err, (kind, message) => failed(new Date(0), 0, kind, message)).errorMessage;
+    throw new TokenEndpointError(`${where} could not be reached: ${reason}`);
+  }
   let json: Record<string, unknown> | null = null;
   try {
     const parsed: unknown = JSON.parse(text);
@@ -113,7 +123,6 @@ async function requestToken(client: OAuthClient, transport: TokenTransport): Pro
   } catch {
     // Not JSON: said below.
   }
-  const where = `The token endpoint ${client.tokenUrl}`;
   if (answer.statusCode !== 200) {
     const code = typeof json?.error === 'string' ? ` (${printable(json.error)}${describe(json)})` : '';
     throw new TokenEndpointError(

@@ -196,11 +196,7 @@ export class HttpDestination implements Destination {
    */
   private async sendWithToken(req: SendRequest, client: OAuthClient, startedAt: Date, t0: number): Promise<AttemptResult> {
     const transport = (url: string, headers: Record<string, string>, body: string) =>
-      this.request(url, headers, body, AbortSignal.timeout(this.options.timeoutMs), this.agentFor(req)).catch((err: unknown) => {
-        // Classified like a receiver's connection error (refused, DNS, TLS, forbidden address, timeout).
-        const reason = classify(err, (kind, message) => failed(startedAt, 0, kind, message)).errorMessage;
-        throw new TokenEndpointError(`The token endpoint ${url} could not be reached: ${reason}`);
-      });
+      this.request(url, headers, body, AbortSignal.timeout(this.options.timeoutMs), this.agentFor(req));
     let token: string;
     try {
       token = await this.tokens.get(client, transport);
